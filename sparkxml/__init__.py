@@ -1,0 +1,32 @@
+"""sparkxml: pure-Python Spark ML estimators for extreme multi-label classification,
+histogram gradient boosting and learning to rank. Heavy work runs in ``sparkxml_kernels``."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "FastXML": "sparkxml.fastxml",
+    "FastXMLModel": "sparkxml.fastxml",
+    "XMLEvaluator": "sparkxml.evaluation",
+    "label_propensities": "sparkxml.evaluation",
+    "GBTRegressor": "sparkxml.gbt",
+    "GBTRegressionModel": "sparkxml.gbt",
+    "GBTClassifier": "sparkxml.gbt",
+    "GBTClassificationModel": "sparkxml.gbt",
+    "LambdaMART": "sparkxml.ranking",
+    "LambdaMARTModel": "sparkxml.ranking",
+    "RankingEvaluator": "sparkxml.evaluation",
+}
+
+
+def __getattr__(name):
+    # Lazy so that `import sparkxml` stays cheap and one estimator's import error does not
+    # break the others.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sparkxml' has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)

@@ -1,0 +1,142 @@
+"""What every sparkxml Estimator and Model shares: validation, param copying, persistence.
+
+Persistence writes ``path/metadata`` in Spark ML's ``DefaultParamsWriter`` format (plus
+``formatVersion`` and ``modelKind``) and ``path/data/arrays.npz`` (models only), through
+``sparkxml_kernels.persist`` so that:
+
+- ``write().overwrite()`` never touches the JVM (it works over Spark Connect);
+- a failed save leaves nothing that loads (write to a hidden sibling, then rename);
+- ``sparkxml_kernels.load_model(path)`` reads the same directory without Spark;
+- a saved Pipeline holding sparkxml stages loads with ``PipelineModel.load``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyspark
+from pyspark.ml import Estimator, Model
+from pyspark.ml.param import Params
+from pyspark.ml.util import MLReadable, MLReader, MLWritable, MLWriter
+
+from sparkxml_kernels import persist
+
+from .params import validate_params
+
+
+def _class_name(obj_or_cls) -> str:
+    cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+class SparkXMLWriter(MLWriter):
+    """Saves a sparkxml Params instance (and its arrays, for models) without the JVM."""
+
+    def __init__(self, instance: "SparkXMLParams"):
+        super().__init__()
+        self.instance = instance
+
+    def save(self, path: str) -> None:
+        if not isinstance(path, str) or not path:
+            raise TypeError(f"path must be a non-empty string, got {path!r}")
+        inst = self.instance
+        validate_params(inst)
+        params = {p.name: v for p, v in inst._paramMap.items()}
+        defaults = {p.name: v for p, v in inst._defaultParamMap.items()}
+        arrays = inst._save_arrays() if isinstance(inst, SparkXMLModel) else None
+        meta = persist.metadata_json(_class_name(inst), inst.uid, params, defaults,
+                                     model_kind=inst._model_kind,
+                                     spark_version=pyspark.__version__)
+        persist.save_directory(path, meta, arrays, overwrite=self.shouldOverwrite)
+
+    def saveImpl(self, path: str) -> None:  # pragma: no cover - save() does it all
+        self.save(path)
+
+
+class SparkXMLReader(MLReader):
+    """Loads what ``SparkXMLWriter`` saved, checking class and format first."""
+
+    def __init__(self, cls):
+        super().__init__()
+        self.cls = cls
+
+    def load(self, path: str):
+        meta = persist.load_metadata(path, expected_class=_class_name(self.cls))
+        persist.check_sparkxml(meta, path)
+        if issubclass(self.cls, SparkXMLModel):
+            inst = self.cls._from_arrays(persist.load_arrays(path, self.cls._required_arrays),
+                                         path)
+        else:
+            inst = self.cls()
+        inst._resetUid(meta["uid"])
+        for name, value in meta.get("defaultParamMap", {}).items():
+            if inst.hasParam(name):
+                inst._setDefault(**{name: value})
+        for name, value in meta.get("paramMap", {}).items():
+            if not inst.hasParam(name):
+                raise persist.ModelFormatError(f"{path}: unknown param {name!r} for "
+                                               f"{self.cls.__name__}")
+            inst.set(inst.getParam(name), value)
+        try:
+            validate_params(inst)
+        except ValueError as e:
+            raise persist.ModelFormatError(f"{path}: {e}") from None
+        return inst
+
+
+class SparkXMLParams(Params, MLWritable, MLReadable):
+    """Base of every public sparkxml class: validation and persistence."""
+
+    _model_kind = "params"
+
+    def _validate_params(self) -> None:
+        validate_params(self)
+
+    def write(self) -> SparkXMLWriter:
+        """Return a writer: ``write().save(path)`` or ``write().overwrite().save(path)``."""
+        return SparkXMLWriter(self)
+
+    @classmethod
+    def read(cls) -> SparkXMLReader:
+        return SparkXMLReader(cls)
+
+    @classmethod
+    def load(cls, path: str):
+        """Load an instance saved with ``write().save(path)``."""
+        return cls.read().load(path)
+
+    def _set_params(self, **kwargs: Any):
+        return self._set(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+class SparkXMLEstimator(Estimator, SparkXMLParams):
+    """Shared Estimator logic: validate params first, then ``_fit_validated``."""
+
+    def _fit(self, dataset):
+        self._validate_params()
+        model = self._fit_validated(dataset)
+        self._copyValues(model)
+        model._validate_params()
+        return model
+
+    def _fit_validated(self, dataset):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class SparkXMLModel(Model, SparkXMLParams):
+    """Shared Model logic. Subclasses implement ``_save_arrays`` and ``_from_arrays``."""
+
+    _required_arrays: tuple = ()
+
+    def _save_arrays(self) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def _from_arrays(cls, arrays: dict, path: str):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _transform(self, dataset):
+        self._validate_params()
+        return self._transform_validated(dataset)
+
+    def _transform_validated(self, dataset):  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -1,0 +1,63 @@
+"""Getting a SparkSession the way the CLI, examples and tests need it."""
+from __future__ import annotations
+
+import os
+import sys
+
+
+def get_session(master: str | None = None, app_name: str = "sparkxml", remote: str | None = None,
+                conf: dict | None = None):
+    """Return the active SparkSession, or start one.
+
+    Under ``spark-submit`` (the JVM started this Python, ``PYSPARK_GATEWAY_PORT`` is set) the
+    cluster's configuration is used as it is. Otherwise a local session is started on
+    ``master`` (default ``local[*]``), or a Spark Connect session when ``remote`` (or the
+    ``SPARK_REMOTE`` environment variable) is given. Python workers are pointed at this
+    interpreter so they see the same packages.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    remote = remote or os.environ.get("SPARK_REMOTE")
+    if remote:
+        return builder.remote(remote).getOrCreate()
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = (builder.master(master or "local[*]")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "8")
+                   .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    elif master:
+        builder = builder.master(master)
+    return builder.getOrCreate()
+
+
+def default_parallelism(spark) -> int:
+    """The session's default parallelism, without ``sparkContext`` (Spark Connect safe)."""
+    for key in ("spark.default.parallelism",):
+        try:
+            v = spark.conf.get(key, None)
+        except Exception:
+            v = None
+        if v:
+            return max(1, int(v))
+    try:
+        master = spark.conf.get("spark.master", "")
+    except Exception:
+        master = ""
+    if master.startswith("local"):
+        inner = master[master.find("[") + 1: master.find("]")] if "[" in master else "1"
+        inner = inner.split(",")[0]
+        return (os.cpu_count() or 1) if inner == "*" else max(1, int(inner))
+    # A cluster: spark.range without numPartitions uses the default parallelism; count the
+    # partitions it makes with DataFrame APIs only (one small job).
+    from pyspark.sql import functions as F
+
+    n = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).distinct().count()
+    return max(1, int(n))
