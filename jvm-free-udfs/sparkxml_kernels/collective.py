@@ -1,0 +1,460 @@
+"""Direct, authenticated socket collective for data-parallel tree boosting.
+
+Used inside one Spark barrier stage: every task opens a listener (``open_listener``), the
+tasks exchange their ``host:port`` once (``BarrierTaskContext.allGather``), then build a
+``SocketCollective`` and talk to each other directly for the whole training: one round trip per
+tree level instead of one Spark job (or one ``allGather``, ~1 s each) per level.
+
+Protocol
+--------
+- Transport: stdlib ``multiprocessing.connection.Connection`` over TCP, authenticated with
+  the stdlib HMAC challenge (``deliver_challenge`` / ``answer_challenge``, exactly what
+  ``Listener.accept()`` / ``Client()`` do) and a per-fit random ``authkey``. The socket-level
+  set-up is done here rather than by ``Listener``/``Client`` because those have no deadline:
+  ``Listener.accept()`` and ``Client()`` block forever on a peer that never answers.
+- Payloads are raw bytes (``send_bytes`` of a numpy buffer, ``recv_bytes_into`` a
+  preallocated one): nothing a peer sends is ever unpickled.
+- Topology: a binomial tree rooted at rank 0. The parent of rank ``r > 0`` is ``r`` with its
+  lowest set bit cleared; its children are ``r + 2**j`` for ``2**j`` below that bit. A reduce
+  takes ``ceil(log2(world_size))`` hops; each node adds its children in increasing rank order,
+  so the floating-point sum is the same on every run.
+- Deadlines: every blocking receive first waits with ``Connection.poll(timeout_s)``; sockets
+  also carry ``SO_RCVTIMEO``/``SO_SNDTIMEO`` so a peer that stalls mid-message or stops
+  reading cannot block us either. A silent peer raises ``TimeoutError`` naming its rank; a dead
+  peer raises ``ConnectionError`` naming its rank (at once: its socket is closed).
+- Errors on rank 0's ``decide`` are sent down the tree, so the other ranks fail at once with
+  rank 0's message instead of waiting out the timeout.
+"""
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+import time
+from multiprocessing.connection import (
+    AuthenticationError,
+    BufferTooShort,
+    Connection,
+    answer_challenge,
+    deliver_challenge,
+)
+
+import numpy as np
+
+__all__ = ["SocketCollective", "LocalCollective", "open_listener", "new_authkey",
+           "tree_parent", "tree_children"]
+
+_OK = b"\x00"
+_ERR = b"\x01"
+_HELLO = struct.Struct("!ii")  # (rank, world_size) sent by a child after authentication
+
+
+def new_authkey() -> bytes:
+    """A fresh random key for one fit (32 bytes)."""
+    return os.urandom(32)
+
+
+def tree_parent(rank: int) -> int:
+    """Parent of ``rank`` in the binomial tree rooted at 0 (-1 for rank 0)."""
+    return -1 if rank == 0 else rank & (rank - 1)
+
+
+def tree_children(rank: int, world_size: int) -> list[int]:
+    """Children of ``rank`` in increasing order (the order sums are added in)."""
+    low = (rank & -rank) if rank else 1 << max(world_size - 1, 0).bit_length()
+    out, step = [], 1
+    while step < low and rank + step < world_size:
+        out.append(rank + step)
+        step <<= 1
+    return out
+
+
+def _default_host() -> str:
+    try:
+        host = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        host = "127.0.0.1"
+    return host
+
+
+def open_listener(advertise_host: str | None = None, bind_host: str = "0.0.0.0",
+                  backlog: int = 64):
+    """Open a TCP listening socket on an ephemeral port.
+
+    Parameters
+    ----------
+    advertise_host : str, optional
+        The host name or IP the peers should connect to (in a Spark task: the executor's host
+        from ``BarrierTaskContext.getTaskInfos()``). Default: this machine's address.
+    bind_host : str
+        Interface to listen on (default all; connections are authenticated).
+
+    Returns
+    -------
+    (socket.socket, str)
+        The listening socket (give it to ``SocketCollective(listener=...)``) and the
+        ``"host:port"`` to publish to the peers.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((bind_host, 0))
+        sock.listen(backlog)
+    except BaseException:
+        sock.close()
+        raise
+    port = sock.getsockname()[1]
+    host = advertise_host or _default_host()
+    return sock, f"{host}:{port}"
+
+
+def _parse_address(addr: str) -> tuple[str, int]:
+    host, _, port = str(addr).rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"peer address {addr!r} is not 'host:port'")
+    return host.strip("[]"), int(port)
+
+
+def _set_io_timeouts(sock: socket.socket, timeout_s: float) -> None:
+    # Kernel-level deadlines on a blocking socket: a read or write that makes no progress for
+    # timeout_s fails with EAGAIN (BlockingIOError) instead of blocking forever.
+    sec = int(timeout_s)
+    usec = int(round((timeout_s - sec) * 1e6))
+    tv = struct.pack("ll", sec, usec)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class LocalCollective:
+    """The one-process collective (world_size 1): sums are the identity."""
+
+    rank = 0
+    world_size = 1
+
+    def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
+        return np.array(arr, copy=True)
+
+    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
+        return np.asarray(decide(np.array(local, copy=True)), dtype=np.float64).ravel()
+
+    def broadcast(self, arr: np.ndarray | None) -> np.ndarray:
+        return np.asarray(arr, dtype=np.float64).ravel().copy()
+
+    def barrier(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class SocketCollective:
+    """Tree-structured reduce / broadcast among ``world_size`` processes over TCP.
+
+    Parameters
+    ----------
+    rank : int
+        This process's rank, 0 <= rank < world_size.
+    world_size : int
+    addresses : list of str
+        ``"host:port"`` of every rank's listener, indexed by rank.
+    authkey : bytes
+        Shared secret of this fit (``new_authkey()``), the same on every rank.
+    timeout_s : float
+        Bound on every wait for a peer (connecting, receiving, sending).
+    listener : socket.socket, optional
+        This rank's listening socket from ``open_listener``. Required when this rank has
+        children (all ranks but the leaves); closed once the children are connected.
+
+    Every rank must call the same sequence of collective methods with arrays of the same
+    shape and dtype (lockstep), as the booster does.
+    """
+
+    def __init__(self, rank: int, world_size: int, addresses, authkey: bytes,
+                 timeout_s: float = 600.0, listener: socket.socket | None = None):
+        if not (0 <= rank < world_size):
+            raise ValueError(f"rank {rank} is outside [0, {world_size})")
+        if len(addresses) != world_size:
+            raise ValueError(f"{len(addresses)} addresses for world_size {world_size}")
+        if not isinstance(authkey, bytes) or not authkey:
+            raise ValueError("authkey must be non-empty bytes")
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self.rank = int(rank)
+        self.world_size = int(world_size)
+        self.timeout_s = float(timeout_s)
+        self._authkey = authkey
+        self._addresses = [str(a) for a in addresses]
+        self._parent_rank = tree_parent(self.rank)
+        self._child_ranks = tree_children(self.rank, self.world_size)
+        self._parent: Connection | None = None
+        self._children: dict[int, Connection] = {}
+        self._buffers: dict[int, np.ndarray] = {}
+        self._dec_buf = bytearray(1 << 12)
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.wait_seconds = 0.0  # time spent blocked on peers (for diagnostics)
+        try:
+            if self._parent_rank >= 0:
+                self._parent = self._connect(self._parent_rank)
+            if self._child_ranks:
+                if listener is None:
+                    raise ValueError(f"rank {rank} has children {self._child_ranks} but no "
+                                     f"listener")
+                self._accept_children(listener)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            if listener is not None:
+                listener.close()
+
+    # ------------------------------------------------------------------ connection set-up
+    def _connect(self, peer: int) -> Connection:
+        host, port = _parse_address(self._addresses[peer])
+        deadline = time.monotonic() + self.timeout_s
+        last_err = None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"rank {self.rank}: could not connect to rank {peer} at "
+                                   f"{host}:{port} within {self.timeout_s:g}s: {last_err}")
+            try:
+                sock = socket.create_connection((host, port), timeout=min(remaining, 10.0))
+            except OSError as e:  # refused / unreachable: retry until the deadline
+                last_err = e
+                time.sleep(min(0.05, max(remaining, 0)))
+                continue
+            break
+        sock.settimeout(None)
+        _set_io_timeouts(sock, max(1e-3, deadline - time.monotonic()))
+        conn = Connection(sock.detach())
+        try:
+            answer_challenge(conn, self._authkey)
+            deliver_challenge(conn, self._authkey)
+            conn.send_bytes(_HELLO.pack(self.rank, self.world_size))
+        except AuthenticationError:
+            conn.close()
+            raise ConnectionError(f"rank {self.rank}: authentication with rank {peer} failed "
+                                  f"(a different fit's key?)") from None
+        except (BlockingIOError, TimeoutError):
+            conn.close()
+            raise TimeoutError(f"rank {self.rank}: rank {peer} did not complete the handshake "
+                               f"within {self.timeout_s:g}s") from None
+        except (EOFError, OSError) as e:
+            conn.close()
+            raise ConnectionError(f"rank {self.rank}: connection to rank {peer} failed during "
+                                  f"the handshake: {e!r}") from None
+        self._set_steady_timeouts(conn)
+        return conn
+
+    def _accept_children(self, listener: socket.socket) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        expected = set(self._child_ranks)
+        while expected:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"rank {self.rank}: ranks {sorted(expected)} did not connect "
+                                   f"within {self.timeout_s:g}s")
+            ready, _, _ = select.select([listener], [], [], remaining)
+            if not ready:
+                continue
+            sock, _addr = listener.accept()
+            sock.settimeout(None)
+            _set_io_timeouts(sock, max(1e-3, min(remaining, 30.0)))
+            conn = Connection(sock.detach())
+            try:
+                deliver_challenge(conn, self._authkey)
+                answer_challenge(conn, self._authkey)
+                hello = conn.recv_bytes(64)
+                peer, peer_world = _HELLO.unpack(hello)
+            except (AuthenticationError, EOFError, OSError, struct.error):
+                conn.close()  # a stray or unauthenticated connection: ignore it
+                continue
+            if peer not in expected or peer_world != self.world_size:
+                conn.close()
+                raise ConnectionError(f"rank {self.rank}: unexpected peer rank {peer} "
+                                      f"(world {peer_world}); expected {sorted(expected)}")
+            self._set_steady_timeouts(conn)
+            self._children[peer] = conn
+            expected.discard(peer)
+
+    def _set_steady_timeouts(self, conn: Connection) -> None:
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            _set_io_timeouts(sock, self.timeout_s)
+        finally:
+            sock.close()
+
+    # ------------------------------------------------------------------ primitives
+    def _wait(self, conn: Connection, peer: int) -> None:
+        t0 = time.perf_counter()
+        try:
+            ready = conn.poll(self.timeout_s)
+        except (EOFError, OSError) as e:
+            raise ConnectionError(f"rank {self.rank}: lost the connection to rank {peer}: "
+                                  f"{e!r}") from None
+        self.wait_seconds += time.perf_counter() - t0
+        if not ready:
+            raise TimeoutError(f"rank {self.rank}: rank {peer} sent nothing within "
+                               f"{self.timeout_s:g}s (timeoutSeconds); the peer stopped "
+                               f"answering")
+
+    def _recv_into(self, conn: Connection, peer: int, buf) -> int:
+        self._wait(conn, peer)
+        if isinstance(buf, np.ndarray):  # memoryview len() counts only the first axis
+            buf = buf.reshape(-1).view(np.uint8)
+        try:
+            n = conn.recv_bytes_into(buf)
+        except BufferTooShort:
+            raise
+        except EOFError:
+            raise ConnectionError(f"rank {self.rank}: rank {peer} closed the connection "
+                                  f"(the peer failed or exited)") from None
+        except (BlockingIOError, TimeoutError):
+            raise TimeoutError(f"rank {self.rank}: rank {peer} stalled mid-message for "
+                               f"{self.timeout_s:g}s") from None
+        except OSError as e:
+            raise ConnectionError(f"rank {self.rank}: receiving from rank {peer} failed: "
+                                  f"{e!r}") from None
+        self.bytes_received += n
+        return n
+
+    def _send(self, conn: Connection, peer: int, payload) -> None:
+        if isinstance(payload, np.ndarray):
+            payload = payload.reshape(-1).view(np.uint8)
+        try:
+            conn.send_bytes(payload)
+        except (BlockingIOError, TimeoutError):
+            raise TimeoutError(f"rank {self.rank}: rank {peer} accepted no data for "
+                               f"{self.timeout_s:g}s; the peer stopped answering") from None
+        except OSError as e:
+            raise ConnectionError(f"rank {self.rank}: sending to rank {peer} failed (the peer "
+                                  f"failed or exited): {e!r}") from None
+        self.bytes_sent += memoryview(payload).nbytes
+
+    def _buffer(self, like: np.ndarray) -> np.ndarray:
+        key = like.nbytes
+        buf = self._buffers.get(key)
+        if buf is None:
+            buf = np.empty(key, dtype=np.uint8)
+            self._buffers = {key: buf}  # keep one size: levels repeat the same shapes
+        return buf.view(like.dtype).reshape(like.shape)
+
+    def _reduce_to_root(self, local: np.ndarray) -> np.ndarray:
+        """Sum ``local`` over the subtree of this rank; rank 0 ends with the total."""
+        acc = np.array(local, copy=True, order="C")
+        if self._child_ranks:
+            buf = self._buffer(acc)
+            for child in self._child_ranks:  # fixed order: deterministic sums
+                try:
+                    n = self._recv_into(self._children[child], child, buf)
+                except BufferTooShort:
+                    raise RuntimeError(f"rank {self.rank}: rank {child} sent a larger array "
+                                       f"than expected ({acc.nbytes} bytes); the ranks are "
+                                       f"out of step") from None
+                if n != acc.nbytes:
+                    raise RuntimeError(f"rank {self.rank}: rank {child} sent {n} bytes, "
+                                       f"expected {acc.nbytes}; the ranks are out of step")
+                acc += buf
+        if self._parent is not None:
+            self._send(self._parent, self._parent_rank, acc)
+        return acc
+
+    def _bcast_payload(self, payload: bytes | None) -> bytes:
+        """Broadcast a framed message from rank 0 down the tree; return it on every rank."""
+        if self._parent is not None:
+            try:
+                n = self._recv_into(self._parent, self._parent_rank, self._dec_buf)
+                payload = bytes(memoryview(self._dec_buf)[:n])
+            except BufferTooShort as e:
+                payload = e.args[0]
+                self._dec_buf = bytearray(max(len(payload), 2 * len(self._dec_buf)))
+        for child in self._child_ranks:
+            self._send(self._children[child], child, payload)
+        return payload
+
+    @staticmethod
+    def _unframe(payload: bytes, what: str) -> np.ndarray:
+        if payload[:1] == _ERR:
+            raise RuntimeError(f"{what} failed on rank 0: "
+                               f"{payload[1:].decode('utf-8', 'replace')}")
+        return np.frombuffer(payload, dtype=np.float64, offset=1).copy()
+
+    # ------------------------------------------------------------------ public API
+    def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
+        """Element-wise sum of ``arr`` over all ranks; every rank gets the result.
+
+        ``arr`` must have the same shape and dtype on every rank; the result keeps them.
+        """
+        arr = np.asarray(arr)
+        total = self._reduce_to_root(arr)
+        if self._parent is not None:
+            try:
+                self._recv_into(self._parent, self._parent_rank, total)
+            except BufferTooShort:
+                raise RuntimeError(f"rank {self.rank}: rank 0 broadcast a larger array than "
+                                   f"expected; the ranks are out of step") from None
+        for child in self._child_ranks:
+            self._send(self._children[child], child, total)
+        return total
+
+    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
+        """Sum ``local`` onto rank 0, which calls ``decide(summed)``; all ranks get the result.
+
+        ``decide`` must return a 1-D float64 array (any length). If it raises on rank 0, the
+        other ranks raise ``RuntimeError`` with its message (and rank 0 re-raises it).
+        """
+        summed = self._reduce_to_root(np.asarray(local))
+        if self.rank == 0:
+            try:
+                dec = np.ascontiguousarray(np.asarray(decide(summed), dtype=np.float64).ravel())
+            except BaseException as e:
+                if self.world_size > 1:
+                    try:
+                        self._bcast_payload(_ERR + f"{type(e).__name__}: {e}".encode()[:4000])
+                    except Exception:
+                        pass
+                raise
+            if self._child_ranks:
+                self._bcast_payload(_OK + dec.tobytes())
+            return dec
+        return self._unframe(self._bcast_payload(None), "decide")
+
+    def broadcast(self, arr: np.ndarray | None) -> np.ndarray:
+        """Rank 0's 1-D float64 ``arr`` on every rank (others pass None)."""
+        if self.rank == 0:
+            dec = np.ascontiguousarray(np.asarray(arr, dtype=np.float64).ravel())
+            if self._child_ranks:
+                self._bcast_payload(_OK + dec.tobytes())
+            return dec
+        return self._unframe(self._bcast_payload(None), "broadcast")
+
+    def barrier(self) -> None:
+        """Return once every rank has called ``barrier``."""
+        self.allreduce_sum(np.zeros(1, dtype=np.int64))
+
+    def close(self) -> None:
+        """Close every connection (peers blocked on us then fail at once)."""
+        conns = list(self._children.values())
+        if self._parent is not None:
+            conns.append(self._parent)
+        self._children = {}
+        self._parent = None
+        for c in conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

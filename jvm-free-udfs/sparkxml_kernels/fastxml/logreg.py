@@ -1,0 +1,500 @@
+"""FastXML's node separator: L1-regularised logistic regression solved like liblinear's newGLMNET.
+
+Problem (points i of one node, columns j of its column-major feature matrix, the bias being the
+last column)::
+
+    min_w  sum_j |w_j| + sum_i C_i log(1 + exp(-y_i w.x_i)),   y_i in {+1, -1}
+
+Solver: the authors' variant of liblinear's ``solve_l1r_lr`` (Yuan, Ho & Lin 2012): from w = 0,
+at most 10 Newton iterations, each minimising the quadratic model of the loss plus the L1 term
+by at most 10 passes of randomly ordered coordinate descent, then an Armijo line search. Outer
+and inner shrinking skip coordinates sitting at 0 with a gradient safely inside [-1, 1]. The
+stopping rule is relative: summed violation <= 0.01 x its value at w = 0. Loss values are
+float64; feature values stay float32 as stored.
+
+:func:`l1r_lr_naive` performs the same operations in the same order in plain Python (and draws
+the same random numbers), so both return the same weights; :func:`l1r_lr_reference` solves the
+problem to high accuracy by a different method (FISTA) to check the solution itself.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ._common import SplitMix64, rng_below
+
+EPS = 0.01
+MAX_NEWTON = 10
+MAX_INNER = 10
+MAX_LINESEARCH = 20
+NU = 1e-12
+SIGMA = 0.01
+STEP_CLIP = 10.0
+
+
+@njit(cache=True, nogil=True)
+def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, Grad, xjneg,
+                  index, xTd, ewx, ewx_new, tau, Dd):
+    """Fit the L1-regularised logistic regression of one node.
+
+    Parameters
+    ----------
+    col_ptr : int64 (>= m+1,)
+        Column pointers of the node's column-major matrix (m columns, bias last).
+    col_row : int32 (nnz,)
+        Local point index (0..n-1) of each entry.
+    col_val : float32 (nnz,)
+        Feature value of each entry.
+    m, n : int
+        Number of columns and of points.
+    y : int8 (>= n,)
+        Target side, +1 or -1.
+    C : float64 (>= n,)
+        Loss weight per point.
+    state : uint64 (1,)
+        PRNG state, advanced by the coordinate shuffles.
+    w : float64 (>= m,)
+        Output: the weights (entries < m).
+    wpd, Hdiag, Grad, xjneg : float64 (>= m,)
+        Scratch per column.
+    index : int32 (>= m,)
+        Scratch: the coordinate order and the active sets.
+    xTd, ewx, ewx_new, tau, Dd : float64 (>= n,)
+        Scratch per point: X d, exp(w.x), its line-search candidate, C sigma(-w.x), and the
+        Hessian weights.
+
+    Returns
+    -------
+    int
+        Number of Newton iterations run.
+    """
+    inner_eps = 1.0
+    Gmax_old = np.inf
+    Gnorm1_init = 0.0
+    w_norm = 0.0
+    for j in range(m):
+        w[j] = 0.0
+        wpd[j] = 0.0
+        index[j] = j
+        s = 0.0
+        for p in range(col_ptr[j], col_ptr[j + 1]):
+            i = col_row[p]
+            if y[i] < 0:
+                s += C[i] * np.float64(col_val[p])
+        xjneg[j] = s
+    for i in range(n):
+        e = 1.0  # exp(w.x) at w = 0
+        ewx[i] = e
+        t = 1.0 / (1.0 + e)
+        tau[i] = C[i] * t
+        Dd[i] = C[i] * e * (t * t)
+
+    newton_iter = 0
+    while newton_iter < MAX_NEWTON:
+        Gmax_new = 0.0
+        Gnorm1_new = 0.0
+        active = m
+        s = 0
+        while s < active:
+            j = index[s]
+            h = NU
+            g = 0.0
+            for p in range(col_ptr[j], col_ptr[j + 1]):
+                i = col_row[p]
+                v = np.float64(col_val[p])
+                h += v * v * Dd[i]
+                g += v * tau[i]
+            Hdiag[j] = h
+            G = -g + xjneg[j]
+            Grad[j] = G
+            Gp = G + 1.0
+            Gn = G - 1.0
+            viol = 0.0
+            wj = w[j]
+            if wj == 0.0:
+                if Gp < 0.0:
+                    viol = -Gp
+                elif Gn > 0.0:
+                    viol = Gn
+                elif Gp > Gmax_old / n and Gn < -Gmax_old / n:
+                    # outer shrinking: at 0 with a gradient well inside [-1, 1]
+                    active -= 1
+                    tmp = index[s]
+                    index[s] = index[active]
+                    index[active] = tmp
+                    continue
+            elif wj > 0.0:
+                viol = abs(Gp)
+            else:
+                viol = abs(Gn)
+            if viol > Gmax_new:
+                Gmax_new = viol
+            Gnorm1_new += viol
+            s += 1
+
+        if newton_iter == 0:
+            Gnorm1_init = Gnorm1_new
+        if Gnorm1_new <= EPS * Gnorm1_init:
+            break
+
+        it = 0
+        qp_Gmax_old = np.inf
+        qp_active = active
+        for i in range(n):
+            xTd[i] = 0.0
+        while it < MAX_INNER:
+            qp_Gmax_new = 0.0
+            qp_Gnorm1_new = 0.0
+            for s in range(qp_active):
+                jj = s + rng_below(state, qp_active - s)
+                tmp = index[jj]
+                index[jj] = index[s]
+                index[s] = tmp
+            s = 0
+            while s < qp_active:
+                j = index[s]
+                H = Hdiag[j]
+                G = Grad[j] + (wpd[j] - w[j]) * NU
+                for p in range(col_ptr[j], col_ptr[j + 1]):
+                    i = col_row[p]
+                    G += np.float64(col_val[p]) * Dd[i] * xTd[i]
+                Gp = G + 1.0
+                Gn = G - 1.0
+                viol = 0.0
+                wp = wpd[j]
+                if wp == 0.0:
+                    if Gp < 0.0:
+                        viol = -Gp
+                    elif Gn > 0.0:
+                        viol = Gn
+                    elif Gp > qp_Gmax_old / n and Gn < -qp_Gmax_old / n:
+                        qp_active -= 1
+                        tmp = index[s]
+                        index[s] = index[qp_active]
+                        index[qp_active] = tmp
+                        continue
+                elif wp > 0.0:
+                    viol = abs(Gp)
+                else:
+                    viol = abs(Gn)
+                if viol > qp_Gmax_new:
+                    qp_Gmax_new = viol
+                qp_Gnorm1_new += viol
+
+                # closed-form minimiser of the one-variable model with the L1 term
+                if Gp < H * wp:
+                    z = -Gp / H
+                elif Gn > H * wp:
+                    z = -Gn / H
+                else:
+                    z = -wp
+                if abs(z) < 1.0e-12:
+                    s += 1
+                    continue
+                z = min(max(z, -STEP_CLIP), STEP_CLIP)
+                wpd[j] += z
+                for p in range(col_ptr[j], col_ptr[j + 1]):
+                    xTd[col_row[p]] += np.float64(col_val[p]) * z
+                s += 1
+            it += 1
+            if qp_Gnorm1_new <= inner_eps * Gnorm1_init:
+                if qp_active == active:
+                    break
+                # converged on the shrunk set: re-check all coordinates once more
+                qp_active = active
+                qp_Gmax_old = np.inf
+                continue
+            qp_Gmax_old = qp_Gmax_new
+
+        delta = 0.0
+        w_norm_new = 0.0
+        for j in range(m):
+            delta += Grad[j] * (wpd[j] - w[j])
+            if wpd[j] != 0.0:
+                w_norm_new += abs(wpd[j])
+        delta += w_norm_new - w_norm
+        negsum_xTd = 0.0
+        for i in range(n):
+            if y[i] < 0:
+                negsum_xTd += C[i] * xTd[i]
+
+        num_ls = 0
+        while num_ls < MAX_LINESEARCH:
+            cond = w_norm_new - w_norm + negsum_xTd - SIGMA * delta
+            for i in range(n):
+                e_xTd = math.exp(xTd[i])
+                ewx_new[i] = ewx[i] * e_xTd
+                cond += C[i] * math.log((1.0 + ewx_new[i]) / (e_xTd + ewx_new[i]))
+            if cond <= 0.0:
+                w_norm = w_norm_new
+                for j in range(m):
+                    w[j] = wpd[j]
+                for i in range(n):
+                    ewx[i] = ewx_new[i]
+                    t = 1.0 / (1.0 + ewx[i])
+                    tau[i] = C[i] * t
+                    Dd[i] = C[i] * ewx[i] * (t * t)
+                break
+            w_norm_new = 0.0
+            for j in range(m):
+                wpd[j] = (w[j] + wpd[j]) * 0.5
+                if wpd[j] != 0.0:
+                    w_norm_new += abs(wpd[j])
+            delta *= 0.5
+            negsum_xTd *= 0.5
+            for i in range(n):
+                xTd[i] *= 0.5
+            num_ls += 1
+
+        if num_ls >= MAX_LINESEARCH:
+            # too many halvings: refresh exp(w.x) from w to shed accumulated rounding
+            for i in range(n):
+                ewx[i] = 0.0
+            for j in range(m):
+                if w[j] == 0.0:
+                    continue
+                for p in range(col_ptr[j], col_ptr[j + 1]):
+                    ewx[col_row[p]] += w[j] * np.float64(col_val[p])
+            for i in range(n):
+                ewx[i] = math.exp(ewx[i])
+
+        if it == 1:
+            inner_eps *= 0.25
+        newton_iter += 1
+        Gmax_old = Gmax_new
+    return newton_iter
+
+
+def _csc_parts(X):
+    import scipy.sparse as sp
+
+    X = sp.csc_matrix(X)
+    X.sort_indices()
+    return (X.indptr.astype(np.int64), X.indices.astype(np.int32),
+            X.data.astype(np.float32), X.shape)
+
+
+def l1r_lr(X, y, C, state: int = 0):
+    """Python entry to :func:`l1r_lr_kernel` (tests and experiments; allocates per call).
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or ndarray (n, m)
+        Points as rows; include the bias column yourself (the kernel does not append one).
+    y : int array (n,)
+        +1 / -1.
+    C : float array (n,)
+        Loss weights.
+    state : int
+        PRNG state for the coordinate shuffles.
+
+    Returns
+    -------
+    float64 array (m,)
+        The weights.
+    """
+    col_ptr, col_row, col_val, (n, m) = _csc_parts(X)
+    y = np.asarray(y, dtype=np.int8)
+    C = np.asarray(C, dtype=np.float64)
+    st = np.array([state], dtype=np.uint64)
+    cols = [np.empty(max(m, 1), np.float64) for _ in range(5)]
+    pts = [np.empty(max(n, 1), np.float64) for _ in range(5)]
+    index = np.empty(max(m, 1), np.int32)
+    l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, st, cols[0], cols[1], cols[2], cols[3],
+                  cols[4], index, pts[0], pts[1], pts[2], pts[3], pts[4])
+    return cols[0][:m].copy()
+
+
+def l1r_lr_naive(columns, y, C, rng: SplitMix64):
+    """Plain-Python twin of :func:`l1r_lr_kernel`: the same steps, in the same order.
+
+    Parameters
+    ----------
+    columns : list of list of (int, float)
+        Per column, its (local point, value) entries in storage order; values must already be
+        float32-representable.
+    y : list of int
+        +1 / -1 per point.
+    C : list of float
+        Loss weight per point.
+    rng : SplitMix64
+        Advanced exactly as the kernel advances its state.
+
+    Returns
+    -------
+    list of float
+        The weights.
+    """
+    m, n = len(columns), len(y)
+    w = [0.0] * m
+    wpd = [0.0] * m
+    Hdiag = [0.0] * m
+    Grad = [0.0] * m
+    index = list(range(m))
+    xjneg = []
+    for col in columns:
+        s = 0.0
+        for i, v in col:
+            if y[i] < 0:
+                s += C[i] * v
+        xjneg.append(s)
+    ewx = [1.0] * n
+    tau = [C[i] * (1.0 / (1.0 + 1.0)) for i in range(n)]
+    Dd = [C[i] * 1.0 * (0.5 * 0.5) for i in range(n)]
+
+    def violation(G, wj):
+        if wj == 0.0:
+            return max(-(G + 1.0), G - 1.0, 0.0)
+        return abs(G + 1.0) if wj > 0.0 else abs(G - 1.0)
+
+    inner_eps, Gmax_old, Gnorm1_init, w_norm = 1.0, math.inf, 0.0, 0.0
+    for newton_iter in range(MAX_NEWTON):
+        Gmax_new, Gnorm1_new, active, s = 0.0, 0.0, m, 0
+        while s < active:
+            j = index[s]
+            h, g = NU, 0.0
+            for i, v in columns[j]:
+                h += v * v * Dd[i]
+                g += v * tau[i]
+            Hdiag[j] = h
+            Grad[j] = G = -g + xjneg[j]
+            Gp, Gn = G + 1.0, G - 1.0
+            if w[j] == 0.0 and not (Gp < 0.0 or Gn > 0.0) \
+                    and Gp > Gmax_old / n and Gn < -Gmax_old / n:
+                active -= 1
+                index[s], index[active] = index[active], index[s]
+                continue
+            viol = violation(G, w[j])
+            Gmax_new = max(Gmax_new, viol)
+            Gnorm1_new += viol
+            s += 1
+        if newton_iter == 0:
+            Gnorm1_init = Gnorm1_new
+        if Gnorm1_new <= EPS * Gnorm1_init:
+            break
+        it, qp_Gmax_old, qp_active = 0, math.inf, active
+        xTd = [0.0] * n
+        while it < MAX_INNER:
+            qp_Gmax_new, qp_Gnorm1_new = 0.0, 0.0
+            for s in range(qp_active):
+                jj = s + rng.below(qp_active - s)
+                index[jj], index[s] = index[s], index[jj]
+            s = 0
+            while s < qp_active:
+                j = index[s]
+                H = Hdiag[j]
+                G = Grad[j] + (wpd[j] - w[j]) * NU
+                for i, v in columns[j]:
+                    G += v * Dd[i] * xTd[i]
+                Gp, Gn = G + 1.0, G - 1.0
+                if wpd[j] == 0.0 and not (Gp < 0.0 or Gn > 0.0) \
+                        and Gp > qp_Gmax_old / n and Gn < -qp_Gmax_old / n:
+                    qp_active -= 1
+                    index[s], index[qp_active] = index[qp_active], index[s]
+                    continue
+                viol = violation(G, wpd[j])
+                qp_Gmax_new = max(qp_Gmax_new, viol)
+                qp_Gnorm1_new += viol
+                if Gp < H * wpd[j]:
+                    z = -Gp / H
+                elif Gn > H * wpd[j]:
+                    z = -Gn / H
+                else:
+                    z = -wpd[j]
+                s += 1
+                if abs(z) < 1.0e-12:
+                    continue
+                z = min(max(z, -STEP_CLIP), STEP_CLIP)
+                wpd[j] += z
+                for i, v in columns[j]:
+                    xTd[i] += v * z
+            it += 1
+            if qp_Gnorm1_new <= inner_eps * Gnorm1_init:
+                if qp_active == active:
+                    break
+                qp_active, qp_Gmax_old = active, math.inf
+                continue
+            qp_Gmax_old = qp_Gmax_new
+
+        delta, w_norm_new = 0.0, 0.0
+        for j in range(m):
+            delta += Grad[j] * (wpd[j] - w[j])
+            if wpd[j] != 0.0:
+                w_norm_new += abs(wpd[j])
+        delta += w_norm_new - w_norm
+        negsum_xTd = 0.0
+        for i in range(n):
+            if y[i] < 0:
+                negsum_xTd += C[i] * xTd[i]
+        for num_ls in range(MAX_LINESEARCH):
+            cond = w_norm_new - w_norm + negsum_xTd - SIGMA * delta
+            ewx_new = []
+            for i in range(n):
+                e_xTd = math.exp(xTd[i])
+                ewx_new.append(ewx[i] * e_xTd)
+                cond += C[i] * math.log((1.0 + ewx_new[i]) / (e_xTd + ewx_new[i]))
+            if cond <= 0.0:
+                w_norm = w_norm_new
+                w = list(wpd)
+                ewx = ewx_new
+                for i in range(n):
+                    t = 1.0 / (1.0 + ewx[i])
+                    tau[i] = C[i] * t
+                    Dd[i] = C[i] * ewx[i] * (t * t)
+                break
+            wpd = [(w[j] + wpd[j]) * 0.5 for j in range(m)]
+            w_norm_new = 0.0
+            for j in range(m):
+                if wpd[j] != 0.0:
+                    w_norm_new += abs(wpd[j])
+            delta *= 0.5
+            negsum_xTd *= 0.5
+            xTd = [x * 0.5 for x in xTd]
+        else:
+            ewx = [0.0] * n
+            for j in range(m):
+                if w[j] != 0.0:
+                    for i, v in columns[j]:
+                        ewx[i] += w[j] * v
+            ewx = [math.exp(x) for x in ewx]
+        if it == 1:
+            inner_eps *= 0.25
+        Gmax_old = Gmax_new
+    return w
+
+
+def l1r_lr_objective(X, y, C, w) -> float:
+    """sum |w| + sum_i C_i log(1 + exp(-y_i w.x_i)), straight from the definition (numpy)."""
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    z = X.astype(np.float64) @ np.asarray(w, np.float64)
+    return float(np.abs(w).sum() + np.sum(np.asarray(C) * np.logaddexp(0.0, -np.asarray(y) * z)))
+
+
+def l1r_lr_reference(X, y, C, iters: int = 20000):
+    """Near-exact minimiser by FISTA (accelerated proximal gradient), a method unrelated to
+    newGLMNET, for checking the kernel's solution on small dense problems.
+
+    Returns
+    -------
+    float64 array (m,)
+    """
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    X = X.astype(np.float64)
+    y = np.asarray(y, np.float64)
+    C = np.asarray(C, np.float64)
+    lip = 0.25 * np.linalg.norm(X * np.sqrt(C)[:, None], 2) ** 2 + 1e-12
+    step = 1.0 / lip
+    w = np.zeros(X.shape[1])
+    v = w.copy()
+    t = 1.0
+    for _ in range(iters):
+        z = X @ v
+        grad = X.T @ (-C * y / (1.0 + np.exp(y * z)))
+        u = v - step * grad
+        w_new = np.sign(u) * np.maximum(np.abs(u) - step, 0.0)
+        t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+        v = w_new + ((t - 1.0) / t_new) * (w_new - w)
+        w, t = w_new, t_new
+    return w

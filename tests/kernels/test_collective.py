@@ -1,0 +1,224 @@
+"""SocketCollective on loopback: sums, decisions, determinism, and failure bounds."""
+import multiprocessing as mp
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from sparkxml_kernels.collective import (
+    LocalCollective,
+    SocketCollective,
+    new_authkey,
+    open_listener,
+    tree_children,
+    tree_parent,
+)
+
+
+def _run_ranks(world, body, authkey=None, timeout_s=10.0, listeners=None):
+    """Run body(coll) for every rank in threads; return (results, errors) indexed by rank."""
+    authkey = authkey or new_authkey()
+    if listeners is None:
+        listeners = [open_listener("127.0.0.1") for _ in range(world)]
+    addrs = [a for _, a in listeners]
+    results, errors = [None] * world, [None] * world
+    _run_ranks.finished = finished = [None] * world
+
+    def worker(r):
+        coll = None
+        try:
+            coll = SocketCollective(r, world, addrs, authkey, timeout_s, listener=listeners[r][0])
+            results[r] = body(coll)
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            errors[r] = e
+        finally:
+            finished[r] = time.monotonic()
+            if coll is not None:
+                coll.close()
+
+    threads = [threading.Thread(target=worker, args=(r,), daemon=True) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results, errors
+
+
+def test_tree_topology_covers_every_rank_once():
+    for world in range(1, 20):
+        seen = {0}
+        for r in range(world):
+            for c in tree_children(r, world):
+                assert tree_parent(c) == r
+                assert c not in seen
+                seen.add(c)
+        assert seen == set(range(world))
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 5])
+def test_allreduce_and_decide_sum(world):
+    rng = np.random.default_rng(world)
+    local = [rng.normal(size=(3, 7, 2)) for _ in range(world)]
+    ints = [rng.integers(0, 100, size=11) for _ in range(world)]
+    expected = sum(local)
+
+    def body(coll):
+        out = []
+        for it in range(3):  # repeated rounds reuse the buffers
+            s = coll.allreduce_sum(local[coll.rank] * (it + 1))
+            out.append(s)
+        si = coll.allreduce_sum(ints[coll.rank])
+        seen = []
+
+        def decide(summed):
+            seen.append(summed.copy())
+            return np.array([summed.sum(), float(summed.shape[0]), 7.0])
+
+        dec = coll.reduce_and_decide(local[coll.rank], decide)
+        dec2 = coll.reduce_and_decide(local[coll.rank][:1], lambda s: np.arange(5000.0))
+        b = coll.broadcast(np.array([1.5, 2.5]) if coll.rank == 0 else None)
+        coll.barrier()
+        return out, si, dec, dec2, b, seen
+
+    results, errors = _run_ranks(world, body)
+    assert errors == [None] * world, errors
+    for r, (out, si, dec, dec2, b, seen) in enumerate(results):
+        for it, s in enumerate(out):
+            np.testing.assert_allclose(s, expected * (it + 1), rtol=1e-12)
+        assert si.dtype == ints[0].dtype
+        np.testing.assert_array_equal(si, sum(ints))
+        np.testing.assert_allclose(dec, [expected.sum(), 3.0, 7.0], rtol=1e-12)
+        np.testing.assert_array_equal(dec2, np.arange(5000.0))
+        np.testing.assert_array_equal(b, [1.5, 2.5])
+        assert (len(seen) == 1) == (r == 0)  # only rank 0 decides
+    # every rank holds bit-identical sums
+    for r in range(1, world):
+        np.testing.assert_array_equal(results[r][0][0], results[0][0][0])
+
+
+def test_sum_order_is_deterministic():
+    world = 5
+    rng = np.random.default_rng(0)
+    local = [rng.normal(size=1000) * 10.0 ** rng.integers(-8, 8, size=1000) for _ in range(world)]
+    runs = [_run_ranks(world, lambda c: c.allreduce_sum(local[c.rank]))[0][0] for _ in range(3)]
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r, runs[0])
+
+
+def test_local_collective():
+    c = LocalCollective()
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(c.allreduce_sum(x), x)
+    np.testing.assert_array_equal(c.reduce_and_decide(x, lambda s: s * 2), x * 2)
+
+
+def test_decide_error_reaches_every_rank_fast():
+    world = 3
+
+    def body(coll):
+        def decide(s):
+            raise ValueError("no split possible")
+        coll.reduce_and_decide(np.ones(4), decide)
+
+    t0 = time.monotonic()
+    _, errors = _run_ranks(world, body, timeout_s=30)
+    assert time.monotonic() - t0 < 10
+    assert isinstance(errors[0], ValueError)
+    for r in (1, 2):
+        assert isinstance(errors[r], RuntimeError) and "no split possible" in str(errors[r])
+
+
+def test_silent_peer_times_out_naming_it():
+    """Rank 2 connects and then stops answering: the others raise TimeoutError in time."""
+    world, timeout = 3, 1.5
+    release = threading.Event()
+
+    def body(coll):
+        coll.allreduce_sum(np.ones(3))
+        if coll.rank == 2:
+            release.wait(20)  # hangs: never sends its next contribution
+            return None
+        return coll.allreduce_sum(np.ones(3))
+
+    t0 = time.monotonic()
+    threading.Timer(8.0, release.set).start()
+    _, errors = _run_ranks(world, body, timeout_s=timeout)
+    elapsed = max(_run_ranks.finished[0], _run_ranks.finished[1]) - t0
+    # rank 0 waits for rank 2 (its child) and names it; rank 1 waits on rank 0
+    assert isinstance(errors[0], TimeoutError) and "rank 2" in str(errors[0]), errors
+    assert errors[1] is not None
+    assert elapsed < timeout * 3 + 2
+
+
+def test_peer_that_never_connects_times_out():
+    world, timeout = 2, 1.0
+    listeners = [open_listener("127.0.0.1") for _ in range(world)]
+    addrs = [a for _, a in listeners]
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"ranks \[1\] did not connect"):
+        SocketCollective(0, world, addrs, new_authkey(), timeout, listener=listeners[0][0])
+    assert time.monotonic() - t0 < timeout + 2
+    listeners[1][0].close()
+
+
+def test_wrong_authkey_is_rejected():
+    world = 2
+    listeners = [open_listener("127.0.0.1") for _ in range(world)]
+    addrs = [a for _, a in listeners]
+    errors = {}
+
+    def rank(r, key):
+        try:
+            SocketCollective(r, world, addrs, key, 1.5, listener=listeners[r][0]).close()
+        except BaseException as e:  # noqa: BLE001
+            errors[r] = e
+
+    ts = [threading.Thread(target=rank, args=(0, b"a" * 32)),
+          threading.Thread(target=rank, args=(1, b"b" * 32))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(20)
+    assert isinstance(errors.get(0), TimeoutError)  # the stranger is ignored, never accepted
+    assert isinstance(errors.get(1), (ConnectionError, TimeoutError))
+
+
+def _process_rank(r, world, addrs, authkey, listener_fd_addr, die, q):
+    import socket as _s
+    sock = _s.socket(fileno=listener_fd_addr) if listener_fd_addr is not None else None
+    try:
+        coll = SocketCollective(r, world, addrs, authkey, 3.0, listener=sock)
+        coll.allreduce_sum(np.ones(2))
+        if die:
+            import os
+            os._exit(1)  # the process dies abruptly mid-training
+        coll.allreduce_sum(np.ones(2))
+        q.put((r, "ok"))
+    except BaseException as e:  # noqa: BLE001
+        q.put((r, f"{type(e).__name__}: {e}"))
+
+
+def test_dead_peer_process_fails_fast():
+    """A rank whose process dies: the others raise naming it, well before the timeout."""
+    world = 3
+    ctx = mp.get_context("fork")
+    listeners = [open_listener("127.0.0.1") for _ in range(world)]
+    addrs = [a for _, a in listeners]
+    key = new_authkey()
+    q = ctx.Queue()
+    procs = []
+    for r in range(world):
+        p = ctx.Process(target=_process_rank,
+                        args=(r, world, addrs, key, listeners[r][0].fileno(), r == 2, q))
+        p.start()
+        procs.append(p)
+    for s, _ in listeners:
+        s.close()
+    t0 = time.monotonic()
+    got = dict(q.get(timeout=20) for _ in range(2))
+    for p in procs:
+        p.join(10)
+    assert time.monotonic() - t0 < 3.0  # EOF is seen at once, not after the 3 s timeout
+    assert "rank 2" in got[0] and "ConnectionError" in got[0], got
+    assert got[1] != "ok"
