@@ -159,3 +159,166 @@ def validate_params(instance: Params) -> None:
         if not good:
             raise ValueError(f"{type(instance).__name__}: param {p.name}={value!r} is invalid: "
                              f"{what}")
+
+
+# ---------------------------------------------------------------- gradient boosting (GBT)
+# Names follow pyspark.ml where it has one (maxDepth, maxBins, subsamplingRate, ...) and
+# XGBoost's meaning otherwise (regLambda = lambda, regAlpha = alpha, minSplitLoss = gamma).
+def _simple_mixin(cls_name: str, name: str, doc: str, conv, getter: str):
+    p = _param(name, doc, conv)
+
+    def get(self):
+        return self.getOrDefault(name)
+
+    return type(cls_name, (Params,), {name: p, getter: get})
+
+
+HasFeaturesCols = _simple_mixin(
+    "HasFeaturesCols", "featuresCols", "numeric input columns used as features instead of "
+    "featuresCol (non-empty list of column names; null means missing)",
+    TypeConverters.toListString, "getFeaturesCols")
+HasMaxDepth = _simple_mixin(
+    "HasMaxDepth", "maxDepth", "maximum depth of a tree (>= 0; 0 = unlimited, only with "
+    "growPolicy 'lossguide' and maxLeaves > 0)", TypeConverters.toInt, "getMaxDepth")
+HasMaxLeaves = _simple_mixin(
+    "HasMaxLeaves", "maxLeaves", "maximum number of leaves of a tree (>= 0; 0 = no limit)",
+    TypeConverters.toInt, "getMaxLeaves")
+HasGrowPolicy = _simple_mixin(
+    "HasGrowPolicy", "growPolicy", "'depthwise' (split every node of a level) or 'lossguide' "
+    "(split the leaf with the highest gain first)", TypeConverters.toString, "getGrowPolicy")
+HasMaxBins = _simple_mixin(
+    "HasMaxBins", "maxBins", "maximum number of histogram bins per feature (2..256)",
+    TypeConverters.toInt, "getMaxBins")
+HasRegLambda = _simple_mixin(
+    "HasRegLambda", "regLambda", "L2 regularisation of leaf weights (>= 0)",
+    TypeConverters.toFloat, "getRegLambda")
+HasRegAlpha = _simple_mixin(
+    "HasRegAlpha", "regAlpha", "L1 regularisation of leaf weights (>= 0)",
+    TypeConverters.toFloat, "getRegAlpha")
+HasMinSplitLoss = _simple_mixin(
+    "HasMinSplitLoss", "minSplitLoss", "minimum loss reduction to make a split (gamma, >= 0)",
+    TypeConverters.toFloat, "getMinSplitLoss")
+HasMinChildWeight = _simple_mixin(
+    "HasMinChildWeight", "minChildWeight", "minimum sum of hessians in a child (>= 0)",
+    TypeConverters.toFloat, "getMinChildWeight")
+HasSubsamplingRate = _simple_mixin(
+    "HasSubsamplingRate", "subsamplingRate", "fraction of rows sampled per tree, in (0, 1]",
+    TypeConverters.toFloat, "getSubsamplingRate")
+HasColsampleByTree = _simple_mixin(
+    "HasColsampleByTree", "colsampleByTree", "fraction of features sampled per tree, in "
+    "(0, 1]", TypeConverters.toFloat, "getColsampleByTree")
+HasEarlyStoppingRounds = _simple_mixin(
+    "HasEarlyStoppingRounds", "earlyStoppingRounds", "stop when the validation metric has not "
+    "improved for this many rounds (>= 0; 0 = off; needs validationIndicatorCol)",
+    TypeConverters.toInt, "getEarlyStoppingRounds")
+HasEvalMetric = _simple_mixin(
+    "HasEvalMetric", "evalMetric", "validation metric: rmse, logloss, error, auc or mlogloss "
+    "(unset: rmse for regression, logloss for binary, mlogloss for multiclass)",
+    TypeConverters.toString, "getEvalMetric")
+HasNumClasses = _simple_mixin(
+    "HasNumClasses", "numClasses", "number of classes (>= 2; unset: max label + 1)",
+    TypeConverters.toInt, "getNumClasses")
+HasTimeoutSeconds = _simple_mixin(
+    "HasTimeoutSeconds", "timeoutSeconds", "seconds a training task waits for a silent peer "
+    "before failing (> 0)", TypeConverters.toFloat, "getTimeoutSeconds")
+
+
+def _column_list():
+    return ((lambda v: isinstance(v, list) and len(v) > 0
+             and all(isinstance(c, str) and c for c in v)),
+            "must be a non-empty list of column names")
+
+
+RULES.update({
+    "featuresCols": _column_list(),
+    "maxDepth": _ge(0),
+    "maxLeaves": _ge(0),
+    "growPolicy": _one_of("depthwise", "lossguide"),
+    "maxBins": _between(2, 256),
+    "regLambda": _ge(0.0),
+    "regAlpha": _ge(0.0),
+    "minSplitLoss": _ge(0.0),
+    "minChildWeight": _ge(0.0),
+    "subsamplingRate": _open_closed(0.0, 1.0),
+    "colsampleByTree": _open_closed(0.0, 1.0),
+    "earlyStoppingRounds": _ge(0),
+    "evalMetric": _one_of("rmse", "logloss", "error", "auc", "mlogloss"),
+    "numClasses": _ge(2),
+    "timeoutSeconds": _gt(0.0),
+    "weightCol": _nonempty(),
+    "validationIndicatorCol": _nonempty(),
+    "rawPredictionCol": _nonempty(),
+    "probabilityCol": _nonempty(),
+})
+
+
+# ---------------------------------------------------------------- evaluators (and ranking)
+HasGroupCol = _simple_mixin(
+    "HasGroupCol", "groupCol", "query (group) id column: rows with the same id are ranked "
+    "together (integer or string)", TypeConverters.toString, "getGroupCol")
+HasInversePropensities = _simple_mixin(
+    "HasInversePropensities", "inversePropensities", "inverse label propensities 1/p_l, one a "
+    "label id (finite, > 0); see sparkxml.evaluation.label_propensities",
+    TypeConverters.toListFloat, "getInversePropensities")
+
+
+def _positive_floats():
+    return ((lambda v: all(math.isfinite(x) and x > 0 for x in v)),
+            "must be a list of finite floats > 0")
+
+
+RULES.update({
+    "groupCol": _nonempty(),
+    "inversePropensities": _positive_floats(),
+    # union over the evaluators; each evaluator also checks its own list
+    "metricName": _one_of("precisionAtK", "ndcgAtK", "recallAtK", "pspAtK", "psndcgAtK",
+                          "mapAtK"),
+})
+
+
+# ---------------------------------------------------------------- learning to rank (LambdaMART)
+HasObjective = _simple_mixin(
+    "HasObjective", "objective", "ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas) "
+    "or 'pairwise' (RankNet)", TypeConverters.toString, "getObjective")
+HasNdcgTruncation = _simple_mixin(
+    "HasNdcgTruncation", "ndcgTruncation", "lambdarank truncation level (>= 1): pairs need a "
+    "document ranked above it; the ideal DCG normalising a query is taken at this depth "
+    "(LightGBM's lambdarank_truncation_level)", TypeConverters.toInt, "getNdcgTruncation")
+HasLabelGain = _simple_mixin(
+    "HasLabelGain", "labelGain", "gain of each relevance grade 0, 1, 2, ... (non-empty list of "
+    "finite floats; unset: 2^rel - 1)", TypeConverters.toListFloat, "getLabelGain")
+HasSigma = _simple_mixin(
+    "HasSigma", "sigma", "steepness of the pair sigmoid (> 0)", TypeConverters.toFloat,
+    "getSigma")
+HasLambdarankNorm = _simple_mixin(
+    "HasLambdarankNorm", "lambdarankNorm", "normalise lambdas per query (LightGBM's "
+    "lambdarank_norm)", TypeConverters.toBoolean, "getLambdarankNorm")
+
+
+def _finite_floats():
+    return ((lambda v: isinstance(v, list) and len(v) > 0 and all(math.isfinite(x) for x in v)),
+            "must be a non-empty list of finite floats")
+
+
+def _eval_metric():
+    # GBT metrics, or a ranking metric 'ndcg@k' / 'map@k' (k >= 1; bare 'ndcg'/'map' = @10).
+    # Each estimator also checks that the metric fits its task.
+    gbt = ("rmse", "logloss", "error", "auc", "mlogloss")
+
+    def ok(v):
+        if v in gbt:
+            return True
+        base, _, k = v.partition("@")
+        return base in ("ndcg", "map") and (not k or (k.isdigit() and int(k) >= 1
+                                                      and str(int(k)) == k))
+
+    return ok, f"must be one of {list(gbt)}, 'ndcg@k' or 'map@k' (k >= 1)"
+
+
+RULES.update({
+    "objective": _one_of("lambdarank", "pairwise"),
+    "ndcgTruncation": _ge(1),
+    "labelGain": _finite_floats(),
+    "sigma": _gt(0.0),
+    "evalMetric": _eval_metric(),
+})

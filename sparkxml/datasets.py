@@ -1,0 +1,175 @@
+"""Load extreme classification and learning-to-rank text files as Spark DataFrames.
+
+The file is parsed on the driver by ``sparkxml_kernels.formats`` (vectorised numpy/Arrow),
+then turned into a DataFrame without a Python object per row: the CSR arrays become an Arrow
+table whose ``features`` column has the struct layout of Spark ML's ``VectorUDT``
+(``type int8, size int32, indices list<int32>, values list<float64>``), the table is handed
+to ``spark.createDataFrame`` and an identity ``mapInArrow`` declares the column a
+``VectorUDT`` (Spark SQL cannot cast a struct to a UDT; building ``SparseVector`` objects in
+pandas is about 3x slower). Only DataFrame APIs are used, so this works over Spark Connect.
+
+Rows keep the file's order (no shuffle unless ``numPartitions`` is given). The readers need
+the whole file in driver memory, and fewer than 2**31 non-zeros.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from sparkxml_kernels import formats
+from sparkxml_kernels.arrow_io import lists_to_csr, vectors_to_csr
+
+__all__ = ["read_xc", "read_smat", "read_arff_multilabel", "read_svmlight", "from_csr",
+           "to_csr", "labels_to_csr"]
+
+
+def _list_array(indptr, values, typ):
+    return pa.ListArray.from_arrays(pa.array(np.asarray(indptr, np.int32), pa.int32()),
+                                    pa.array(values, type=typ))
+
+
+def _vector_array(indptr, indices, data, size: int) -> pa.StructArray:
+    n = len(indptr) - 1
+    fields = [pa.field("type", pa.int8(), nullable=False), pa.field("size", pa.int32()),
+              pa.field("indices", pa.list_(pa.int32())), pa.field("values", pa.list_(pa.float64()))]
+    return pa.StructArray.from_arrays(
+        [pa.array(np.zeros(n, np.int8)), pa.array(np.full(n, size, np.int32)),
+         _list_array(indptr, np.asarray(indices, np.int32), pa.int32()),
+         _list_array(indptr, np.asarray(data, np.float64), pa.float64())], fields=fields)
+
+
+def from_csr(spark, indptr, indices, data, num_features: int, labels=None,
+             columns: dict | None = None, featuresCol: str = "features",
+             labelsCol: str = "labels", numPartitions: int | None = None):
+    """Build a DataFrame from CSR arrays.
+
+    Parameters
+    ----------
+    spark : SparkSession (classic or Spark Connect)
+    indptr : int (n + 1,)
+    indices : int (nnz,), sorted within rows
+    data : float (nnz,)
+    num_features : int
+        Size of every vector.
+    labels : (indptr int (n + 1,), ids int (m,)), optional
+        Multi-label targets, becomes an ``array<int>`` column ``labelsCol``.
+    columns : dict name -> 1-D numpy array (n,), optional
+        Further columns, in order (e.g. ``label`` float64, ``qid`` int64).
+    numPartitions : int, optional
+        Repartition (round robin) to this many partitions; default: as created.
+
+    Returns
+    -------
+    DataFrame with ``featuresCol`` (VectorUDT, sparse vectors), then ``labelsCol``
+    (array<int>) when ``labels`` is given, then ``columns``.
+    """
+    from pyspark.ml.linalg import VectorUDT
+    from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, LongType, StructField,
+                                   StructType)
+
+    names, arrays, fields = [featuresCol], [_vector_array(indptr, indices, data, num_features)], \
+        [StructField(featuresCol, VectorUDT(), False)]
+    if labels is not None:
+        names.append(labelsCol)
+        arrays.append(_list_array(labels[0], np.asarray(labels[1], np.int32), pa.int32()))
+        fields.append(StructField(labelsCol, ArrayType(IntegerType(), False), False))
+    for name, values in (columns or {}).items():
+        values = np.asarray(values)
+        if np.issubdtype(values.dtype, np.integer):
+            arrays.append(pa.array(values.astype(np.int64)))
+            fields.append(StructField(name, LongType(), False))
+        else:
+            arrays.append(pa.array(values.astype(np.float64)))
+            fields.append(StructField(name, DoubleType(), False))
+        names.append(name)
+    table = pa.Table.from_arrays(arrays, names=names)
+    df = spark.createDataFrame(table).mapInArrow(_identity, StructType(fields))
+    if numPartitions is not None:
+        df = df.repartition(int(numPartitions))
+    return df
+
+
+def _identity(batches):
+    # The batches already have the VectorUDT struct layout; the declared schema makes Spark
+    # read the struct column as vectors.
+    yield from batches
+
+
+def read_xc(spark, path, numPartitions: int | None = None):
+    """Read an Extreme Classification Repository file (``N D L`` header, then
+    ``l1,l2 f:v ...`` lines) as a DataFrame of ``features`` (VectorUDT of size D) and
+    ``labels`` (array<int>, ids < L).
+
+    Raises ``ValueError`` naming the file and line of a malformed line.
+    """
+    xi, xx, xd, yi, yy, n_feat, _ = formats.read_xc(path)
+    return from_csr(spark, xi, xx, xd, n_feat, labels=(yi, yy), numPartitions=numPartitions)
+
+
+def read_smat(spark, features_path, labels_path, numPartitions: int | None = None):
+    """Read a FastXML C++ pair of sparse text files (features ``trn_X_Xf.txt`` and labels
+    ``trn_X_Y.txt``, header ``rows cols`` then ``idx:val`` lines) as a DataFrame of
+    ``features`` and ``labels`` (the label ids of the non-zero entries of each row).
+    """
+    xi, xx, xd, n_feat = formats.read_smat(features_path)
+    yi, yy, yd, _ = formats.read_smat(labels_path)
+    if len(yi) != len(xi):
+        raise ValueError(f"{features_path} has {len(xi) - 1} rows but {labels_path} has "
+                         f"{len(yi) - 1}")
+    if (yd == 0).any():
+        keep = yd != 0
+        rows = np.repeat(np.arange(len(yi) - 1), np.diff(yi))[keep]
+        yi = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=len(yi) - 1))))
+        yy = yy[keep]
+    return from_csr(spark, xi, xx, xd, n_feat, labels=(yi, yy), numPartitions=numPartitions)
+
+
+def read_arff_multilabel(spark, arff_path, xml_path, numPartitions: int | None = None):
+    """Read a Mulan dataset (ARFF + labels XML) as a DataFrame of ``features`` (the
+    non-label attributes, renumbered) and ``labels`` (ids in the XML's order).
+
+    The label names, in id order, are in the ``labels`` column's metadata
+    (``df.schema["labels"].metadata["labelNames"]``).
+    """
+    xi, xx, xd, yi, yy, n_feat, names = formats.read_arff_multilabel(arff_path, xml_path)
+    df = from_csr(spark, xi, xx, xd, n_feat, labels=(yi, yy), numPartitions=numPartitions)
+    return df.withMetadata("labels", {"labelNames": list(names)})
+
+
+def read_svmlight(spark, path, query_path=None, num_features: int | None = None,
+                  zero_based: bool = False, numPartitions: int | None = None):
+    """Read an svmlight / LightGBM file as a DataFrame of ``label`` (double), ``features``
+    (VectorUDT) and, when the file has ``qid:`` tokens or ``query_path`` (a LightGBM
+    ``.query`` file of group sizes) is given, ``qid`` (long).
+
+    Feature indices are 1-based in the file unless ``zero_based`` (see
+    ``sparkxml_kernels.formats.read_svmlight``).
+    """
+    y, qid, xi, xx, xd, n_feat = formats.read_svmlight(path, query_path, num_features,
+                                                       zero_based)
+    cols = {"label": y}
+    if qid is not None:
+        cols["qid"] = qid
+    df = from_csr(spark, xi, xx, xd, n_feat, columns=cols, numPartitions=numPartitions)
+    return df.select("label", "features", *(["qid"] if qid is not None else []))
+
+
+def to_csr(df, featuresCol: str = "features", num_features: int | None = None,
+           value_dtype=np.float64):
+    """Collect a vector column to the driver as CSR (rows in the DataFrame's order).
+
+    Returns
+    -------
+    indptr : int64 (n + 1,)
+    indices : int32 (nnz,)
+    data : value_dtype (nnz,)
+    num_features : int
+    """
+    table = df.select(featuresCol).toArrow()
+    return vectors_to_csr(table.column(0), featuresCol, num_features, value_dtype)
+
+
+def labels_to_csr(df, labelsCol: str = "labels"):
+    """Collect an ``array<int>`` column to the driver as (indptr int64, ids int32)."""
+    table = df.select(labelsCol).toArrow()
+    return lists_to_csr(table.column(0), labelsCol)
