@@ -90,12 +90,11 @@ def cmd_demo(spark, args):
         train, test = _read(spark, args, args.data), _read(spark, args, args.test or args.data)
         source = args.data
     else:
-        from .datasets import from_csr
-        from .synthetic import csr_rows, make_multilabel
+        from .synthetic import make_multilabel, rows_frame
 
         X, Y = make_multilabel(n_rows=5000, n_features=2000, seed=args.seed)
-        train = from_csr(spark, *csr_rows(X, Y, 0, 4000), num_features=2000)
-        test = from_csr(spark, *csr_rows(X, Y, 4000, 5000), num_features=2000)
+        train = rows_frame(spark, X, Y, 0, 4000, 2000)
+        test = rows_frame(spark, X, Y, 4000, 5000, 2000)
         source = "generated data (5000 rows, 2000 features, 200 labels)"
     train, test = train.cache(), test.cache()
     print(f"FastXML on {source}: {train.count()} train rows, {test.count()} test rows")

@@ -190,18 +190,19 @@ def _data_stats(data, fcol: str, lcol: str) -> dict:
         for b in batches:
             if b.num_rows == 0:
                 continue
-            fi, _, _, dim = arrow_io.vectors_to_csr(b.column("f"), fcol)
+            _, nnz_x, dmin, dmax = arrow_io.vector_stats(b.column("f"), fcol)
             li, lab = arrow_io.lists_to_csr(b.column("y"), lcol, dtype=np.int64)
             yield pa.RecordBatch.from_pydict({
-                "rows": [b.num_rows], "nnz_x": [int(fi[-1])], "nnz_y": [int(li[-1])],
-                "dim": [dim], "ymin": [int(lab.min()) if len(lab) else 0],
+                "rows": [b.num_rows], "nnz_x": [nnz_x], "nnz_y": [int(li[-1])],
+                "dmin": [dmin], "dmax": [dmax], "ymin": [int(lab.min()) if len(lab) else 0],
                 "ymax": [int(lab.max()) if len(lab) else -1]})
 
-    schema = "rows long, nnz_x long, nnz_y long, dim long, ymin long, ymax long"
+    schema = ("rows long, nnz_x long, nnz_y long, dmin long, dmax long, ymin long, "
+              "ymax long")
     parts = data.select("f", "y").mapInArrow(stats, schema).collect()
     if not parts or sum(r["rows"] for r in parts) == 0:
         raise ValueError("FastXML: the training DataFrame is empty")
-    dims = sorted({r["dim"] for r in parts})
+    dims = sorted({r["dmin"] for r in parts} | {r["dmax"] for r in parts})
     if len(dims) > 1:
         raise ValueError(f"featuresCol: column '{fcol}' holds vectors of different sizes "
                          f"{dims[:5]}")

@@ -31,6 +31,7 @@ def get_session(master: str | None = None, app_name: str = "sparkxml", remote: s
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = (builder.master(master or "local[*]")
                    .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.sql.shuffle.partitions", "8")
                    .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
     elif master:

@@ -50,3 +50,11 @@ def csr_rows(X, Y, start: int, stop: int):
     a, b = xi[start], xi[stop]
     c, d = yi[start], yi[stop]
     return (xi[start:stop + 1] - a, xj[a:b], xv[a:b]), (yi[start:stop + 1] - c, yj[c:d])
+
+
+def rows_frame(spark, X, Y, start: int, stop: int, num_features: int):
+    """DataFrame (features, labels) of rows [start, stop) of ``make_multilabel``'s output."""
+    from .datasets import from_csr
+
+    (xi, xj, xv), y = csr_rows(X, Y, start, stop)
+    return from_csr(spark, xi, xj, xv, num_features, labels=y)

@@ -20,6 +20,28 @@ def _flat_list(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return lengths, flat
 
 
+def _sizes(column, vlen):
+    sparse = column.field("type").to_numpy(zero_copy_only=False) == 0
+    sizes = np.where(sparse, column.field("size").fill_null(-1).to_numpy(zero_copy_only=False),
+                     vlen).astype(np.int64)
+    return sparse, sizes
+
+
+def vector_stats(column, column_name: str = "features"):
+    """(rows, stored entries, smallest size, largest size) of a VectorUDT column, without
+    raising on mixed sizes: callers report those on the driver with the full picture."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_struct(column.type) or column.type.get_field_index("values") < 0:
+        raise TypeError(f"column '{column_name}' must be a Spark ML vector (VectorUDT), "
+                        f"got Arrow type {column.type}")
+    vlen = column.field("values").value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    _, sizes = _sizes(column, vlen)
+    if len(sizes) == 0:
+        return 0, 0, -1, -1
+    return len(sizes), int(vlen.sum()), int(sizes.min()), int(sizes.max())
+
+
 def vectors_to_csr(column, column_name: str = "features", num_features: int | None = None,
                    value_dtype=np.float32):
     """Convert an Arrow VectorUDT column to CSR.
@@ -50,11 +72,8 @@ def vectors_to_csr(column, column_name: str = "features", num_features: int | No
     if column.null_count:
         row = int(np.flatnonzero(~column.is_valid().to_numpy(zero_copy_only=False))[0])
         raise ValueError(f"column '{column_name}' has a null vector (row {row} of this partition)")
-    vtype = column.field("type").to_numpy(zero_copy_only=False)
     vlen, values = _flat_list(column.field("values"))
-    sparse = vtype == 0
-    sizes = np.where(sparse, column.field("size").fill_null(-1).to_numpy(zero_copy_only=False),
-                     vlen).astype(np.int64)
+    sparse, sizes = _sizes(column, vlen)
     if n:
         dims = np.unique(sizes)
         if num_features is None and len(dims) > 1:

@@ -1,18 +1,16 @@
 """FastXML over Spark Connect: fit, transform, save/overwrite/load, Pipeline, kernel loader."""
-import numpy as np
 from pyspark.ml import Pipeline, PipelineModel
 
 import sparkxml_kernels
 from sparkxml import FastXML, FastXMLModel
-from sparkxml.datasets import from_csr
-from sparkxml.synthetic import csr_rows, make_multilabel
+from sparkxml.synthetic import csr_rows, make_multilabel, rows_frame
 
 
 def test_fastxml_over_connect(spark_connect, tmp_path):
     spark = spark_connect
     X, Y = make_multilabel(n_rows=800, n_features=300, n_labels=40, seed=5)
-    train = from_csr(spark, *csr_rows(X, Y, 0, 600), num_features=300)
-    test = from_csr(spark, *csr_rows(X, Y, 600, 800), num_features=300)
+    train = rows_frame(spark, X, Y, 0, 600, 300)
+    test = rows_frame(spark, X, Y, 600, 800, 300)
     model = FastXML(numTrees=4, numWorkers=2, seed=1).fit(train)
     want = [(list(r[0]), list(r[1])) for r in model.transform(test).select("prediction", "scores").collect()]
     assert len(want) == 200 and all(len(p) > 0 for p, _ in want)

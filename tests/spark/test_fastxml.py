@@ -8,8 +8,8 @@ from pyspark.ml.linalg import Vectors
 
 import sparkxml_kernels
 from sparkxml import FastXML, FastXMLModel, XMLEvaluator
-from sparkxml.datasets import from_csr, read_xc
-from sparkxml.synthetic import csr_rows, make_multilabel
+from sparkxml.datasets import read_xc
+from sparkxml.synthetic import csr_rows, make_multilabel, rows_frame
 from sparkxml_kernels.persist import ModelFormatError
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
@@ -19,8 +19,8 @@ BIBTEX = os.path.join(DATA, "bibtex", "xc_split")
 @pytest.fixture(scope="module")
 def synth(spark):
     X, Y = make_multilabel(n_rows=1500, n_features=600, n_labels=60, seed=3)
-    train = from_csr(spark, *csr_rows(X, Y, 0, 1200), num_features=600).repartition(3).cache()
-    test = from_csr(spark, *csr_rows(X, Y, 1200, 1500), num_features=600).cache()
+    train = rows_frame(spark, X, Y, 0, 1200, 600).repartition(3).cache()
+    test = rows_frame(spark, X, Y, 1200, 1500, 600).cache()
     return train, test, (X, Y)
 
 
