@@ -1,0 +1,249 @@
+"""The boosting loop: what a single process runs, and what each Spark task runs on its rows.
+
+Everything global goes through the collective (collective.py): the initial score and the
+evaluation metrics by ``allreduce_sum``, tree growth by ``reduce_and_decide``. All random
+choices are functions of (seed, round[, output], global row id), so the model does not depend
+on how rows are split across workers:
+
+* row subsampling keeps a row when ``u(seed, round, row_id) < subsamplingRate``, with ``u`` a
+  splitmix64 hash -- pass ``row_ids`` (int64 global row ids) when rows are distributed;
+* column sampling draws ``max(1, int(colsampleByTree * d))`` features per tree from
+  ``numpy.random.default_rng([seed, round, output])``, the same on every rank.
+
+Same seed and same data give the same model bit for bit in one process; across different
+worker counts the histogram sums differ only by rounding (see collective.py).
+
+Early stopping watches the LAST evaluation set (XGBoost's convention); the returned model is
+truncated to the best round, ``history["best_iteration"]`` is 0-based.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._dtypes import FLOAT, INDEX
+from .binning import n_bins_from_edges, n_real_bins
+from .collective import LocalCollective
+from .grower import TreeGrower, TreeParams
+from .loss import make_loss
+from .metrics import higher_is_better, known_metrics, metric_from_stats, metric_stats
+from .partition import route_binned
+from .predictor import TreeEnsemblePredictor
+from .splitting import SplitParams
+
+
+@dataclass(frozen=True)
+class BoosterParams:
+    """Training parameters, named as the Spark estimators name them.
+
+    maxIter (100) boosting rounds; stepSize (0.1) learning rate; maxDepth (6); maxLeaves (0 =
+    unlimited, lossguide only); growPolicy ("depthwise" | "lossguide"); regLambda (1.0);
+    regAlpha (0.0); minSplitLoss (0.0, gamma); minChildWeight (1.0); subsamplingRate (1.0);
+    colsampleByTree (1.0); seed (0); maxBins (256, checked only: the edges are given);
+    objective ("squared_error" | "logistic" | "softmax" | registered); numClasses (softmax);
+    earlyStoppingRounds (0 = off); evalMetric (None = the objective's default: rmse, logloss,
+    mlogloss); baseScore (None = from the data; else the raw base score of every output).
+    """
+
+    maxIter: int = 100
+    stepSize: float = 0.1
+    maxDepth: int = 6
+    maxLeaves: int = 0
+    growPolicy: str = "depthwise"
+    regLambda: float = 1.0
+    regAlpha: float = 0.0
+    minSplitLoss: float = 0.0
+    minChildWeight: float = 1.0
+    subsamplingRate: float = 1.0
+    colsampleByTree: float = 1.0
+    seed: int = 0
+    maxBins: int = 256
+    objective: str = "squared_error"
+    numClasses: int = 2
+    earlyStoppingRounds: int = 0
+    evalMetric: str | None = None
+    baseScore: float | None = None
+
+    @classmethod
+    def from_dict(cls, params) -> "BoosterParams":
+        if isinstance(params, BoosterParams):
+            return params
+        params = dict(params or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(f"unknown boosting parameters {unknown}; known: {sorted(known)}")
+        p = cls(**params)
+        if p.maxIter < 1:
+            raise ValueError("maxIter must be >= 1")
+        if not 0 < p.stepSize:
+            raise ValueError("stepSize must be > 0")
+        if not 0 < p.subsamplingRate <= 1 or not 0 < p.colsampleByTree <= 1:
+            raise ValueError("subsamplingRate and colsampleByTree must be in (0, 1]")
+        if p.evalMetric is not None and p.evalMetric not in known_metrics():
+            raise ValueError(f"evalMetric must be one of {known_metrics()}")
+        n_real_bins(p.maxBins)
+        return p
+
+    def tree_params(self) -> TreeParams:
+        return TreeParams(self.growPolicy, self.maxDepth, self.maxLeaves, self.stepSize,
+                          SplitParams(self.regLambda, self.regAlpha, self.minSplitLoss,
+                                      self.minChildWeight))
+
+
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _splitmix64(x):
+    x = (np.asarray(x, np.uint64) + np.uint64(_GOLDEN))
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def row_uniforms(seed: int, round_: int, row_ids) -> np.ndarray:
+    """Uniform [0, 1) numbers that depend only on (seed, round, global row id)."""
+    with np.errstate(over="ignore"):
+        key = _splitmix64(_splitmix64(np.array([seed & (2**64 - 1)], np.uint64))
+                          ^ np.array([round_], np.uint64))
+        u = _splitmix64(np.asarray(row_ids, np.int64).astype(np.uint64) ^ key)
+    return (u >> np.uint64(11)).astype(FLOAT) * (1.0 / 9007199254740992.0)
+
+
+def sample_rows(seed: int, round_: int, row_ids, rate: float):
+    """Sorted int32 local indices of the rows kept in this round (None = all rows)."""
+    if rate >= 1.0:
+        return None
+    return np.flatnonzero(row_uniforms(seed, round_, row_ids) < rate).astype(INDEX)
+
+
+def sample_features(seed: int, round_: int, output: int, d: int, rate: float):
+    """uint8 (d,) mask of the features one tree may split on (None = all)."""
+    if rate >= 1.0:
+        return None
+    k = max(1, int(rate * d))
+    rng = np.random.default_rng([seed & (2**63 - 1), round_, output])
+    mask = np.zeros(d, np.uint8)
+    mask[rng.choice(d, size=k, replace=False)] = 1
+    return mask
+
+
+def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callbacks=(),
+          row_ids=None, group_ptr=None):
+    """Boost trees on binned data.
+
+    Parameters
+    ----------
+    X_binned : uint8 (n, d), C order
+        This worker's rows, from ``binning.bin_data`` (same ``edges`` on every worker).
+    y : (n,) labels; w : float64 (n,) weights or None
+    edges : list of d float64 arrays
+    params : dict or BoosterParams (see :class:`BoosterParams`)
+    collective : LocalCollective-like, optional
+    eval_sets : sequence of (X_binned, y, w[, group_ptr])
+        This worker's part of each evaluation set (binned with the same edges).
+    callbacks : sequence of callables ``cb(iteration, history) -> bool``
+        Called after every round on every rank; returning True stops training (must be
+        deterministic so that all ranks agree).
+    row_ids : int64 (n,), optional
+        Global row ids for row subsampling (default ``arange(n)``: single worker only).
+    group_ptr : int64 (n_groups + 1,), optional
+        Query groups for ranking losses.
+
+    Returns
+    -------
+    predictor : TreeEnsemblePredictor
+    history : dict
+        ``metric`` name, ``eval`` (one list of per-round values per eval set),
+        ``best_iteration``, ``best_score``, ``n_rounds`` (rounds kept), ``rounds_run``,
+        ``seconds``.
+    """
+    t0 = time.perf_counter()
+    p = BoosterParams.from_dict(params)
+    coll = collective if collective is not None else LocalCollective()
+    loss = make_loss(p.objective, p.numClasses)
+    if loss.requires_groups and group_ptr is None:
+        raise ValueError(f"objective {p.objective} needs group_ptr")
+    X_binned = np.ascontiguousarray(X_binned, np.uint8)
+    n, d = X_binned.shape
+    y = np.asarray(y, FLOAT).reshape(-1)
+    if y.size != n:
+        raise ValueError(f"y has {y.size} rows, X_binned {n}")
+    w = None if w is None else np.ascontiguousarray(w, FLOAT).reshape(n)
+    if row_ids is None:
+        if coll.world_size > 1 and p.subsamplingRate < 1:
+            raise ValueError("row subsampling on several workers needs global row_ids")
+        row_ids = np.arange(n, dtype=np.int64)
+    K = loss.n_outputs
+
+    if p.baseScore is not None:
+        base = np.full(K, float(p.baseScore), FLOAT)
+    else:
+        base = loss.init_from_stats(coll.allreduce_sum(loss.init_stats(y, w)))
+    raw = np.empty((n, K), FLOAT)
+    raw[:] = base
+    g = np.empty((n, K), FLOAT)
+    h = np.empty((n, K), FLOAT)
+    one = K == 1
+
+    evals = []
+    for es in eval_sets:
+        Xe, ye, we, ge = (tuple(es) + (None, None))[:4]
+        Xe = np.ascontiguousarray(Xe, np.uint8)
+        re = np.empty((Xe.shape[0], K), FLOAT)
+        re[:] = base
+        evals.append((Xe, np.asarray(ye, FLOAT).reshape(-1), we, ge, re))
+    metric = p.evalMetric or loss.default_metric()
+    if p.earlyStoppingRounds > 0 and not evals:
+        raise ValueError("earlyStoppingRounds needs an evaluation set")
+    if evals and metric is None:
+        raise ValueError(f"objective {p.objective} has no default metric: set evalMetric")
+
+    grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll)
+    trees = []
+    history = {"metric": metric, "eval": [[] for _ in evals], "best_iteration": None,
+               "best_score": None}
+    best_it, best = -1, None
+    rounds_run = 0
+    for it in range(p.maxIter):
+        if one:
+            loss.gradients(y, raw[:, 0], w, g[:, 0], h[:, 0], group_ptr)
+        else:
+            loss.gradients(y, raw, w, g, h, group_ptr)
+        rows = sample_rows(p.seed, it, row_ids, p.subsamplingRate)
+        for k in range(K):
+            mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
+            tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
+            raw[:, k] += tree.value[leaf]
+            for Xe, _, _, _, re in evals:
+                re[:, k] += tree.value[route_binned(Xe, tree)]
+            trees.append(tree)
+        rounds_run = it + 1
+        for i, (_, ye, we, ge, re) in enumerate(evals):
+            s = metric_stats(metric, ye, re[:, 0] if one else re, we, ge)
+            history["eval"][i].append(metric_from_stats(metric, coll.allreduce_sum(s)))
+        stop = False
+        if evals:
+            score = history["eval"][-1][-1]
+            better = best is None or (score > best if higher_is_better(metric) else score < best)
+            if better:
+                best, best_it = score, it
+            elif p.earlyStoppingRounds > 0 and it - best_it >= p.earlyStoppingRounds:
+                stop = True
+        for cb in callbacks:
+            stop = bool(cb(it, history)) or stop
+        if stop:
+            break
+    keep = rounds_run
+    if p.earlyStoppingRounds > 0 and best_it >= 0:
+        keep = best_it + 1
+    history["best_iteration"] = best_it if evals else rounds_run - 1
+    history["best_score"] = best
+    history["n_rounds"] = keep
+    history["rounds_run"] = rounds_run
+    predictor = TreeEnsemblePredictor.from_trees(trees[:keep * K], K, base, loss.name, d)
+    history["seconds"] = time.perf_counter() - t0
+    return predictor, history

@@ -1,0 +1,451 @@
+"""Growing one tree, data-parallel: the seam between the kernels and the Spark layer.
+
+Every worker runs the same :class:`TreeGrower` on its own rows; the only communication is
+``collective.reduce_and_decide`` (see collective.py), called once per round:
+
+1. each rank builds the LOCAL histograms of the nodes of this round (concatenated, C order,
+   ``(m, d, n_slots, 2)`` flattened -- histogram.py);
+2. rank 0 receives their sum and ``decide`` runs there: it completes the global histograms
+   (siblings by subtraction from the parent's global histogram, which only rank 0 keeps),
+   finds the best splits and returns the decision array;
+3. every rank applies the decisions to its own rows and tree copy, and derives the next
+   round's nodes to build, by the same rule, from the same decision -- so all ranks hold the
+   same tree and agree on what to build without further messages.
+
+Policies
+--------
+``depthwise`` (XGBoost's default): one round per level; every valid split of the level is
+applied; nodes at depth ``max_depth`` are leaves. ``lossguide`` (LightGBM-style best-first):
+rank 0 keeps a priority queue of candidate splits (key: gain, then node id); one round per
+expansion that needs histograms; at most ``max_leaves`` leaves (0 = no limit) and depth
+``max_depth`` (0 = no limit).
+
+Histogram subtraction: after a split only the child with the smaller global hessian sum is
+built (ties: left); the other is parent - child. The hessian sum stands in for the row count
+because it is global and known to every rank from the decision (equal to the count for
+unweighted squared error). Children that cannot be split (depth, ``max_leaves``, or
+H < 2 min_child_weight) need no histogram; a round with nothing to build ends the tree.
+
+Decision array (float64)
+------------------------
+``[n_records, root_G, root_H, 0, record_0 ..., record_{n-1}]``, each record
+``[node, feature, bin, default_left, threshold, gain, G_L, H_L, G_R, H_R]`` (root sums are
+filled in the first round only). Records are applied in order; children get the next two
+node ids (left first).
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._dtypes import FLOAT, INDEX, NODE
+from .collective import LocalCollective
+from .histogram import build_histogram_naive, build_histograms, interleave, n_hist_slots
+from .partition import partition_nodes, route_binned
+from .splitting import SplitParams, find_best_splits, find_best_splits_naive, leaf_weight
+
+HEADER = 4
+REC = 10
+# bins whose hessian sum is below this fraction of the root's count as empty when choosing
+# thresholds: far above the rounding noise of subtracted histograms (splitting.py)
+EMPTY_REL = 1e-11
+
+
+@dataclass(frozen=True)
+class TreeParams:
+    """Tree shape and regularisation.
+
+    grow_policy : "depthwise" | "lossguide"
+    max_depth : int      depthwise: >= 0 (0 = root only); lossguide: 0 = unlimited
+    max_leaves : int     lossguide only; 0 = unlimited
+    learning_rate : float  leaf values are stored multiplied by it
+    split : SplitParams
+    """
+
+    grow_policy: str = "depthwise"
+    max_depth: int = 6
+    max_leaves: int = 0
+    learning_rate: float = 0.1
+    split: SplitParams = field(default_factory=SplitParams)
+
+    def __post_init__(self):
+        if self.grow_policy not in ("depthwise", "lossguide"):
+            raise ValueError(f"growPolicy must be depthwise or lossguide, got "
+                             f"{self.grow_policy!r}")
+        if self.max_depth < 0 or self.max_leaves < 0:
+            raise ValueError("maxDepth and maxLeaves must be >= 0")
+        if self.grow_policy == "lossguide" and self.max_leaves == 1:
+            raise ValueError("maxLeaves must be 0 (unlimited) or >= 2")
+
+
+@dataclass
+class Tree:
+    """One tree as flat node arrays; node 0 is the root, leaves have ``left == -1``.
+
+    feature int32, bin int32 (bin threshold), threshold float64 (raw; x <= threshold goes
+    left), default_left uint8 (where NaN goes), left/right int32 (tree-local ids, -1 for
+    leaves), value float64 (leaf weight x learning rate, set on every node), gain float64
+    (split gain, 0 on leaves), cover float64 (hessian sum).
+    """
+
+    feature: np.ndarray
+    bin: np.ndarray
+    threshold: np.ndarray
+    default_left: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    gain: np.ndarray
+    cover: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return self.feature.size
+
+    @property
+    def n_leaves(self) -> int:
+        return int((self.left < 0).sum())
+
+
+class _State:
+    """Per-tree growth state; identical on every rank except ``store``/``heap`` (rank 0)."""
+
+    def __init__(self, n_rows):
+        self.feature, self.bin, self.threshold, self.default_left = [], [], [], []
+        self.left, self.right, self.gain = [], [], []
+        self.G, self.H, self.depth, self.start, self.end = [], [], [], [], []
+        self.add_node(0, 0, n_rows, 0.0, 0.0)
+        self.pending = [(0, -1, -1)]        # (node to build, sibling, parent)
+        self.n_leaves = 1
+        self.round = 0
+        self.store = {}                     # node -> global histogram (rank 0)
+        self.heap = []                      # lossguide candidates (rank 0)
+
+    def add_node(self, depth, start, end, G, H):
+        self.feature.append(-1)
+        self.bin.append(-1)
+        self.threshold.append(np.nan)
+        self.default_left.append(0)
+        self.left.append(-1)
+        self.right.append(-1)
+        self.gain.append(0.0)
+        self.G.append(G)
+        self.H.append(H)
+        self.depth.append(depth)
+        self.start.append(start)
+        self.end.append(end)
+        return len(self.feature) - 1
+
+
+class TreeGrower:
+    """Grows trees on one worker's binned rows (see the module docstring).
+
+    Parameters
+    ----------
+    binned : uint8 (n, d), C order
+        This worker's rows, from ``binning.bin_data``.
+    n_bins : int32 (d,)
+        Real bins per feature (``binning.n_bins_from_edges(edges)``), same on all ranks.
+    edges : list of float64 arrays
+        Bin edges, for raw thresholds.
+    params : TreeParams
+    collective : LocalCollective-like, optional
+    """
+
+    def __init__(self, binned, n_bins, edges, params: TreeParams, collective=None):
+        self.binned = np.ascontiguousarray(binned, np.uint8)
+        if self.binned.ndim != 2:
+            raise ValueError("binned must be 2-D (n, d)")
+        self.n_bins = np.ascontiguousarray(n_bins, np.int32)
+        if self.n_bins.size != self.binned.shape[1] or len(edges) != self.n_bins.size:
+            raise ValueError("binned, n_bins and edges disagree on the number of features")
+        self.edges = edges
+        self.params = params
+        self.collective = collective if collective is not None else LocalCollective()
+        self.n_slots = n_hist_slots(self.n_bins)
+        n = self.binned.shape[0]
+        self._partition = np.empty(n, INDEX)
+        self._scratch = np.empty(n, INDEX)
+        self._gradhess = np.empty((n, 2), FLOAT)
+
+    # ----------------------------------------------------------------------------------------
+    def grow(self, grad, hess, rows=None, feature_mask=None):
+        """Grow one tree.
+
+        Parameters
+        ----------
+        grad, hess : float64 (n,)
+            This worker's gradients and hessians (rows not in ``rows`` are ignored).
+        rows : int32 (k,), ascending, optional
+            Rows taking part (row subsampling); default all rows.
+        feature_mask : uint8 (d,), optional
+            Features allowed to split (column sampling); default all. Same on all ranks.
+
+        Returns
+        -------
+        tree : Tree
+        leaf_index : int32 (n,)
+            Leaf of every local row (rows outside ``rows`` routed through the tree too), so
+            raw scores update as ``raw += tree.value[leaf_index]``.
+        """
+        binned = self.binned
+        n, d = binned.shape
+        if np.shape(grad) != (n,) or np.shape(hess) != (n,):
+            raise ValueError(f"grad and hess must have shape ({n},)")
+        gradhess = interleave(grad, hess, self._gradhess)
+        mask = np.ones(d, np.uint8) if feature_mask is None \
+            else np.ascontiguousarray(feature_mask, np.uint8)
+        features = np.flatnonzero(mask).astype(INDEX)
+        hist_features = features if features.size else np.zeros(1, INDEX)
+        if rows is None:
+            k = n
+            self._partition[:] = np.arange(n, dtype=INDEX)
+        else:
+            rows = np.asarray(rows, INDEX)
+            k = rows.size
+            self._partition[:k] = rows
+        st = _State(k)
+        S = self.n_slots
+
+        def decide(summed):
+            return self._decide(st, summed, mask, hist_features)
+
+        while st.pending:
+            local = np.zeros((len(st.pending), d, S, 2), FLOAT)
+            build_histograms(binned, self._partition,
+                             [st.start[b] for b, _, _ in st.pending],
+                             [st.end[b] for b, _, _ in st.pending],
+                             gradhess, local, hist_features)
+            dec = self.collective.reduce_and_decide(local.reshape(-1), decide)
+            self._apply(st, np.asarray(dec, FLOAT))
+            st.round += 1
+        st.store.clear()
+        st.heap.clear()
+        return self._finish(st, k, rows)
+
+    # ----------------------------------------------------------------------------------------
+    def _can_expand(self, depth, H, n_leaves):
+        p = self.params
+        if p.grow_policy == "depthwise":
+            if depth >= p.max_depth:
+                return False
+        else:
+            if p.max_depth > 0 and depth >= p.max_depth:
+                return False
+            if p.max_leaves > 0 and n_leaves >= p.max_leaves:
+                return False
+        return H > 0.0 and H >= 2.0 * p.split.min_child_weight
+
+    def _decide(self, st, summed, mask, hist_features):
+        """Rank 0: complete the histograms of this round, choose splits, encode them."""
+        d, S = self.binned.shape[1], self.n_slots
+        hists = np.asarray(summed, FLOAT).reshape(len(st.pending), d, S, 2)
+        header = np.zeros(HEADER, FLOAT)
+        source = {}  # candidate node -> (j, parent): hists[j], or store[parent] - hists[j]
+        for j, (b, s, p) in enumerate(st.pending):
+            if p < 0:  # the root: its global sums come from its histogram
+                G, H = hists[j, hist_features[0]].sum(axis=0)
+                header[1], header[2] = G, H
+                st.G[0], st.H[0] = float(G), float(H)
+            for c, par in ((b, -1), (s, p)):
+                if c >= 0 and self._can_expand(st.depth[c], st.H[c], st.n_leaves):
+                    source[c] = (j, par)
+        cands = sorted(source)
+        # the candidates' histograms in one array, siblings subtracted straight into it
+        level = np.empty((len(cands), d, S, 2), FLOAT)
+        for i, c in enumerate(cands):
+            j, par = source[c]
+            if par < 0:
+                level[i] = hists[j]
+            else:
+                np.subtract(st.store[par], hists[j], out=level[i])
+        for _, _, p in st.pending:
+            st.store.pop(p, None)
+        recs = []
+        if cands:
+            res = find_best_splits(level, np.array([[st.G[c], st.H[c]] for c in cands], FLOAT),
+                                   self.n_bins, mask, self.params.split, self.edges,
+                                   EMPTY_REL * st.H[0])
+            for i, c in enumerate(cands):
+                if res.feature[i] < 0:
+                    continue
+                st.store[c] = level[i]  # may become a parent
+                recs.append(np.array([c, res.feature[i], res.bin[i], res.default_left[i],
+                                      res.threshold[i], res.gain[i], *res.left_sums[i],
+                                      *res.right_sums[i]], FLOAT))
+        if self.params.grow_policy == "depthwise":
+            out = recs
+        else:
+            for r in recs:
+                heapq.heappush(st.heap, (-r[5], int(r[0]), r))
+            out = []
+            n_leaves = st.n_leaves
+            p = self.params
+            while st.heap and (p.max_leaves == 0 or n_leaves < p.max_leaves):
+                _, node, r = heapq.heappop(st.heap)
+                out.append(r)
+                n_leaves += 1
+                if self._children_need_hist(st.depth[node] + 1, r[7], r[9], n_leaves):
+                    break
+                st.store.pop(node, None)
+        for r in out:  # parents keep their histogram only if their children will be built
+            node = int(r[0])
+            if not self._children_need_hist(st.depth[node] + 1, r[7], r[9],
+                                            st.n_leaves + len(out)):
+                st.store.pop(node, None)
+        header[0] = len(out)
+        return np.concatenate([header] + out) if out else header
+
+    def _children_need_hist(self, depth, HL, HR, n_leaves):
+        return self._can_expand(depth, HL, n_leaves) or self._can_expand(depth, HR, n_leaves)
+
+    def _apply(self, st, dec):
+        """Every rank: apply the decision to the tree copy and the local rows."""
+        n_rec = int(dec[0])
+        if st.round == 0:
+            st.G[0], st.H[0] = float(dec[1]), float(dec[2])
+        recs = dec[HEADER:HEADER + n_rec * REC].reshape(n_rec, REC)
+        if n_rec == 0:
+            st.pending = []
+            return
+        nodes = recs[:, 0].astype(np.int64)
+        starts = np.array([st.start[c] for c in nodes], np.int64)
+        ends = np.array([st.end[c] for c in nodes], np.int64)
+        n_left = partition_nodes(self.binned, self._partition, self._scratch, starts, ends,
+                                 recs[:, 1].astype(np.int32), recs[:, 2].astype(np.int32),
+                                 recs[:, 3].astype(np.uint8))
+        pending = []
+        for i, r in enumerate(recs):
+            p = int(r[0])
+            depth = st.depth[p] + 1
+            mid = int(starts[i] + n_left[i])
+            lc = st.add_node(depth, int(starts[i]), mid, float(r[6]), float(r[7]))
+            rc = st.add_node(depth, mid, int(ends[i]), float(r[8]), float(r[9]))
+            st.feature[p], st.bin[p] = int(r[1]), int(r[2])
+            st.default_left[p], st.threshold[p], st.gain[p] = int(r[3]), float(r[4]), float(r[5])
+            st.left[p], st.right[p] = lc, rc
+            st.n_leaves += 1
+            if self._children_need_hist(depth, st.H[lc], st.H[rc], st.n_leaves):
+                small, big = (lc, rc) if st.H[lc] <= st.H[rc] else (rc, lc)
+                pending.append((small, big, p))
+        st.pending = pending
+
+    def _finish(self, st, k, rows):
+        sp = self.params.split
+        lr = self.params.learning_rate
+        tree = Tree(
+            feature=np.array(st.feature, NODE), bin=np.array(st.bin, np.int32),
+            threshold=np.array(st.threshold, FLOAT),
+            default_left=np.array(st.default_left, np.uint8),
+            left=np.array(st.left, NODE), right=np.array(st.right, NODE),
+            value=np.array([leaf_weight(G, H, sp) * lr for G, H in zip(st.G, st.H)], FLOAT),
+            gain=np.array(st.gain, FLOAT), cover=np.array(st.H, FLOAT))
+        n = self.binned.shape[0]
+        leaf_index = np.empty(n, NODE)
+        for node in np.flatnonzero(tree.left < 0):
+            leaf_index[self._partition[st.start[node]:st.end[node]]] = node
+        if k < n:
+            outside = np.ones(n, bool)
+            outside[rows] = False
+            other = np.flatnonzero(outside).astype(INDEX)
+            leaf_index[other] = route_binned(self.binned, tree, other)
+        return tree, leaf_index
+
+
+def grow_tree(binned, grad, hess, edges, params: TreeParams, collective=None, rows=None,
+              feature_mask=None, n_bins=None):
+    """One-shot helper: ``TreeGrower(...).grow(grad, hess, rows, feature_mask)``."""
+    if n_bins is None:
+        n_bins = np.array([len(e) + 1 for e in edges], np.int32)
+    return TreeGrower(binned, n_bins, edges, params, collective).grow(grad, hess, rows,
+                                                                      feature_mask)
+
+
+def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
+                    feature_mask=None):
+    """Slow twin of :meth:`TreeGrower.grow` (single process): every node's histogram built
+    from scratch, splits by the naive evaluator, same node numbering. Returns (Tree,
+    leaf_index)."""
+    n, d = binned.shape
+    n_bins = np.array([len(e) + 1 for e in edges], np.int32)
+    S = n_hist_slots(n_bins)
+    mask = np.ones(d, np.uint8) if feature_mask is None else np.asarray(feature_mask, np.uint8)
+    grower = TreeGrower(binned, n_bins, edges, params)  # for _can_expand only
+    rows = np.arange(n) if rows is None else np.asarray(rows)
+    node_rows = [rows]
+    G = [float(grad[rows].sum())]
+    H = [float(hess[rows].sum())]
+    depth = [0]
+    split = [None]
+    kids = {}
+
+    def evaluate(c):
+        h = build_histogram_naive(binned, node_rows[c], grad, hess, S)
+        res = find_best_splits_naive(h[None], np.array([[G[c], H[c]]]), n_bins, mask,
+                                     params.split, edges, EMPTY_REL * H[0])
+        return None if res.feature[0] < 0 else (res.gain[0], int(res.feature[0]),
+                                                int(res.bin[0]), int(res.default_left[0]),
+                                                float(res.threshold[0]),
+                                                res.left_sums[0], res.right_sums[0])
+
+    def apply(c, s):
+        _, f, t, dl, _, ls, rs = s
+        b = binned[node_rows[c], f].astype(np.int64)
+        go = np.where(b == 255, bool(dl), b <= t)
+        ids = []
+        for sel, sums in ((go, ls), (~go, rs)):
+            node_rows.append(node_rows[c][sel])
+            G.append(float(sums[0]))
+            H.append(float(sums[1]))
+            depth.append(depth[c] + 1)
+            split.append(None)
+            ids.append(len(node_rows) - 1)
+        split[c] = s
+        kids[c] = ids
+        return ids
+
+    n_leaves = 1
+    if params.grow_policy == "depthwise":
+        level = [0]
+        while level:
+            nxt = []
+            for c in level:
+                if grower._can_expand(depth[c], H[c], 0):
+                    s = evaluate(c)
+                    if s is not None:
+                        nxt += apply(c, s)
+            level = nxt
+    else:
+        heap = []
+        if grower._can_expand(0, H[0], 1):
+            s = evaluate(0)
+            if s is not None:
+                heapq.heappush(heap, (-s[0], 0, s))
+        while heap and (params.max_leaves == 0 or n_leaves < params.max_leaves):
+            _, c, s = heapq.heappop(heap)
+            children = apply(c, s)
+            n_leaves += 1
+            for k in children:
+                if grower._can_expand(depth[k], H[k], n_leaves):
+                    sk = evaluate(k)
+                    if sk is not None:
+                        heapq.heappush(heap, (-sk[0], k, sk))
+    m = len(node_rows)
+    feature = np.full(m, -1, NODE)
+    bins = np.full(m, -1, np.int32)
+    thr = np.full(m, np.nan)
+    dl = np.zeros(m, np.uint8)
+    left = np.full(m, -1, NODE)
+    right = np.full(m, -1, NODE)
+    gain = np.zeros(m)
+    for c, (lc, rc) in kids.items():
+        s = split[c]
+        feature[c], bins[c], dl[c], thr[c], gain[c] = s[1], s[2], s[3], s[4], s[0]
+        left[c], right[c] = lc, rc
+    sp = params.split
+    tree = Tree(feature, bins, thr, dl, left, right,
+                np.array([leaf_weight(g, h, sp) * params.learning_rate for g, h in zip(G, H)]),
+                gain, np.array(H))
+    return tree, route_binned(binned, tree)

@@ -1,0 +1,222 @@
+"""Gradient histograms of tree nodes, and histogram subtraction.
+
+Layout
+------
+One node's histogram is a float64 array ``hist[feature, slot, stat]`` of shape
+``(d, n_slots, 2)``, stat 0 = sum of gradients, 1 = sum of hessians. Real bin ``b`` of a
+feature is slot ``b``; the missing bin (255) is the LAST slot ``n_slots - 1``; slots between
+a feature's real bins and the last one stay zero. ``n_slots = max real bins + 1`` rounded up to
+an odd number (:func:`n_hist_slots`), for two reasons:
+
+* the histogram is no larger than the data needs: binary features with maxBins 256 give
+  (d, 3, 2), not (d, 256, 2) -- this is what travels between Spark tasks every tree level;
+* an odd slot count keeps features from starting at multiples of 4 KiB apart. With 256 slots
+  of 16 bytes, the same bin of consecutive features aliases in the store buffer (4K aliasing)
+  and low-cardinality data built 2-3x slower here (measured: 300 ms vs 105 ms for 1M x 50).
+
+Several nodes built in one call are ``(m, d, n_slots, 2)``, C order, so concatenating nodes
+for one collective reduce is a reshape.
+
+Binned data are row-major uint8 (n, d): a row's features are one contiguous read, and the
+rows of a node are visited in ascending order (the grower's partition is stable), so the
+gradients, kept interleaved as (n, 2) [grad, hess], are read as a forward sweep too.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .._dtypes import BIN, FLOAT, INDEX
+
+# rows ahead whose gradients and bins are prefetched while a node's rows are accumulated
+PREFETCH_ROWS = 12
+
+
+def n_hist_slots(n_bins) -> int:
+    """Slots per feature for features with ``n_bins`` real bins (int array (d,))."""
+    n_bins = np.asarray(n_bins)
+    s = (int(n_bins.max()) if n_bins.size else 1) + 1
+    return s + 1 if s % 2 == 0 else s
+
+
+def interleave(grad, hess, out=None) -> np.ndarray:
+    """Gradients and hessians as one float64 (n, 2) array: one cache line per row read."""
+    if out is None:
+        out = np.empty((grad.shape[0], 2), FLOAT)
+    out[:, 0] = grad
+    out[:, 1] = hess
+    return out
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """``prefetch(a, i)``: hint the CPU to load ``a[i]`` (1-D array, unsigned index) into
+    cache; no effect on results. Below the root, a node's rows are scattered and every row
+    read is a cache miss the hardware prefetcher cannot predict; this hides it (measured 1.6x
+    faster accumulation on a node holding 1/32 of 1M rows, neutral on contiguous rows)."""
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]],
+                                       wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        # typed-pointer name; LLVM with opaque pointers upgrades it on parsing
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])  # read, L1, data
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _prefetch_row(partition, i, end, gh, bflat, d):
+    if i < end:
+        q = np.uint64(partition[i])
+        prefetch(gh, q)
+        prefetch(bflat, q * np.uint64(d))
+        prefetch(bflat, q * np.uint64(d) + np.uint64(d - 1))  # a row may span two lines
+
+
+@njit(cache=True, nogil=True)
+def _build_histograms(binned, partition, starts, ends, features, gh, out):
+    # gh: complex128 (n,) = (grad, hess) pairs; out: complex128 (m, d * n_slots). A complex
+    # add is exactly the two float adds, done as one 16-byte load/add/store instead of two
+    # 8-byte ones. Offsets are unsigned so numba emits no negative-index wraparound code.
+    # Measured (1M rows x 50 features, CPU time, this machine): 63 ms, against 92 ms for
+    # the plain two-float loop. Two rows per iteration give the CPU independent chains.
+    d = binned.shape[1]
+    n_slots = np.uint64(out.shape[1] // d)
+    miss = n_slots - np.uint64(1)
+    n_feat = features.shape[0]
+    all_features = n_feat == d
+    bflat = binned.reshape(-1)
+    for j in range(starts.shape[0]):
+        h = out[j]
+        s = starts[j]
+        e = ends[j]
+        pair_end = s + (e - s) // 2 * 2
+        if all_features:
+            for i in range(s, pair_end, 2):
+                _prefetch_row(partition, i + PREFETCH_ROWS, e, gh, bflat, d)
+                _prefetch_row(partition, i + PREFETCH_ROWS + 1, e, gh, bflat, d)
+                r0 = np.uint64(partition[i])
+                r1 = np.uint64(partition[i + 1])
+                v0 = gh[r0]
+                v1 = gh[r1]
+                base = np.uint64(0)
+                for f in range(d):
+                    k0 = np.uint64(binned[r0, np.uint64(f)])
+                    k1 = np.uint64(binned[r1, np.uint64(f)])
+                    if k0 == 255:
+                        k0 = miss
+                    if k1 == 255:
+                        k1 = miss
+                    h[base + k0] += v0
+                    h[base + k1] += v1
+                    base += n_slots
+            for i in range(pair_end, e):
+                r = np.uint64(partition[i])
+                v = gh[r]
+                base = np.uint64(0)
+                for f in range(d):
+                    k = np.uint64(binned[r, np.uint64(f)])
+                    if k == 255:
+                        k = miss
+                    h[base + k] += v
+                    base += n_slots
+        else:
+            for i in range(s, e):
+                _prefetch_row(partition, i + PREFETCH_ROWS, e, gh, bflat, d)
+                r = np.uint64(partition[i])
+                v = gh[r]
+                for fi in range(n_feat):
+                    f = np.uint64(features[fi])
+                    k = np.uint64(binned[r, f])
+                    if k == 255:
+                        k = miss
+                    h[f * n_slots + k] += v
+
+
+def _features_arg(features, d):
+    if features is None:
+        return np.arange(d, dtype=INDEX)
+    return np.ascontiguousarray(features, dtype=INDEX)
+
+
+def _complex_view(a, rows):
+    """(rows, ..., 2) float64, C order -> (rows, prod(...)) complex128 view (no copy)."""
+    if not (a.flags.c_contiguous and a.dtype == FLOAT and a.shape[-1] == 2):
+        raise ValueError("expected a C-contiguous float64 array whose last axis has size 2")
+    return a.view(np.complex128).reshape(rows, int(np.prod(a.shape[1:-1], dtype=np.int64)))
+
+
+def build_histograms(binned, partition, starts, ends, gradhess, hist_out, features=None):
+    """Accumulate the histograms of several nodes, one pass over each node's rows.
+
+    Parameters
+    ----------
+    binned : uint8 (n, d), C order
+    partition : int32 (k,)
+        Row indices; node j owns ``partition[starts[j]:ends[j]]`` (ascending is fastest).
+    starts, ends : int64 (m,)
+    gradhess : float64 (n, 2), C order
+        Gradient and hessian of each row (:func:`interleave`).
+    hist_out : float64 (m, d, n_slots, 2), C order
+        Added to (zero it first for fresh histograms).
+    features : int32 array, optional
+        Only these features are accumulated (column sampling); others stay untouched.
+    """
+    m = len(starts)
+    if hist_out.shape[0] != m or hist_out.ndim != 4:
+        raise ValueError(f"hist_out must have shape ({m}, d, n_slots, 2)")
+    _build_histograms(binned, partition, np.asarray(starts, np.int64),
+                      np.asarray(ends, np.int64), _features_arg(features, binned.shape[1]),
+                      _complex_view(gradhess, gradhess.shape[0]).reshape(-1),
+                      _complex_view(hist_out, m))
+
+
+def build_histogram(binned, rows, grad, hess, hist_out, features=None):
+    """Accumulate one node's histogram.
+
+    Parameters
+    ----------
+    binned : uint8 (n, d), C order
+    rows : int32 (k,)
+        The node's rows (ascending order is fastest).
+    grad, hess : float64 (n,)
+        (Interleaved internally: a copy; the grower keeps them interleaved instead.)
+    hist_out : float64 (d, n_slots, 2), C order
+        Added to; ``n_slots`` from :func:`n_hist_slots` (missing bin in the last slot).
+    features : int32 array, optional
+        Only these features are accumulated.
+    """
+    rows = np.ascontiguousarray(rows, dtype=INDEX)
+    build_histograms(binned, rows, np.zeros(1, np.int64), np.array([rows.size], np.int64),
+                     interleave(grad, hess), hist_out[None], features)
+
+
+def subtract(parent, child, out=None):
+    """Sibling histogram = parent - child (elementwise; any matching shapes)."""
+    return np.subtract(parent, child, out=out)
+
+
+def build_histogram_naive(binned, rows, grad, hess, n_slots, features=None):
+    """Slow twin of :func:`build_histogram`: returns a fresh (d, n_slots, 2) histogram."""
+    binned = np.asarray(binned, BIN)
+    d = binned.shape[1]
+    out = np.zeros((d, n_slots, 2), FLOAT)
+    feats = range(d) if features is None else features
+    for r in rows:
+        for f in feats:
+            b = int(binned[r, f])
+            k = n_slots - 1 if b == 255 else b
+            out[f, k, 0] += grad[r]
+            out[f, k, 1] += hess[r]
+    return out

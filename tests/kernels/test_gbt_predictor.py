@@ -1,0 +1,109 @@
+"""Predictor: compiled traversal against the naive twin, CSR input, model arrays, loading."""
+import numpy as np
+import pytest
+
+from sparkxml_kernels import load_model
+from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
+from sparkxml_kernels.gbt.booster import train
+from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, TreeEnsemblePredictor
+from sparkxml_kernels.persist import ModelFormatError, metadata_json, save_directory
+
+
+@pytest.fixture(scope="module")
+def model():
+    rng = np.random.default_rng(0)
+    n, d = 1500, 8
+    X = np.round(rng.standard_normal((n, d)), 1)
+    X[rng.random((n, d)) < 0.3] = 0.0
+    X[rng.random((n, d)) < 0.05] = np.nan
+    y = rng.integers(0, 3, n).astype(float)
+    y[np.nan_to_num(X[:, 0]) > 0.5] = 2
+    e = edges_from_sketch(sketch(X, None, 32), 32)
+    pred, _ = train(bin_data(X, e), y, None, e, dict(objective="softmax", numClasses=3,
+                                                     maxIter=8, maxDepth=4, stepSize=0.3))
+    return pred, X, y, e
+
+
+def _csr(X):
+    mask = X != 0.0  # NaN != 0 -> kept as explicit missing
+    indptr = np.concatenate([[0], np.cumsum(mask.sum(1))])
+    return indptr, np.nonzero(mask)[1], X[mask], X.shape[1]
+
+
+def test_predict_raw_matches_naive_and_binned_route(model):
+    pred, X, y, e = model
+    raw = pred.predict_raw(X)
+    assert raw.shape == (len(X), 3) and pred.n_trees == 24
+    np.testing.assert_allclose(raw, pred.predict_raw_naive(X), rtol=1e-12, atol=1e-12)
+    # raw thresholds route exactly like the bins seen in training
+    from sparkxml_kernels.gbt.partition import _route_binned
+    Xb = bin_data(X, e)
+    total = np.tile(pred.base_score, (len(X), 1))
+    for t in range(pred.n_trees):
+        a, b = pred.tree_offsets[t], pred.tree_offsets[t + 1]
+        bins = np.array([np.searchsorted(e[f], thr, side="left") if f >= 0 else -1
+                         for f, thr in zip(pred.feature[a:b], pred.threshold[a:b])], np.int32)
+        out = np.empty(len(X), np.int32)
+        _route_binned(Xb, np.arange(len(X), dtype=np.int32), pred.feature[a:b], bins,
+                      pred.default_left[a:b], pred.left[a:b], pred.right[a:b], out)
+        total[:, pred.tree_outputs[t]] += pred.value[a:b][out]
+    np.testing.assert_allclose(raw, total, rtol=1e-12, atol=1e-12)
+    proba = pred.predict(X)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert (proba.argmax(1) == y).mean() > 0.5
+
+
+def test_csr_input_equals_dense(model):
+    pred, X, _, _ = model
+    np.testing.assert_allclose(pred.predict_raw(_csr(X)), pred.predict_raw(X), rtol=0, atol=0)
+    sp = pytest.importorskip("scipy.sparse")
+    Xs = sp.csr_matrix(np.nan_to_num(X, nan=0.0))
+    np.testing.assert_allclose(pred.predict_raw(Xs), pred.predict_raw(np.nan_to_num(X, nan=0.0)))
+
+
+def test_arrays_roundtrip_and_directory_loading(model, tmp_path):
+    pred, X, _, _ = model
+    arrays = pred.to_arrays()
+    assert set(arrays) == set(ARRAY_KEYS)
+    assert all(isinstance(v, np.ndarray) and v.dtype != object for v in arrays.values())
+    assert arrays["objective"].shape == () and str(arrays["objective"]) == "softmax"
+    again = TreeEnsemblePredictor.from_arrays(arrays)
+    np.testing.assert_array_equal(again.predict_raw(X), pred.predict_raw(X))
+    path = str(tmp_path / "m")
+    save_directory(path, metadata_json("sparkxml.GBTClassificationModel", "uid1", {}, {},
+                                       "gbt"), arrays, overwrite=False)
+    loaded = load_model(path)
+    assert isinstance(loaded, TreeEnsemblePredictor)
+    np.testing.assert_array_equal(loaded.predict(X), pred.predict(X))
+    bad = dict(arrays, left=arrays["left"][::-1].copy())
+    save_directory(path, metadata_json("x", "u", {}, {}, "gbt"), bad, overwrite=True)
+    with pytest.raises(ModelFormatError):
+        load_model(path)
+
+
+def test_feature_importances_and_truncate(model):
+    pred, X, _, _ = model
+    gain = pred.feature_importances("gain")
+    split = pred.feature_importances("split", normalize=False)
+    assert gain.shape == (X.shape[1],) and gain.sum() == pytest.approx(1.0)
+    assert gain.argmax() == 0
+    assert split.sum() == (pred.left >= 0).sum()
+    short = pred.truncate(3)
+    assert short.n_trees == 9
+    with pytest.raises(ValueError):
+        pred.feature_importances("cover")
+    with pytest.raises(ValueError):
+        pred.predict_raw(X[:, :3])
+
+
+def test_missing_goes_default_and_inf_threshold():
+    # a single stump: feature 0, x <= 1.0 left (value -1), else +1; NaN right
+    p = TreeEnsemblePredictor(feature=[0, -1, -1], threshold=[1.0, np.nan, np.nan],
+                              default_left=[0, 0, 0], left=[1, -1, -1], right=[2, -1, -1],
+                              value=[0, -1.0, 1.0], gain=[1, 0, 0], cover=[2, 1, 1],
+                              tree_offsets=[0, 3], n_outputs=1, base_score=[0.5],
+                              objective="squared_error", n_features=1)
+    np.testing.assert_allclose(p.predict_raw(np.array([[1.0], [1.5], [np.nan], [-np.inf]])),
+                               [-0.5, 1.5, 1.5, -0.5])
+    p.threshold[0] = np.inf  # present vs missing
+    np.testing.assert_allclose(p.predict_raw(np.array([[1e300], [np.nan]])), [-0.5, 1.5])
