@@ -177,7 +177,8 @@ class RankingEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelCol, HasP
         divided by k).
     k : int, default 10
     labelCol : str, default "label"
-        Graded relevance (numeric, >= 0).
+        Graded relevance: integers >= 0 (a negative, fractional, NaN or null grade, a NaN or
+        null score, a null query id are errors).
     predictionCol : str, default "prediction"
         Score; documents are ranked by decreasing score.
     groupCol : str, default "qid"
@@ -249,6 +250,13 @@ class RankingEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelCol, HasP
                 cols.append(col)
             rel = _numpy(cols[0], np.float64)
             score = _numpy(cols[1], np.float64)
+            bad = ~np.isfinite(rel) | (rel < 0) | (rel != np.floor(rel))
+            if bad.any():
+                raise ValueError(f"RankingEvaluator: label column '{label_col}' holds the value "
+                                 f"{float(rel[bad][0])!r}; relevance grades must be integers "
+                                 f">= 0")
+            if np.isnan(score).any():
+                raise ValueError(f"RankingEvaluator: prediction column '{pred_col}' holds NaN")
             codes = pc.dictionary_encode(cols[2].combine_chunks()).indices
             qid = _numpy(codes.cast(pa.int64()), np.int64)
             total, count = M.ranking_stats(metric, score, rel, qid, k)

