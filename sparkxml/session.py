@@ -40,7 +40,7 @@ def get_session(master: str | None = None, app_name: str = "sparkxml", remote: s
 
 
 def default_parallelism(spark) -> int:
-    """The session's default parallelism, without ``sparkContext`` (Spark Connect safe)."""
+    """The session's default parallelism, from its conf only (Spark Connect safe)."""
     for key in ("spark.default.parallelism",):
         try:
             v = spark.conf.get(key, None)
