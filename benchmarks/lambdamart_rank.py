@@ -80,7 +80,7 @@ def run_spark(args, data):
     out = model.transform(test).select("qid", "label", "prediction").toPandas()
     ev = RankingEvaluator(k=10).evaluate(model.transform(test))
     s = model.summary
-    detail = (f"check {s.checkSeconds:.2f}s, sketch {s.sketchSeconds:.2f}s, barrier stage "
+    detail = (f"checks {s.checksSeconds:.2f}s, sketch {s.sketchSeconds:.2f}s, barrier stage "
               f"{s.trainingSeconds:.2f}s (boosting {max(i['train_seconds'] for i in s.workerInfo):.2f}s)")
     spark.stop()
     return (out["prediction"].to_numpy(), out["label"].to_numpy(), out["qid"].to_numpy(),
