@@ -179,7 +179,8 @@ def main():
             lt = i.get("load_timing") or {}
             print("          load: " + ", ".join(f"{k} {v:.2f}s" for k, v in lt.items()))
             print(f"          peak RSS {i['peak_rss_bytes'] / 2**20:.0f} MiB (at task start "
-                  f"{i['rss_start_bytes'] / 2**20:.0f} MiB); binned {i['binned_bytes'] / 2**20:.0f}"
+                  f"{i['rss_start_bytes'] / 2**20:.0f} MiB, peak by the end of loading "
+                  f"{i['peak_rss_after_load_bytes'] / 2**20:.0f} MiB); binned {i['binned_bytes'] / 2**20:.0f}"
                   f" MiB + booster float arrays {i['float_bytes'] / 2**20:.0f} MiB = "
                   f"{base / 2**20:.0f} MiB; + raw float64 features {raw_f / 2**20:.0f} MiB: "
                   f"peak / (binned + floats + raw) = {i['peak_rss_bytes'] / (base + raw_f):.2f}"
@@ -233,7 +234,7 @@ def main():
                 times.append(time.perf_counter() - t0)
             key = f"sparkxml 7000-row binary, numWorkers={'default' if nw is None else nw}"
             results[key] = min(times)
-            print(f"{key}: {['%.2f' % t for t in times]}", flush=True)
+            print(f"\n{key}: {['%.2f' % t for t in times]}", flush=True)
 
     print("\n=== fit times (seconds) ===")
     ref = results.get("xgboost native hist")

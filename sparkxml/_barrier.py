@@ -209,6 +209,7 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
         try:
             state = load_fn(batches, rank, world)
             t_load = time.perf_counter() - t0
+            peak_load = peak_rss_bytes()
             if gather is not None:
                 addresses = gather.result()
                 t_gather = time.perf_counter() - t0
@@ -231,7 +232,8 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
         info.update(rank=rank, world_size=world, load_seconds=t_load,
                     allgather_done_seconds=t_gather, connected_seconds=t_connected,
                     train_seconds=t_train,
-                    rss_start_bytes=rss0, peak_rss_bytes=peak_rss_bytes(),
+                    rss_start_bytes=rss0, peak_rss_after_load_bytes=peak_load,
+                    peak_rss_bytes=peak_rss_bytes(),
                     peak_rss_is_task_local=reset_ok,
                     bytes_sent=getattr(coll, "bytes_sent", 0),
                     bytes_received=getattr(coll, "bytes_received", 0),

@@ -55,8 +55,9 @@ def _batch_features(batch, spec, n_features):
 
 
 def _float_column(batch, name):
+    # a copy: a zero-copy view would keep the whole IPC batch body (all columns) alive
     a = _column(batch, name)
-    return np.asarray(a.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
+    return np.array(a.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
 
 
 def _bool_column(batch, name):
@@ -129,7 +130,8 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features):
                 parts["w"].append(_float_column(b, weight))
             if valid is not None:
                 parts["v"].append(_bool_column(b, valid))
-            parts["id"].append(_column(b, ROW_ID).to_numpy(zero_copy_only=False))
+            parts["id"].append(np.array(_column(b, ROW_ID).to_numpy(zero_copy_only=False),
+                                        np.int64))  # copied, as _float_column
         d = n_features
         Xb = (np.concatenate(parts["X"]) if len(parts["X"]) > 1 else parts["X"][0]) \
             if parts["X"] else np.zeros((0, d), np.uint8)

@@ -45,8 +45,6 @@ from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, TreeEnsemblePredictor
 from ._barrier import RESULT_SCHEMA, decode_arrays, run_barrier_training
 from ._gbt_tasks import (ROW_ID, _make_load_fn, _make_predict_fn, _make_sketch_task,
                          _make_train_fn, _spec_columns)
-
-_X_COL = "__sparkxml_features"
 from .base import SparkXMLEstimator, SparkXMLModel
 from .params import (HasColsampleByTree, HasEarlyStoppingRounds, HasEvalMetric,
                      HasFeaturesCol, HasFeaturesCols, HasGrowPolicy, HasLabelCol, HasMaxBins,
@@ -69,6 +67,8 @@ _SKETCH_SAMPLE_ROWS = 100_000
 _SKETCH_CHUNK_VALUES = 8 << 20
 # With numWorkers unset, one worker per this many training rows, up to the parallelism.
 _ROWS_PER_DEFAULT_WORKER = 50_000
+# the dense-array copy of a vector column that transform hands to its Python tasks
+_X_COL = "__sparkxml_features"
 _REGRESSION_METRICS = ("rmse",)
 _BINARY_METRICS = ("logloss", "error", "auc")
 _MULTI_METRICS = ("mlogloss",)
@@ -298,6 +298,9 @@ class _GBTEstimator(SparkXMLEstimator):
         weight = self._opt(self.weightCol) or None
         valid = self._opt(self.validationIndicatorCol) or None
         self._check_schema(dataset, spec, label, weight, valid)
+        if self.getEarlyStoppingRounds() > 0 and valid is None:
+            raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
+        self._check_policy()
         n_workers = self._opt(self.numWorkers)
         if n_workers is not None:
             _check_slots(spark, n_workers)
@@ -326,9 +329,6 @@ class _GBTEstimator(SparkXMLEstimator):
                                      self.getSeed())
         sketch_seconds = time.perf_counter() - t0
         self._last_sketch_infos = infos
-        if self.getEarlyStoppingRounds() > 0 and valid is None:
-            raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
-        self._check_policy()
         edges = binning.edges_from_sketch(sketch, max_bins)
         params = {
             "maxIter": self.getMaxIter(), "stepSize": self.getStepSize(),
@@ -348,13 +348,10 @@ class _GBTEstimator(SparkXMLEstimator):
             cols.append(F.col(valid))
         df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
         fault = dict(self._fault_injection) if self._fault_injection else None
-        # The sketch job ran one task per input partition (empty ones too): when the input
-        # already has numWorkers partitions, train on them as they are (no shuffle).
-        n_partitions = len(infos)
         result = run_barrier_training(
             df, n_workers, _make_load_fn(spec, label, weight, valid, edges, d),
             _make_train_fn(edges, params, fault), timeout_s=self.getTimeoutSeconds(),
-            repartition=n_partitions != n_workers)
+            repartition=_needs_repartition(infos, n_workers))
         arrays = result.arrays
         predictor = TreeEnsemblePredictor.from_arrays(arrays)
         history = result.infos[0].get("history", {})
@@ -406,6 +403,16 @@ class _GBTEstimator(SparkXMLEstimator):
             raise ValueError(f"evalMetric '{metric}' does not apply to regression; use one of "
                              f"{list(_REGRESSION_METRICS)}")
         return "squared_error", 2, metric
+
+
+def _needs_repartition(sketch_infos, n_workers) -> bool:
+    """The sketch job ran one task per input partition (empty ones too) over a uniform sample:
+    when the input already has ``n_workers`` partitions of about equal size (sampled counts
+    within 25% of the mean), train on them as they are and skip the shuffle."""
+    counts = np.array([i["n"] for i in sketch_infos], np.float64)
+    if counts.size != n_workers or counts.min() <= 0:
+        return True
+    return bool(counts.max() > 1.25 * counts.mean())
 
 
 def _check_slots(spark, n_workers):

@@ -10,6 +10,9 @@ import pytest
 def spark_connect():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # As Spark's own test suites do: the local server then binds an ephemeral port instead of
+    # 15002, so a Connect server already running on this machine does not break the tests.
+    os.environ["SPARK_TESTING"] = "1"
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.remote("local[2]").appName("sparkxml-connect-tests")

@@ -142,7 +142,7 @@ def test_silent_peer_times_out_naming_it():
         return coll.allreduce_sum(np.ones(3))
 
     t0 = time.monotonic()
-    threading.Timer(8.0, release.set).start()
+    threading.Timer(4.0, release.set).start()
     _, errors = _run_ranks(world, body, timeout_s=timeout)
     elapsed = max(_run_ranks.finished[0], _run_ranks.finished[1]) - t0
     # rank 0 waits for rank 2 (its child) and names it; rank 1 waits on rank 0

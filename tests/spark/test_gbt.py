@@ -239,6 +239,15 @@ def test_param_rules():
     assert (est.getMaxDepth(), est.getNumWorkers(), est.getGrowPolicy()) == (3, 2, "lossguide")
 
 
+def test_repartition_only_when_needed():
+    from sparkxml.gbt import _needs_repartition
+
+    assert not _needs_repartition([{"n": 100}, {"n": 110}], 2)
+    assert _needs_repartition([{"n": 100}, {"n": 110}], 3)  # other partition count
+    assert _needs_repartition([{"n": 10}, {"n": 200}], 2)  # unbalanced
+    assert _needs_repartition([{"n": 0}, {"n": 200}], 2)  # an empty partition
+
+
 def test_too_many_workers_fails_fast(spark):
     df = spark.createDataFrame([(Vectors.dense([1.0]), 0.0)], ["features", "label"])
     with pytest.raises(ValueError, match="numWorkers=3 exceeds the 2 task slots"):
