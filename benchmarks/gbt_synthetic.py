@@ -166,7 +166,7 @@ def main():
         a = auc(yte[:20_000], p)
         print(f"sparkxml: {results['sparkxml GBTClassifier']:.2f}s (checks job "
               f"{s.checksSeconds:.2f}s, sketch job {s.sketchSeconds:.2f}s [tasks "
-              f"{', '.join('%.2f' % i['seconds'] for i in est._last_sketch_infos)}s], barrier "
+              f"{', '.join('%.2f' % i['seconds'] for i in s.sketchInfo)}s], barrier "
               f"stage {s.trainingSeconds:.2f}s)  test AUC {a:.4f}", flush=True)
         for i in s.workerInfo:
             base = i["binned_bytes"] + i["float_bytes"]

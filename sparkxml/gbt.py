@@ -249,6 +249,10 @@ class GBTTrainingSummary:
         Wall time of the barrier stage (driver view).
     workerInfo : list of dict
         Per rank: rows, binned/float bytes, peak RSS, load/train seconds, bytes exchanged.
+    checksSeconds, sketchSeconds : float
+        Wall time of the checks job and of the sketch job (after a fit only).
+    sketchInfo : list of dict
+        Per input partition of the sketch job: sampled rows, seconds (after a fit only).
     """
 
     def __init__(self, history: dict, training_seconds: float = 0.0, worker_info=None):
@@ -263,6 +267,8 @@ class GBTTrainingSummary:
         self.roundsRun = int(history.get("rounds_run", 0))
         self.trainingSeconds = float(training_seconds)
         self.workerInfo = list(worker_info or [])
+        self.checksSeconds = self.sketchSeconds = None
+        self.sketchInfo = []
 
     def _to_arrays(self) -> dict:
         return {"summary.validationHistory": np.asarray(self.validationHistory, np.float64),
@@ -328,7 +334,6 @@ class _GBTEstimator(SparkXMLEstimator):
         sketch, infos = _sketch_pass(dataset, spec, weight, valid, stats, max_bins,
                                      self.getSeed())
         sketch_seconds = time.perf_counter() - t0
-        self._last_sketch_infos = infos
         edges = binning.edges_from_sketch(sketch, max_bins)
         params = {
             "maxIter": self.getMaxIter(), "stepSize": self.getStepSize(),
@@ -360,6 +365,7 @@ class _GBTEstimator(SparkXMLEstimator):
         summary = GBTTrainingSummary(history, result.seconds, result.infos)
         summary.checksSeconds = checks_seconds
         summary.sketchSeconds = sketch_seconds
+        summary.sketchInfo = infos
         return self._model_class(predictor, summary)
 
     # ------------------------------------------------------------------ checks
