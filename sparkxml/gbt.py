@@ -297,6 +297,19 @@ class _GBTEstimator(SparkXMLEstimator):
     _task = "regression"
     _fault_injection = None  # test hook: dict(rank, after_round, kind, marker, seconds)
 
+    def _booster_params(self, max_bins: int) -> dict:
+        """The tree/boosting params every GBT-engine estimator passes to ``booster.train``."""
+        return {
+            "maxIter": self.getMaxIter(), "stepSize": self.getStepSize(),
+            "maxDepth": self.getMaxDepth(), "maxLeaves": self.getMaxLeaves(),
+            "growPolicy": self.getGrowPolicy(), "regLambda": self.getRegLambda(),
+            "regAlpha": self.getRegAlpha(), "minSplitLoss": self.getMinSplitLoss(),
+            "minChildWeight": self.getMinChildWeight(),
+            "subsamplingRate": self.getSubsamplingRate(),
+            "colsampleByTree": self.getColsampleByTree(), "seed": int(self.getSeed()),
+            "maxBins": max_bins, "earlyStoppingRounds": self.getEarlyStoppingRounds(),
+        }
+
     def _fit_validated(self, dataset):
         spark = dataset.sparkSession
         spec = self._features_spec()
@@ -335,17 +348,8 @@ class _GBTEstimator(SparkXMLEstimator):
                                      self.getSeed())
         sketch_seconds = time.perf_counter() - t0
         edges = binning.edges_from_sketch(sketch, max_bins)
-        params = {
-            "maxIter": self.getMaxIter(), "stepSize": self.getStepSize(),
-            "maxDepth": self.getMaxDepth(), "maxLeaves": self.getMaxLeaves(),
-            "growPolicy": self.getGrowPolicy(), "regLambda": self.getRegLambda(),
-            "regAlpha": self.getRegAlpha(), "minSplitLoss": self.getMinSplitLoss(),
-            "minChildWeight": self.getMinChildWeight(),
-            "subsamplingRate": self.getSubsamplingRate(),
-            "colsampleByTree": self.getColsampleByTree(), "seed": int(self.getSeed()),
-            "maxBins": max_bins, "objective": objective, "numClasses": n_classes,
-            "earlyStoppingRounds": self.getEarlyStoppingRounds(), "evalMetric": metric,
-        }
+        params = dict(self._booster_params(max_bins), objective=objective,
+                      numClasses=n_classes, evalMetric=metric)
         cols = _feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
         if weight is not None:
             cols.append(F.col(weight).cast("double").alias(weight))

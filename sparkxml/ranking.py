@@ -304,17 +304,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
         sketch, _ = _sketch_pass(frame, spec, weight, valid, stats, max_bins, self.getSeed())
         sketch_seconds = time.perf_counter() - t0
         edges = binning.edges_from_sketch(sketch, max_bins)
-        params = {
-            "maxIter": self.getMaxIter(), "stepSize": self.getStepSize(),
-            "maxDepth": self.getMaxDepth(), "maxLeaves": self.getMaxLeaves(),
-            "growPolicy": self.getGrowPolicy(), "regLambda": self.getRegLambda(),
-            "regAlpha": self.getRegAlpha(), "minSplitLoss": self.getMinSplitLoss(),
-            "minChildWeight": self.getMinChildWeight(),
-            "subsamplingRate": self.getSubsamplingRate(),
-            "colsampleByTree": self.getColsampleByTree(), "seed": int(self.getSeed()),
-            "maxBins": max_bins, "earlyStoppingRounds": self.getEarlyStoppingRounds(),
-            "evalMetric": self.getOrDefault(self.evalMetric),
-        }
+        params = dict(self._booster_params(max_bins),
+                      evalMetric=self.getOrDefault(self.evalMetric))
         ranking = {"objective": self.getObjective(), "truncation": self.getNdcgTruncation(),
                    "label_gain": label_gain, "sigma": self.getSigma(),
                    "norm": self.getLambdarankNorm()}
