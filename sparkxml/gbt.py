@@ -293,6 +293,25 @@ class GBTTrainingSummary:
 
 
 # ============================================================================ estimators
+def _workers_for(spark, stats: dict, valid, n_workers):
+    """Check the data-check job's row counts; return the worker count (``n_workers``, or the
+    default: the session's parallelism, but no more workers than the data pays for: every
+    tree level exchanges d x maxBins histograms per node whatever the rows, so on small data
+    extra workers only add communication and the ~1 s allGather)."""
+    if stats["n_train"] == 0 or stats["weight_train"] <= 0:
+        raise ValueError("no training rows with a positive weight"
+                         + (f" (validationIndicatorCol '{valid}' marks every row)"
+                            if valid else ""))
+    if valid is not None and stats["n_valid"] == 0:
+        raise ValueError(f"validationIndicatorCol: column '{valid}' marks no row as "
+                         f"validation")
+    if n_workers is None:
+        n_workers = max(1, min(default_parallelism(spark),
+                               -(-stats["n_train"] // _ROWS_PER_DEFAULT_WORKER)))
+        _check_slots(spark, n_workers)
+    return n_workers
+
+
 class _GBTEstimator(SparkXMLEstimator):
     _task = "regression"
     _fault_injection = None  # test hook: dict(rank, after_round, kind, marker, seconds)
@@ -326,22 +345,9 @@ class _GBTEstimator(SparkXMLEstimator):
         max_bins = self.getMaxBins()
         t0 = time.perf_counter()
         stats = _data_checks(dataset, spec, label, weight, valid, self._task)
-        d, n_train, n_valid = stats["d"], stats["n_train"], stats["n_valid"]
-        if n_train == 0 or stats["weight_train"] <= 0:
-            raise ValueError("no training rows with a positive weight"
-                             + (f" (validationIndicatorCol '{valid}' marks every row)"
-                                if valid else ""))
-        if valid is not None and n_valid == 0:
-            raise ValueError(f"validationIndicatorCol: column '{valid}' marks no row as "
-                             f"validation")
+        d = stats["d"]
         objective, n_classes, metric = self._objective(label, stats["label_max"])
-        if n_workers is None:
-            # Default: the session's parallelism, but no more workers than the data pays for:
-            # every tree level exchanges d x maxBins histograms per node whatever the rows, so
-            # on small data extra workers only add communication (and the ~1 s allGather).
-            n_workers = max(1, min(default_parallelism(spark),
-                                   -(-n_train // _ROWS_PER_DEFAULT_WORKER)))
-            _check_slots(spark, n_workers)
+        n_workers = _workers_for(spark, stats, valid, n_workers)
         checks_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         sketch, infos = _sketch_pass(dataset, spec, weight, valid, stats, max_bins,

@@ -48,12 +48,11 @@ from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from ._barrier import run_barrier_training
 from ._gbt_tasks import (_batch_features, _bool_column, _column, _fault_callback,
                          _float_column, _spec_columns)
-from .gbt import (_COMMON_PARAMS, _ROWS_PER_DEFAULT_WORKER, GBTTrainingSummary, _add_setters,
-                  _check_slots, _data_checks, _feature_exprs, _finite, _GBTEstimator,
-                  _GBTModelBase, _GBTParams, _sketch_pass)
+from .gbt import (_COMMON_PARAMS, GBTTrainingSummary, _add_setters, _check_slots,
+                  _data_checks, _feature_exprs, _finite, _GBTEstimator, _GBTModelBase,
+                  _GBTParams, _sketch_pass, _workers_for)
 from .params import (HasGroupCol, HasLabelGain, HasLambdarankNorm, HasNdcgTruncation,
                      HasObjective, HasSigma)
-from .session import default_parallelism
 
 __all__ = ["LambdaMART", "LambdaMARTModel"]
 
@@ -279,18 +278,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
         label_gain = self._label_gain()
         t0 = time.perf_counter()
         stats = self._check_data(dataset, spec, label, weight, valid, group, label_gain)
-        d, n_train, n_valid = stats["d"], stats["n_train"], stats["n_valid"]
-        if n_train == 0 or stats["weight_train"] <= 0:
-            raise ValueError("no training rows with a positive weight"
-                             + (f" (validationIndicatorCol '{valid}' marks every row)"
-                                if valid else ""))
-        if valid is not None and n_valid == 0:
-            raise ValueError(f"validationIndicatorCol: column '{valid}' marks no row as "
-                             f"validation")
-        if n_workers is None:  # as GBT: the parallelism, but no more than the data pays for
-            n_workers = max(1, min(default_parallelism(spark),
-                                   -(-n_train // _ROWS_PER_DEFAULT_WORKER)))
-            _check_slots(spark, n_workers)
+        d = stats["d"]
+        n_workers = _workers_for(spark, stats, valid, n_workers)
         checks_seconds = time.perf_counter() - t0
 
         # Queries never span tasks; the order inside a task depends on the data only.
