@@ -14,7 +14,8 @@ import scipy.sparse as sp
 
 from sparkxml_kernels.fastxml import (FastXMLPredictor, concat_forests, sort_forest,
                                       train_forest)
-from sparkxml_kernels.fastxml._common import SplitMix64, rng_below, rng_next, tree_seed
+from sparkxml_kernels.fastxml._common import MT_STATE, MT19937, mt_next, mt_seed, tree_seed
+from sparkxml_kernels.fastxml._stlsort import stl_sort_desc, stl_sort_desc_naive
 from sparkxml_kernels.fastxml.forest import FOREST_KEYS, take_trees
 from sparkxml_kernels.fastxml.logreg import (l1r_lr, l1r_lr_naive, l1r_lr_objective,
                                              l1r_lr_reference)
@@ -55,16 +56,62 @@ def assert_forest_equal(a, b):
 # --------------------------------------------------------------------------- PRNG
 
 
-def test_rng_twin_and_bounds():
-    state = np.array([tree_seed(7, 3)], np.uint64)
-    py = SplitMix64(tree_seed(7, 3))
+def test_mt19937_is_std_mt19937_and_twins_agree():
+    # C++ [rand.predef]: the 10000th output of a default-constructed std::mt19937 (seed 5489)
+    py = MT19937(5489)
+    out = [py.next() for _ in range(10000)]
+    assert out[-1] == 4123659995
+    mt = np.empty(MT_STATE, np.uint32)
+    mt_seed(mt, 5489)
+    assert [int(mt_next(mt)) for _ in range(10000)] == out
+    # twin agreement past several regenerations, and the derived draws
+    mt_seed(mt, tree_seed(7, 3))
+    py = MT19937(tree_seed(7, 3))
     for m in (1, 2, 3, 10, 1000, 2**31 - 1):
-        for _ in range(20):
-            assert int(rng_next(state)) == py.next()
-            got = int(rng_below(state, m))
-            assert got == py.below(m) and 0 <= got < m
-    # seeds of different trees (and forests) differ
+        for _ in range(400):
+            r = int(mt_next(mt))
+            assert r == py.next() and 0 <= r < 2**32
+    assert py.below(7) == int(mt_next(mt)) % 7
+    # seed 0 numbers the trees as the authors do; other seeds give other trees
+    assert [tree_seed(0, t) for t in range(3)] == [0, 1, 2]
     assert len({tree_seed(s, t) for s in range(3) for t in range(50)}) == 150
+
+
+# --------------------------------------------------------------------------- rankings
+
+
+def _tie_heavy(rng, n, kind):
+    if kind == 0:
+        return rng.integers(0, 3, n).astype(np.float32)
+    if kind == 1:
+        return (rng.integers(0, 40, n) / 7).astype(np.float32)
+    if kind == 2:
+        return np.where(rng.random(n) < 0.7, 0, rng.random(n)).astype(np.float32)
+    return np.sort(rng.integers(0, 5, n))[::(1 if n % 2 else -1)].astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 16, 17, 33, 159, 1000])
+def test_stl_sort_matches_its_twin_and_sorts(n):
+    rng = np.random.default_rng(n)
+    stack = np.empty(192, np.int64)
+    for kind in range(4):
+        keys = _tie_heavy(rng, n, kind)
+        ids = np.arange(n, dtype=np.int32)
+        k2 = keys.copy()
+        stl_sort_desc(ids, k2, n, stack)
+        want = stl_sort_desc_naive([(i, float(v)) for i, v in enumerate(keys)])
+        assert ids.tolist() == [i for i, _ in want]
+        assert np.all(np.diff(k2) <= 0) and np.array_equal(k2, keys[ids])
+        assert sorted(ids.tolist()) == list(range(n))
+
+
+def test_stl_sort_is_not_stable_like_libstdcxx():
+    # with all keys equal, libstdc++'s median-of-three partition swaps entries around, so tied
+    # ids do not stay in input order once there are more than 16 of them
+    n = 40
+    ids = np.arange(n, dtype=np.int32)
+    stl_sort_desc(ids, np.zeros(n, np.float32), n, np.empty(192, np.int64))
+    assert ids.tolist() != list(range(n)) and sorted(ids.tolist()) == list(range(n))
 
 
 # --------------------------------------------------------------------------- nDCG
@@ -127,17 +174,18 @@ def _lr_problem(trial):
 @pytest.mark.parametrize("trial", range(12))
 def test_l1r_lr_matches_naive_twin(trial):
     X, y, C = _lr_problem(trial)
-    w = l1r_lr(X, y, C, state=trial)
+    w = l1r_lr(X, y, C, seed=trial)
     cols = [[(int(X.indices[p]), float(X.data[p])) for p in range(X.indptr[j], X.indptr[j + 1])]
             for j in range(X.shape[1])]
-    w_naive = l1r_lr_naive(cols, y.tolist(), C.tolist(), SplitMix64(trial))
+    C32 = [float(c) for c in np.float32(C)]
+    w_naive = l1r_lr_naive(cols, y.tolist(), C32, MT19937(trial))
     np.testing.assert_array_equal(w, np.array(w_naive))
 
 
 @pytest.mark.parametrize("trial", range(12))
 def test_l1r_lr_solution_near_optimum(trial):
     X, y, C = _lr_problem(trial)
-    w = l1r_lr(X, y, C, state=trial)
+    w = l1r_lr(X, y, C, seed=trial)
     w_ref = l1r_lr_reference(X, y, C, iters=5000)
     f, f_ref = l1r_lr_objective(X, y, C, w), l1r_lr_objective(X, y, C, w_ref)
     f0 = l1r_lr_objective(X, y, C, np.zeros_like(w))

@@ -209,6 +209,6 @@ def test_bibtex_precision_matches_authors_cpp(spark):
     pred = model.transform(test).cache()
     p = {k: 100 * XMLEvaluator(metricName="precisionAtK", k=k).evaluate(pred) for k in (1, 3, 5)}
     print("Bibtex P@1/3/5:", p)
-    # Authors' C++: 64.41/39.66/29.15. Ours at seed 0: 63.30/39.73/28.92; over seeds 0-13 P@1
-    # ranges 63.30-64.29 (mean 63.81), so P@1 is held to 63.0, P@3/P@5 to the issue's bars.
-    assert p[1] >= 63.0 and p[3] >= 39.0 and p[5] >= 28.6, p
+    # The issue's bars. Seed 0 grows the authors' trees 0..49 (tests/kernels checks trees
+    # against theirs), which measured 64.41/39.66/29.15 with their C++.
+    assert p[1] >= 63.5 and p[3] >= 39.0 and p[5] >= 28.6, p

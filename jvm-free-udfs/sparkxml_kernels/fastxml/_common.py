@@ -1,30 +1,32 @@
 """Small numba helpers shared by the FastXML kernels: the PRNG, an index sort, growable buffers.
 
-The PRNG is splitmix64 (Steele, Lea & Flood 2014). It is tiny, has a 64-bit state that fits a
-one-element array (so helpers can advance it in place), and has a pure-Python twin here that
-produces the same stream, which is what lets the naive tree builder reproduce the kernel's trees
-bit for bit.
+The PRNG is the 32-bit Mersenne Twister, MT19937 (Matsumoto & Nishimura 1998), exactly as C++'s
+``std::mt19937``: the authors' FastXML seeds one with the tree index and draws from it for the
+random starting sides (``r % 2``) and the solver's coordinate shuffles (``r % m``). Drawing the
+same numbers in the same order is what lets this kernel grow the authors' trees. Its state is a
+uint32 array of 625 entries (624 words and the read position), so helpers advance it in place;
+:class:`MT19937` is the pure-Python twin the naive builders draw from.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-_MASK64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-_MIX1 = 0xBF58476D1CE4E5B9
-_MIX2 = 0x94D049BB133111EB
-
-# numba folds module-level numpy scalars into constants; keeping them uint64 avoids the silent
-# promotion to float64 that mixing uint64 with Python ints causes.
-_U_GOLDEN = np.uint64(_GOLDEN)
-_U_MIX1 = np.uint64(_MIX1)
-_U_MIX2 = np.uint64(_MIX2)
-_U30 = np.uint64(30)
-_U27 = np.uint64(27)
-_U31 = np.uint64(31)
+MT_STATE = 625  # 624 state words + the read position
+_M32 = 0xFFFFFFFF
+_U_M32 = np.uint64(_M32)
+_U_UPPER = np.uint64(0x80000000)
+_U_LOWER = np.uint64(0x7FFFFFFF)
+_U_MATRIX = np.uint64(0x9908B0DF)
+_U_INIT = np.uint64(1812433253)
+_U_B = np.uint64(0x9D2C5680)
+_U_C = np.uint64(0xEFC60000)
 _U1 = np.uint64(1)
-_U32 = np.uint64(32)
+_U11 = np.uint64(11)
+_U7 = np.uint64(7)
+_U15 = np.uint64(15)
+_U18 = np.uint64(18)
+_U30 = np.uint64(30)
 
 # "no local id yet" in the uint32 global -> local maps. The hot loops index with unsigned
 # integers throughout (uint64 pointers, uint32 ids) because numba then omits the wraparound
@@ -32,70 +34,94 @@ _U32 = np.uint64(32)
 NOMAP = np.uint32(0xFFFFFFFF)
 
 
-def _mix_py(z: int) -> int:
-    z &= _MASK64
-    z = ((z ^ (z >> 30)) * _MIX1) & _MASK64
-    z = ((z ^ (z >> 27)) * _MIX2) & _MASK64
-    return z ^ (z >> 31)
-
-
 def tree_seed(seed: int, tree_id: int) -> int:
-    """Initial PRNG state of tree ``tree_id`` under forest seed ``seed``.
+    """MT19937 seed of tree ``tree_id`` under forest seed ``seed``.
 
-    Depends on (seed, tree_id) only, so a tree comes out the same whichever task trains it and
-    whatever other trees that task trains.
+    ``seed`` = 0 gives tree t the seed t, the authors' numbering (``fastXML_train -s 0``), so
+    forest seed 0 grows their trees 0..T-1. Other seeds shift the tree numbering by
+    ``seed * 0x9E3779B1`` (mod 2**32). A tree depends on (seed, tree_id) only, so it comes out
+    the same whichever task trains it and whatever other trees that task trains.
 
     Parameters
     ----------
     seed : int
-        Forest seed (any Python int; reduced modulo 2**64).
+        Forest seed (any Python int).
     tree_id : int
         Global tree index (>= 0).
 
     Returns
     -------
     int
-        A 64-bit state in [0, 2**64).
+        A seed in [0, 2**32).
     """
-    return _mix_py(_mix_py(int(seed) + _GOLDEN) ^ _mix_py((int(tree_id) + 1) * _GOLDEN))
+    return (int(tree_id) + int(seed) * 0x9E3779B1) & _M32
 
 
-class SplitMix64:
-    """Pure-Python twin of :func:`rng_next` (same stream for the same state)."""
+class MT19937:
+    """Pure-Python twin of :func:`mt_seed` / :func:`mt_next` (``std::mt19937``)."""
 
-    def __init__(self, state: int):
-        self.state = int(state) & _MASK64
+    def __init__(self, seed: int):
+        mt = [int(seed) & _M32]
+        for i in range(1, 624):
+            prev = mt[-1]
+            mt.append((1812433253 * (prev ^ (prev >> 30)) + i) & _M32)
+        self.mt = mt
+        self.pos = 624
 
     def next(self) -> int:
-        self.state = (self.state + _GOLDEN) & _MASK64
-        return _mix_py(self.state)
+        mt = self.mt
+        if self.pos >= 624:
+            for i in range(624):
+                y = (mt[i] & 0x80000000) | (mt[(i + 1) % 624] & 0x7FFFFFFF)
+                v = mt[(i + 397) % 624] ^ (y >> 1)
+                mt[i] = v ^ 0x9908B0DF if y & 1 else v
+            self.pos = 0
+        y = mt[self.pos]
+        self.pos += 1
+        y ^= y >> 11
+        y ^= (y << 7) & 0x9D2C5680
+        y ^= (y << 15) & 0xEFC60000
+        return y ^ (y >> 18)
 
     def below(self, m: int) -> int:
-        return ((self.next() >> 32) * m) >> 32
+        """``next() % m``, the authors' way of drawing from [0, m)."""
+        return self.next() % m
 
     def sign(self) -> int:
-        return 1 if self.next() & 1 else -1
+        """+1 when the next number is odd, else -1 (the authors' random starting side)."""
+        return 1 if self.next() % 2 else -1
 
 
 @njit(cache=True, nogil=True)
-def rng_next(state):
-    """Advance the splitmix64 state ``state`` (uint64 array, shape (1,)) and return 64 bits."""
-    s = state[0] + _U_GOLDEN
-    state[0] = s
-    z = (s ^ (s >> _U30)) * _U_MIX1
-    z = (z ^ (z >> _U27)) * _U_MIX2
-    return z ^ (z >> _U31)
+def mt_seed(mt, seed):
+    """Seed the MT19937 state ``mt`` (uint32 (625,)) like ``std::mt19937::seed(seed)``."""
+    x = np.uint64(seed) & _U_M32
+    mt[0] = np.uint32(x)
+    for i in range(1, 624):
+        x = (_U_INIT * (x ^ (x >> _U30)) + np.uint64(i)) & _U_M32
+        mt[i] = np.uint32(x)
+    mt[624] = np.uint32(624)
 
 
 @njit(cache=True, nogil=True)
-def rng_below(state, m):
-    """Integer in [0, m) for 0 < m < 2**32 (int64), by Lemire's multiply-shift.
-
-    A 64-bit modulo costs a division (tens of cycles); the coordinate shuffles draw one number
-    per column per pass, which made the modulo a visible cost on small nodes. The bias is
-    below m / 2**32, irrelevant for shuffling.
-    """
-    return np.int64(((rng_next(state) >> _U32) * np.uint64(m)) >> _U32)
+def mt_next(mt):
+    """Next 32-bit output of the MT19937 state ``mt``, as int64."""
+    pos = np.int64(mt[624])
+    if pos >= 624:
+        for i in range(624):
+            y = (np.uint64(mt[i]) & _U_UPPER) | (np.uint64(mt[(i + 1) % 624]) & _U_LOWER)
+            v = np.uint64(mt[(i + 397) % 624]) ^ (y >> _U1)
+            if y & _U1:
+                v ^= _U_MATRIX
+            mt[i] = np.uint32(v)
+        pos = 0
+    y = np.uint64(mt[pos])
+    mt[624] = np.uint32(pos + 1)
+    y ^= y >> _U11
+    y ^= (y << _U7) & _U_B
+    y ^= (y << _U15) & _U_C
+    y ^= y >> _U18
+    return np.int64(y & _U_M32)
 
 
 @njit(cache=True, nogil=True)
@@ -193,11 +219,7 @@ def grow(a, need):
 @njit(cache=True, nogil=True)
 def row_dot(indptr, indices, data, row, wd, bias_feat, bias):
     """w·x of CSR row ``row`` (uint64 indptr, uint32 indices, float32 data) against the dense
-    weights ``wd`` (float64), bias last.
-
-    Training routes its points with this very function and the predictor routes with it too, so
-    a training point always reaches the leaf it was assigned to (same float32 weights, same
-    summation order).
+    weights ``wd`` (float64), bias last: the predictor's routing.
     """
     s = 0.0
     for p in range(indptr[row], indptr[row + 1]):

@@ -122,7 +122,7 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
     if tree_ids.size and (not np.issubdtype(tree_ids.dtype, np.integer) or tree_ids.min() < 0):
         raise ValueError("tree_ids must be non-negative integers")
     tree_ids = tree_ids.astype(np.int32)
-    states = np.array([tree_seed(seed, int(t)) for t in tree_ids], dtype=np.uint64)
+    states = np.array([tree_seed(seed, int(t)) for t in tree_ids], dtype=np.int64)
     max_row = int(np.diff(Y_indptr).max()) if n else 0
     disc, csum = discount_tables(n_labels, max_row)
     # unsigned views: the kernels index with them (see _common.NOMAP); validated >= 0 above

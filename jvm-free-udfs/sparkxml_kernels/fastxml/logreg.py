@@ -10,7 +10,12 @@ at most 10 Newton iterations, each minimising the quadratic model of the loss pl
 by at most 10 passes of randomly ordered coordinate descent, then an Armijo line search. Outer
 and inner shrinking skip coordinates sitting at 0 with a gradient safely inside [-1, 1]. The
 stopping rule is relative: summed violation <= 0.01 x its value at w = 0. Loss values are
-float64; feature values stay float32 as stored.
+float64; feature values and the weights C stay float32, as in the authors' code.
+
+Like the nDCG step, this follows the authors' C++ operation for operation, float32 products
+included (x_ij^2 and C_i x_ij are float32 there), and draws the coordinate shuffles from the
+same MT19937 stream with ``r % m``; the coordinate order (``index``) persists across Newton
+iterations as it does there. Together with ``ndcg`` and ``tree``, that reproduces their trees.
 
 :func:`l1r_lr_naive` performs the same operations in the same order in plain Python (and draws
 the same random numbers), so both return the same weights; :func:`l1r_lr_reference` solves the
@@ -23,7 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._common import SplitMix64, rng_below
+from ._common import MT_STATE, MT19937, mt_next, mt_seed
 
 EPS = 0.01
 MAX_NEWTON = 10
@@ -35,7 +40,7 @@ STEP_CLIP = 10.0
 
 
 @njit(cache=True, nogil=True)
-def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, Grad, xjneg,
+def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad, xjneg,
                   index, xTd, ewx, ewx_new, tau, Dd, Cneg):
     """Fit the L1-regularised logistic regression of one node.
 
@@ -53,19 +58,21 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, G
         Number of columns and of points.
     y : int8 (>= n,)
         Target side, +1 or -1.
-    C : float64 (>= n,)
+    C : float32 (>= n,)
         Loss weight per point.
-    state : uint64 (1,)
-        PRNG state, advanced by the coordinate shuffles.
+    mt : uint32 (625,)
+        MT19937 state (``_common.mt_seed``), advanced by the coordinate shuffles.
     w : float64 (>= m,)
         Output: the weights (entries < m).
     wpd, Hdiag, Grad, xjneg : float64 (>= m,)
         Scratch per column.
     index : int32 (>= m,)
         Scratch: the coordinate order and the active sets.
-    xTd, ewx, ewx_new, tau, Dd, Cneg : float64 (>= n,)
-        Scratch per point: X d, exp(w.x), its line-search candidate, C sigma(-w.x), the
-        Hessian weights, and C masked to the negative points.
+    xTd, ewx, ewx_new, tau, Dd : float64 (>= n,)
+        Scratch per point: X d, exp(w.x), its line-search candidate, C sigma(-w.x) and the
+        Hessian weights.
+    Cneg : float32 (>= n,)
+        Scratch: C masked to the negative points.
 
     Returns
     -------
@@ -76,55 +83,46 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, G
     Gmax_old = np.inf
     Gnorm1_init = 0.0
     w_norm = 0.0
+    fzero = np.float32(0.0)
     # Sums over the negative points only, done branch-free (the sign pattern is random, so a
     # branch mispredicts half the time); adding 0.0 leaves a sum unchanged bit for bit.
     for i in range(n):
-        Cneg[i] = C[i] if y[i] < 0 else 0.0
+        Cneg[i] = C[i] if y[i] < 0 else fzero
         e = 1.0  # exp(w.x) at w = 0
         ewx[i] = e
         t = 1.0 / (1.0 + e)
-        tau[i] = C[i] * t
-        Dd[i] = C[i] * e * (t * t)
-    # The first Newton iteration's gradient and Hessian diagonal ride along with xjneg: one
-    # pass over the data instead of two, same operations in the same order.
+        tau[i] = np.float64(C[i]) * t
+        Dd[i] = np.float64(C[i]) * e * (t * t)
     for j in range(m):
+        index[j] = j
         w[j] = 0.0
         wpd[j] = 0.0
         s = 0.0
-        h = NU
-        g = 0.0
         for p in range(col_ptr[j], col_ptr[j + 1]):
-            i = col_row[p]
-            v = np.float64(col_val[p])
-            s += Cneg[i] * v
-            h += v * v * Dd[i]
-            g += v * tau[i]
+            s += np.float64(Cneg[col_row[p]] * col_val[p])  # a float32 product, as theirs
         xjneg[j] = s
-        Hdiag[j] = h
-        Grad[j] = -g + s
 
     newton_iter = 0
     while newton_iter < MAX_NEWTON:
+        # Gradient and Hessian diagonal of every column, in storage order (streams memory
+        # forward); the authors compute the same values walking ``index``.
+        for j in range(m):
+            h = NU
+            g = 0.0
+            for p in range(col_ptr[j], col_ptr[j + 1]):
+                i = col_row[p]
+                v = col_val[p]
+                h += np.float64(v * v) * Dd[i]
+                g += np.float64(v) * tau[i]
+            Hdiag[j] = h
+            Grad[j] = -g + xjneg[j]
         Gmax_new = 0.0
         Gnorm1_new = 0.0
         shrink = Gmax_old / n
-        # Columns in storage order (streams memory forward); the active ones are listed at the
-        # front of ``index``, the shrunk ones at the back. liblinear walks its current index
-        # order instead; the inner loop shuffles the active list uniformly anyway, so only the
-        # memory access pattern differs.
-        active = 0
-        tail = m
-        for j in range(m):
-            if newton_iter > 0:
-                h = NU
-                g = 0.0
-                for p in range(col_ptr[j], col_ptr[j + 1]):
-                    i = col_row[p]
-                    v = np.float64(col_val[p])
-                    h += v * v * Dd[i]
-                    g += v * tau[i]
-                Hdiag[j] = h
-                Grad[j] = -g + xjneg[j]
+        active = m
+        s = 0
+        while s < active:
+            j = index[s]
             G = Grad[j]
             Gp = G + 1.0
             Gn = G - 1.0
@@ -135,15 +133,16 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, G
                 viol = max(max(-Gp, Gn), 0.0)
                 if viol == 0.0 and Gp > shrink and Gn < -shrink:
                     # outer shrinking: at 0 with a gradient well inside [-1, 1]
-                    tail -= 1
-                    index[tail] = j
+                    active -= 1
+                    tmp = index[s]
+                    index[s] = index[active]
+                    index[active] = tmp
                     continue
             else:
                 viol = abs(Gp) if wj > 0.0 else abs(Gn)
             Gmax_new = max(Gmax_new, viol)
             Gnorm1_new += viol
-            index[active] = j
-            active += 1
+            s += 1
 
         if newton_iter == 0:
             Gnorm1_init = Gnorm1_new
@@ -160,7 +159,7 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, G
             qp_Gnorm1_new = 0.0
             qp_shrink = qp_Gmax_old / n
             for s in range(qp_active):
-                jj = s + rng_below(state, qp_active - s)
+                jj = s + mt_next(mt) % (qp_active - s)
                 tmp = index[jj]
                 index[jj] = index[s]
                 index[s] = tmp
@@ -218,7 +217,7 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, G
         delta += w_norm_new - w_norm
         negsum_xTd = 0.0
         for i in range(n):
-            negsum_xTd += Cneg[i] * xTd[i]
+            negsum_xTd += np.float64(Cneg[i]) * xTd[i]
 
         num_ls = 0
         while num_ls < MAX_LINESEARCH:
@@ -226,7 +225,7 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, G
             for i in range(n):
                 e_xTd = math.exp(xTd[i])
                 ewx_new[i] = ewx[i] * e_xTd
-                cond += C[i] * math.log((1.0 + ewx_new[i]) / (e_xTd + ewx_new[i]))
+                cond += np.float64(C[i]) * math.log((1.0 + ewx_new[i]) / (e_xTd + ewx_new[i]))
             if cond <= 0.0:
                 w_norm = w_norm_new
                 for j in range(m):
@@ -234,8 +233,8 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, state, w, wpd, Hdiag, G
                 for i in range(n):
                     ewx[i] = ewx_new[i]
                     t = 1.0 / (1.0 + ewx[i])
-                    tau[i] = C[i] * t
-                    Dd[i] = C[i] * ewx[i] * (t * t)
+                    tau[i] = np.float64(C[i]) * t
+                    Dd[i] = np.float64(C[i]) * ewx[i] * (t * t)
                 break
             w_norm_new = 0.0
             for j in range(m):
@@ -276,7 +275,7 @@ def _csc_parts(X):
             X.data.astype(np.float32), X.shape)
 
 
-def l1r_lr(X, y, C, state: int = 0):
+def l1r_lr(X, y, C, seed: int = 0):
     """Python entry to :func:`l1r_lr_kernel` (tests and experiments; allocates per call).
 
     Parameters
@@ -286,9 +285,9 @@ def l1r_lr(X, y, C, state: int = 0):
     y : int array (n,)
         +1 / -1.
     C : float array (n,)
-        Loss weights.
-    state : int
-        PRNG state for the coordinate shuffles.
+        Loss weights (rounded to float32).
+    seed : int
+        MT19937 seed for the coordinate shuffles.
 
     Returns
     -------
@@ -297,17 +296,19 @@ def l1r_lr(X, y, C, state: int = 0):
     """
     col_ptr, col_row, col_val, (n, m) = _csc_parts(X)
     y = np.asarray(y, dtype=np.int8)
-    C = np.asarray(C, dtype=np.float64)
-    st = np.array([state], dtype=np.uint64)
+    C = np.asarray(C, dtype=np.float32)
+    mt = np.empty(MT_STATE, np.uint32)
+    mt_seed(mt, seed)
     cols = [np.empty(max(m, 1), np.float64) for _ in range(5)]
-    pts = [np.empty(max(n, 1), np.float64) for _ in range(6)]
+    pts = [np.empty(max(n, 1), np.float64) for _ in range(5)]
     index = np.empty(max(m, 1), np.int32)
-    l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, st, cols[0], cols[1], cols[2], cols[3],
-                  cols[4], index, pts[0], pts[1], pts[2], pts[3], pts[4], pts[5])
+    l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, cols[0], cols[1], cols[2], cols[3],
+                  cols[4], index, pts[0], pts[1], pts[2], pts[3], pts[4],
+                  np.empty(max(n, 1), np.float32))
     return cols[0][:m].copy()
 
 
-def l1r_lr_naive(columns, y, C, rng: SplitMix64):
+def l1r_lr_naive(columns, y, C, rng: MT19937):
     """Plain-Python twin of :func:`l1r_lr_kernel`: the same steps, in the same order.
 
     Parameters
@@ -318,8 +319,8 @@ def l1r_lr_naive(columns, y, C, rng: SplitMix64):
     y : list of int
         +1 / -1 per point.
     C : list of float
-        Loss weight per point.
-    rng : SplitMix64
+        Loss weight per point, float32-representable.
+    rng : MT19937
         Advanced exactly as the kernel advances its state.
 
     Returns
@@ -327,6 +328,7 @@ def l1r_lr_naive(columns, y, C, rng: SplitMix64):
     list of float
         The weights.
     """
+    f32 = np.float32
     m, n = len(columns), len(y)
     w = [0.0] * m
     wpd = [0.0] * m
@@ -337,7 +339,7 @@ def l1r_lr_naive(columns, y, C, rng: SplitMix64):
         s = 0.0
         for i, v in col:
             if y[i] < 0:
-                s += C[i] * v
+                s += float(f32(C[i] * v))
         xjneg.append(s)
     ewx = [1.0] * n
     tau = [C[i] * (1.0 / (1.0 + 1.0)) for i in range(n)]
@@ -348,28 +350,30 @@ def l1r_lr_naive(columns, y, C, rng: SplitMix64):
             return max(-(G + 1.0), G - 1.0, 0.0)
         return abs(G + 1.0) if wj > 0.0 else abs(G - 1.0)
 
+    index = list(range(m))
     inner_eps, Gmax_old, Gnorm1_init, w_norm = 1.0, math.inf, 0.0, 0.0
     for newton_iter in range(MAX_NEWTON):
         Gmax_new, Gnorm1_new = 0.0, 0.0
-        kept, shrunk = [], []
-        for j in range(m):
+        active = m
+        s = 0
+        while s < active:
+            j = index[s]
             h, g = NU, 0.0
             for i, v in columns[j]:
-                h += v * v * Dd[i]
+                h += float(f32(v * v)) * Dd[i]
                 g += v * tau[i]
             Hdiag[j] = h
             Grad[j] = G = -g + xjneg[j]
             Gp, Gn = G + 1.0, G - 1.0
             if w[j] == 0.0 and not (Gp < 0.0 or Gn > 0.0) \
                     and Gp > Gmax_old / n and Gn < -(Gmax_old / n):
-                shrunk.append(j)
+                active -= 1
+                index[s], index[active] = index[active], index[s]
                 continue
             viol = violation(G, w[j])
             Gmax_new = max(Gmax_new, viol)
             Gnorm1_new += viol
-            kept.append(j)
-        index = kept + shrunk[::-1]
-        active = len(kept)
+            s += 1
         if newton_iter == 0:
             Gnorm1_init = Gnorm1_new
         if Gnorm1_new <= EPS * Gnorm1_init:

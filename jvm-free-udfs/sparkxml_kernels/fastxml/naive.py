@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import SplitMix64, tree_seed
+from ._common import MT19937, tree_seed
 from .forest import concat_forests
 from .logreg import l1r_lr_naive
 from .ndcg import discount_tables, optimize_ndcg_naive
@@ -40,7 +40,7 @@ def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
         Each point's labels.
     n_features, n_labels : int
     state : int
-        Initial PRNG state (``_common.tree_seed(seed, tree_id)``).
+        MT19937 seed of the tree (``_common.tree_seed(seed, tree_id)``).
 
     Returns
     -------
@@ -48,7 +48,8 @@ def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
         Nodes breadth-first: ``children`` (pos, neg) or (-1, -1), ``w`` [(feature, weight)]
         ascending, ``leaf`` [(label, score)] best first.
     """
-    rng = SplitMix64(state)
+    rng = MT19937(state)
+    f32 = np.float32
     disc, csum = discount_tables(n_labels, max((len(y) for y in Y_rows), default=0))
     b = float(np.float32(bias))
     queue = [list(range(len(X_rows)))]
@@ -63,8 +64,8 @@ def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
             ok, side = optimize_ndcg_naive([Y_rows[p] for p in pts], side, disc, csum)
             if ok:
                 npos = sum(1 for s in side if s > 0)
-                c_pos = log_loss_coeff / (npos / n)
-                c_neg = log_loss_coeff / ((n - npos) / n)
+                c_pos = float(f32(log_loss_coeff) / (f32(npos) / f32(n)))
+                c_neg = float(f32(log_loss_coeff) / (f32(n - npos) / f32(n)))
                 C = [c_pos if s > 0 else c_neg for s in side]
                 # columns: the node's features ascending, then the bias; entries in node order
                 feats = sorted({f for p in pts for f, _ in X_rows[p]})
@@ -76,13 +77,15 @@ def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
                 for f, wj in zip(feats + [n_features], w):
                     if abs(wj) > W_DROP and np.float32(wj) != 0.0:
                         wdict[f] = float(np.float32(wj))
+                # route as the authors do: float32 sums, column by column, unrounded weights
+                prods = [f32(0.0)] * n
+                for col, wj in zip(columns, w):
+                    if abs(wj) > W_DROP:
+                        for k, v in col:
+                            prods[k] = f32(float(prods[k]) + wj * v)
                 pos, neg = [], []
-                for p in pts:
-                    s = 0.0
-                    for f, v in X_rows[p]:
-                        s += wdict.get(f, 0.0) * v
-                    s += wdict.get(n_features, 0.0) * b
-                    (pos if s >= 0.0 else neg).append(p)
+                for k, p in enumerate(pts):
+                    (pos if prods[k] >= 0.0 else neg).append(p)
                 if pos and neg:
                     split = (wdict, pos, neg)
         if split is not None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._common import NOMAP, grow, rng_next, row_dot, sort_desc
+from ._common import MT_STATE, NOMAP, grow, mt_next, mt_seed, sort_desc
 from .logreg import l1r_lr_kernel
-from .ndcg import map_labels, optimize_ndcg_kernel
+from .ndcg import SORT_STACK, map_labels, optimize_ndcg_kernel
 
 W_DROP = 1e-16
 
@@ -173,26 +173,34 @@ def leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, lcount, o
 
 
 @njit(cache=True, nogil=True)
-def _route_and_partition(X_indptr, X_indices, X_data, rows, n_features, biasd, wd, w_idx,
-                         w_val, nw, side, newk, perm_tmp):
-    # The same float32 weights and the same dot product as the predictor, so training and
-    # prediction agree on every training point. Returns (points, column entries) of the
-    # positive child, or (-1, 0) when a child would be empty.
+def _route_and_partition(X_indptr, cptr, col_row, col_val, m, w, rows, side, prods, newk,
+                         perm_tmp):
+    # The authors' routing of training points: w.x accumulated column by column into float32
+    # (each step w_j * x_ij in float64, then rounded), positive when >= 0. It decides the
+    # children exactly as their code does; the predictor's float64 dot product with the
+    # float32 weights may send a training point lying on the hyperplane the other way, as
+    # theirs may. Returns (points, column entries) of the positive child, or (-1, 0) when a
+    # child would be empty.
     n = rows.shape[0]
-    for q in range(nw):
-        wd[w_idx[q]] = np.float64(w_val[q])
+    for k in range(n):
+        prods[k] = 0.0
+    for j in range(m):
+        wj = w[j]
+        if wj == 0.0:
+            continue  # adds 0.0: no change, and -0.0 cannot arise from a positive-zero start
+        for p in range(cptr[j], cptr[j + 1]):
+            k = col_row[p]
+            prods[k] = np.float32(np.float64(prods[k]) + wj * np.float64(col_val[p]))
     npos = 0
     epos = 0
     for k in range(n):
-        r = rows[k]
-        if row_dot(X_indptr, X_indices, X_data, r, wd, n_features, biasd) >= 0.0:
+        if prods[k] >= 0.0:
             side[k] = 1
             npos += 1
+            r = rows[k]
             epos += np.int64(X_indptr[r + 1] - X_indptr[r]) + 1
         else:
             side[k] = -1
-    for q in range(nw):
-        wd[w_idx[q]] = 0.0
     if npos == 0 or npos == n:
         return -1, 0
     a = 0
@@ -224,13 +232,13 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
         Training label sets (CSR pattern, ids < n_labels).
     n_features, n_labels : int
         D and L.
-    states : uint64 (T,)
-        Initial PRNG state of each tree (see ``_common.tree_seed``).
+    states : int64 (T,)
+        MT19937 seed of each tree (see ``_common.tree_seed``).
     max_leaf, labels_per_leaf : int
         Leaf size threshold and labels kept per leaf.
     log_loss_coeff, bias : float
         c of C± = c / frac±, and the value of the bias feature.
-    disc, csum : float64
+    disc, csum : float32
         From ``ndcg.discount_tables``.
 
     Returns
@@ -246,20 +254,21 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     D1 = n_features + 1
     L1 = max(n_labels, 1)
     bias32 = np.float32(bias)
-    biasd = np.float64(bias32)
+    coeff32 = np.float32(log_loss_coeff)
 
     perm = np.empty(N, np.int32)
     perm_tmp = np.empty(N, np.int32)
     side = np.empty(N, np.int8)
     newk = np.empty(N, np.uint32)
-    idcg = np.empty(N, np.float64)
-    Cw = np.empty(N, np.float64)
+    idcg = np.empty(N, np.float32)
+    Cw = np.empty(N, np.float32)
+    prods = np.empty(N, np.float32)
     xTd = np.empty(N, np.float64)
     ewx = np.empty(N, np.float64)
     ewx_new = np.empty(N, np.float64)
     tau = np.empty(N, np.float64)
     Dd = np.empty(N, np.float64)
-    Cneg = np.empty(N, np.float64)
+    Cneg = np.empty(N, np.float32)
 
     # column-major node data, two alternating levels (see the module docstring)
     ent_row0 = np.empty(nnzx + N, np.uint32)
@@ -281,15 +290,18 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     Grad = np.empty(D1, np.float64)
     xjneg = np.empty(D1, np.float64)
     index = np.empty(D1, np.int32)
-    wd = np.zeros(D1, np.float64)
     w_idx = np.empty(D1, np.int32)
     w_val = np.empty(D1, np.float32)
 
     lab_map = np.full(L1, NOMAP, np.uint32)
     act_lab = np.empty(L1, np.int32)
-    pos_sum = np.empty(L1, np.float64)
-    neg_sum = np.empty(L1, np.float64)
-    diff = np.empty(L1, np.float64)
+    pos_sum = np.empty(L1, np.float32)
+    neg_sum = np.empty(L1, np.float32)
+    diff = np.empty(L1, np.float32)
+    rank_ids = np.empty(L1, np.int32)
+    rank_keys = np.empty(L1, np.float32)
+    sort_stack = np.empty(SORT_STACK, np.int64)
+    lcount = np.empty(L1, np.float64)
     order = np.empty(L1, np.int32)
     otmp = np.empty(L1, np.int32)
     leaf_lab = np.empty(L1, np.int32)
@@ -314,12 +326,12 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     leaf_score = np.empty(est * 4, np.float32)
     tree_offsets = np.zeros(T + 1, np.int64)
 
-    state = np.empty(1, np.uint64)
+    mt = np.empty(MT_STATE, np.uint32)
     M = 0
     WN = 0
     LN = 0
     for t in range(T):
-        state[0] = states[t]
+        mt_seed(mt, states[t])
         for i in range(N):
             perm[i] = i
         nstart[0] = 0
@@ -360,25 +372,27 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
             nw = np.int64(0)
             if n > max_leaf:
                 for k in range(n):
-                    side[k] = 1 if (rng_next(state) & np.uint64(1)) else -1
+                    side[k] = 1 if mt_next(mt) % 2 else -1
                 for k in range(n):
                     r = rows[k]
-                    idcg[k] = 1.0 / csum[Y_indptr[r + 1] - Y_indptr[r]]
-                ok = optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, act_lab, nl,
-                                          idcg, pos_sum, neg_sum, diff, order, otmp, disc)
+                    idcg[k] = np.float32(1.0 / np.float64(csum[Y_indptr[r + 1] - Y_indptr[r]]))
+                ok = optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, nl, idcg,
+                                          pos_sum, neg_sum, diff, rank_ids, rank_keys,
+                                          sort_stack, disc)
                 if ok:
                     npos0 = 0
                     for k in range(n):
                         if side[k] > 0:
                             npos0 += 1
-                    c_pos = log_loss_coeff / (npos0 / n)
-                    c_neg = log_loss_coeff / ((n - npos0) / n)
+                    # float32 fractions and weights, as the authors compute them
+                    c_pos = coeff32 / (np.float32(npos0) / np.float32(n))
+                    c_neg = coeff32 / (np.float32(n - npos0) / np.float32(n))
                     for k in range(n):
                         Cw[k] = c_pos if side[k] > 0 else c_neg
                     m = nm[i]
                     cptr = src_ptr[ncol[i]:ncol[i] + m + 1]
                     cfeat = src_feat[ncol[i]:ncol[i] + m]
-                    l1r_lr_kernel(cptr, src_row, src_val, m, n, side, Cw, state, w, wpd, Hdiag,
+                    l1r_lr_kernel(cptr, src_row, src_val, m, n, side, Cw, mt, w, wpd, Hdiag,
                                   Grad, xjneg, index, xTd, ewx, ewx_new, tau, Dd, Cneg)
                     for j in range(m):
                         if abs(w[j]) > W_DROP:
@@ -387,9 +401,10 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
                                 w_idx[nw] = cfeat[j]  # ascending, as the columns are
                                 w_val[nw] = v
                                 nw += 1
-                    npos, epos = _route_and_partition(X_indptr, X_indices, X_data, rows,
-                                                      n_features, biasd, wd, w_idx, w_val, nw,
-                                                      side, newk, perm_tmp)
+                        else:
+                            w[j] = 0.0
+                    npos, epos = _route_and_partition(X_indptr, cptr, src_row, src_val, m, w,
+                                                      rows, side, prods, newk, perm_tmp)
                     if npos > 0 and (npos > max_leaf or n - npos > max_leaf):
                         # children's columns (one of them may end up unused as a leaf)
                         need = c_cur + 2 * (m + 1)
@@ -439,7 +454,7 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
             else:
                 pos_child[M] = -1
                 neg_child[M] = -1
-                kk = leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, diff,
+                kk = leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, lcount,
                                        order, otmp, labels_per_leaf, leaf_lab, leaf_val)
                 leaf_label = grow(leaf_label, LN + kk)
                 leaf_score = grow(leaf_score, LN + kk)
