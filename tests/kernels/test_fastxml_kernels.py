@@ -409,3 +409,40 @@ def test_predictor_validation_and_persistence(tmp_path):
     X = sp.csr_matrix((data[2], data[1], data[0]), shape=(100, 20))
     for a, b in zip(loaded.predict_csr(X, k=4), pred.predict_csr(X, k=4)):
         np.testing.assert_array_equal(a, b)
+
+
+# --------------------------------------------------------------------------- the authors' trees
+
+CPP_TREES = os.path.join(os.path.dirname(__file__), "data", "fastxml_cpp_bibtex_trees.json")
+
+
+@pytest.mark.skipif(not os.path.exists(BIBTEX), reason="shared Bibtex data not present")
+def test_seed_zero_grows_the_authors_trees_on_bibtex():
+    """Trees 0 and 1 at seed 0 equal the authors' C++ trees (``fastXML_train -s 0``), node for
+    node. The fixture is their trees' fingerprint, written by
+    ``benchmarks/fastxml_vs_cpp_trees.py --write-fixture`` (which compares all 50 trees)."""
+    import json
+
+    from sparkxml_kernels.formats import read_xc
+
+    with open(CPP_TREES) as fh:
+        fixture = json.load(fh)["trees"]
+    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(BIBTEX)[:7]
+    ids = sorted(int(t) for t in fixture)
+    forest = train_forest(Xi, Xf, Xv, Yi, Yl, d, n_labels, ids, seed=0)
+    for pos, t in enumerate(ids):
+        want = fixture[str(t)]
+        a, b = forest["tree_offsets"][pos], forest["tree_offsets"][pos + 1]
+        assert forest["children"][a:b].tolist() == want["children"], t
+        wp, lp = forest["w_indptr"], forest["leaf_indptr"]
+        count = [int(wp[g + 1] - wp[g]) for g in range(a, b)]
+        assert count == want["w_count"], t
+        assert [int(forest["w_index"][wp[g]:wp[g + 1]].sum()) for g in range(a, b)] == \
+            want["w_index_sum"], t
+        # theirs are sums of weights printed with 6 significant digits
+        np.testing.assert_allclose([float(forest["w_value"][wp[g]:wp[g + 1]].astype(float).sum())
+                                    for g in range(a, b)], want["w_value_sum"],
+                                   rtol=1e-4, atol=1e-4)
+        leaves = [lab for g in range(a, b)
+                  for lab in sorted(forest["leaf_label"][lp[g]:lp[g + 1]].tolist())]
+        assert leaves == want["leaf_label"], t

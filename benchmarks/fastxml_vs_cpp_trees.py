@@ -1,0 +1,159 @@
+"""Do our FastXML trees equal the authors'? Node-by-node comparison with their C++ trees.
+
+    .venv/bin/python benchmarks/fastxml_vs_cpp_trees.py --cpp-bin DIR [--data XC_DIR] [--trees 50]
+    .venv/bin/python benchmarks/fastxml_vs_cpp_trees.py --cpp-model MODEL_DIR [--trees 50]
+
+DIR holds the authors' ``fastXML_train`` (build it from their public source yourself; nothing of
+it ships here). With ``--cpp-bin`` the training file is converted to their sparse text format
+and ``fastXML_train -s 0 -t T`` is run; with ``--cpp-model`` an existing model directory trained
+with ``-s 0`` is read. Our trees 0..T-1 at seed 0 are then trained in this process
+(``sparkxml_kernels.fastxml.train_forest``) and compared node by node: children, the separator's
+feature ids and weights (to their 6 printed digits), and the labels of every leaf.
+
+``--write-fixture PATH --fixture-trees 0,1`` also stores a fingerprint of the authors' trees as
+JSON (:func:`digest`): ``tests/kernels/data/fastxml_cpp_bibtex_trees.json`` was written that way
+from Bibtex, so CI checks the kernel against the authors' trees without their binary.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "shared", "data", "bibtex", "xc_split")
+
+
+def read_cpp_tree(path):
+    """One tree file of theirs -> our flat layout (children, w, sorted leaf labels)."""
+    with open(path) as fh:
+        lines = fh.read().split("\n")
+    n_nodes = int(lines[0])
+    children, w_idx, w_val, w_ptr, leaf_lab, leaf_ptr = [], [], [], [0], [], [0]
+    p = 1
+    for _ in range(n_nodes):
+        leaf = lines[p] == "1"
+        pos, neg = (int(x) for x in lines[p + 1].split())
+        entries = [tok.split(":") for tok in lines[p + 4].split()[1:]]
+        if leaf:
+            children.append([-1, -1])
+            leaf_lab += sorted(int(a) for a, _ in entries)
+        else:
+            children.append([pos, neg])
+            w_idx += [int(a) for a, _ in entries]
+            w_val += [float(b) for _, b in entries]
+        w_ptr.append(len(w_idx))
+        leaf_ptr.append(len(leaf_lab))
+        p += 5
+    return {"children": children, "w_indptr": w_ptr, "w_index": w_idx, "w_value": w_val,
+            "leaf_indptr": leaf_ptr, "leaf_label": leaf_lab}
+
+
+def ours_as_layout(forest, t):
+    """Tree ``t`` (position in the forest) in the same layout, leaf labels sorted."""
+    a, b = int(forest["tree_offsets"][t]), int(forest["tree_offsets"][t + 1])
+    wp, lp = forest["w_indptr"], forest["leaf_indptr"]
+    leaf = [sorted(forest["leaf_label"][lp[g]:lp[g + 1]].tolist()) for g in range(a, b)]
+    return {"children": forest["children"][a:b].tolist(),
+            "w_indptr": (wp[a:b + 1] - wp[a]).tolist(),
+            "w_index": forest["w_index"][wp[a]:wp[b]].tolist(),
+            "w_value": forest["w_value"][wp[a]:wp[b]].astype(float).tolist(),
+            "leaf_indptr": np.cumsum([0] + [len(x) for x in leaf]).tolist(),
+            "leaf_label": [lab for x in leaf for lab in x]}
+
+
+def digest(tree):
+    """A compact fingerprint of a tree (for the CI fixture): children, and per node the number
+    of weights, the sum of their feature ids and the sum of the weights, plus the leaf labels."""
+    wp = tree["w_indptr"]
+    return {"children": tree["children"],
+            "w_count": [wp[i + 1] - wp[i] for i in range(len(wp) - 1)],
+            "w_index_sum": [sum(tree["w_index"][wp[i]:wp[i + 1]]) for i in range(len(wp) - 1)],
+            "w_value_sum": [float("%.6g" % sum(tree["w_value"][wp[i]:wp[i + 1]]))
+                            for i in range(len(wp) - 1)],
+            "leaf_indptr": tree["leaf_indptr"], "leaf_label": tree["leaf_label"]}
+
+
+def first_difference(ours, theirs, rtol=1e-5):
+    """Index of the first node (breadth-first) where the trees differ, or None."""
+    n = max(len(ours["children"]), len(theirs["children"]))
+    for i in range(n):
+        if i >= len(ours["children"]) or i >= len(theirs["children"]):
+            return i
+        if list(ours["children"][i]) != list(theirs["children"][i]):
+            return i
+        for key, ptr in (("w_index", "w_indptr"), ("leaf_label", "leaf_indptr")):
+            a = ours[key][ours[ptr][i]:ours[ptr][i + 1]]
+            b = theirs[key][theirs[ptr][i]:theirs[ptr][i + 1]]
+            if list(a) != list(b):
+                return i
+        a = np.array(ours["w_value"][ours["w_indptr"][i]:ours["w_indptr"][i + 1]])
+        b = np.array(theirs["w_value"][theirs["w_indptr"][i]:theirs["w_indptr"][i + 1]])
+        # theirs are printed with 6 significant digits
+        if not np.allclose(a, b, rtol=rtol, atol=1e-30):
+            return i
+    return None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=DATA, help="XC split directory (*_train.txt)")
+    ap.add_argument("--cpp-bin", help="directory with the authors' fastXML_train")
+    ap.add_argument("--cpp-model", help="their model directory, trained with -s 0")
+    ap.add_argument("--trees", type=int, default=50)
+    ap.add_argument("--write-fixture")
+    ap.add_argument("--fixture-trees", default="0,1")
+    args = ap.parse_args(argv)
+    if not (args.cpp_bin or args.cpp_model):
+        ap.error("give --cpp-bin or --cpp-model")
+
+    from sparkxml_kernels.fastxml import train_forest
+    from sparkxml_kernels.formats import read_xc, write_smat
+
+    train = [f for f in sorted(os.listdir(args.data)) if f.endswith("_train.txt")][0]
+    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(os.path.join(args.data, train))[:7]
+    model_dir = args.cpp_model
+    if args.cpp_bin:
+        tmp = tempfile.mkdtemp(prefix="fastxml-cpp-")
+        write_smat(os.path.join(tmp, "X.txt"), Xi, Xf, Xv, d, value_format="%.9g")
+        write_smat(os.path.join(tmp, "Y.txt"), Yi, Yl, np.ones(len(Yl)), n_labels, "%g")
+        model_dir = os.path.join(tmp, "model")
+        os.makedirs(model_dir)
+        t0 = time.perf_counter()
+        subprocess.run([os.path.join(args.cpp_bin, "fastXML_train"), os.path.join(tmp, "X.txt"),
+                        os.path.join(tmp, "Y.txt"), model_dir, "-T", "2", "-s", "0", "-t",
+                        str(args.trees), "-q", "1"], check=True, stdout=subprocess.DEVNULL)
+        print(f"their C++ trained {args.trees} trees in {time.perf_counter() - t0:.1f} s")
+    t0 = time.perf_counter()
+    forest = train_forest(Xi, Xf, Xv, Yi, Yl, d, n_labels, np.arange(args.trees), seed=0)
+    print(f"ours trained {args.trees} trees in {time.perf_counter() - t0:.1f} s (one process)")
+
+    same = 0
+    for t in range(args.trees):
+        theirs = read_cpp_tree(os.path.join(model_dir, f"{t}.tree"))
+        ours = ours_as_layout(forest, t)
+        diff = first_difference(ours, theirs)
+        same += diff is None
+        print(f"tree {t}: {len(ours['children'])} nodes ours, {len(theirs['children'])} theirs; "
+              + ("identical" if diff is None else f"first difference at node {diff}"))
+    print(f"{same} of {args.trees} trees identical")
+
+    if args.write_fixture:
+        ids = [int(x) for x in args.fixture_trees.split(",")]
+        fixture = {"source": "fastXML_train -s 0 (authors' C++), training file " + train,
+                   "trees": {str(t): digest(read_cpp_tree(os.path.join(model_dir, f"{t}.tree")))
+                             for t in ids}}
+        with open(args.write_fixture, "w") as out:
+            json.dump(fixture, out, separators=(",", ":"))
+        print(f"wrote {args.write_fixture}")
+    return 0 if same == args.trees else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
