@@ -80,7 +80,10 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
     logLossCoeff : float, default 1.0
     bias : float, default 1.0
     seed : int, default 0
-        Tree t is seeded from (seed, t): the model does not depend on numWorkers.
+        Tree t draws from an MT19937 seeded with t + seed * 0x9E3779B1 (mod 2**32), so the
+        model does not depend on numWorkers. At seed 0 the trees are the authors' C++ trees
+        0..numTrees-1 (``fastXML_train -s 0``) node for node, given the rows in the same
+        order: the kernel replays their random draws, sort order and float32 arithmetic.
     numWorkers : int, optional
         Spark tasks the trees are spread over (default: the session's default parallelism,
         at most numTrees). Each task holds the whole training set in memory.

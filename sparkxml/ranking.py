@@ -95,8 +95,11 @@ def _make_load_fn(spec, label, weight, valid, group, edges, n_features):
                 parts["w"].append(_float_column(b, weight))
             if valid is not None:
                 parts["v"].append(_bool_column(b, valid))
-            parts["key"].append(_column(b, _KEY).to_numpy(zero_copy_only=False))
-            parts["g"].append(_column(b, group))
+            # copies, not views: a view would keep the whole Arrow batch alive (as _float_column)
+            parts["key"].append(np.array(_column(b, _KEY).to_numpy(zero_copy_only=False),
+                                         np.int64))
+            g = _column(b, group)
+            parts["g"].append(g.take(pa.array(np.arange(len(g), dtype=np.int64))))
         d = n_features
         Xb = (np.concatenate(parts["X"]) if len(parts["X"]) > 1 else parts["X"][0]) \
             if parts["X"] else np.zeros((0, d), np.uint8)
@@ -104,8 +107,7 @@ def _make_load_fn(spec, label, weight, valid, group, edges, n_features):
         y = np.concatenate(parts["y"]) if parts["y"] else np.zeros(0)
         w = (np.concatenate(parts["w"]) if parts["w"] else np.zeros(0)) \
             if weight is not None else None
-        ids = np.concatenate(parts["key"]).astype(np.int64) if parts["key"] \
-            else np.zeros(0, np.int64)
+        ids = np.concatenate(parts["key"]) if parts["key"] else np.zeros(0, np.int64)
         codes = np.zeros(0, np.int64)
         if parts["g"]:   # equal query ids -> equal codes (the rows are sorted by query id)
             ids_ = pa.chunked_array(parts["g"]).combine_chunks()
