@@ -24,27 +24,6 @@ DEFAULT_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".
                             "data", "bibtex", "xc_split")
 
 
-def read_xc(path):
-    """Tiny reader for the XC text format: header ``N D L``, then ``l1,l2 f:v f:v`` lines."""
-    import numpy as np
-
-    xi, xf, xv, yi, yl = [0], [], [], [0], []
-    with open(path) as fh:
-        n, d, n_labels = map(int, fh.readline().split())
-        for _ in range(n):
-            line = fh.readline().rstrip("\n")
-            labels, _, feats = line.partition(" ")  # no labels: the line starts with a space
-            yl += [int(x) for x in labels.split(",") if x]
-            yi.append(len(yl))
-            for tok in feats.split():
-                f, v = tok.split(":")
-                xf.append(int(f))
-                xv.append(float(v))
-            xi.append(len(xf))
-    return (np.array(xi, np.int64), np.array(xf, np.int32), np.array(xv, np.float32),
-            np.array(yi, np.int64), np.array(yl, np.int32), d, n_labels)
-
-
 def precision_at(labels, Yi, Yl, k):
     hits = 0
     for r in range(labels.shape[0]):
@@ -69,9 +48,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     from sparkxml_kernels.fastxml import FastXMLPredictor, train_forest
     t_import = time.perf_counter() - t0
+    from sparkxml_kernels.formats import read_xc
 
-    train = read_xc(os.path.join(args.data, "bibtex_train.txt"))
-    test = read_xc(os.path.join(args.data, "bibtex_test.txt"))
+    train = read_xc(os.path.join(args.data, "bibtex_train.txt"))[:7]
+    test = read_xc(os.path.join(args.data, "bibtex_test.txt"))[:7]
     Xi, Xf, Xv, Yi, Yl, d, n_labels = train
 
     # first calls on a few rows: compile (or cache load) of the training and predict kernels

@@ -213,21 +213,11 @@ def test_tree_matches_naive_builder(seed, max_leaf):
 
 @pytest.mark.skipif(not os.path.exists(BIBTEX), reason="shared Bibtex data not present")
 def test_tree_matches_naive_builder_on_bibtex_slice():
-    Xi, Xf, Xv, Yi, Yl = [0], [], [], [0], []
-    with open(BIBTEX) as fh:
-        _, d, n_labels = map(int, fh.readline().split())
-        for _ in range(120):
-            line = fh.readline().rstrip("\n")
-            labs, _, feats = line.partition(" ")
-            Yl += [int(x) for x in labs.split(",") if x]
-            Yi.append(len(Yl))
-            for tok in feats.split():
-                f, v = tok.split(":")
-                Xf.append(int(f))
-                Xv.append(float(v))
-            Xi.append(len(Xf))
-    data = (np.array(Xi, np.int64), np.array(Xf, np.int32), np.array(Xv, np.float32),
-            np.array(Yi, np.int64), np.array(Yl, np.int32), d, n_labels)
+    from sparkxml_kernels.formats import read_xc
+
+    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(BIBTEX)[:7]
+    n = 120  # the first 120 points
+    data = (Xi[:n + 1], Xf[:Xi[n]], Xv[:Xi[n]], Yi[:n + 1], Yl[:Yi[n]], d, n_labels)
     assert_forest_equal(train_forest(*data, tree_ids=[5]), train_forest_naive(*data, tree_ids=[5]))
 
 
