@@ -13,8 +13,10 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkxml_kernels.gbt import binning
+from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 
 from ._barrier import encode_arrays
@@ -107,9 +109,16 @@ def _spec_columns(spec):
     return [spec["col"]] if spec["kind"] == "vector" else list(spec["cols"])
 
 
-def _make_load_fn(spec, label, weight, valid, edges, n_features):
+def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, group=None):
+    """The barrier task's loader: Arrow batches -> binned features, label, weight, row ids.
+
+    ``id_col`` names the int64 row-id column (what subsampling hashes). With ``group`` (a
+    query-id column, rows arriving sorted by it, as LambdaMART sends them) the state also
+    holds ``group_ptr``, and the validation tuple gets the validation rows' own as a fourth
+    element.
+    """
     def load(batches, rank, world):
-        parts = {"X": [], "y": [], "w": [], "v": [], "id": []}
+        parts = {"X": [], "y": [], "w": [], "v": [], "id": [], "g": []}
         timing = {"input": 0.0, "convert": 0.0, "bin": 0.0}
         t = time.perf_counter()
         for b in batches:
@@ -130,45 +139,72 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features):
                 parts["w"].append(_float_column(b, weight))
             if valid is not None:
                 parts["v"].append(_bool_column(b, valid))
-            parts["id"].append(np.array(_column(b, ROW_ID).to_numpy(zero_copy_only=False),
-                                        np.int64))  # copied, as _float_column
+            # copies, not views: a view would keep the whole Arrow batch alive (as _float_column)
+            parts["id"].append(np.array(_column(b, id_col).to_numpy(zero_copy_only=False),
+                                        np.int64))
+            if group is not None:
+                g = _column(b, group)
+                parts["g"].append(g.take(pa.array(np.arange(len(g), dtype=np.int64))))
         d = n_features
         Xb = (np.concatenate(parts["X"]) if len(parts["X"]) > 1 else parts["X"][0]) \
             if parts["X"] else np.zeros((0, d), np.uint8)
         parts["X"] = None
         y = np.concatenate(parts["y"]) if parts["y"] else np.zeros(0)
         w = np.concatenate(parts["w"]) if parts["w"] else None
-        ids = np.concatenate(parts["id"]).astype(np.int64) if parts["id"] \
-            else np.zeros(0, np.int64)
+        ids = np.concatenate(parts["id"]) if parts["id"] else np.zeros(0, np.int64)
         v = np.concatenate(parts["v"]) if parts["v"] else None
         if w is None and weight is not None:
             w = np.zeros(0)
+        codes = None
+        if group is not None:
+            codes = np.zeros(0, np.int64)
+            if parts["g"]:  # equal query ids -> equal codes (the rows are sorted by query id)
+                g = pa.chunked_array(parts["g"]).combine_chunks()
+                codes = np.asarray(pc.dictionary_encode(g).indices.to_numpy(
+                    zero_copy_only=False), np.int64)
         state = {"valid": None, "timing": timing}
         if valid is not None:
             if v is None:
                 v = np.zeros(0, bool)
             tr = ~v
             state["valid"] = (np.ascontiguousarray(Xb[v]), y[v], None if w is None else w[v])
+            if codes is not None:
+                state["valid"] += (group_ptr_from_sorted_ids(codes[v]),)
             if not tr.all():
                 Xb, y, ids = np.ascontiguousarray(Xb[tr]), y[tr], ids[tr]
                 w = None if w is None else w[tr]
+                codes = None if codes is None else codes[tr]
         state.update(X=Xb, y=y, w=w, ids=ids)
+        if codes is not None:
+            state["group_ptr"] = group_ptr_from_sorted_ids(codes)
         return state
 
     return load
 
 
-def _make_train_fn(edges, params: dict, fault):
+def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None):
+    """The barrier task's training function. ``ranking`` (LambdaMART's objective settings)
+    turns the params' objective and metric into ranking ones and trains on ``group_ptr``."""
     def train_fn(state, coll, rank, world):
         from sparkxml_kernels.gbt import booster
 
+        p = params
+        if ranking is not None:
+            from sparkxml_kernels.gbt import ranking as R
+
+            p = dict(params)
+            p["objective"] = R.configure_objective(ranking["objective"], ranking["truncation"],
+                                                   ranking["label_gain"], ranking["sigma"],
+                                                   ranking["norm"])
+            p["evalMetric"] = R.configure_metric(p["evalMetric"], ranking["label_gain"])
         callbacks = []
         if fault and fault.get("rank") == rank:
             callbacks.append(_fault_callback(fault))
         evals = [state["valid"]] if state["valid"] is not None else []
-        pred, hist = booster.train(state["X"], state["y"], state["w"], edges, params,
+        group_ptr = state.get("group_ptr")
+        pred, hist = booster.train(state["X"], state["y"], state["w"], edges, p,
                                    collective=coll, eval_sets=evals, callbacks=callbacks,
-                                   row_ids=state["ids"])
+                                   row_ids=state["ids"], group_ptr=group_ptr)
         n, d = state["X"].shape
         K = int(pred.n_outputs)
         nv = evals[0][0].shape[0] if evals else 0
@@ -176,6 +212,9 @@ def _make_train_fn(edges, params: dict, fault):
                 "binned_bytes": int(state["X"].nbytes + (evals[0][0].nbytes if evals else 0)),
                 # what the booster holds per row in float64: y, w, raw, grad, hess (+ eval raw)
                 "float_bytes": int(8 * (n * (2 + 3 * K) + nv * (2 + K)))}
+        if group_ptr is not None:
+            info["n_queries"] = int(group_ptr.size - 1)
+            info["n_valid_queries"] = int(evals[0][3].size - 1) if evals else 0
         arrays = None
         if rank == 0:
             arrays = pred.to_arrays()

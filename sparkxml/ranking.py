@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-import pyarrow as pa
 from pyspark import keyword_only
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -46,8 +44,7 @@ from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 
 from ._barrier import run_barrier_training
-from ._gbt_tasks import (_batch_features, _bool_column, _column, _fault_callback,
-                         _float_column, _spec_columns)
+from ._gbt_tasks import _make_load_fn, _make_train_fn, _spec_columns
 from .gbt import (_COMMON_PARAMS, GBTTrainingSummary, _add_setters, _check_slots,
                   _data_checks, _feature_exprs, _finite, _GBTEstimator, _GBTModelBase,
                   _GBTParams, _sketch_pass, _workers_for)
@@ -72,93 +69,6 @@ class _LambdaMARTParams(_GBTParams, HasGroupCol, HasObjective, HasNdcgTruncation
     def _label_gain(self):
         g = self._opt(self.labelGain)
         return None if g is None else [float(v) for v in g]
-
-
-# ============================================================================ task side
-# Task-side closures: nested (pickled by value) and referring only to sparkxml._gbt_tasks and
-# sparkxml_kernels, so that a Python worker never imports this module (nor pyspark.ml).
-def _make_load_fn(spec, label, weight, valid, group, edges, n_features):
-    def load(batches, rank, world):
-        import pyarrow.compute as pc
-
-        from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
-
-        parts = {"X": [], "y": [], "w": [], "v": [], "key": [], "g": []}
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            X = _batch_features(b, spec, n_features)
-            parts["X"].append(binning.bin_data(X, edges))
-            del X
-            parts["y"].append(_float_column(b, label))
-            if weight is not None:
-                parts["w"].append(_float_column(b, weight))
-            if valid is not None:
-                parts["v"].append(_bool_column(b, valid))
-            # copies, not views: a view would keep the whole Arrow batch alive (as _float_column)
-            parts["key"].append(np.array(_column(b, _KEY).to_numpy(zero_copy_only=False),
-                                         np.int64))
-            g = _column(b, group)
-            parts["g"].append(g.take(pa.array(np.arange(len(g), dtype=np.int64))))
-        d = n_features
-        Xb = (np.concatenate(parts["X"]) if len(parts["X"]) > 1 else parts["X"][0]) \
-            if parts["X"] else np.zeros((0, d), np.uint8)
-        parts["X"] = None
-        y = np.concatenate(parts["y"]) if parts["y"] else np.zeros(0)
-        w = (np.concatenate(parts["w"]) if parts["w"] else np.zeros(0)) \
-            if weight is not None else None
-        ids = np.concatenate(parts["key"]) if parts["key"] else np.zeros(0, np.int64)
-        codes = np.zeros(0, np.int64)
-        if parts["g"]:   # equal query ids -> equal codes (the rows are sorted by query id)
-            ids_ = pa.chunked_array(parts["g"]).combine_chunks()
-            codes = np.asarray(pc.dictionary_encode(ids_).indices.to_numpy(
-                zero_copy_only=False), np.int64)
-        state = {"valid": None}
-        if valid is not None:
-            v = np.concatenate(parts["v"]) if parts["v"] else np.zeros(0, bool)
-            tr = ~v
-            state["valid"] = (np.ascontiguousarray(Xb[v]), y[v], None if w is None else w[v],
-                              group_ptr_from_sorted_ids(codes[v]))
-            if not tr.all():
-                Xb, y, ids, codes = np.ascontiguousarray(Xb[tr]), y[tr], ids[tr], codes[tr]
-                w = None if w is None else w[tr]
-        state.update(X=Xb, y=y, w=w, ids=ids, group_ptr=group_ptr_from_sorted_ids(codes))
-        return state
-
-    return load
-
-
-def _make_train_fn(edges, params: dict, ranking: dict, fault):
-    def train_fn(state, coll, rank, world):
-        from sparkxml_kernels.gbt import booster
-        from sparkxml_kernels.gbt import ranking as R
-
-        p = dict(params)
-        p["objective"] = R.configure_objective(ranking["objective"], ranking["truncation"],
-                                               ranking["label_gain"], ranking["sigma"],
-                                               ranking["norm"])
-        p["evalMetric"] = R.configure_metric(p["evalMetric"], ranking["label_gain"])
-        callbacks = []
-        if fault and fault.get("rank") == rank:
-            callbacks.append(_fault_callback(fault))
-        evals = [state["valid"]] if state["valid"] is not None else []
-        pred, hist = booster.train(state["X"], state["y"], state["w"], edges, p,
-                                   collective=coll, eval_sets=evals, callbacks=callbacks,
-                                   row_ids=state["ids"], group_ptr=state["group_ptr"])
-        n = state["X"].shape[0]
-        nv = evals[0][0].shape[0] if evals else 0
-        info = {"n_train": int(n), "n_valid": int(nv),
-                "n_queries": int(state["group_ptr"].size - 1),
-                "n_valid_queries": int(evals[0][3].size - 1) if evals else 0,
-                "binned_bytes": int(state["X"].nbytes + (evals[0][0].nbytes if evals else 0)),
-                "float_bytes": int(8 * (n * 5 + nv * 3))}
-        arrays = None
-        if rank == 0:
-            arrays = pred.to_arrays()
-            info["history"] = {k: v for k, v in hist.items()}
-        return arrays, info
-
-    return train_fn
 
 
 # ============================================================================ estimator
@@ -308,8 +218,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
             proj.append(F.col(valid))
         result = run_barrier_training(
             frame.select(*proj, group, _KEY), n_workers,
-            _make_load_fn(spec, label, weight, valid, group, edges, d),
-            _make_train_fn(edges, params, ranking, fault),
+            _make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group),
+            _make_train_fn(edges, params, fault, ranking),
             timeout_s=self.getTimeoutSeconds(), repartition=False)
         predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
         history = result.infos[0].get("history", {})
