@@ -40,6 +40,23 @@ STEP_CLIP = 10.0
 
 
 @njit(cache=True, nogil=True)
+def _violation(G, wj, shrink):
+    """How far coordinate j (gradient ``G`` of the loss, weight ``wj``) is from optimal under
+    the L1 term; -1.0 when it sits at 0 with a gradient inside (-1 + shrink, 1 - shrink),
+    i.e. should be shrunk out of the active set."""
+    Gp = G + 1.0
+    Gn = G - 1.0
+    if wj == 0.0:
+        # without data-dependent branches: max(-Gp, Gn, 0) at 0 is exactly the chain
+        # "-Gp if Gp < 0, else Gn if Gn > 0, else 0"
+        viol = max(max(-Gp, Gn), 0.0)
+        if viol == 0.0 and Gp > shrink and Gn < -shrink:
+            return -1.0
+        return viol
+    return abs(Gp) if wj > 0.0 else abs(Gn)
+
+
+@njit(cache=True, nogil=True)
 def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad, xjneg,
                   index, xTd, ewx, ewx_new, tau, Dd, Cneg):
     """Fit the L1-regularised logistic regression of one node.
@@ -123,23 +140,13 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
         s = 0
         while s < active:
             j = index[s]
-            G = Grad[j]
-            Gp = G + 1.0
-            Gn = G - 1.0
-            wj = w[j]
-            # the violation without data-dependent branches: max(-Gp, Gn, 0) at 0 is exactly
-            # the chain "-Gp if Gp < 0, else Gn if Gn > 0, else 0"
-            if wj == 0.0:
-                viol = max(max(-Gp, Gn), 0.0)
-                if viol == 0.0 and Gp > shrink and Gn < -shrink:
-                    # outer shrinking: at 0 with a gradient well inside [-1, 1]
-                    active -= 1
-                    tmp = index[s]
-                    index[s] = index[active]
-                    index[active] = tmp
-                    continue
-            else:
-                viol = abs(Gp) if wj > 0.0 else abs(Gn)
+            viol = _violation(Grad[j], w[j], shrink)
+            if viol < 0.0:  # outer shrinking
+                active -= 1
+                tmp = index[s]
+                index[s] = index[active]
+                index[active] = tmp
+                continue
             Gmax_new = max(Gmax_new, viol)
             Gnorm1_new += viol
             s += 1
@@ -171,23 +178,20 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
                 for p in range(col_ptr[j], col_ptr[j + 1]):
                     i = col_row[p]
                     G += np.float64(col_val[p]) * Dd[i] * xTd[i]
-                Gp = G + 1.0
-                Gn = G - 1.0
                 wp = wpd[j]
-                if wp == 0.0:
-                    viol = max(max(-Gp, Gn), 0.0)
-                    if viol == 0.0 and Gp > qp_shrink and Gn < -qp_shrink:
-                        qp_active -= 1
-                        tmp = index[s]
-                        index[s] = index[qp_active]
-                        index[qp_active] = tmp
-                        continue
-                else:
-                    viol = abs(Gp) if wp > 0.0 else abs(Gn)
+                viol = _violation(G, wp, qp_shrink)
+                if viol < 0.0:  # inner shrinking
+                    qp_active -= 1
+                    tmp = index[s]
+                    index[s] = index[qp_active]
+                    index[qp_active] = tmp
+                    continue
                 qp_Gmax_new = max(qp_Gmax_new, viol)
                 qp_Gnorm1_new += viol
 
                 # closed-form minimiser of the one-variable model with the L1 term
+                Gp = G + 1.0
+                Gn = G - 1.0
                 Hw = H * wp
                 z = -Gp / H if Gp < Hw else (-Gn / H if Gn > Hw else -wp)
                 if abs(z) < 1.0e-12:
