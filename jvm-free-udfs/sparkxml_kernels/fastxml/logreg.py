@@ -354,6 +354,11 @@ def l1r_lr_naive(columns, y, C, rng: MT19937):
             return max(-(G + 1.0), G - 1.0, 0.0)
         return abs(G + 1.0) if wj > 0.0 else abs(G - 1.0)
 
+    def shrinkable(G, wj, limit):
+        # at 0, no violation, and the gradient inside (-1 + limit, 1 - limit)
+        Gp, Gn = G + 1.0, G - 1.0
+        return wj == 0.0 and not (Gp < 0.0 or Gn > 0.0) and Gp > limit and Gn < -limit
+
     index = list(range(m))
     inner_eps, Gmax_old, Gnorm1_init, w_norm = 1.0, math.inf, 0.0, 0.0
     for newton_iter in range(MAX_NEWTON):
@@ -368,9 +373,7 @@ def l1r_lr_naive(columns, y, C, rng: MT19937):
                 g += v * tau[i]
             Hdiag[j] = h
             Grad[j] = G = -g + xjneg[j]
-            Gp, Gn = G + 1.0, G - 1.0
-            if w[j] == 0.0 and not (Gp < 0.0 or Gn > 0.0) \
-                    and Gp > Gmax_old / n and Gn < -(Gmax_old / n):
+            if shrinkable(G, w[j], Gmax_old / n):
                 active -= 1
                 index[s], index[active] = index[active], index[s]
                 continue
@@ -397,8 +400,7 @@ def l1r_lr_naive(columns, y, C, rng: MT19937):
                 for i, v in columns[j]:
                     G += v * Dd[i] * xTd[i]
                 Gp, Gn = G + 1.0, G - 1.0
-                if wpd[j] == 0.0 and not (Gp < 0.0 or Gn > 0.0) \
-                        and Gp > qp_Gmax_old / n and Gn < -(qp_Gmax_old / n):
+                if shrinkable(G, wpd[j], qp_Gmax_old / n):
                     qp_active -= 1
                     index[s], index[qp_active] = index[qp_active], index[s]
                     continue
