@@ -270,6 +270,19 @@ class GBTTrainingSummary:
         self.checksSeconds = self.sketchSeconds = None
         self.sketchInfo = []
 
+    @classmethod
+    def _from_fit(cls, result, checks_seconds, sketch_seconds, sketch_info=()):
+        """A fit's summary from its barrier stage's result (rank 0 reports the history) and
+        the times of the jobs before it."""
+        history = result.infos[0].get("history", {})
+        for info in result.infos:
+            info.pop("history", None)
+        summary = cls(history, result.seconds, result.infos)
+        summary.checksSeconds = checks_seconds
+        summary.sketchSeconds = sketch_seconds
+        summary.sketchInfo = list(sketch_info)
+        return summary
+
     def _to_arrays(self) -> dict:
         return {"summary.validationHistory": np.asarray(self.validationHistory, np.float64),
                 "summary.rounds": np.asarray([self.bestIteration if self.bestIteration is not None
@@ -367,15 +380,8 @@ class _GBTEstimator(SparkXMLEstimator):
             df, n_workers, _make_load_fn(spec, label, weight, valid, edges, d),
             _make_train_fn(edges, params, fault), timeout_s=self.getTimeoutSeconds(),
             repartition=_needs_repartition(infos, n_workers))
-        arrays = result.arrays
-        predictor = TreeEnsemblePredictor.from_arrays(arrays)
-        history = result.infos[0].get("history", {})
-        for info in result.infos:
-            info.pop("history", None)
-        summary = GBTTrainingSummary(history, result.seconds, result.infos)
-        summary.checksSeconds = checks_seconds
-        summary.sketchSeconds = sketch_seconds
-        summary.sketchInfo = infos
+        predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
+        summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds, infos)
         return self._model_class(predictor, summary)
 
     # ------------------------------------------------------------------ checks

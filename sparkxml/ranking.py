@@ -222,12 +222,7 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
             _make_train_fn(edges, params, fault, ranking),
             timeout_s=self.getTimeoutSeconds(), repartition=False)
         predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
-        history = result.infos[0].get("history", {})
-        for info in result.infos:
-            info.pop("history", None)
-        summary = GBTTrainingSummary(history, result.seconds, result.infos)
-        summary.checksSeconds = checks_seconds
-        summary.sketchSeconds = sketch_seconds
+        summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds)
         return LambdaMARTModel(predictor, summary)
 
     # ------------------------------------------------------------------ checks
