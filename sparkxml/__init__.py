@@ -16,6 +16,8 @@ _LAZY = {
     "LambdaMART": "sparkxml.ranking",
     "LambdaMARTModel": "sparkxml.ranking",
     "RankingEvaluator": "sparkxml.evaluation",
+    "LinearSVC": "sparkxml.linear_svm",
+    "LinearSVCModel": "sparkxml.linear_svm",
 }
 
 

@@ -322,3 +322,38 @@ RULES.update({
     "sigma": _gt(0.0),
     "evalMetric": _eval_metric(),
 })
+
+
+# ---------------------------------------------------------------- linear SVM (LinearSVC)
+from pyspark.ml.param.shared import HasFitIntercept, HasTol  # noqa: E402,F401
+
+HasC = _simple_mixin(
+    "HasC", "C", "penalty of the loss: primal 0.5|w|^2 + C sum_i weight_i loss_i (> 0; "
+    "Spark MLlib's regParam equals 1 / (C n))", TypeConverters.toFloat, "getC")
+HasLoss = _simple_mixin(
+    "HasLoss", "loss", "'hinge' (L1-loss SVM, liblinear -s 3) or 'squared_hinge' (L2-loss, "
+    "liblinear -s 1)", TypeConverters.toString, "getLoss")
+HasMultiClass = _simple_mixin(
+    "HasMultiClass", "multiClass", "more than two classes: 'ovr' (one-vs-rest, K binary SVMs) "
+    "or 'crammer_singer' (one K-class SVM)", TypeConverters.toString, "getMultiClass")
+HasSchedule = _simple_mixin(
+    "HasSchedule", "schedule", "order of the dual coordinates: 'shark' (Shark QpBoxLinear's "
+    "gain-based preferences) or 'permutation' (liblinear's random order with shrinking)",
+    TypeConverters.toString, "getSchedule")
+HasNumBlocks = _simple_mixin(
+    "HasNumBlocks", "numBlocks", "number of CoCoA+ blocks the rows are hashed into (>= 0; 0 = "
+    "one per million rows); the model depends on it, never on numWorkers",
+    TypeConverters.toInt, "getNumBlocks")
+HasMarginThreshold = _simple_mixin(
+    "HasMarginThreshold", "threshold", "binary prediction is 1 when the margin w.x + b > "
+    "threshold (finite)", TypeConverters.toFloat, "getThreshold")
+
+RULES.update({
+    "C": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "loss": _one_of("hinge", "squared_hinge"),
+    "multiClass": _one_of("ovr", "crammer_singer"),
+    "schedule": _one_of("shark", "permutation"),
+    "numBlocks": _ge(0),
+    "tol": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "threshold": _finite(),
+})

@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 _LOADERS = {
     "fastxml": "sparkxml_kernels.fastxml.predictor:FastXMLPredictor.from_directory",
     "gbt": "sparkxml_kernels.gbt.predictor:TreeEnsemblePredictor.from_directory",
+    "linear_svm": "sparkxml_kernels.linear.predictor:LinearSVCPredictor.from_directory",
 }
 
 
