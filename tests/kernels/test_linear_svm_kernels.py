@@ -1,0 +1,277 @@
+"""Linear-SVM kernels: numba vs naive twins, liblinear's objectives, CoCoA+ blocks,
+determinism over row order and over the number of tasks, the JVM-free predictor."""
+import os
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparkxml_kernels import load_model, persist
+from sparkxml_kernels.collective import SocketCollective, new_authkey, open_listener
+from sparkxml_kernels.formats import read_svmlight
+from sparkxml_kernels.linear import cs as kcs
+from sparkxml_kernels.linear import dcd, naive, solver
+from sparkxml_kernels.linear._rng import stream_state
+from sparkxml_kernels.linear.predictor import LinearSVCPredictor
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+
+
+def _random_problem(n=60, d=12, k=2, seed=0, density=0.4):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, random_state=seed, format="csr") * 2.0
+    X.data -= 0.5
+    w = rng.normal(size=(k, d))
+    lab = np.argmax(X @ w.T + rng.normal(scale=0.3, size=(n, k)), axis=1).astype(np.int32)
+    return X.tocsr(), lab
+
+
+@pytest.fixture(scope="module")
+def a9a_slice():
+    path = os.path.join(DATA, "a9a", "a9a")
+    if not os.path.exists(path):
+        pytest.skip("shared a9a data not available")
+    y, _, ip, ix, v, d = read_svmlight(path, num_features=123)
+    X = sp.csr_matrix((v, ix, ip), shape=(len(y), d))[:4000]
+    return X, (y[:4000] > 0).astype(np.int32)
+
+
+@pytest.mark.parametrize("schedule", [dcd.PERMUTATION, dcd.SHARK])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.parametrize("sigma", [1.0, 3.0])
+def test_dcd_block_matches_naive(schedule, loss, sigma):
+    X, lab = _random_problem(seed=1)
+    n = X.shape[0]
+    cw = np.linspace(0.5, 2.0, n)
+    upper = cw.copy() if loss == "hinge" else np.full(n, np.inf)
+    diag = np.zeros(n) if loss == "hinge" else 0.5 / cw
+    qd = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    ip, ix, v = X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(float)
+    lo, hi = 7, 51
+    outs = []
+    for fn in ("kernel", "naive"):
+        alpha, u = np.zeros(n), np.zeros(X.shape[1])
+        pref, st = np.ones(n), np.array([0.0, 0.0, 1.0])
+        rounds = []
+        for rnd in range(3):  # state (alpha, preferences, gain) carries over rounds
+            rng = stream_state(5, 1, rnd, 0)
+            if fn == "kernel":
+                r = dcd.dcd_block(ip, ix, v, lo, hi, lab, 1, upper, diag, qd, alpha, u, sigma,
+                                  1e-4, 4, schedule, rng, np.empty(n, np.int64), pref, st)
+            else:
+                r = naive.dcd_block_naive(ip, ix, v, lo, hi, lab, 1, upper, diag, qd, alpha, u,
+                                          sigma, 1e-4, 4, schedule, rng, pref, st)
+            rounds.append(tuple(r[:2]))
+        outs.append((alpha, u, pref, st, rounds))
+    (a1, u1, p1, s1, r1), (a2, u2, p2, s2, r2) = outs
+    assert r1 == r2
+    np.testing.assert_allclose(a1, a2, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(u1, u2, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(p1, p2, rtol=1e-12)
+    assert a1[:lo].sum() == 0 and a1[hi:].sum() == 0  # only the block's rows move
+    assert a1.sum() > 0
+
+
+@pytest.mark.parametrize("loss", [dcd.HINGE, dcd.SQUARED_HINGE])
+def test_block_stats_matches_naive(loss):
+    X, lab = _random_problem(seed=2)
+    n, d = X.shape
+    rng = np.random.default_rng(0)
+    cw = rng.uniform(0.5, 2, n)
+    upper = cw if loss == dcd.HINGE else np.full(n, np.inf)
+    diag = np.zeros(n) if loss == dcd.HINGE else 0.5 / cw
+    alpha = np.where(rng.random(n) < 0.3, 0.0, np.minimum(rng.uniform(0, 2, n), upper))
+    w = rng.normal(size=d)
+    out = np.zeros(5)
+    dcd.block_stats(X.indptr.astype(np.int64), X.indices, X.data, 0, n, lab, 1, w, alpha,
+                    upper, diag, cw, loss, out)
+    ref = naive.block_stats_naive(X.toarray(), lab, 1, w, alpha, upper, diag, cw, loss)
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+def test_cs_subproblem_matches_bisection():
+    rng = np.random.default_rng(3)
+    out = np.empty(6)
+    for _ in range(50):
+        K, A, C = 6, rng.uniform(0.1, 3), rng.uniform(0.1, 2)
+        Bv = rng.normal(size=K)
+        yi = int(rng.integers(K))
+        kcs._sub_problem(A, yi, C, K, Bv, out)
+        ref = naive.cs_subproblem_naive(A, yi, C, Bv)
+        np.testing.assert_allclose(out, ref, atol=1e-7)
+        assert abs(out.sum()) < 1e-9 and out[yi] <= C + 1e-12
+
+
+def test_margins_match_naive():
+    X, _ = _random_problem(seed=4)
+    W = np.random.default_rng(0).normal(size=(3, X.shape[1]))
+    b = np.array([0.5, -1.0, 2.0])
+    out = np.empty((X.shape[0], 3))
+    dcd.csr_margins(X.indptr.astype(np.int64), X.indices, X.data, W, b, out)
+    np.testing.assert_allclose(out, naive.margins_naive(X.toarray(), W, b), rtol=1e-12)
+
+
+def _primal(X, lab, w, loss, C=1.0, b=0.0):
+    y = np.where(lab == 1, 1.0, -1.0)
+    z = np.maximum(0.0, 1.0 - y * (X @ w + b))
+    return 0.5 * (w @ w + b * b) + C * float(np.sum(z if loss == "hinge" else z * z))
+
+
+def _liblinear(X, lab, args):
+    ll = pytest.importorskip("liblinear.liblinearutil")
+    m = ll.train(ll.problem(np.where(lab == 1, 1.0, -1.0), X), ll.parameter(args + " -q"))
+    nf = m.get_nr_feature() + (1 if m.bias >= 0 else 0)
+    w = np.array([m.w[i] for i in range(nf)])
+    return -w if m.get_labels()[0] != 1 else w
+
+
+@pytest.mark.parametrize("schedule", ["shark", "permutation"])
+def test_binary_objective_reaches_liblinear(a9a_slice, schedule):
+    X, lab = a9a_slice
+    for loss, s in (("hinge", 3), ("squared_hinge", 2)):  # -s 2: primal Newton, tight
+        w_ll = _liblinear(X, lab, f"-s {s} -c 1 -e 1e-6")
+        target = _primal(X, lab, w_ll, loss)
+        r = solver.fit_local(X.indptr, X.indices, X.data, lab, X.shape[1], loss=loss,
+                             schedule=schedule, tol=1e-3)
+        P = _primal(X, lab, r.W[0], loss)
+        assert r.converged
+        assert abs(P - r.primal[-1][0]) < 1e-6 * P
+        assert P <= target * (1 + 1e-4), (P, target)
+        assert r.gap[-1][0] <= 1e-3 * P and r.dual[-1][0] <= target * (1 + 1e-9)
+
+
+def test_fit_intercept_is_liblinear_bias(a9a_slice):
+    X, lab = a9a_slice
+    w_ll = _liblinear(X, lab, "-s 2 -c 0.5 -B 1 -e 1e-6")
+    r = solver.fit_local(X.indptr, X.indices, X.data, lab, X.shape[1], C=0.5,
+                         loss="squared_hinge", fit_intercept=True, tol=1e-4)
+    assert r.W.shape == (1, X.shape[1] + 1)
+    P = _primal(X, lab, r.W[0, :-1], "squared_hinge", 0.5, r.W[0, -1])
+    target = _primal(X, lab, w_ll[:-1], "squared_hinge", 0.5, w_ll[-1])
+    assert abs(P - target) <= 1e-4 * target
+
+
+def test_weights_equal_duplicated_rows():
+    X, lab = _random_problem(n=80, seed=5)
+    wts = np.where(np.arange(80) % 3 == 0, 2.0, 1.0)
+    wts[5] = 0.0  # weight 0: the row is left out
+    keep = np.flatnonzero(wts > 0)
+    rep = np.repeat(keep, wts[keep].astype(int))
+    r1 = solver.fit_local(X.indptr, X.indices, X.data, lab, X.shape[1], weights=wts, tol=1e-8,
+                          schedule="permutation", loss="squared_hinge")
+    Xd = X[rep]
+    r2 = solver.fit_local(Xd.indptr, Xd.indices, Xd.data, lab[rep], X.shape[1], tol=1e-8,
+                          schedule="permutation", loss="squared_hinge")
+    np.testing.assert_allclose(r1.W, r2.W, atol=1e-5)
+
+
+def test_cocoa_blocks_converge_with_monotone_dual(a9a_slice):
+    X, lab = a9a_slice
+    one = solver.fit_local(X.indptr, X.indices, X.data, lab, X.shape[1], loss="squared_hinge",
+                           tol=1e-4)
+    three = solver.fit_local(X.indptr, X.indices, X.data, lab, X.shape[1],
+                             loss="squared_hinge", num_blocks=3, local_passes=5, tol=1e-3,
+                             max_iter=60)
+    dual = np.array(three.dual)[:, 0]
+    gap = np.array(three.gap)[:, 0]
+    assert (np.diff(dual) >= -1e-9 * abs(dual[-1])).all()  # CoCoA+ never decreases the dual
+    assert three.rounds == 60 and gap[-1] < 0.02 * gap[0]
+    assert dual[-1] <= one.primal[-1][0] * (1 + 1e-9)  # weak duality across the two runs
+    assert abs(three.primal[-1][0] - one.primal[-1][0]) <= 5e-3 * one.primal[-1][0]
+
+
+def _blocks_data(X, lab, B):
+    keys = np.random.default_rng(9).integers(-2**62, 2**62, size=X.shape[0])
+    return keys, np.mod(keys, B)
+
+
+def test_model_ignores_row_order():
+    X, lab = _random_problem(n=300, seed=6)
+    keys, blocks = _blocks_data(X, lab, 3)
+    cfg = dict(loss="hinge", multi_class="binary", n_classes=2, schedule="shark", tol=1e-3,
+               max_iter=20, local_passes=3, num_blocks=3, seed=4)
+    from sparkxml_kernels.collective import LocalCollective
+
+    Ws = []
+    for perm in (np.arange(300), np.random.default_rng(1).permutation(300)):
+        Xp = X[perm]
+        ld = solver.prepare(Xp.indptr, Xp.indices, Xp.data, lab[perm], None, keys[perm],
+                            blocks[perm], 1.0, True, X.shape[1])
+        Ws.append(solver.train(ld, cfg, LocalCollective()).W)
+    assert np.array_equal(Ws[0], Ws[1])
+
+
+@pytest.mark.parametrize("mode", ["ovr", "crammer_singer"])
+def test_two_tasks_give_the_one_task_model_bit_for_bit(mode):
+    """Blocks {0, 2} on rank 0 and {1} on rank 1 over real sockets == all blocks on one."""
+    X, lab = _random_problem(n=240, k=3, seed=7)
+    keys, blocks = _blocks_data(X, lab, 3)
+    cfg = dict(loss="hinge", multi_class=mode, n_classes=3, schedule="shark", tol=1e-3,
+               max_iter=15, local_passes=3, num_blocks=3, seed=2)
+
+    def task(sel, coll):
+        Xs = X[sel]
+        ld = solver.prepare(Xs.indptr, Xs.indices, Xs.data, lab[sel], None, keys[sel],
+                            blocks[sel], 1.0, False, X.shape[1])
+        return solver.train(ld, cfg, coll)
+
+    from sparkxml_kernels.collective import LocalCollective
+
+    single = task(np.arange(240), LocalCollective())
+    listeners = [open_listener("127.0.0.1") for _ in range(2)]
+    addrs, key = [a for _, a in listeners], new_authkey()
+    out = [None, None]
+
+    def run(r):
+        sel = np.flatnonzero((blocks % 2) == r)
+        with SocketCollective(r, 2, addrs, key, 30.0, listener=listeners[r][0]) as c:
+            out[r] = task(sel, c)
+
+    ts = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    for r in range(2):
+        assert np.array_equal(out[r].W, single.W)
+        assert out[r].primal == single.primal and out[r].rounds == single.rounds
+
+
+def test_crammer_singer_reaches_liblinear():
+    ll = pytest.importorskip("liblinear.liblinearutil")
+    X, lab = _random_problem(n=400, d=20, k=4, seed=8, density=0.5)
+    m = ll.train(ll.problem(lab.astype(float), X), ll.parameter("-s 4 -c 1 -e 1e-6 -q"))
+    order = [int(c) for c in m.get_labels()]
+    Wll = np.array([[m.w[j * 4 + order.index(k)] for k in range(4)] for j in range(20)])
+    r = solver.fit_local(X.indptr, X.indices, X.data, lab, 20, multi_class="crammer_singer",
+                         n_classes=4, tol=1e-4)
+    P_ll, _ = naive.cs_objective_naive(X.toarray(), lab, Wll, np.zeros((400, 4)), np.ones(400))
+    P, f = naive.cs_objective_naive(X.toarray(), lab, r.W.T, r.alpha, np.ones(400))
+    assert r.converged
+    assert abs(P - r.primal[-1][0]) < 1e-8 * P and abs(-f - r.dual[-1][0]) < 1e-8 * P
+    assert P <= P_ll * (1 + 1e-4) and P + f <= 1e-4 * P
+
+
+def test_predictor_roundtrip_and_errors(tmp_path):
+    X, _ = _random_problem(seed=10)
+    W = np.random.default_rng(1).normal(size=(1, X.shape[1]))
+    p = LinearSVCPredictor(W, np.array([0.25]), 2, threshold=0.1)
+    m = p.margins(X)
+    np.testing.assert_allclose(m, naive.margins_naive(X.toarray(), W, [0.25]), rtol=1e-12)
+    np.testing.assert_array_equal(p.predict(X), (m[:, 0] > 0.1).astype(float))
+    np.testing.assert_allclose(p.predict_raw(X.toarray()), np.column_stack([-m, m]))
+    path = str(tmp_path / "m")
+    meta = persist.metadata_json("sparkxml.linear_svm.LinearSVCModel", "u1", {"threshold": 0.1},
+                                 {}, model_kind="linear_svm")
+    persist.save_directory(path, meta, p.to_arrays(), overwrite=False)
+    q = load_model(path)
+    np.testing.assert_array_equal(q.predict(X), p.predict(X))
+    with pytest.raises(ValueError, match="expects 12"):
+        q.predict(X[:, :5])
+    bad = X.toarray()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        q.predict(bad)
+    with pytest.raises(ValueError, match="coefficient rows"):
+        LinearSVCPredictor(np.zeros((2, 3)), np.zeros(2), 2)
