@@ -1,0 +1,34 @@
+"""LinearSVC over Spark Connect: checks job + barrier stage, transform, save/overwrite/load,
+Pipeline persistence and the JVM-free loader."""
+import numpy as np
+from pyspark.ml import Pipeline, PipelineModel
+from pyspark.ml.linalg import Vectors
+
+import sparkxml_kernels
+from sparkxml import LinearSVC, LinearSVCModel
+
+
+def test_linear_svm_over_connect(spark_connect, tmp_path):
+    spark = spark_connect
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 5))
+    y = (X @ np.array([1.0, -2.0, 0.5, 0.0, 1.0]) > 0.2).astype(float)
+    df = spark.createDataFrame([(Vectors.dense(X[i]), float(y[i])) for i in range(600)],
+                               ["features", "label"])
+    m1 = LinearSVC(numBlocks=2, numWorkers=2, maxIter=20, seed=1).fit(df)
+    m2 = LinearSVC(numBlocks=2, numWorkers=1, maxIter=20, seed=1).fit(df.repartition(3))
+    assert np.array_equal(m1.coefficients.toArray(), m2.coefficients.toArray())
+    pred = np.array([r[0] for r in m1.transform(df).select("prediction").collect()])
+    assert np.mean(pred == y) > 0.9
+    path = str(tmp_path / "m")
+    m1.write().save(path)
+    m1.write().overwrite().save(path)
+    back = LinearSVCModel.load(path)
+    assert back.transform(df).select("rawPrediction").collect() == \
+        m1.transform(df).select("rawPrediction").collect()
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(X), pred)
+    pipe = Pipeline(stages=[LinearSVC(maxIter=3, loss="squared_hinge")]).fit(df)
+    ppath = str(tmp_path / "pipe")
+    pipe.write().save(ppath)
+    assert PipelineModel.load(ppath).transform(df).select("prediction").collect() == \
+        pipe.transform(df).select("prediction").collect()
