@@ -1,0 +1,292 @@
+"""LinearSVC side by side with liblinear, scikit-learn, Spark MLlib (one run, same machine).
+
+    .venv/bin/python benchmarks/linear_svm.py [--data ../shared/data] [--scale-rows 2000000]
+
+Sections (each prints a table):
+  a9a   C = 1, no intercept, hinge and squared hinge: primal objective, test accuracy, fit
+        seconds: liblinear (-s 3 / -s 1, default eps 0.1), scikit-learn LinearSVC, Spark MLlib
+        LinearSVC (100 iterations, regParam = 1/n, standardization off), sparkxml LinearSVC on
+        local[2] with numWorkers 1 and 2 (default blocks: one), and numBlocks 2 (CoCoA+).
+  kernel one process, one core: seconds for the DCD kernel to reach liblinear's objective within
+        1e-3 (relative), against liblinear's own fit time; Shark's schedule against
+        liblinear's permutation schedule: passes and seconds to tol.
+  dna   one-vs-rest (squared hinge, as liblinear -s 1) and Crammer-Singer accuracies.
+  scale a generated sparse problem (--scale-rows rows, 100k hashed features, ~30 non-zeros a
+        row), numBlocks = numWorkers = 2 on Spark: worker peak RSS against its CSR partition;
+        and rounds to the duality gap by number of blocks (1, 2, 4) in one process.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+
+from sparkxml_kernels.formats import read_svmlight  # noqa: E402
+from sparkxml_kernels.linear import solver  # noqa: E402
+
+
+def load(path, d):
+    y, _, ip, ix, v, _ = read_svmlight(path, num_features=d)
+    return sp.csr_matrix((v, ix, ip), shape=(len(y), d)), y
+
+
+def primal(X, y01, w, loss, C=1.0):
+    s = np.where(y01 == 1, 1.0, -1.0)
+    z = np.maximum(0.0, 1.0 - s * (X @ w))
+    return 0.5 * float(w @ w) + C * float(np.sum(z if loss == "hinge" else z * z))
+
+
+def table(title, header, rows):
+    print(f"\n### {title}\n")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        print("| " + " | ".join(str(x) for x in r) + " |")
+    sys.stdout.flush()
+
+
+def liblinear_fit(X, y01, args):
+    from liblinear.liblinearutil import parameter, problem, train
+
+    prob = problem(np.where(y01 == 1, 1.0, -1.0), X)
+    t = time.perf_counter()
+    m = train(prob, parameter(args + " -q"))
+    sec = time.perf_counter() - t
+    w = np.array([m.w[i] for i in range(X.shape[1])])
+    return (-w if m.get_labels()[0] != 1 else w), sec
+
+
+def section_a9a(spark, data, repeats):
+    from pyspark.ml.classification import LinearSVC as MLlibSVC
+    from pyspark.sql import functions as F
+    from sklearn.svm import LinearSVC as SkSVC
+
+    from sparkxml import LinearSVC
+    from sparkxml.datasets import from_csr
+
+    X, y = load(os.path.join(data, "a9a", "a9a"), 123)
+    Xt, yt = load(os.path.join(data, "a9a", "a9a.t"), 123)
+    y01, yt01 = (y > 0).astype(int), (yt > 0).astype(int)
+    n = X.shape[0]
+    tr = from_csr(spark, X.indptr, X.indices, X.data, 123, columns={"label": y01.astype(float)},
+                  numPartitions=2).cache()
+    te = from_csr(spark, Xt.indptr, Xt.indices, Xt.data, 123,
+                  columns={"label": yt01.astype(float)}, numPartitions=2).cache()
+    tr.count(), te.count()
+    rows = []
+
+    def acc(w):
+        return 100.0 * np.mean(((Xt @ w) > 0).astype(int) == yt01)
+
+    def spark_acc(model):
+        return 100.0 * model.transform(te).select(
+            F.avg((F.col("prediction") == F.col("label")).cast("double"))).first()[0]
+
+    # warm-up fit: numba cache, Python workers
+    LinearSVC(fitIntercept=False, maxIter=1).fit(tr)
+    for loss, s in (("hinge", 3), ("squared_hinge", 1)):
+        w, sec = liblinear_fit(X, y01, f"-s {s} -c 1")
+        rows.append((f"liblinear 2.50 -s {s}", loss, f"{primal(X, y01, w, loss):.4f}",
+                     f"{acc(w):.2f}", f"{sec:.3f}", ""))
+        sk = SkSVC(C=1.0, loss=loss, fit_intercept=False, dual=True, max_iter=1000)
+        t = time.perf_counter()
+        sk.fit(X, y01)
+        sec = time.perf_counter() - t
+        rows.append(("scikit-learn LinearSVC", loss, f"{primal(X, y01, sk.coef_[0], loss):.4f}",
+                     f"{acc(sk.coef_[0]):.2f}", f"{sec:.3f}", ""))
+        mllib_sec = None
+        if loss == "hinge":
+            est = MLlibSVC(regParam=1.0 / n, maxIter=100, fitIntercept=False,
+                           standardization=False, tol=1e-6)
+            t = time.perf_counter()
+            mm = est.fit(tr)
+            mllib_sec = time.perf_counter() - t
+            w = mm.coefficients.toArray()
+            rows.append(("Spark MLlib LinearSVC, 100 it, local[2]", loss,
+                         f"{primal(X, y01, w, loss):.4f}", f"{spark_acc(mm):.2f}",
+                         f"{mllib_sec:.2f}", "1.00"))
+            mllib_hinge = mllib_sec
+        for nw, nb in ((1, 0), (2, 0), (2, 2)):
+            times = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                m = LinearSVC(fitIntercept=False, loss=loss, numWorkers=nw, numBlocks=nb,
+                              maxIter=100).fit(tr)
+                times.append(time.perf_counter() - t)
+            sec = float(np.median(times))
+            w = m.coefficients.toArray()
+            s_ = m.summary
+            label = (f"sparkxml LinearSVC numWorkers={nw}"
+                     + (f" numBlocks={nb}" if nb else " (1 block)"))
+            rows.append((label + f", {s_.totalIterations} rounds, gap/P "
+                         f"{s_.gapHistory[-1][0] / s_.primalHistory[-1][0]:.1e}", loss,
+                         f"{primal(X, y01, w, loss):.4f}", f"{spark_acc(m):.2f}",
+                         f"{sec:.2f}", f"{sec / mllib_hinge:.3f}"))
+    table("a9a, C=1, no intercept (fit s: median of %d for sparkxml)" % repeats,
+          ["system", "loss", "primal", "test acc %", "fit s", "time / MLlib's"], rows)
+
+
+def section_kernel(data):
+    X, y = load(os.path.join(data, "a9a", "a9a"), 123)
+    y01 = (y > 0).astype(np.int32)
+    ip, ix, v = X.indptr, X.indices, X.data
+    solver.fit_local(ip, ix, v, y01, 123, max_iter=1, local_passes=1)  # compile / load cache
+    rows, rows2 = [], []
+    for loss, s in (("hinge", 3), ("squared_hinge", 1)):
+        w, ll_sec = liblinear_fit(X, y01, f"-s {s} -c 1")
+        ll_sec = min(ll_sec, min(liblinear_fit(X, y01, f"-s {s} -c 1")[1] for _ in range(2)))
+        target = primal(X, y01, w, loss)
+        for sched in ("permutation", "shark"):
+            cap, sec, P = 1, None, None
+            while cap <= 1000:
+                t = time.perf_counter()
+                r = solver.fit_local(ip, ix, v, y01, 123, loss=loss, schedule=sched, tol=1e-12,
+                                     max_iter=0, local_passes=cap)
+                r = solver.fit_local(ip, ix, v, y01, 123, loss=loss, schedule=sched, tol=1e-12,
+                                     max_iter=1, local_passes=cap)
+                sec = time.perf_counter() - t
+                P = r.primal[-1][0]
+                if P <= target * (1 + 1e-3):
+                    break
+                cap = int(cap * 1.5) + 1
+            # time the successful run alone (the loop above ran it twice: one stats pass more)
+            t = time.perf_counter()
+            solver.fit_local(ip, ix, v, y01, 123, loss=loss, schedule=sched, tol=1e-12,
+                             max_iter=1, local_passes=cap)
+            sec = time.perf_counter() - t
+            rows.append((loss, sched, cap, f"{P:.4f}", f"{target:.4f}", f"{sec:.3f}",
+                         f"{ll_sec:.3f}", f"{sec / ll_sec:.2f}"))
+            for tol in (0.1, 1e-3):
+                t = time.perf_counter()
+                r = solver.fit_local(ip, ix, v, y01, 123, loss=loss, schedule=sched, tol=tol,
+                                     max_iter=1, local_passes=1000)
+                sec2 = time.perf_counter() - t
+                rows2.append((loss, sched, tol, r.local_passes, f"{r.primal[-1][0]:.4f}",
+                              f"{r.gap[-1][0]:.3g}", f"{sec2:.3f}"))
+    table("kernel alone, one core: passes (capped) to reach liblinear's objective within 1e-3",
+          ["loss", "schedule", "passes", "primal", "liblinear primal", "kernel s",
+           "liblinear s", "ratio"], rows)
+    table("Shark vs permutation schedule, one block, to the local tol",
+          ["loss", "schedule", "tol", "passes", "primal", "gap", "s"], rows2)
+
+
+def section_dna(spark, data):
+    from liblinear.liblinearutil import parameter, predict, problem, train
+    from pyspark.ml.evaluation import MulticlassClassificationEvaluator
+
+    from sparkxml import LinearSVC
+    from sparkxml.datasets import from_csr
+
+    X, y = load(os.path.join(data, "dna", "dna.scale"), 180)
+    Xt, yt = load(os.path.join(data, "dna", "dna.scale.t"), 180)
+    tr = from_csr(spark, X.indptr, X.indices, X.data, 180, columns={"label": y - 1},
+                  numPartitions=2)
+    te = from_csr(spark, Xt.indptr, Xt.indices, Xt.data, 180, columns={"label": yt - 1},
+                  numPartitions=2)
+    ev = MulticlassClassificationEvaluator(metricName="accuracy")
+    rows = []
+    for name, args, kw in (("OVR squared hinge", "-s 1", dict(loss="squared_hinge")),
+                           ("OVR hinge", "-s 3", dict(loss="hinge")),
+                           ("Crammer-Singer", "-s 4", dict(multiClass="crammer_singer"))):
+        for eps in ("0.1", "1e-3"):
+            m = train(problem(y, X), parameter(f"{args} -c 1 -e {eps} -q"))
+            p, _, _ = predict(yt, Xt, m, "-q")
+            rows.append((name, f"liblinear {args} -e {eps}",
+                         f"{100 * np.mean(np.array(p) == yt):.2f}", ""))
+        t = time.perf_counter()
+        model = LinearSVC(fitIntercept=False, numWorkers=2, **kw).fit(tr)
+        sec = time.perf_counter() - t
+        rows.append((name, "sparkxml (tol 1e-3)", f"{100 * ev.evaluate(model.transform(te)):.2f}",
+                     f"{sec:.2f}"))
+    table("dna, C=1, no intercept", ["problem", "system", "test acc %", "fit s"], rows)
+
+
+def synthetic(n, d=100_000, nnz=30, seed=0):
+    rng = np.random.default_rng(seed)
+    cols = rng.zipf(1.3, size=n * nnz) % d
+    indptr = np.arange(0, n * nnz + 1, nnz, dtype=np.int64)
+    cols = cols.reshape(n, nnz)
+    cols.sort(axis=1)
+    X = sp.csr_matrix((np.ones(n * nnz), cols.ravel().astype(np.int32), indptr), shape=(n, d))
+    X.sum_duplicates()
+    w = rng.normal(size=d)
+    m = X @ w
+    y = (m + rng.normal(scale=np.std(m), size=n) > np.median(m)).astype(np.int32)
+    return X, y
+
+
+def section_scale(spark, rows_n):
+    from sparkxml import LinearSVC
+    from sparkxml.datasets import from_csr
+
+    X, y = synthetic(rows_n)
+    df = from_csr(spark, X.indptr, X.indices, X.data, X.shape[1],
+                  columns={"label": y.astype(float)}, numPartitions=4).cache()
+    df.count()
+    t = time.perf_counter()
+    m = LinearSVC(numWorkers=2, numBlocks=2, loss="squared_hinge", C=0.1, maxIter=30,
+                  fitIntercept=True).fit(df)
+    sec = time.perf_counter() - t
+    rows = []
+    for i in m.summary.workerInfo:
+        rows.append((i["rank"], i["n_rows"], f"{i['csr_bytes'] / 2**20:.0f}",
+                     f"{i['rss_start_bytes'] / 2**20:.0f}", f"{i['peak_rss_bytes'] / 2**20:.0f}",
+                     f"{(i['peak_rss_bytes'] - i['rss_start_bytes']) / i['csr_bytes']:.2f}"))
+    s = m.summary
+    table(f"scale: {rows_n} rows x 100k features, numWorkers=numBlocks=2, fit {sec:.1f} s, "
+          f"{s.totalIterations} rounds, final gap/P "
+          f"{s.gapHistory[-1][0] / s.primalHistory[-1][0]:.2e}",
+          ["rank", "rows", "CSR MiB", "RSS at start MiB", "peak RSS MiB",
+           "(peak - start) / CSR"], rows)
+    df.unpersist()
+    rows = []
+    for B in (1, 2, 4):
+        t = time.perf_counter()
+        r = solver.fit_local(X.indptr, X.indices, X.data, y, X.shape[1], loss="squared_hinge",
+                             C=0.1, num_blocks=B, local_passes=1000 if B == 1 else 5,
+                             max_iter=200, tol=1e-3, fit_intercept=True)
+        sec = time.perf_counter() - t
+        g = np.array(r.gap)[:, 0] / np.array(r.primal)[:, 0]
+        first = lambda thr: next((i for i, x in enumerate(g) if x <= thr), None)  # noqa: E731
+        rows.append((B, first(1e-2), first(1e-3), r.rounds, f"{g[-1]:.2e}", r.local_passes,
+                     f"{sec:.1f}"))
+    table("rounds to relative duality gap by number of blocks (= workers), one process",
+          ["blocks", "rounds to 1e-2", "rounds to 1e-3", "rounds run", "final gap/P",
+           "block passes", "s"], rows)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scale-rows", type=int, default=2_000_000)
+    ap.add_argument("--sections", default="kernel,a9a,dna,scale")
+    a = ap.parse_args()
+    secs = a.sections.split(",")
+    if "kernel" in secs:
+        section_kernel(a.data)
+    if set(secs) & {"a9a", "dna", "scale"}:
+        from sparkxml.session import get_session
+
+        spark = get_session("local[2]", conf={"spark.driver.memory": "8g"})
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            if "a9a" in secs:
+                section_a9a(spark, a.data, a.repeats)
+            if "dna" in secs:
+                section_dna(spark, a.data)
+            if "scale" in secs:
+                section_scale(spark, a.scale_rows)
+        finally:
+            spark.stop()
+
+
+if __name__ == "__main__":
+    main()
