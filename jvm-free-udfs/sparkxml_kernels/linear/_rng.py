@@ -61,6 +61,16 @@ def rng_uniform(state):
     return np.float64(rng_next(state) >> _S11) * _INV53
 
 
+@njit(cache=True, nogil=True)
+def shuffle_prefix(index, active, state):
+    """liblinear's in-place shuffle of index[:active]: swap s with s + below(active - s)."""
+    for s in range(active):
+        j = s + rng_below(state, active - s)
+        t = index[s]
+        index[s] = index[j]
+        index[j] = t
+
+
 class PyRng:
     """The same stream in plain Python (for the naive twins)."""
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._rng import rng_below
+from ._rng import shuffle_prefix
 
 
 @njit(cache=True, nogil=True)
@@ -85,11 +85,7 @@ def cs_block(indptr, indices, data, lo, hi, labels, cw, qd, alpha, U, dW, sigma,
     converged = False
     while passes < max_passes:
         stopping = -np.inf
-        for s in range(active):
-            j = s + rng_below(rng, active - s)
-            t = index[s]
-            index[s] = index[j]
-            index[j] = t
+        shuffle_prefix(index, active, rng)
         s = 0
         while s < active:
             t = index[s]

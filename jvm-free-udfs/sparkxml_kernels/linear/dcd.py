@@ -39,7 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._rng import rng_below, rng_uniform
+from ._rng import rng_below, rng_uniform, shuffle_prefix
 
 PERMUTATION = 0
 SHARK = 1
@@ -88,11 +88,7 @@ def _permutation(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, al
             pgmin_old = -inf
         pgmax_new = -inf
         pgmin_new = inf
-        for s in range(active):
-            j = s + rng_below(rng, active - s)
-            t = index[s]
-            index[s] = index[j]
-            index[j] = t
+        shuffle_prefix(index, active, rng)
         s = 0
         while s < active:
             i = index[s]
