@@ -124,7 +124,8 @@ def make_train_fn(cfg: dict, fcol: str):
         state.clear()  # the raw copies are no longer needed
         res = solver.train(ld, c, coll)
         info.update(rounds=res.rounds, local_passes=res.local_passes,
-                    local_steps=res.local_steps, train_loop_seconds=res.seconds,
+                    local_steps=res.local_steps, polishes=res.polishes,
+                    polish_rows=res.polish_rows, train_loop_seconds=res.seconds,
                     csr_bytes=int(ld.indptr.nbytes + ld.indices.nbytes + ld.data.nbytes),
                     data_bytes=ld.nbytes(), blocks=[int(b) for b in ld.block_ids])
         arrays = None

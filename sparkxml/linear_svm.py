@@ -29,6 +29,7 @@ differently.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from pyspark import keyword_only
@@ -36,6 +37,7 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, Vectors, VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkxml_kernels.linear import solver
 from sparkxml_kernels.linear.predictor import LinearSVCPredictor
 
 from ._barrier import run_barrier_training
@@ -52,20 +54,27 @@ from .session import default_parallelism
 
 __all__ = ["LinearSVC", "LinearSVCModel", "LinearSVCTrainingSummary"]
 
-# numBlocks = 0: one block per this many rows. A block is CoCoA+'s unit of parallelism, and
-# CoCoA+ needs more rounds as blocks are added (sigma' = numBlocks), so blocks are only made
-# where the data is large enough for parallel local work to pay.
-ROWS_PER_BLOCK = 1_000_000
-# local DCD passes per block and round: one block solves to tol; several blocks gain more
-# from frequent exchanges than from solving stale subproblems precisely
-_LOCAL_PASSES_ONE_BLOCK = 1000
-_LOCAL_PASSES = 5
+# numBlocks = 0: ceil(rows / ROWS_PER_BLOCK) blocks, at most MAX_DEFAULT_BLOCKS. A block is
+# CoCoA+'s unit of parallelism (numWorkers <= numBlocks); more blocks need more rounds and
+# more local work in all (a9a, rounds to a relative gap of 1e-3: 1 block 1, 2 blocks 3-5, 4
+# blocks 5-6, 8 blocks 8-19; README). So a small data set gets a few blocks, enough for a
+# few workers, and the count never depends on numWorkers: the model stays the same for any
+# numWorkers and partitioning.
+ROWS_PER_BLOCK = 16_384
+MAX_DEFAULT_BLOCKS = 8
+
+
+def default_num_blocks(n_rows: int) -> int:
+    """Blocks used when numBlocks = 0: ceil(n_rows / 16384), between 1 and 8."""
+    return int(min(MAX_DEFAULT_BLOCKS, max(1, math.ceil(n_rows / ROWS_PER_BLOCK))))
 
 
 class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol,
                        HasRawPredictionCol, HasMaxIter, HasTol, HasFitIntercept,
                        HasMarginThreshold, HasSeed, HasNumWorkers, HasTimeoutSeconds, HasC,
                        HasLoss, HasMultiClass, HasSchedule, HasNumBlocks):
+    _rules_prefix = "svm"  # params.RULES["svm:tol"], ...: LinearSVC's own ranges
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -170,12 +179,12 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         Binary and OVR coordinate order: Shark QpBoxLinear's gain-based preferences, or
         liblinear's random permutation with shrinking.
     numBlocks : int, default 0
-        CoCoA+ blocks (sigma' = numBlocks); 0 = ceil(rows / 1,000,000). The model depends on
-        numBlocks and seed, never on numWorkers or the input's partitioning. More blocks allow
-        more parallel workers but need more rounds.
+        CoCoA+ blocks (sigma' = numBlocks); 0 = ceil(rows / 16384), at most 8. The model
+        depends on numBlocks and seed, never on numWorkers or the input's partitioning. More
+        blocks allow more parallel workers but need more rounds and more work in all.
     numWorkers : int, optional
-        Barrier tasks (default: the session's parallelism), at most numBlocks; each runs
-        whole blocks.
+        Barrier tasks (default: the session's parallelism, at most numBlocks); each runs
+        whole blocks. Asking for more workers than blocks warns and uses numBlocks tasks.
     seed : int, default 0
         Drives every block's coordinate order in every round.
     threshold : float, default 0.0
@@ -238,14 +247,20 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         checks_seconds = time.perf_counter() - t0
         n_classes = max(2, int(stats["label_max"]) + 1)
         mode = "binary" if n_classes == 2 else self.getMultiClass()
-        blocks = self.getNumBlocks() or max(1, math.ceil(stats["n"] / ROWS_PER_BLOCK))
+        blocks = self.getNumBlocks() or default_num_blocks(stats["n"])
         if n_workers is None:
-            n_workers = default_parallelism(spark)
+            n_workers = min(default_parallelism(spark), blocks)
+        elif int(n_workers) > blocks:
+            warnings.warn(f"LinearSVC: numWorkers={n_workers} but the data has {blocks} "
+                          f"CoCoA+ block(s) (numBlocks={self.getNumBlocks()}; 0 = "
+                          f"ceil(rows / {ROWS_PER_BLOCK}), at most {MAX_DEFAULT_BLOCKS}): "
+                          f"training runs on {blocks} task(s); set numBlocks to use more",
+                          stacklevel=2)
         n_workers = max(1, min(int(n_workers), blocks))
         _check_slots(spark, n_workers)
         cfg = dict(loss=self.getLoss(), multi_class=mode, schedule=self.getSchedule(),
                    tol=float(self.getTol()), max_iter=int(self.getMaxIter()),
-                   local_passes=_LOCAL_PASSES_ONE_BLOCK if blocks == 1 else _LOCAL_PASSES,
+                   local_passes=solver.default_local_passes(blocks),
                    num_blocks=int(blocks), seed=int(self.getSeed()), C=float(self.getC()),
                    fit_intercept=bool(self.getFitIntercept()))
         df = _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers)

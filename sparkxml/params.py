@@ -144,8 +144,11 @@ def validate_params(instance: Params) -> None:
     ValueError
         naming the class, the param and the offending value.
     """
+    # a class may name a prefix under which RULES holds its own rule for a shared param name
+    # (trees: "tree:maxBins" allows 2..65536 where GBT's maxBins is 2..256)
+    prefix = getattr(instance, "_rules_prefix", None)
     for p in instance.params:
-        rule = RULES.get(p.name)
+        rule = (RULES.get(f"{prefix}:{p.name}") if prefix else None) or RULES.get(p.name)
         if rule is None or not instance.isDefined(p):
             continue
         value = instance.getOrDefault(p)
@@ -342,18 +345,21 @@ HasSchedule = _simple_mixin(
     TypeConverters.toString, "getSchedule")
 HasNumBlocks = _simple_mixin(
     "HasNumBlocks", "numBlocks", "number of CoCoA+ blocks the rows are hashed into (>= 0; 0 = "
-    "one per million rows); the model depends on it, never on numWorkers",
+    "ceil(rows / 16384), at most 8); the model depends on it, never on numWorkers",
     TypeConverters.toInt, "getNumBlocks")
 HasMarginThreshold = _simple_mixin(
     "HasMarginThreshold", "threshold", "binary prediction is 1 when the margin w.x + b > "
     "threshold (finite)", TypeConverters.toFloat, "getThreshold")
 
+# Under the "svm:" prefix (LinearSVC's ``_rules_prefix``): names such as tol, loss, threshold
+# and C mean other things, with other ranges, in other estimators (an FM's tol may be 0; a
+# probability threshold lies in [0, 1]).
 RULES.update({
-    "C": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
-    "loss": _one_of("hinge", "squared_hinge"),
-    "multiClass": _one_of("ovr", "crammer_singer"),
-    "schedule": _one_of("shark", "permutation"),
-    "numBlocks": _ge(0),
-    "tol": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
-    "threshold": _finite(),
+    "svm:C": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "svm:loss": _one_of("hinge", "squared_hinge"),
+    "svm:multiClass": _one_of("ovr", "crammer_singer"),
+    "svm:schedule": _one_of("shark", "permutation"),
+    "svm:numBlocks": _ge(0),
+    "svm:tol": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "svm:threshold": _finite(),
 })
