@@ -3,9 +3,12 @@
 ``run_barrier_training`` runs ONE ``mapInArrow(..., barrier=True)`` stage over ``num_workers``
 partitions of a DataFrame. In every task:
 
-1. the task opens a TCP listener on an ephemeral port and the tasks exchange their
-   ``host:port`` with ONE ``BarrierTaskContext.allGather`` (skipped for a single worker), on a
-   helper thread: Spark polls barrier RPCs once a second, so the ~1 s it costs overlaps with
+1. the task opens a TCP listener, on a port derived from the fit's key and its rank when that
+   port is free (else an ephemeral one), and the tasks exchange their ``host:port`` with ONE
+   ``BarrierTaskContext.allGather`` (skipped for a single worker), on a helper thread. The
+   peers first connect to the derived ports (their hosts are in ``getTaskInfos()``) and only
+   fall back to the exchanged addresses when a port was taken, so they need not wait for the
+   allGather at all: Spark polls barrier RPCs once a second, so the ~1 s it costs overlaps with
 2. ``load_fn(batches, rank, world_size)``, which turns the task's Arrow batches into whatever
    the trainer needs (binned matrix, labels...);
 3. a ``SocketCollective`` (``sparkxml_kernels.collective``) connects the ranks directly,
@@ -181,6 +184,21 @@ class _Gather:
             raise self._err
         return list(self._out)
 
+    def address(self, rank: int):
+        """``rank``'s published address if the exchange is done, else None (no waiting)."""
+        if self._thread.is_alive():
+            return None
+        return None if self._err is not None else self._out[rank]
+
+
+def guessed_port(authkey: bytes, rank: int) -> int:
+    """A port in [20000, 32000) derived from the fit's key and the rank: below Linux's
+    ephemeral range, different for every fit and (almost always) every rank."""
+    import hashlib
+
+    h = hashlib.sha256(authkey + int(rank).to_bytes(4, "big")).digest()
+    return 20000 + int.from_bytes(h[:4], "big") % 12000
+
 
 def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
     """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring)."""
@@ -202,8 +220,11 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
         if world > 1:
             # Exchange addresses while the data loads: allGather costs ~1 s whatever happens
             # (Spark polls its barrier RPC once a second), so overlap it with the binning.
-            host = infos[rank].address.rsplit(":", 1)[0] or None
-            listener, address = open_listener(host)
+            # Every rank first tries a port derived from the key, so that the peers can
+            # usually connect to each other without waiting for the exchange at all.
+            hosts = [i.address.rsplit(":", 1)[0] for i in infos]
+            listener, address = open_listener(hosts[rank] or None,
+                                              port=guessed_port(authkey, rank))
             gather = _Gather(ctx, address)
         coll = None
         try:
@@ -211,11 +232,12 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
             t_load = time.perf_counter() - t0
             peak_load = peak_rss_bytes()
             if gather is not None:
-                addresses = gather.result()
-                t_gather = time.perf_counter() - t0
-                coll = SocketCollective(rank, world, addresses, authkey, timeout_s,
-                                        listener=listener)
+                guesses = [f"{hosts[r] or address.rsplit(':', 1)[0]}:"
+                           f"{guessed_port(authkey, r)}" for r in range(world)]
+                coll = SocketCollective(rank, world, guesses, authkey, timeout_s,
+                                        listener=listener, resolve=gather.address)
                 listener = None  # owned (and closed) by the collective
+                t_gather = -1.0  # connected before the exchange finished (see below)
             else:
                 t_gather = 0.0
                 coll = LocalCollective()
@@ -223,6 +245,9 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
             t1 = time.perf_counter()
             arrays, info = train_fn(state, coll, rank, world)
             t_train = time.perf_counter() - t1
+            if gather is not None:
+                gather.result()  # every barrier task must see its allGather through
+                t_gather = time.perf_counter() - t0
         finally:
             if coll is not None:
                 coll.close()

@@ -54,19 +54,23 @@ from .session import default_parallelism
 
 __all__ = ["LinearSVC", "LinearSVCModel", "LinearSVCTrainingSummary"]
 
-# numBlocks = 0: ceil(rows / ROWS_PER_BLOCK) blocks, at most MAX_DEFAULT_BLOCKS. A block is
-# CoCoA+'s unit of parallelism (numWorkers <= numBlocks); more blocks need more rounds and
-# more local work in all (a9a, rounds to a relative gap of 1e-3: 1 block 1, 2 blocks 3-5, 4
-# blocks 5-6, 8 blocks 8-19; README). So a small data set gets a few blocks, enough for a
-# few workers, and the count never depends on numWorkers: the model stays the same for any
-# numWorkers and partitioning.
-ROWS_PER_BLOCK = 16_384
-MAX_DEFAULT_BLOCKS = 8
+# numBlocks = 0: one block below MIN_ROWS_TWO_BLOCKS rows, else max(2, ceil(rows / 1M)).
+# A block is CoCoA+'s unit of parallelism (numWorkers <= numBlocks), and blocks cost work:
+# CoCoA+ charges each block's change of w at sigma' = numBlocks, so rounds and total passes
+# grow with blocks (a9a, 2 / 4 / 8 blocks: 4 / 5 / 9 rounds for hinge; a generated 200k x 100k
+# problem, squared hinge: 70 passes in one block, 124 / 322 / 648 passes over 2 / 4 / 8
+# blocks; README). So data of a moderate size gets two blocks (two workers really train,
+# about as fast as one block), and more only where a block holds a million rows. The count
+# never depends on numWorkers: the model stays the same for any numWorkers and partitioning.
+MIN_ROWS_TWO_BLOCKS = 16_384
+ROWS_PER_BLOCK = 1_000_000
 
 
 def default_num_blocks(n_rows: int) -> int:
-    """Blocks used when numBlocks = 0: ceil(n_rows / 16384), between 1 and 8."""
-    return int(min(MAX_DEFAULT_BLOCKS, max(1, math.ceil(n_rows / ROWS_PER_BLOCK))))
+    """Blocks used when numBlocks = 0: 1 below 16384 rows, else max(2, ceil(rows / 1e6))."""
+    if n_rows < MIN_ROWS_TWO_BLOCKS:
+        return 1
+    return int(max(2, math.ceil(n_rows / ROWS_PER_BLOCK)))
 
 
 class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol,
@@ -179,9 +183,10 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         Binary and OVR coordinate order: Shark QpBoxLinear's gain-based preferences, or
         liblinear's random permutation with shrinking.
     numBlocks : int, default 0
-        CoCoA+ blocks (sigma' = numBlocks); 0 = ceil(rows / 16384), at most 8. The model
-        depends on numBlocks and seed, never on numWorkers or the input's partitioning. More
-        blocks allow more parallel workers but need more rounds and more work in all.
+        CoCoA+ blocks (sigma' = numBlocks); 0 = one block below 16384 rows, else
+        max(2, ceil(rows / 1,000,000)). The model depends on numBlocks and seed, never on
+        numWorkers or the input's partitioning. More blocks allow more parallel workers but
+        need more rounds and more work in all.
     numWorkers : int, optional
         Barrier tasks (default: the session's parallelism, at most numBlocks); each runs
         whole blocks. Asking for more workers than blocks warns and uses numBlocks tasks.
@@ -252,10 +257,10 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
             n_workers = min(default_parallelism(spark), blocks)
         elif int(n_workers) > blocks:
             warnings.warn(f"LinearSVC: numWorkers={n_workers} but the data has {blocks} "
-                          f"CoCoA+ block(s) (numBlocks={self.getNumBlocks()}; 0 = "
-                          f"ceil(rows / {ROWS_PER_BLOCK}), at most {MAX_DEFAULT_BLOCKS}): "
-                          f"training runs on {blocks} task(s); set numBlocks to use more",
-                          stacklevel=2)
+                          f"CoCoA+ block(s) (numBlocks={self.getNumBlocks()}; 0 = 1 below "
+                          f"{MIN_ROWS_TWO_BLOCKS} rows, else max(2, ceil(rows / "
+                          f"{ROWS_PER_BLOCK}))): training runs on {blocks} task(s); set "
+                          f"numBlocks to use more", stacklevel=2)
         n_workers = max(1, min(int(n_workers), blocks))
         _check_slots(spark, n_workers)
         cfg = dict(loss=self.getLoss(), multi_class=mode, schedule=self.getSchedule(),
@@ -264,7 +269,9 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
                    num_blocks=int(blocks), seed=int(self.getSeed()), C=float(self.getC()),
                    fit_intercept=bool(self.getFitIntercept()))
         df = _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers)
-        result = run_barrier_training(df, n_workers, make_load_fn(fcol, wcol),
+        result = run_barrier_training(df, n_workers,
+                                      make_load_fn(fcol, wcol, cfg["C"], cfg["fit_intercept"],
+                                                   mode == "crammer_singer"),
                                       make_train_fn(cfg, fcol),
                                       timeout_s=self.getTimeoutSeconds(), repartition=False)
         errors = [i["error"] for i in result.infos if i.get("error")]
@@ -282,7 +289,7 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
 def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
     """The training columns plus content key and block, hash-partitioned so that task r
     holds the blocks b with b mod n_workers == r (``partition_keys`` gives keys that Spark's
-    hash partitioning sends to a chosen partition)."""
+    hash partitioning sends to a chosen partition), each partition sorted by (block, key)."""
     cols = [F.col(fcol).alias(F_COL), F.col(lcol).cast("double").alias(Y_COL)]
     hashed = [F.col(fcol), F.col(lcol).cast("double")]
     if wcol is not None:
@@ -293,8 +300,10 @@ def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
     pkeys = partition_keys(n_workers)
     owner = F.element_at(F.array(*[F.lit(int(k)) for k in pkeys]),
                          (F.col(B_COL) % F.lit(n_workers)).cast("int") + F.lit(1))
+    # sorted by (block, key) inside each task: the task builds its CSR in arrival order
     return (df.withColumn("__owner", owner)
-            .repartition(n_workers, "__owner").drop("__owner"))
+            .repartition(n_workers, "__owner").drop("__owner")
+            .sortWithinPartitions(B_COL, K_COL))
 
 
 _add_setters(LinearSVC, _PARAMS)

@@ -345,7 +345,8 @@ HasSchedule = _simple_mixin(
     TypeConverters.toString, "getSchedule")
 HasNumBlocks = _simple_mixin(
     "HasNumBlocks", "numBlocks", "number of CoCoA+ blocks the rows are hashed into (>= 0; 0 = "
-    "ceil(rows / 16384), at most 8); the model depends on it, never on numWorkers",
+    "1 below 16384 rows, else max(2, ceil(rows / 1e6))); the model depends on it, never on "
+    "numWorkers",
     TypeConverters.toInt, "getNumBlocks")
 HasMarginThreshold = _simple_mixin(
     "HasMarginThreshold", "threshold", "binary prediction is 1 when the margin w.x + b > "

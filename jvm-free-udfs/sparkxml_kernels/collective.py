@@ -80,8 +80,8 @@ def _default_host() -> str:
 
 
 def open_listener(advertise_host: str | None = None, bind_host: str = "0.0.0.0",
-                  backlog: int = 64):
-    """Open a TCP listening socket on an ephemeral port.
+                  backlog: int = 64, port: int = 0):
+    """Open a TCP listening socket on ``port``, or on an ephemeral port.
 
     Parameters
     ----------
@@ -90,6 +90,9 @@ def open_listener(advertise_host: str | None = None, bind_host: str = "0.0.0.0",
         from ``BarrierTaskContext.getTaskInfos()``). Default: this machine's address.
     bind_host : str
         Interface to listen on (default all; connections are authenticated).
+    port : int
+        Port to try first (0: ephemeral). When it is taken, an ephemeral port is used: the
+        returned address says which.
 
     Returns
     -------
@@ -99,7 +102,14 @@ def open_listener(advertise_host: str | None = None, bind_host: str = "0.0.0.0",
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        sock.bind((bind_host, 0))
+        try:
+            sock.bind((bind_host, int(port)))
+        except OSError:
+            if not port:
+                raise
+            sock.close()
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((bind_host, 0))
         sock.listen(backlog)
     except BaseException:
         sock.close()
@@ -136,8 +146,9 @@ class LocalCollective:
     def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
         return np.array(arr, copy=True)
 
-    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
-        return np.asarray(decide(np.array(local, copy=True)), dtype=np.float64).ravel()
+    def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
+        local = local if consume else np.array(local, copy=True)
+        return np.asarray(decide(local), dtype=np.float64).ravel()
 
     def broadcast(self, arr: np.ndarray | None) -> np.ndarray:
         return np.asarray(arr, dtype=np.float64).ravel().copy()
@@ -249,13 +260,21 @@ class SocketCollective:
     listener : socket.socket, optional
         This rank's listening socket from ``open_listener``. Required when this rank has
         children (all ranks but the leaves); closed once the children are connected.
+    resolve : callable, optional
+        When given, ``addresses`` are guesses (e.g. ports derived from the authkey, which a
+        peer may have failed to bind) and ``resolve(peer)`` returns the peer's published
+        address once it is known, else None (it must not block). A connection to a guess that
+        is refused, or that does not start the handshake before the real address is known and
+        differs, moves to the real address. Saves the wait for an address exchange (Spark's
+        barrier ``allGather`` takes >= 1 s) whenever the guesses hold.
 
     Every rank must call the same sequence of collective methods with arrays of the same
     shape and dtype (lockstep), as the booster does.
     """
 
     def __init__(self, rank: int, world_size: int, addresses, authkey: bytes,
-                 timeout_s: float = 600.0, listener: socket.socket | None = None):
+                 timeout_s: float = 600.0, listener: socket.socket | None = None,
+                 resolve=None):
         if not (0 <= rank < world_size):
             raise ValueError(f"rank {rank} is outside [0, {world_size})")
         if len(addresses) != world_size:
@@ -269,6 +288,7 @@ class SocketCollective:
         self.timeout_s = float(timeout_s)
         self._authkey = authkey
         self._addresses = [str(a) for a in addresses]
+        self._resolve = resolve
         self._parent_rank = tree_parent(self.rank)
         self._child_ranks = tree_children(self.rank, self.world_size)
         self._parent: _Peer | None = None
@@ -294,11 +314,25 @@ class SocketCollective:
                 listener.close()
 
     # ------------------------------------------------------------------ connection set-up
+    def _resolved(self, peer: int) -> bool:
+        """Switch ``peer``'s guessed address to its published one if that is known and
+        differs; True when it switched."""
+        if self._resolve is None:
+            return False
+        real = self._resolve(peer)
+        if real is None:
+            return False
+        self._resolve = None  # known now (a rank connects to one peer: its parent)
+        if str(real) == self._addresses[peer]:
+            return False
+        self._addresses[peer] = str(real)
+        return True
+
     def _connect(self, peer: int) -> _Peer:
-        host, port = _parse_address(self._addresses[peer])
         deadline = time.monotonic() + self.timeout_s
         last_err = None
         while True:
+            host, port = _parse_address(self._addresses[peer])
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(f"rank {self.rank}: could not connect to rank {peer} at "
@@ -307,7 +341,12 @@ class SocketCollective:
                 sock = socket.create_connection((host, port), timeout=min(remaining, 10.0))
             except OSError as e:  # refused / unreachable: retry until the deadline
                 last_err = e
+                self._resolved(peer)
                 time.sleep(min(0.05, max(remaining, 0)))
+                continue
+            if self._resolve is not None and not self._challenge_or_resolved(sock, peer,
+                                                                             deadline):
+                sock.close()  # a guess that was wrong (another process on that port)
                 continue
             break
         try:
@@ -328,6 +367,21 @@ class SocketCollective:
             raise ConnectionError(f"rank {self.rank}: connection to rank {peer} failed during "
                                   f"the handshake: {e!r}") from None
         return _Peer(sock, peer, self.timeout_s)
+
+    def _challenge_or_resolved(self, sock, peer: int, deadline: float) -> bool:
+        """With a guessed address: wait until the peer starts the handshake (True) or its
+        published address turns out to be another one (False)."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return True  # the handshake reports the timeout
+            ready, _, _ = select.select([sock], [], [], min(0.05, remaining))
+            if ready:
+                return True
+            if self._resolved(peer):
+                return False
+            if self._resolve is None:  # published, and it is the guess: a peer still busy
+                return True
 
     def _accept_children(self, listener: socket.socket) -> None:
         deadline = time.monotonic() + self.timeout_s
@@ -423,9 +477,13 @@ class SocketCollective:
             self._buffers = {key: buf}  # keep one size: levels repeat the same shapes
         return buf.view(like.dtype).reshape(like.shape)
 
-    def _reduce_to_root(self, local: np.ndarray) -> np.ndarray:
-        """Sum ``local`` over the subtree of this rank; rank 0 ends with the total."""
-        acc = np.array(local, copy=True, order="C")
+    def _reduce_to_root(self, local: np.ndarray, consume: bool = False) -> np.ndarray:
+        """Sum ``local`` over the subtree of this rank; rank 0 ends with the total.
+        ``consume``: add into ``local`` itself (a C-contiguous array the caller gives up)."""
+        if consume and local.flags.c_contiguous and local.flags.writeable:
+            acc = local
+        else:
+            acc = np.array(local, copy=True, order="C")
         if self._child_ranks:
             buf = self._buffer(acc)
             for child in self._child_ranks:  # fixed order: deterministic sums
@@ -468,13 +526,15 @@ class SocketCollective:
             self._send(self._children[child], total)
         return total
 
-    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
+    def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
         """Sum ``local`` onto rank 0, which calls ``decide(summed)``; all ranks get the result.
 
         ``decide`` must return a 1-D float64 array (any length). If it raises on rank 0, the
         other ranks raise ``RuntimeError`` with its message (and rank 0 re-raises it).
+        ``consume=True``: ``local`` may be summed into in place (no copy of a large payload;
+        the caller must not use it afterwards).
         """
-        summed = self._reduce_to_root(np.asarray(local))
+        summed = self._reduce_to_root(np.asarray(local), consume)
         if self.rank == 0:
             try:
                 dec = np.ascontiguousarray(np.asarray(decide(summed), dtype=np.float64).ravel())
