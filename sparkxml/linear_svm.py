@@ -265,7 +265,7 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         _check_slots(spark, n_workers)
         cfg = dict(loss=self.getLoss(), multi_class=mode, schedule=self.getSchedule(),
                    tol=float(self.getTol()), max_iter=int(self.getMaxIter()),
-                   local_passes=solver.default_local_passes(blocks),
+                   local_passes=solver.default_local_passes(blocks, mode),
                    num_blocks=int(blocks), seed=int(self.getSeed()), C=float(self.getC()),
                    fit_intercept=bool(self.getFitIntercept()))
         df = _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers)
