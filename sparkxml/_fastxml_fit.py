@@ -85,19 +85,18 @@ def data_stats(data, fcol: str, lcol: str, who: str) -> dict:
     parts = data.select("f", "y").mapInArrow(stats, schema).collect()
     if not parts or sum(r["rows"] for r in parts) == 0:
         raise ValueError(f"{who}: the training DataFrame is empty")
-    total = {k: sum(r[k] for r in parts) for k in ("null_f", "null_y", "null_lab", "bad_x")}
-    if total["null_f"]:
-        raise ValueError(f"featuresCol: column '{fcol}' holds {total['null_f']} null feature "
-                         f"vector(s); drop or fill those rows")
-    if total["null_y"]:
-        raise ValueError(f"labelsCol: column '{lcol}' holds {total['null_y']} null labels "
-                         f"array(s); use an empty array for a row without labels")
-    if total["null_lab"]:
-        raise ValueError(f"labelsCol: column '{lcol}' holds {total['null_lab']} null label "
-                         f"id(s) inside its arrays")
-    if total["bad_x"]:
-        raise ValueError(f"featuresCol: column '{fcol}' holds {total['bad_x']} NaN or infinite "
-                         f"value(s)")
+    problems = {
+        "null_f": lambda n: f"featuresCol: column '{fcol}' holds {n} null feature vector(s); "
+                            f"drop or fill those rows",
+        "null_y": lambda n: f"labelsCol: column '{lcol}' holds {n} null labels array(s); use "
+                            f"an empty array for a row without labels",
+        "null_lab": lambda n: f"labelsCol: column '{lcol}' holds {n} null label id(s) inside "
+                              f"its arrays",
+        "bad_x": lambda n: f"featuresCol: column '{fcol}' holds {n} NaN or infinite value(s)"}
+    for key, message in problems.items():
+        count = sum(r[key] for r in parts)
+        if count:
+            raise ValueError(message(count))
     dims = sorted({r["dmin"] for r in parts if r["dmin"] >= 0}
                   | {r["dmax"] for r in parts if r["dmax"] >= 0})
     if len(dims) > 1:

@@ -31,7 +31,8 @@ from .._dtypes import INDPTR, VALUE
 from ..metrics import inverse_propensities
 from ._common import sort_desc
 from .forest import check_csr
-from .predictor import CHUNK_ROWS, FastXMLPredictor, push_topk, route_chunk, sum_leaves
+from .predictor import (CHUNK_ROWS, FastXMLPredictor, push_topk, route_chunk, route_workspace,
+                        sum_leaves)
 
 TAIL_KEYS = ("tail_indptr", "tail_index", "tail_value")
 # candidates held in memory per chunk of rows (rows x num_candidates entries)
@@ -268,16 +269,8 @@ def pfastre_predict_kernel(indptr, indices, data, tree_offsets, children, w_indp
         return out_lab, out_sc
     L1 = max(n_labels, 1)
     C = min(num_candidates, L1)
-    max_nodes = 1
-    for t in range(T):
-        max_nodes = max(max_nodes, tree_offsets[t + 1] - tree_offsets[t])
     chunk = min(n, CHUNK_ROWS, max(1, _CHUNK_ENTRIES // C))
-    wd = np.zeros(n_features + 1, np.float64)
-    perm = np.empty(chunk, np.int64)
-    perm_tmp = np.empty(chunk, np.int64)
-    nstart = np.empty(max_nodes, np.int64)
-    nend = np.empty(max_nodes, np.int64)
-    leaf_of = np.empty((chunk, T), np.int64)
+    wd, perm, perm_tmp, nstart, nend, leaf_of = route_workspace(tree_offsets, n_features, chunk)
     acc = np.zeros(L1, np.float64)
     touched = np.empty(L1, np.int32)
     lab_ids = np.arange(L1).astype(np.int32)

@@ -22,7 +22,7 @@ CHUNK_ROWS = 16384
 
 @njit(cache=True, nogil=True)
 def route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr, w_index,
-                 w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of):
+                w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of):
     # leaf_of[k, t] = global node id of the leaf that row r0 + k reaches in tree t
     n = r1 - r0
     T = tree_offsets.shape[0] - 1
@@ -74,23 +74,29 @@ def route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr,
 
 
 @njit(cache=True, nogil=True)
+def route_workspace(tree_offsets, n_features, chunk):
+    """Scratch of :func:`route_chunk` for chunks of up to ``chunk`` rows:
+    (wd float64 (D+1,) zeros, perm, perm_tmp int64 (chunk,), nstart, nend int64 (largest
+    tree's nodes,), leaf_of int64 (chunk, max(T, 1)))."""
+    T = tree_offsets.shape[0] - 1
+    max_nodes = 1
+    for t in range(T):
+        max_nodes = max(max_nodes, tree_offsets[t + 1] - tree_offsets[t])
+    return (np.zeros(n_features + 1, np.float64), np.empty(chunk, np.int64),
+            np.empty(chunk, np.int64), np.empty(max_nodes, np.int64),
+            np.empty(max_nodes, np.int64), np.empty((chunk, max(T, 1)), np.int64))
+
+
+@njit(cache=True, nogil=True)
 def apply_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_index, w_value,
                  n_features, bias):
     """Leaf reached by each row in each tree: int32 (n, T), tree-local node ids."""
     n = indptr.shape[0] - 1
     T = tree_offsets.shape[0] - 1
     biasd = np.float64(np.float32(bias))
-    max_nodes = 1
-    for t in range(T):
-        max_nodes = max(max_nodes, tree_offsets[t + 1] - tree_offsets[t])
-    wd = np.zeros(n_features + 1, np.float64)
-    perm = np.empty(n, np.int64)
-    perm_tmp = np.empty(n, np.int64)
-    nstart = np.empty(max_nodes, np.int64)
-    nend = np.empty(max_nodes, np.int64)
-    leaf_of = np.empty((n, max(T, 1)), np.int64)
+    wd, perm, perm_tmp, nstart, nend, leaf_of = route_workspace(tree_offsets, n_features, n)
     route_chunk(indptr, indices, data, 0, n, tree_offsets, children, w_indptr, w_index,
-                 w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of)
+                w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of)
     out = np.empty((n, T), np.int32)
     for k in range(n):
         for t in range(T):
@@ -151,16 +157,8 @@ def predict_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_in
     out_sc = np.zeros((n, k), np.float32)
     if T == 0 or n == 0 or k == 0:
         return out_lab, out_sc
-    max_nodes = 1
-    for t in range(T):
-        max_nodes = max(max_nodes, tree_offsets[t + 1] - tree_offsets[t])
     chunk = min(n, CHUNK_ROWS)
-    wd = np.zeros(n_features + 1, np.float64)
-    perm = np.empty(chunk, np.int64)
-    perm_tmp = np.empty(chunk, np.int64)
-    nstart = np.empty(max_nodes, np.int64)
-    nend = np.empty(max_nodes, np.int64)
-    leaf_of = np.empty((chunk, T), np.int64)
+    wd, perm, perm_tmp, nstart, nend, leaf_of = route_workspace(tree_offsets, n_features, chunk)
     acc = np.zeros(max(n_labels, 1), np.float64)
     touched = np.empty(max(n_labels, 1), np.int32)
     top_s = np.empty(k, np.float64)
@@ -168,7 +166,7 @@ def predict_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_in
     for r0 in range(0, n, chunk):
         r1 = min(n, r0 + chunk)
         route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr, w_index,
-                     w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of)
+                    w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of)
         for row in range(r0, r1):
             nt = sum_leaves(leaf_of, row - r0, T, leaf_indptr, leaf_label, leaf_score, acc,
                             touched)
