@@ -14,7 +14,7 @@ from sparkxml_kernels import arrow_io
 from sparkxml_kernels.fastxml.predictor import FastXMLPredictor
 
 from ._fastxml_fit import FOREST_DTYPES, fit_forest
-from ._fastxml_fit import check_memory as _check_memory  # noqa: F401  (tests patch it here)
+from ._fastxml_fit import check_memory as _check_memory  # noqa: F401  (tests import it here)
 from ._spark_utils import check_int_array_column, check_vector_column
 from .base import SparkXMLEstimator, SparkXMLModel
 from .params import (HasFeaturesCol, HasLabelsCol, HasNumTrees, HasNumWorkers,

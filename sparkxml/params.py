@@ -324,7 +324,7 @@ RULES.update({
 })
 
 
-# ---------------------------------------------------------------- FastXML family (FastXML, PfastreXML)
+# ---------------------------------------------------------------- FastXML and PfastreXML
 HasRowOrder = _simple_mixin(
     "HasRowOrder", "rowOrder", "order of the training rows, which the trees depend on: "
     "'content' (by a hash of features and labels computed in the JVM: the model depends only "

@@ -169,6 +169,10 @@ def test_pfastre_predictor_validation_and_loading(tmp_path):
         PfastreXMLPredictor(no_tail, d, L, 1.0)
     with pytest.raises(ValueError, match="tail"):
         PfastreXMLPredictor(dict(arrays, tail_index=arrays["tail_index"] + d + 1), d, L, 1.0)
+    nan = data[2].copy()
+    nan[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        PfastreXMLPredictor(arrays, d, L, 1.0).predict(data[0], data[1], nan, 5)
     # load_model reads the params from the metadata
     path = str(tmp_path / "m")
     saved = dict(arrays, n_features=np.array(d), n_labels=np.array(L), bias=np.array(1.0),

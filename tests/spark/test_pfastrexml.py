@@ -2,7 +2,7 @@
 Pipelines, params."""
 import numpy as np
 import pytest
-from pyspark.ml import Pipeline, PipelineModel
+from pyspark.ml import PipelineModel
 
 import sparkxml_kernels
 from sparkxml import FastXMLModel, PfastreXML, PfastreXMLModel, XMLEvaluator
@@ -78,7 +78,7 @@ def test_pfastxml_switch_and_model_params(synth, model):
 
 
 def test_save_load_pipeline_and_kernel_loader(synth, model, tmp_path):
-    train, test, (X, Y) = synth
+    _, test, (X, Y) = synth
     path = str(tmp_path / "m")
     model.copy().setGamma(20.0).write().save(path)
     loaded = PfastreXMLModel.load(path)
@@ -90,7 +90,7 @@ def test_save_load_pipeline_and_kernel_loader(synth, model, tmp_path):
     assert [labels[i, :len(p)].tolist() for i, (p, _) in enumerate(want)] == [p for p, _ in want]
     with pytest.raises(ModelFormatError, match="not a sparkxml.fastxml.FastXMLModel"):
         FastXMLModel.load(path)
-    pipe = Pipeline(stages=[PfastreXML(numTrees=2, numWorkers=2, topK=3)]).fit(train)
+    pipe = PipelineModel(stages=[model.copy().setTopK(3)])
     ppath = str(tmp_path / "pipe")
     pipe.write().save(ppath)
     again = PipelineModel.load(ppath)

@@ -7,18 +7,20 @@ On top of the trees ("PfastXML") it adds one tail classifier a label:
 
 - centroid ``w_l`` = mean of the unit-normalised training vectors (bias feature appended
   before normalising) of the points that carry label l (:func:`tail_centroids`);
-- tail score of a point x with unit-normalised x̂: ``1 / (1 + exp(gamma (|w_l|² + 1 - 2 x̂·w_l)))``,
-  i.e. a sigmoid of ``-gamma |x̂ - w_l|²``;
+- tail score of a point x with unit-normalised x̂ (bias appended likewise):
+  ``1 / (1 + exp(gamma (|w_l|² + 1 - 2 x̂·w_l)))``, a sigmoid of ``-gamma |x̂ - w_l|²``;
 - final score ``pf^alpha * tail^(1 - alpha)`` over the ``num_candidates`` labels with the
   highest tree score pf (:class:`PfastreXMLPredictor`).
 
 The centroids are computed with the authors' float32 operations in their order (their
 ``unit_normalize_columns`` and sparse product), so they equal the ``w`` file of
-``PfastreXML_train`` up to the 6 decimals it prints. Scoring differs on purpose: the authors
-compute the tail score in float32, where ``exp`` overflows for distant labels and their final
-scores become 0 and tie; here it is float64 (a stable sigmoid), so those labels keep their
-order. Candidates tied at the ``num_candidates`` cut are taken smaller label id first (theirs
-follow ``std::sort``); with fewer labels than ``num_candidates`` that never matters.
+``PfastreXML_train`` up to the 6 decimals it prints. Scoring is float64 (a stable sigmoid),
+where the authors' is float32: their ``exp`` overflows once ``gamma |x̂ - w_l|²`` exceeds
+88.7 (possible with negative feature values; |x̂ - w_l|² <= 2 otherwise) and those labels'
+final scores become 0 and tie; here they keep their order. The trees' scores are averaged in
+float64 (theirs: float32 sums in thread completion order). Candidates tied at the
+``num_candidates`` cut are taken smaller label id first (theirs follow ``std::sort``); with
+fewer labels than ``num_candidates`` that never matters.
 
 The naive twins (``*_naive``) spell the same computations out in plain Python for the tests.
 """

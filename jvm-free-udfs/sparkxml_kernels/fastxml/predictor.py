@@ -251,6 +251,8 @@ class FastXMLPredictor:
         data = np.ascontiguousarray(data, dtype=VALUE)
         if data.shape != indices.shape:
             raise ValueError(f"X data has {data.size} values for {indices.size} indices")
+        if not np.all(np.isfinite(data)):
+            raise ValueError("X data holds NaN or infinite values; the trees cannot route them")
         return indptr, indices, data
 
     def predict(self, indptr, indices, data, k: int):
@@ -262,6 +264,7 @@ class FastXMLPredictor:
         indices : int32 (nnz,)
             Feature ids; one >= n_features raises ValueError.
         data : float32 (nnz,)
+            Finite values (NaN or inf raises ValueError).
         k : int
             Labels per row.
 
