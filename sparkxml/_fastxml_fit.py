@@ -123,9 +123,19 @@ def estimate_task_bytes(rows: int, nnz_x: int, nnz_y: int, n_features: int,
     return arrow + 3 * csr + workspaces
 
 
-def check_memory(spark, stats: dict, workers: int, who: str = "FastXML") -> None:
+def tail_bytes(stats: dict) -> int:
+    """Bytes of PfastreXML's tail centroids (index int32 + value float32 an entry): each row
+    adds its features and bias to each of its labels, at most L (D + 1) entries in all."""
+    rows = max(stats["rows"], 1)
+    entries = min(stats["n_labels"] * (stats["n_features"] + 1),
+                  (stats["nnz_x"] + rows) * stats["nnz_y"] // rows)
+    return 8 * entries + 16 * stats["nnz_y"]
+
+
+def check_memory(spark, stats: dict, workers: int, who: str = "FastXML",
+                 extra_bytes: int = 0) -> None:
     need = estimate_task_bytes(stats["rows"], stats["nnz_x"], stats["nnz_y"],
-                               stats["n_features"], stats["n_labels"])
+                               stats["n_features"], stats["n_labels"]) + extra_bytes
     conf = spark.conf.get("spark.executor.pyspark.memory", None)
     master = spark.conf.get("spark.master", "") or ""
     if conf:
@@ -161,7 +171,7 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
 
     data = ordered_rows(dataset, fcol, lcol, est.getRowOrder())
     stats = data_stats(data, fcol, lcol, who)
-    check_memory(spark, stats, workers, who)
+    check_memory(spark, stats, workers, who, tail_bytes(stats) if tail else 0)
 
     keys = partition_keys(workers)
     groups = spark.createDataFrame([(k,) for k in keys], "_g long")
@@ -240,4 +250,4 @@ def _make_train_fn(trees_of: dict, n_features: int, n_labels: int, params: dict,
 
 
 __all__ = ["FOREST_DTYPES", "EXTRA_DTYPES", "TAIL_KEYS", "check_memory", "data_stats",
-           "estimate_task_bytes", "fit_forest", "ordered_rows"]
+           "estimate_task_bytes", "fit_forest", "ordered_rows", "tail_bytes"]

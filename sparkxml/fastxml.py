@@ -159,7 +159,8 @@ class FastXMLModel(SparkXMLModel, _FastXMLParams):
 
     ``transform`` adds ``predictionCol`` (array<int>: the topK labels, best first; labels with
     a zero score are left out) and ``scoresCol`` (array<float>, aligned: the mean over trees of
-    the reached leaves' label distributions).
+    the reached leaves' label distributions). It fails on a null vector or a NaN / infinite
+    feature value, naming ``featuresCol``: the separators cannot route them.
 
     Save format
     -----------
