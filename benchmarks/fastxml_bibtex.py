@@ -102,8 +102,9 @@ def run_omikuji(train_path, Xte, Yte):
     return dict(fit=fit, predict=predict, pred=pred, note="defaults, 2 threads")
 
 
-def run_cpp(bin_dir, train_path, test_path, inv_prop=None):
-    """The authors' fastXML_train/predict, or PfastreXML_train/predict given ``inv_prop``."""
+def run_cpp(bin_dir, train_path, test_path, inv_prop=None, repeats=1):
+    """The authors' fastXML_train/predict, or PfastreXML_train/predict given ``inv_prop``;
+    median times of ``repeats`` runs."""
     from sparkxml_kernels import formats
 
     with tempfile.TemporaryDirectory() as d:
@@ -122,13 +123,17 @@ def run_cpp(bin_dir, train_path, test_path, inv_prop=None):
                 out.write("\n".join("%.9g" % v for v in inv_prop) + "\n")
             train = [os.path.join(bin_dir, "PfastreXML_train"), *train[1:], f"{d}/inv_prop.txt"]
             predict = os.path.join(bin_dir, "PfastreXML_predict")
-        t = time.perf_counter()
-        subprocess.run(train + [model, "-T", "2", "-q", "1"], check=True, capture_output=True)
-        fit = time.perf_counter() - t
-        t = time.perf_counter()
-        subprocess.run([predict, f"{d}/tst_X_Xf.txt", f"{d}/score.txt", model, "-q", "1"],
-                       check=True, capture_output=True)
-        predict_s = time.perf_counter() - t
+        fits, preds = [], []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            subprocess.run(train + [model, "-T", "2", "-q", "1"], check=True,
+                           capture_output=True)
+            fits.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            subprocess.run([predict, f"{d}/tst_X_Xf.txt", f"{d}/score.txt", model, "-q", "1"],
+                           check=True, capture_output=True)
+            preds.append(time.perf_counter() - t)
+        fit, predict_s = statistics.median(fits), statistics.median(preds)
         pred = []
         with open(f"{d}/score.txt") as f:
             next(f)
@@ -136,7 +141,7 @@ def run_cpp(bin_dir, train_path, test_path, inv_prop=None):
                 pairs = [tok.split(":") for tok in line.split()]
                 pairs.sort(key=lambda p: -float(p[1]))
                 pred.append([int(a) for a, _ in pairs[:5]])
-    return dict(fit=fit, predict=predict_s, pred=pred, note="-T 2")
+    return dict(fit=fit, predict=predict_s, pred=pred, note=f"-T 2, median of {repeats}")
 
 
 def main():
@@ -182,11 +187,13 @@ def main():
             except ImportError as e:
                 print(f"{name}: not installed ({e}); pip install -e '.[bench]'")
     if args.cpp_bin and fx:
-        results["FastXML C++ (authors)"] = run_cpp(args.cpp_bin, train_path, test_path)
+        results["FastXML C++ (authors)"] = run_cpp(args.cpp_bin, train_path, test_path,
+                                                   repeats=args.repeats)
     if args.cpp_bin and pf:
         results["PfastreXML C++ (authors)"] = run_cpp(args.cpp_bin, train_path, test_path,
-                                                      inv_prop)
-    print(f"\nBibtex XC split: {Xtr.shape[0]} train, {Xte.shape[0]} test rows\n")
+                                                      inv_prop, repeats=args.repeats)
+    print(f"\nBibtex XC split: {Xtr.shape[0]} train, {Xte.shape[0]} test rows; load average "
+          f"{os.getloadavg()[0]:.1f} at the end\n")
     print("| system | P@1/3/5 | PSP@1/3/5 | fit s | predict s | fit ratio (ours/them) | note |")
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
