@@ -33,8 +33,8 @@ from .._dtypes import INDPTR, VALUE
 from ..metrics import inverse_propensities
 from ._common import sort_desc
 from .forest import check_csr
-from .predictor import (CHUNK_ROWS, FastXMLPredictor, push_topk, route_chunk, route_workspace,
-                        sum_leaves)
+from .predictor import (CHUNK_ROWS, FastXMLPredictor, empty_topk, push_topk, route_chunk,
+                        route_workspace, sum_leaves)
 
 TAIL_KEYS = ("tail_indptr", "tail_index", "tail_value")
 # candidates held in memory per chunk of rows (rows x num_candidates entries)
@@ -265,8 +265,7 @@ def pfastre_predict_kernel(indptr, indices, data, tree_offsets, children, w_indp
     n = indptr.shape[0] - 1
     T = tree_offsets.shape[0] - 1
     biasd = np.float64(np.float32(bias))
-    out_lab = np.full((n, k), -1, np.int32)
-    out_sc = np.zeros((n, k), np.float32)
+    out_lab, out_sc = empty_topk(n, k)
     if T == 0 or n == 0 or k == 0:
         return out_lab, out_sc
     L1 = max(n_labels, 1)

@@ -122,6 +122,12 @@ def sum_leaves(leaf_of, i, T, leaf_indptr, leaf_label, leaf_score, acc, touched)
 
 
 @njit(cache=True, nogil=True)
+def empty_topk(n, k):
+    """Top-k outputs before filling: labels int32 (n, k) all -1, scores float32 (n, k) all 0."""
+    return np.full((n, k), -1, np.int32), np.zeros((n, k), np.float32)
+
+
+@njit(cache=True, nogil=True)
 def push_topk(sc, lab, top_s, top_l, nk, k):
     """Insert (score ``sc``, label ``lab``) into the sorted top-k buffer (best first, ties to
     the smaller label) holding ``nk`` entries; return the new count. Cheap when k is small
@@ -153,8 +159,7 @@ def predict_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_in
     n = indptr.shape[0] - 1
     T = tree_offsets.shape[0] - 1
     biasd = np.float64(np.float32(bias))
-    out_lab = np.full((n, k), -1, np.int32)
-    out_sc = np.zeros((n, k), np.float32)
+    out_lab, out_sc = empty_topk(n, k)
     if T == 0 or n == 0 or k == 0:
         return out_lab, out_sc
     chunk = min(n, CHUNK_ROWS)
