@@ -7,6 +7,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "FastXML": "sparkxml.fastxml",
     "FastXMLModel": "sparkxml.fastxml",
+    "PfastreXML": "sparkxml.pfastrexml",
+    "PfastreXMLModel": "sparkxml.pfastrexml",
     "XMLEvaluator": "sparkxml.evaluation",
     "label_propensities": "sparkxml.evaluation",
     "GBTRegressor": "sparkxml.gbt",

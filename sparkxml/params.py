@@ -357,3 +357,21 @@ RULES.update({
     "tol": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
     "threshold": _finite(),
 })
+
+
+# ---------------------------------------------------------------- FastXML and PfastreXML
+HasRowOrder = _simple_mixin(
+    "HasRowOrder", "rowOrder", "order of the training rows, which the trees depend on: "
+    "'content' (by a hash of features and labels computed in the JVM: the model depends only "
+    "on the multiset of rows and the seed) or 'input' (the DataFrame's order, as the authors' "
+    "C++ reads a file; it changes with the partitioning)", TypeConverters.toString,
+    "getRowOrder")
+
+RULES.update({
+    "rowOrder": _one_of("content", "input"),
+    # PfastreXML's tail classifiers (Jain, Prabhu & Varma, KDD'16); the params live in
+    # sparkxml.pfastrexml, propensityA / propensityB use the rules above
+    "gamma": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "alpha": _between(0.0, 1.0),
+    "numCandidates": _ge(1),
+})

@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 # modelKind (written in the model's metadata) -> "module:callable(path, metadata) -> predictor"
 _LOADERS = {
     "fastxml": "sparkxml_kernels.fastxml.predictor:FastXMLPredictor.from_directory",
+    "pfastrexml": "sparkxml_kernels.fastxml.pfastre:PfastreXMLPredictor.from_directory",
     "gbt": "sparkxml_kernels.gbt.predictor:TreeEnsemblePredictor.from_directory",
     "linear_svm": "sparkxml_kernels.linear.predictor:LinearSVCPredictor.from_directory",
 }
@@ -30,7 +31,8 @@ def load_model(path: str):
     -------
     predictor
         For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
-        (labels int32 (n, k), scores float32 (n, k)), best first.
+        (labels int32 (n, k), scores float32 (n, k)), best first; for PfastreXML a
+        ``PfastreXMLPredictor`` with the same ``predict``.
 
     Raises
     ------
