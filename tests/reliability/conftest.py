@@ -1,5 +1,5 @@
-"""tests/reliability run in their own pytest process: ``local[2,4]`` (2 cores, a failed task
-is retried up to 4 times, as in Spark's own tests), which the shared ``local[2]`` session of
+"""tests/reliability run in their own pytest process: ``local[2,4]`` (2 cores, up to 4
+attempts of a task, as in Spark's own tests), which the shared ``local[2]`` session of
 tests/spark cannot give (one SparkContext per process, and ``local[2]`` never retries a
 task)."""
 import os
