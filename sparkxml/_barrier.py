@@ -9,7 +9,10 @@ partitions of a DataFrame. In every task:
 2. ``load_fn(batches, rank, world_size)``, which turns the task's Arrow batches into whatever
    the trainer needs (binned matrix, labels...);
 3. a ``SocketCollective`` (``sparkxml_kernels.collective``) connects the ranks directly,
-   authenticated with a random per-fit key carried in the task closure;
+   authenticated with a key derived from the random per-fit key carried in the task closure
+   and the gathered messages, which hold a random nonce of each task (so a task left over
+   from a failed stage attempt cannot join the retry); each listener binds to the executor
+   address Spark reports for its task;
 4. ``train_fn(state, collective, rank, world_size)`` runs on every rank in lockstep and returns
    ``(arrays, info)``: rank 0's dict of numpy arrays is the model (other ranks return None),
    ``info`` a JSON-able dict (every rank; e.g. memory and timings);
@@ -182,8 +185,22 @@ class _Gather:
         return list(self._out)
 
 
-def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
-    """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring)."""
+def attempt_key(authkey: bytes, messages) -> bytes:
+    """The key of one stage attempt: the per-fit key mixed with every task's gathered
+    ``"host:port#nonce"`` message (the same list on every rank of that attempt only)."""
+    import hashlib
+
+    return hashlib.sha256(authkey + "|".join(messages).encode()).digest()
+
+
+def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
+                      on_addresses=None):
+    """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring).
+
+    ``on_addresses(rank, addresses)`` (tests only) runs in each task once the addresses are
+    exchanged, before the ranks connect; it may return objects to ``close()`` when the task
+    ends.
+    """
 
     def task(batches):
         from pyspark import BarrierTaskContext
@@ -204,16 +221,21 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
             # (Spark polls its barrier RPC once a second), so overlap it with the binning.
             host = infos[rank].address.rsplit(":", 1)[0] or None
             listener, address = open_listener(host)
-            gather = _Gather(ctx, address)
+            gather = _Gather(ctx, f"{address}#{os.urandom(8).hex()}")
         coll = None
+        opened = None
         try:
             state = load_fn(batches, rank, world)
             t_load = time.perf_counter() - t0
             peak_load = peak_rss_bytes()
             if gather is not None:
-                addresses = gather.result()
+                messages = gather.result()
+                addresses = [m.rsplit("#", 1)[0] for m in messages]
                 t_gather = time.perf_counter() - t0
-                coll = SocketCollective(rank, world, addresses, authkey, timeout_s,
+                if on_addresses is not None:
+                    opened = on_addresses(rank, addresses)
+                coll = SocketCollective(rank, world, addresses,
+                                        attempt_key(authkey, messages), timeout_s,
                                         listener=listener)
                 listener = None  # owned (and closed) by the collective
             else:
@@ -228,6 +250,8 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
                 coll.close()
             if listener is not None:
                 listener.close()
+            for obj in opened or ():
+                obj.close()
         info = dict(info or {})
         info.update(rank=rank, world_size=world, load_seconds=t_load,
                     allgather_done_seconds=t_gather, connected_seconds=t_connected,
@@ -244,8 +268,8 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
 
 
 def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: float,
-                         authkey: bytes | None = None, repartition: bool = True
-                         ) -> BarrierResult:
+                         authkey: bytes | None = None, repartition: bool = True,
+                         on_addresses=None) -> BarrierResult:
     """Run ONE barrier stage over ``num_workers`` partitions of ``df``; return rank 0's arrays.
 
     Parameters
@@ -261,11 +285,13 @@ def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: 
     repartition : bool
         ``df.repartition(num_workers)`` first (default). Pass False when ``df`` already has
         exactly ``num_workers`` partitions laid out as wanted (e.g. by query group).
+    on_addresses : callable, optional
+        Test hook, see ``make_barrier_task``.
     """
     from sparkxml_kernels.collective import new_authkey
 
     authkey = authkey or new_authkey()
-    task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s))
+    task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s), on_addresses)
     if repartition:
         df = df.repartition(int(num_workers))
     t0 = time.perf_counter()

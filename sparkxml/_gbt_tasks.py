@@ -225,7 +225,10 @@ def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None):
 
 
 def _fault_callback(fault):
-    """Test hook: make this rank fail (or stop answering) after a given round, once."""
+    """Test hook: make this rank fail, stop answering, die or freeze after a given round,
+    once (with ``marker``). kind: "raise" (an exception), "hang" (sleeps ``seconds``),
+    "kill" (SIGKILL: the worker process dies) or "stop" (SIGSTOP: the process freezes
+    until Spark kills it)."""
 
     def cb(it, history):
         if it != fault.get("after_round", 0):
@@ -236,12 +239,43 @@ def _fault_callback(fault):
                 return False
             with open(marker, "w"):
                 pass
-        if fault.get("kind", "raise") == "hang":
+        kind = fault.get("kind", "raise")
+        if kind == "hang":
             time.sleep(float(fault.get("seconds", 60)))
+            return False
+        if kind in ("kill", "stop"):
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
             return False
         raise RuntimeError(f"injected fault in round {it}")
 
     return cb
+
+
+def _address_hook(fault):
+    """Test hook (``fault["kind"] == "stray"``): once the addresses are exchanged, every
+    rank opens ``fault["count"]`` connections to each other rank's listener before the
+    ranks connect (so they queue ahead of the real peers), sending ``fault["send"]`` bytes
+    (default nothing: silent connections); they stay open until the task ends."""
+    if not fault or fault.get("kind") != "stray":
+        return None
+    count, payload = int(fault.get("count", 3)), fault.get("send", b"")
+
+    def hook(rank, addresses):
+        import socket
+
+        socks = []
+        for r, addr in enumerate(addresses):
+            host, port = addr.rsplit(":", 1)
+            for _ in range(count if r != rank else 0):
+                s = socket.create_connection((host, int(port)), timeout=10)
+                socks.append(s)
+                if payload:
+                    s.sendall(payload)
+        return socks
+
+    return hook
 
 
 def _dense_vectors(mat: np.ndarray) -> pa.Array:

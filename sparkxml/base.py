@@ -60,9 +60,20 @@ class SparkXMLReader(MLReader):
         self.cls = cls
 
     def load(self, path: str):
+        """Load, raising ``ModelFormatError`` naming ``path`` for whatever is wrong with it."""
+        try:
+            return self._load(path)
+        except persist.LOAD_ERRORS as e:
+            raise persist.as_format_error(path, e) from (e if isinstance(e, OSError) else None)
+
+    def _load(self, path: str):
         meta = persist.load_metadata(path, expected_class=_class_name(self.cls))
         persist.check_sparkxml(meta, path)
         if issubclass(self.cls, SparkXMLModel):
+            if meta["modelKind"] != self.cls._model_kind:
+                raise persist.ModelFormatError(
+                    f"{path}/metadata is corrupt: modelKind {meta['modelKind']!r} for a "
+                    f"{self.cls.__name__} (expected {self.cls._model_kind!r})")
             inst = self.cls._from_arrays(persist.load_arrays(path, self.cls._required_arrays),
                                          path)
         else:

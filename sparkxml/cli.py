@@ -45,6 +45,15 @@ def _fastxml_params(args) -> dict:
                 numWorkers=args.num_workers)
 
 
+def _model_path_free(args) -> None:
+    """Before any work: refuse to train into an existing --model unless --overwrite."""
+    from sparkxml_kernels import persist
+
+    if not args.overwrite and persist.exists(args.model):
+        raise FileExistsError(f"--model {args.model} already exists; pass --overwrite to "
+                              f"replace it (nothing was trained)")
+
+
 def cmd_train(spark, args):
     from .fastxml import FastXML
 
@@ -53,7 +62,11 @@ def cmd_train(spark, args):
     model = FastXML(**_fastxml_params(args)).fit(df)
     print(f"trained {model.trees} trees on {df.count()} rows in {time.perf_counter() - t:.1f} s")
     w = model.write()
-    (w.overwrite() if args.overwrite else w).save(args.model)
+    try:
+        (w.overwrite() if args.overwrite else w).save(args.model)
+    except FileExistsError:  # created by someone else while we trained
+        raise FileExistsError(f"--model {args.model} appeared while training; pass "
+                              f"--overwrite to replace it") from None
     print(f"model saved to {args.model}")
 
 
@@ -138,8 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(t)
     train_args(t)
     t.add_argument("--model", required=True, help="directory to save the model to")
-    t.add_argument("--overwrite", action="store_true")
-    t.set_defaults(fn=cmd_train)
+    t.add_argument("--overwrite", action="store_true",
+                   help="replace --model if it exists (checked before training)")
+    t.set_defaults(fn=cmd_train, check=_model_path_free)
     pr = cmds.add_parser("predict", help="write top-k label:score lines")
     data_args(pr)
     pr.add_argument("--model", required=True)
@@ -164,10 +178,13 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from .session import get_session
 
-    spark = get_session(master=args.master, remote=args.remote, app_name=f"sparkxml-{args.cmd}")
     try:
+        if getattr(args, "check", None) is not None:
+            args.check(args)  # before Spark starts: a wrong argument fails in a second
+        spark = get_session(master=args.master, remote=args.remote,
+                            app_name=f"sparkxml-{args.cmd}")
         args.fn(spark, args)
-    except (ValueError, TypeError, FileNotFoundError, MemoryError) as e:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError) as e:
         print(f"sparkxml: error: {e}", file=sys.stderr)
         return 2
     return 0

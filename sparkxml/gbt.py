@@ -40,11 +40,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkxml_kernels.gbt import binning
-from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, TreeEnsemblePredictor
+from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, MAX_OUTPUTS, TreeEnsemblePredictor
 
 from ._barrier import RESULT_SCHEMA, decode_arrays, run_barrier_training
-from ._gbt_tasks import (ROW_ID, _make_load_fn, _make_predict_fn, _make_sketch_task,
-                         _make_train_fn, _spec_columns)
+from ._gbt_tasks import (ROW_ID, _address_hook, _make_load_fn, _make_predict_fn,
+                         _make_sketch_task, _make_train_fn, _spec_columns)
 from .base import SparkXMLEstimator, SparkXMLModel
 from .params import (HasColsampleByTree, HasEarlyStoppingRounds, HasEvalMetric,
                      HasFeaturesCol, HasFeaturesCols, HasGrowPolicy, HasLabelCol, HasMaxBins,
@@ -151,6 +151,8 @@ def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
     if task != "regression":
         aggs.append(F.first(F.when(_finite(L) & ((L != F.floor(L)) | (L < 0)), L),
                             ignorenulls=True).alias("label_nonclass"))
+    if task == "classification":  # (HyperLogLog: a few % error, no shuffle)
+        aggs.append(F.approx_count_distinct(F.when(_finite(L), L)).alias("label_distinct"))
     train = F.lit(True) if valid is None else ~F.col(valid)
     wexpr = F.lit(1.0) if weight is None else F.col(weight).cast("double")
     if weight is not None:
@@ -162,7 +164,9 @@ def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
                  F.sum(F.col(valid).cast("long")).alias("n_valid")]
     aggs.append(F.sum(F.when(train, wexpr).otherwise(0.0)).alias("weight_train"))
     if spec["kind"] == "vector":
-        size = F.size(vector_to_array(F.col(spec["col"])))
+        # (null first: vector_to_array fails on a null vector with a bare JVM error)
+        size = F.when(F.col(spec["col"]).isNotNull(),
+                      F.size(vector_to_array(F.col(spec["col"]))))
         aggs += [F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"),
                  F.min(size).alias("d_min"), F.max(size).alias("d_max")]
     aggs += [c.alias(name) for name, c in (extra or {}).items()]
@@ -199,7 +203,8 @@ def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         d = len(spec["cols"])
     n_valid = int(r.get("n_valid") or 0)
     return {"n": n, "n_valid": n_valid, "n_train": n - n_valid, "d": d,
-            "label_max": r["label_max"], "weight_train": float(r["weight_train"] or 0.0),
+            "label_max": r["label_max"], "label_distinct": r.get("label_distinct"),
+            "weight_train": float(r["weight_train"] or 0.0),
             "extra": {name: r[name] for name in (extra or {})}}
 
 
@@ -327,7 +332,8 @@ def _workers_for(spark, stats: dict, valid, n_workers):
 
 class _GBTEstimator(SparkXMLEstimator):
     _task = "regression"
-    _fault_injection = None  # test hook: dict(rank, after_round, kind, marker, seconds)
+    # test hook: dict(rank, after_round, kind, marker, seconds), see _gbt_tasks
+    _fault_injection = None
 
     def _booster_params(self, max_bins: int) -> dict:
         """The tree/boosting params every GBT-engine estimator passes to ``booster.train``."""
@@ -359,7 +365,8 @@ class _GBTEstimator(SparkXMLEstimator):
         t0 = time.perf_counter()
         stats = _data_checks(dataset, spec, label, weight, valid, self._task)
         d = stats["d"]
-        objective, n_classes, metric = self._objective(label, stats["label_max"])
+        objective, n_classes, metric = self._objective(label, stats["label_max"],
+                                                       stats["label_distinct"])
         n_workers = _workers_for(spark, stats, valid, n_workers)
         checks_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -379,7 +386,8 @@ class _GBTEstimator(SparkXMLEstimator):
         result = run_barrier_training(
             df, n_workers, _make_load_fn(spec, label, weight, valid, edges, d),
             _make_train_fn(edges, params, fault), timeout_s=self.getTimeoutSeconds(),
-            repartition=_needs_repartition(infos, n_workers))
+            repartition=_needs_repartition(infos, n_workers),
+            on_addresses=_address_hook(fault))
         predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
         summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds, infos)
         return self._model_class(predictor, summary)
@@ -419,7 +427,7 @@ class _GBTEstimator(SparkXMLEstimator):
             if self.getMaxDepth() == 0 and self.getMaxLeaves() == 0:
                 raise ValueError("growPolicy 'lossguide' needs maxDepth > 0 or maxLeaves > 0")
 
-    def _objective(self, label, label_max):
+    def _objective(self, label, label_max, distinct=None):
         metric = self._opt(self.evalMetric)
         if metric is not None and metric not in _REGRESSION_METRICS:
             raise ValueError(f"evalMetric '{metric}' does not apply to regression; use one of "
@@ -550,7 +558,8 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
     probabilityCol : str, default "probability"
         Vector of class probabilities.
     numClasses : int, optional
-        Number of classes (default: largest label + 1, at least 2).
+        Number of classes, 2..10000 (default: largest label + 1, at least 2; refused before
+        training when that exceeds 10000 or twice the number of distinct labels plus 10).
     evalMetric : str, optional
         Two classes: "logloss" (default), "error", "auc"; more: "mlogloss" (default).
     """
@@ -583,10 +592,10 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
     def _model_class(self):
         return GBTClassificationModel
 
-    def _objective(self, label, label_max):
+    def _objective(self, label, label_max, distinct=None):
         k = self._opt(self.numClasses)
         if k is None:
-            k = max(2, int(label_max) + 1)
+            k = _inferred_classes(label, label_max, distinct)
         elif label_max >= k:
             raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, "
                              f"outside 0..{k - 1} (numClasses={k})")
@@ -596,6 +605,25 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
             raise ValueError(f"evalMetric '{metric}' does not apply to {k} classes; use one of "
                              f"{list(allowed)}")
         return ("logistic" if k == 2 else "softmax"), int(k), metric
+
+
+def _inferred_classes(label, label_max, distinct) -> int:
+    """numClasses from the largest label (at least 2), refused before any training when it
+    exceeds ``MAX_OUTPUTS`` or is much larger than the number of distinct labels (a softmax
+    grows one tree per class per round: labels such as 0, 1, 10**9 would need a billion)."""
+    k = max(2, int(min(label_max, 2.0**62)) + 1)
+    if k > MAX_OUTPUTS:
+        raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, so "
+                         f"numClasses would be {k}, above the limit of {MAX_OUTPUTS} classes; "
+                         f"class labels must be 0, 1, ..., numClasses-1 (re-index them, e.g. "
+                         f"with StringIndexer)")
+    if distinct is not None and k > 2 * int(distinct) + 10:
+        raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, so "
+                         f"numClasses would be {k}, but only about {int(distinct)} distinct "
+                         f"labels occur: re-index the labels to 0..{int(distinct) - 1} (e.g. "
+                         f"with StringIndexer), or set numClasses explicitly to train {k} "
+                         f"classes anyway")
+    return k
 
 
 _add_setters(GBTRegressor, _COMMON_PARAMS)

@@ -216,7 +216,7 @@ HasEvalMetric = _simple_mixin(
     "(unset: rmse for regression, logloss for binary, mlogloss for multiclass)",
     TypeConverters.toString, "getEvalMetric")
 HasNumClasses = _simple_mixin(
-    "HasNumClasses", "numClasses", "number of classes (>= 2; unset: max label + 1)",
+    "HasNumClasses", "numClasses", "number of classes (2..10000; unset: max label + 1)",
     TypeConverters.toInt, "getNumClasses")
 HasTimeoutSeconds = _simple_mixin(
     "HasTimeoutSeconds", "timeoutSeconds", "seconds a training task waits for a silent peer "
@@ -243,7 +243,7 @@ RULES.update({
     "colsampleByTree": _open_closed(0.0, 1.0),
     "earlyStoppingRounds": _ge(0),
     "evalMetric": _one_of("rmse", "logloss", "error", "auc", "mlogloss"),
-    "numClasses": _ge(2),
+    "numClasses": _between(2, 10_000),  # = sparkxml_kernels.gbt.predictor.MAX_OUTPUTS
     "timeoutSeconds": _gt(0.0),
     "weightCol": _nonempty(),
     "validationIndicatorCol": _nonempty(),

@@ -7,8 +7,9 @@ what is new is the objective (``sparkxml_kernels.gbt.ranking``: NDCG lambdas as 
 A fit runs three Spark jobs:
 
 1. GBT's aggregate job of data checks (``sparkxml.gbt._data_checks``) with the ranking checks
-   riding along: relevance grades integers >= 0 (within ``labelGain`` when given), no null
-   query id -- bad input fails here with an error naming the column and the value;
+   riding along: relevance grades integers >= 0 (within ``labelGain`` when given, else at
+   most 31), no null query id -- bad input fails here with an error naming the column and
+   the value;
 2. GBT's sketch job (bin edges), over the training frame below;
 3. the barrier stage over the training frame: each task bins its rows, derives the query
    boundaries (``group_ptr``) from its sorted query ids and boosts in lockstep with the
@@ -42,9 +43,10 @@ from pyspark.sql import types as T
 
 from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
+from sparkxml_kernels.gbt.ranking import MAX_DEFAULT_GRADE
 
 from ._barrier import run_barrier_training
-from ._gbt_tasks import _make_load_fn, _make_train_fn, _spec_columns
+from ._gbt_tasks import _address_hook, _make_load_fn, _make_train_fn, _spec_columns
 from .gbt import (_COMMON_PARAMS, GBTTrainingSummary, _add_setters, _check_slots,
                   _data_checks, _feature_exprs, _finite, _GBTEstimator, _GBTModelBase,
                   _GBTParams, _sketch_pass, _workers_for)
@@ -95,8 +97,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
     ndcgTruncation : int, default 30
         lambdarank truncation level (LightGBM's ``lambdarank_truncation_level``).
     labelGain : list of float, optional
-        Gain of relevance grades 0, 1, 2, ... (default 2^rel - 1); also used by the NDCG
-        evaluation metric.
+        Gain of relevance grades 0, 1, 2, ... (default 2^rel - 1, for grades 0..31; higher
+        grades need labelGain); also used by the NDCG evaluation metric.
     sigma : float, default 1.0
         Steepness of the pair sigmoid.
     lambdarankNorm : bool, default True
@@ -116,8 +118,9 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
       independent of the input's partitioning and row order; on the LightGBM rank sample the
       test NDCG@10 varies from 0.724 to 0.765 (mean 0.745) over 20 random row orders within
       queries, so a single number compares to LightGBM's only within that spread;
-    * the sigmoid is exact (LightGBM: a lookup table), the default gains are not capped at
-      relevance 30, no position-bias correction.
+    * the sigmoid is exact (LightGBM: a lookup table), the default gains 2^rel - 1 go up to
+      relevance 31 (LightGBM's default table to 30, XGBoost's exponential gain to 31), no
+      position-bias correction.
 
     Differences from XGBoost: ``rank:ndcg`` / ``rank:pairwise`` build pairs by
     ``lambdarank_pair_method`` (default "topk") with their own normalisation; ``pairwise`` here
@@ -220,7 +223,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
             frame.select(*proj, group, _KEY), n_workers,
             _make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group),
             _make_train_fn(edges, params, fault, ranking),
-            timeout_s=self.getTimeoutSeconds(), repartition=False)
+            timeout_s=self.getTimeoutSeconds(), repartition=False,
+            on_addresses=_address_hook(fault))
         predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
         summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds)
         return LambdaMARTModel(predictor, summary)
@@ -248,8 +252,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
         within ``labelGain``), no null query id. Returns GBT's statistics."""
         y = F.col(label).cast("double")
         bad = _finite(y) & ((y < 0) | (y != F.floor(y)))
-        if label_gain is not None:
-            bad = bad | (_finite(y) & (y >= len(label_gain)))
+        top = len(label_gain) - 1 if label_gain is not None else MAX_DEFAULT_GRADE
+        bad = bad | (_finite(y) & (y > top))
         extra = {"rank_label_bad": F.first(F.when(bad, y), ignorenulls=True),
                  "rank_n_bad": F.sum(F.when(bad, 1).otherwise(0)),
                  "rank_group_null": F.sum(F.col(group).isNull().cast("long"))}
@@ -261,6 +265,11 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
                 raise ValueError(f"labelCol: column '{label}' holds the grade {value!r} but "
                                  f"labelGain has only {len(label_gain)} entries (grades "
                                  f"0..{len(label_gain) - 1})")
+            if value > MAX_DEFAULT_GRADE and value == int(value):
+                raise ValueError(f"labelCol: column '{label}' holds the grade {value!r}; the "
+                                 f"default gain 2^rel - 1 takes grades 0..{MAX_DEFAULT_GRADE} "
+                                 f"(beyond, it loses precision and overflows): set labelGain "
+                                 f"to rank with higher grades")
             raise ValueError(f"labelCol: column '{label}' holds the value {value!r} "
                              f"({r['rank_n_bad']} such rows); relevance grades must be "
                              f"integers >= 0")

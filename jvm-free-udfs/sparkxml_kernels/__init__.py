@@ -6,7 +6,8 @@ returns a predictor.
 """
 from __future__ import annotations
 
-from .persist import ModelFormatError, check_sparkxml, load_arrays, load_metadata
+from .persist import (LOAD_ERRORS, ModelFormatError, as_format_error, check_sparkxml,
+                      load_arrays, load_metadata)
 
 __version__ = "0.1.0"
 
@@ -37,20 +38,26 @@ def load_model(path: str):
     Raises
     ------
     ModelFormatError
-        The directory is missing, corrupt, or was not written by sparkxml.
+        The directory is missing, unreadable, corrupt, or was not written by sparkxml; the
+        message names the path. The model's arrays are checked before anything is returned
+        (sizes, ids in range, tree structure: no load can return a predictor that would
+        loop or read outside its arrays).
     """
     import importlib
 
-    meta = load_metadata(path)
-    check_sparkxml(meta, path)
-    kind = meta["modelKind"]
-    if kind not in _LOADERS:
-        raise ModelFormatError(f"{path} holds an unknown model kind {kind!r}")
-    mod, attr = _LOADERS[kind].split(":")
-    obj = importlib.import_module(mod)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj(path, meta)
+    try:
+        meta = load_metadata(path)
+        check_sparkxml(meta, path)
+        kind = meta["modelKind"]
+        if kind not in _LOADERS:
+            raise ModelFormatError(f"{path} holds an unknown model kind {kind!r}")
+        mod, attr = _LOADERS[kind].split(":")
+        obj = importlib.import_module(mod)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj(path, meta)
+    except LOAD_ERRORS as e:
+        raise as_format_error(path, e) from (e if isinstance(e, OSError) else None)
 
 
 __all__ = ["load_model", "ModelFormatError", "load_arrays", "load_metadata"]

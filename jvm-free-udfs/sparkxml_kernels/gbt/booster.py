@@ -131,6 +131,14 @@ def sample_features(seed: int, round_: int, output: int, d: int, rate: float):
     return mask
 
 
+def _check_finite(tree, it: int, objective: str) -> None:
+    # Every rank holds the same tree (rank 0 decided it), so every rank raises here together.
+    if not np.isfinite(tree.value[tree.left < 0]).all():
+        raise ValueError(f"round {it}: objective {objective} produced non-finite leaf values "
+                         f"(its gradients overflowed: labels, weights or label gains too "
+                         f"large?); refusing to build a model that predicts NaN")
+
+
 def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callbacks=(),
           row_ids=None, group_ptr=None):
     """Boost trees on binned data.
@@ -183,6 +191,9 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         base = np.full(K, float(p.baseScore), FLOAT)
     else:
         base = loss.init_from_stats(coll.allreduce_sum(loss.init_stats(y, w)))
+    if not np.isfinite(base).all():
+        raise ValueError(f"objective {loss.name}: the initial score {base.tolist()} is not "
+                         f"finite (labels or weights too large?)")
     raw = np.empty((n, K), FLOAT)
     raw[:] = base
     g = np.empty((n, K), FLOAT)
@@ -217,6 +228,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
             tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
+            _check_finite(tree, it, loss.name)
             raw[:, k] += tree.value[leaf]
             for Xe, _, _, _, re in evals:
                 re[:, k] += tree.value[route_binned(Xe, tree)]

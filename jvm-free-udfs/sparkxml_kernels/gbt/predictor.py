@@ -31,8 +31,12 @@ import numpy as np
 from numba import njit
 
 from .._dtypes import FLOAT, INDPTR, NODE
+from .._tree_check import check_tree_structure
 from ._input import csr_parts, dense, is_csr
 from .loss import make_loss
+
+# the largest number of outputs (classes) a model may have (GBTClassifier's numClasses bound)
+MAX_OUTPUTS = 10_000
 
 ARRAY_KEYS = ("feature", "threshold", "default_left", "left", "right", "value", "gain",
               "cover", "tree_offsets", "tree_outputs", "n_outputs", "base_score", "objective",
@@ -108,24 +112,33 @@ class TreeEnsemblePredictor:
         self._check()
 
     def _check(self):
+        """Refuse arrays that do not describe trees: prediction walks ``left``/``right`` until
+        a leaf, so a cycle would never return and a child outside its tree would read
+        another tree's (or no) memory."""
         N = self.feature.size
         for name in ("threshold", "default_left", "left", "right", "value", "gain", "cover"):
-            if getattr(self, name).size != N:
-                raise ValueError(f"model array {name} has {getattr(self, name).size} entries, "
-                                 f"feature has {N}")
+            if getattr(self, name).shape != (N,):
+                raise ValueError(f"model array {name} has shape {getattr(self, name).shape}, "
+                                 f"feature has {N} entries")
         off = self.tree_offsets
-        if off.size < 1 or off[0] != 0 or off[-1] != N or np.any(np.diff(off) < 1):
+        if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != N or \
+                np.any(np.diff(off) < 1):
             raise ValueError("tree_offsets are inconsistent with the node arrays")
-        if self.tree_outputs.size != off.size - 1 or (self.tree_outputs.size and (
+        if not 1 <= self.n_outputs <= MAX_OUTPUTS:
+            raise ValueError(f"n_outputs={self.n_outputs} is outside 1..{MAX_OUTPUTS}")
+        if not 0 <= self.n_features <= np.iinfo(NODE).max:
+            raise ValueError(f"n_features={self.n_features} is outside 0..{np.iinfo(NODE).max}")
+        if self.tree_outputs.shape != (off.size - 1,) or (self.tree_outputs.size and (
                 self.tree_outputs.min() < 0 or self.tree_outputs.max() >= self.n_outputs)):
             raise ValueError("tree_outputs are inconsistent")
-        sizes = np.repeat(np.diff(off), np.diff(off))
+        check_tree_structure(self.left, self.right, off)
         internal = self.left >= 0
-        if np.any(self.left[internal] >= sizes[internal]) or \
-                np.any(self.right[internal] >= sizes[internal]) or \
-                np.any(self.right[internal] < 0) or \
-                np.any((self.feature[internal] < 0) | (self.feature[internal] >= self.n_features)):
-            raise ValueError("model node arrays are corrupt (child or feature out of range)")
+        if np.any((self.feature[internal] < 0) | (self.feature[internal] >= self.n_features)):
+            bad = int(self.feature[internal][(self.feature[internal] < 0) |
+                                             (self.feature[internal] >= self.n_features)][0])
+            raise ValueError(f"a split uses feature {bad}, outside 0..{self.n_features - 1}")
+        if not (np.isfinite(self.value[~internal]).all() and np.isfinite(self.base_score).all()):
+            raise ValueError("leaf values or base_score are not finite")
 
     # ----------------------------------------------------------------------------------------
     @classmethod
@@ -176,7 +189,7 @@ class TreeEnsemblePredictor:
         arrays = load_arrays(path, required=tuple(k for k in ARRAY_KEYS if k != "tree_outputs"))
         try:
             return cls.from_arrays(arrays)
-        except ValueError as e:
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
             raise ModelFormatError(f"{path}: {e}") from None
 
     # ----------------------------------------------------------------------------------------
