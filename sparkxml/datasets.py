@@ -4,9 +4,8 @@ The file is parsed on the driver by ``sparkxml_kernels.formats`` (vectorised num
 then turned into a DataFrame without a Python object per row: the CSR arrays become an Arrow
 table whose ``features`` column has the struct layout of Spark ML's ``VectorUDT``
 (``type int8, size int32, indices list<int32>, values list<float64>``), the table is handed
-to ``spark.createDataFrame`` and an identity ``mapInArrow`` declares the column a
-``VectorUDT`` (Spark SQL cannot cast a struct to a UDT; building ``SparseVector`` objects in
-pandas is about 3x slower). Only DataFrame APIs are used, so this works over Spark Connect.
+to ``_compat.create_dataframe``, which declares the column a ``VectorUDT`` (Spark SQL cannot
+cast a struct to a UDT; building ``SparseVector`` objects in pandas is about 3x slower). Only DataFrame APIs are used, so this works over Spark Connect.
 
 Rows keep the file's order (no shuffle unless ``numPartitions`` is given). The readers need
 the whole file in driver memory, and fewer than 2**31 non-zeros.
@@ -18,6 +17,8 @@ import pyarrow as pa
 
 from sparkxml_kernels import formats
 from sparkxml_kernels.arrow_io import lists_to_csr, vectors_to_csr
+
+from ._compat import create_dataframe, to_arrow
 
 __all__ = ["read_xc", "read_smat", "read_arff_multilabel", "read_svmlight", "from_csr",
            "to_csr", "labels_to_csr"]
@@ -83,16 +84,7 @@ def from_csr(spark, indptr, indices, data, num_features: int, labels=None,
             fields.append(StructField(name, DoubleType(), False))
         names.append(name)
     table = pa.Table.from_arrays(arrays, names=names)
-    df = spark.createDataFrame(table).mapInArrow(_identity, StructType(fields))
-    if numPartitions is not None:
-        df = df.repartition(int(numPartitions))
-    return df
-
-
-def _identity(batches):
-    # The batches already have the VectorUDT struct layout; the declared schema makes Spark
-    # read the struct column as vectors.
-    yield from batches
+    return create_dataframe(spark, table, StructType(fields), numPartitions)
 
 
 def read_xc(spark, path, numPartitions: int | None = None):
@@ -165,11 +157,11 @@ def to_csr(df, featuresCol: str = "features", num_features: int | None = None,
     data : value_dtype (nnz,)
     num_features : int
     """
-    table = df.select(featuresCol).toArrow()
+    table = to_arrow(df.select(featuresCol))
     return vectors_to_csr(table.column(0), featuresCol, num_features, value_dtype)
 
 
 def labels_to_csr(df, labelsCol: str = "labels"):
     """Collect an ``array<int>`` column to the driver as (indptr int64, ids int32)."""
-    table = df.select(labelsCol).toArrow()
+    table = to_arrow(df.select(labelsCol))
     return lists_to_csr(table.column(0), labelsCol)

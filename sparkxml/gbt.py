@@ -43,6 +43,7 @@ from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, TreeEnsemblePredictor
 
 from ._barrier import RESULT_SCHEMA, decode_arrays, run_barrier_training
+from ._compat import to_arrow
 from ._gbt_tasks import (ROW_ID, _make_load_fn, _make_predict_fn, _make_sketch_task,
                          _make_train_fn, _spec_columns)
 from .base import SparkXMLEstimator, SparkXMLModel
@@ -216,7 +217,7 @@ def _sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed):
     if fraction < 1.0:
         src = src.sample(withReplacement=False, fraction=fraction, seed=int(seed) & 0x7FFFFFFF)
     fn = _make_sketch_task(spec, weight, stats["d"], max_bins, _SKETCH_CHUNK_VALUES)
-    table = src.mapInArrow(fn, RESULT_SCHEMA).toArrow()
+    table = to_arrow(src.mapInArrow(fn, RESULT_SCHEMA))
     ranks = table.column("rank").to_numpy()
     sketches, infos = [], []
     for r in sorted(set(ranks.tolist())):
