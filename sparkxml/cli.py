@@ -1,16 +1,19 @@
-"""Command line: ``sparkxml fastxml train|predict|evaluate|demo``.
+"""Command line: ``sparkxml fastxml train|predict|evaluate|demo``,
+``sparkxml gbt train|predict|evaluate`` and ``sparkxml lambdamart train|predict|evaluate``.
 
 Runs on local Spark by default (``--master``, default ``local[*]``); under ``spark-submit``
 it uses the cluster's master and configuration as given. Data files may be in the Extreme
 Classification Repository text format (``--format xc``, the default), the FastXML C++ sparse
 matrix files (``--format smat`` with ``--labels``), or Mulan sparse ARFF (``--format arff``
-with ``--xml``).
+with ``--xml``). The boosting commands read svmlight or TSV files (see ``_cli_boost``).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+
+from ._cli_common import check_model_path
 
 
 def _read(spark, args, path, labels_path=None):
@@ -48,6 +51,7 @@ def _fastxml_params(args) -> dict:
 def cmd_train(spark, args):
     from .fastxml import FastXML
 
+    check_model_path(args.model, args.overwrite)
     df = _read(spark, args, args.data, args.labels)
     t = time.perf_counter()
     model = FastXML(**_fastxml_params(args)).fit(df)
@@ -157,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--model", default=None, help="where to save (default: a temp dir)")
     train_args(d)
     d.set_defaults(fn=cmd_demo)
+    from ._cli_boost import add_parsers
+
+    add_parsers(algos)
     return p
 
 
@@ -164,10 +171,11 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from .session import get_session
 
-    spark = get_session(master=args.master, remote=args.remote, app_name=f"sparkxml-{args.cmd}")
+    spark = get_session(master=args.master, remote=args.remote,
+                        app_name=f"sparkxml-{args.algo}-{args.cmd}")
     try:
         args.fn(spark, args)
-    except (ValueError, TypeError, FileNotFoundError, MemoryError) as e:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError) as e:
         print(f"sparkxml: error: {e}", file=sys.stderr)
         return 2
     return 0

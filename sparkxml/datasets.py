@@ -20,8 +20,8 @@ from sparkxml_kernels.arrow_io import lists_to_csr, vectors_to_csr
 
 from ._compat import create_dataframe, to_arrow
 
-__all__ = ["read_xc", "read_smat", "read_arff_multilabel", "read_svmlight", "from_csr",
-           "to_csr", "labels_to_csr"]
+__all__ = ["read_xc", "read_smat", "read_arff_multilabel", "read_svmlight", "read_tsv",
+           "from_csr", "from_dense", "to_csr", "labels_to_csr"]
 
 
 def _list_array(indptr, values, typ):
@@ -61,8 +61,9 @@ def from_csr(spark, indptr, indices, data, num_features: int, labels=None,
 
     Returns
     -------
-    DataFrame with ``featuresCol`` (VectorUDT, sparse vectors), then ``labelsCol``
-    (array<int>) when ``labels`` is given, then ``columns``.
+    DataFrame with ``featuresCol`` (VectorUDT, sparse vectors; its metadata records the size
+    as ``ml_attr.num_attrs``), then ``labelsCol`` (array<int>) when ``labels`` is given, then
+    ``columns``.
     """
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, LongType, StructField,
@@ -84,7 +85,8 @@ def from_csr(spark, indptr, indices, data, num_features: int, labels=None,
             fields.append(StructField(name, DoubleType(), False))
         names.append(name)
     table = pa.Table.from_arrays(arrays, names=names)
-    return create_dataframe(spark, table, StructType(fields), numPartitions)
+    return _with_width(create_dataframe(spark, table, StructType(fields), numPartitions),
+                       featuresCol, num_features)
 
 
 def read_xc(spark, path, numPartitions: int | None = None):
@@ -143,6 +145,85 @@ def read_svmlight(spark, path, query_path=None, num_features: int | None = None,
     if qid is not None:
         cols["qid"] = qid
     df = from_csr(spark, xi, xx, xd, n_feat, columns=cols, numPartitions=numPartitions)
+    return df.select("label", "features", *(["qid"] if qid is not None else []))
+
+
+def _dense_vector_array(X) -> pa.StructArray:
+    n, d = X.shape
+    fields = [pa.field("type", pa.int8(), nullable=False), pa.field("size", pa.int32()),
+              pa.field("indices", pa.list_(pa.int32())), pa.field("values", pa.list_(pa.float64()))]
+    return pa.StructArray.from_arrays(
+        [pa.array(np.ones(n, np.int8)), pa.nulls(n, pa.int32()), pa.nulls(n, pa.list_(pa.int32())),
+         _list_array(np.arange(0, n * d + 1, d, dtype=np.int64),
+                     np.ascontiguousarray(X, np.float64).ravel(), pa.float64())], fields=fields)
+
+
+def from_dense(spark, X, columns: dict | None = None, featuresCol: str = "features",
+               numPartitions: int | None = None):
+    """Build a DataFrame of dense vectors from a 2-D array.
+
+    Parameters
+    ----------
+    X : float (n, d); NaN stays NaN (missing for the GBT estimators)
+    columns : dict name -> 1-D numpy array (n,), optional
+        Further columns after ``featuresCol`` (integers become long, the rest double).
+
+    Returns
+    -------
+    DataFrame with ``featuresCol`` (VectorUDT, dense vectors), then ``columns``.
+    """
+    from pyspark.ml.linalg import VectorUDT
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    X = np.asarray(X, np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"from_dense: X must be 2-D, got shape {X.shape}")
+    names, arrays = [featuresCol], [_dense_vector_array(X)]
+    fields = [StructField(featuresCol, VectorUDT(), False)]
+    for name, values in (columns or {}).items():
+        values = np.asarray(values)
+        if len(values) != X.shape[0]:
+            raise ValueError(f"from_dense: column '{name}' has {len(values)} rows, X has "
+                             f"{X.shape[0]}")
+        integer = np.issubdtype(values.dtype, np.integer)
+        arrays.append(pa.array(values.astype(np.int64 if integer else np.float64)))
+        fields.append(StructField(name, LongType() if integer else DoubleType(), False))
+        names.append(name)
+    table = pa.Table.from_arrays(arrays, names=names)
+    return _with_width(create_dataframe(spark, table, StructType(fields), numPartitions),
+                       featuresCol, X.shape[1])
+
+
+def _with_width(df, col: str, width: int):
+    # Spark ML's attribute-group metadata (as VectorAssembler writes it): the vector size is
+    # known from the schema without a job.
+    return df.withMetadata(col, {"ml_attr": {"num_attrs": int(width)}})
+
+
+def num_features(df, featuresCol: str = "features"):
+    """The vector size recorded in ``featuresCol``'s Spark ML metadata (``ml_attr.num_attrs``,
+    set by these readers and by ``VectorAssembler``), or None."""
+    meta = df.schema[featuresCol].metadata or {}
+    n = (meta.get("ml_attr") or {}).get("num_attrs")
+    return None if n is None else int(n)
+
+
+def read_tsv(spark, path, query_path=None, delimiter: str = "\t",
+             num_features: int | None = None, numPartitions: int | None = None):
+    """Read a dense delimited text file with the label first (LightGBM's ``binary.train``
+    layout) as a DataFrame of ``label`` (double), ``features`` (dense VectorUDT; an empty
+    field or ``nan`` is NaN, i.e. missing) and, with ``query_path`` (a LightGBM ``.query``
+    file of group sizes), ``qid`` (long). ``num_features``, when given, is checked.
+
+    Raises ``ValueError`` naming the file and line of a malformed line.
+    """
+    y, qid, X = formats.read_tsv(path, query_path, delimiter)
+    if num_features is not None and X.shape[1] != num_features:
+        raise ValueError(f"{path} has {X.shape[1]} features a row, expected {num_features}")
+    cols = {"label": y}
+    if qid is not None:
+        cols["qid"] = qid
+    df = from_dense(spark, X, columns=cols, numPartitions=numPartitions)
     return df.select("label", "features", *(["qid"] if qid is not None else []))
 
 

@@ -380,7 +380,9 @@ class _GBTEstimator(SparkXMLEstimator):
         result = run_barrier_training(
             df, n_workers, _make_load_fn(spec, label, weight, valid, edges, d),
             _make_train_fn(edges, params, fault), timeout_s=self.getTimeoutSeconds(),
-            repartition=_needs_repartition(infos, n_workers))
+            # the sketch ran on the training rows only: with a validation column its
+            # partitions need not be the input's (a filter on a literal prunes a union branch)
+            repartition=valid is not None or _needs_repartition(infos, n_workers))
         predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
         summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds, infos)
         return self._model_class(predictor, summary)
