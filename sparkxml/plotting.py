@@ -118,9 +118,9 @@ def plot_importance(model, importance_type: str = "gain", max_num_features: Opti
 
 def _histories(summary) -> dict:
     out = {}
-    for name, values in sorted(vars(summary).items()):
-        if name.endswith("History") and isinstance(values, (list, tuple, np.ndarray)) \
-                and len(values) > 0:
+    for name in sorted(dir(summary)):
+        values = getattr(summary, name, None) if name.endswith("History") else None
+        if isinstance(values, (list, tuple, np.ndarray)) and len(values) > 0:
             out[name[:-len("History")]] = np.asarray(values, float)
     return out
 
