@@ -3,19 +3,20 @@
 Everything in sparkxml that moves data between the driver and Spark as Arrow goes through
 these functions; estimators never call a version-specific API themselves. What differs:
 
-=========================  =====================================  ==================================
-operation                  PySpark >= 4.0 (classic and Connect)   PySpark 3.5
-=========================  =====================================  ==================================
-DataFrame -> ``pa.Table``  ``df.toArrow()``                       classic: ``df._collect_as_arrow()``;
-                                                                  Connect: the client's ``to_table``
-                                                                  (both private but stable in 3.5);
-                                                                  elsewhere: ``mapInArrow`` that
-                                                                  ships Arrow IPC bytes + ``collect``
-``pa.Table`` -> DataFrame  ``spark.createDataFrame(table)``       ``spark.range(k).mapInArrow`` whose
-                                                                  tasks emit the table from their
-                                                                  closure (3.5 cannot take a table:
-                                                                  CANNOT_INFER_SCHEMA_FOR_TYPE)
-=========================  =====================================  ==================================
+=========================  ==================================  ================================
+operation                  PySpark >= 4.0 (classic, Connect)   PySpark 3.5
+=========================  ==================================  ================================
+DataFrame -> ``pa.Table``  ``df.toArrow()``                    classic: ``_collect_as_arrow()``;
+                                                               Connect: the client's
+                                                               ``to_table`` (both private but
+                                                               stable in 3.5); otherwise a
+                                                               ``mapInArrow`` that ships Arrow
+                                                               IPC bytes, then ``collect``
+``pa.Table`` -> DataFrame  ``spark.createDataFrame(table)``    ``spark.range(k).mapInArrow``
+                                                               whose tasks emit the table from
+                                                               their closure (3.5 rejects a
+                                                               table: cannot infer its schema)
+=========================  ==================================  ================================
 
 Public functions (the estimators, readers and evaluators use only these):
 

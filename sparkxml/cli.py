@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Optional, Sequence
 
 from ._cli_common import check_model_path
 
@@ -167,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from .session import get_session
 

@@ -6,6 +6,8 @@ returns a predictor.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .persist import ModelFormatError, check_sparkxml, load_arrays, load_metadata
 
 __version__ = "0.1.0"
@@ -17,7 +19,7 @@ _LOADERS = {
 }
 
 
-def load_model(path: str):
+def load_model(path: str) -> Any:
     """Load a saved sparkxml model directory without Spark.
 
     Parameters
