@@ -2,6 +2,7 @@
 module, depends on numpy/numba/pyarrow/scipy only, and serves a saved model where pyspark
 cannot be imported."""
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -35,8 +36,12 @@ print("served", got.tolist())
 
 def test_serving_wheel_without_pyspark(tmp_path):
     wheels = tmp_path / "wheels"
+    # build from a clean copy: setuptools builds in place and would leave build/ behind
+    src_copy = tmp_path / "src"
+    shutil.copytree(KERNELS, src_copy, ignore=shutil.ignore_patterns(
+        "build", "*.egg-info", "__pycache__", "*.nbi", "*.nbc"))
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
-                        str(wheels), os.path.abspath(KERNELS)],
+                        str(wheels), str(src_copy)],
                        capture_output=True, text=True)
     if r.returncode != 0 and "No module named pip" in r.stderr:
         pytest.skip("pip is not available in this interpreter")
