@@ -25,9 +25,9 @@ whole by Spark (``spark.stage.maxConsecutiveAttempts``, default 4); a failed bar
 ResultStage would abort the job instead. Training is deterministic, so a retried stage yields
 the same model.
 
-Only DataFrame APIs are used (``repartition``, ``mapInArrow``, ``toArrow``), so this works over
-Spark Connect. ``load_fn`` and ``train_fn`` travel to the executors by cloudpickle: they must
-capture plain values, never an Estimator (``self``).
+Only DataFrame APIs are used (``repartition``, ``mapInArrow``, ``_compat.to_arrow``), so this
+works over Spark Connect. ``load_fn`` and ``train_fn`` travel to the executors by cloudpickle:
+they must capture plain values, never an Estimator (``self``).
 """
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
+
+from ._compat import to_arrow
 
 CHUNK_BYTES = 64 << 20
 
@@ -295,9 +297,8 @@ def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: 
     if repartition:
         df = df.repartition(int(num_workers))
     t0 = time.perf_counter()
-    out = (df.mapInArrow(task, RESULT_SCHEMA, barrier=True)
-           .repartition(1)  # makes the barrier stage a retryable ShuffleMapStage
-           .toArrow())
+    out = to_arrow(df.mapInArrow(task, RESULT_SCHEMA, barrier=True)
+                   .repartition(1))  # makes the barrier stage a retryable ShuffleMapStage
     seconds = time.perf_counter() - t0
     arrays, infos = decode_arrays(out)
     return BarrierResult(arrays, infos, seconds)

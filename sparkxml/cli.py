@@ -1,16 +1,20 @@
-"""Command line: ``sparkxml fastxml train|predict|evaluate|demo``.
+"""Command line: ``sparkxml fastxml train|predict|evaluate|demo``,
+``sparkxml gbt train|predict|evaluate`` and ``sparkxml lambdamart train|predict|evaluate``.
 
 Runs on local Spark by default (``--master``, default ``local[*]``); under ``spark-submit``
 it uses the cluster's master and configuration as given. Data files may be in the Extreme
 Classification Repository text format (``--format xc``, the default), the FastXML C++ sparse
 matrix files (``--format smat`` with ``--labels``), or Mulan sparse ARFF (``--format arff``
-with ``--xml``).
+with ``--xml``). The boosting commands read svmlight or TSV files (see ``_cli_boost``).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from typing import Optional, Sequence
+
+from ._cli_common import model_path_free
 
 
 def _read(spark, args, path, labels_path=None):
@@ -43,15 +47,6 @@ def _fastxml_params(args) -> dict:
     return dict(numTrees=args.num_trees, maxLeaf=args.max_leaf, labelsPerLeaf=args.labels_per_leaf,
                 logLossCoeff=args.log_loss_coeff, bias=args.bias, seed=args.seed,
                 numWorkers=args.num_workers)
-
-
-def _model_path_free(args) -> None:
-    """Before any work: refuse to train into an existing --model unless --overwrite."""
-    from sparkxml_kernels import persist
-
-    if not args.overwrite and persist.exists(args.model):
-        raise FileExistsError(f"--model {args.model} already exists; pass --overwrite to "
-                              f"replace it (nothing was trained)")
 
 
 def cmd_train(spark, args):
@@ -153,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--model", required=True, help="directory to save the model to")
     t.add_argument("--overwrite", action="store_true",
                    help="replace --model if it exists (checked before training)")
-    t.set_defaults(fn=cmd_train, check=_model_path_free)
+    t.set_defaults(fn=cmd_train, check=model_path_free)
     pr = cmds.add_parser("predict", help="write top-k label:score lines")
     data_args(pr)
     pr.add_argument("--model", required=True)
@@ -171,10 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--model", default=None, help="where to save (default: a temp dir)")
     train_args(d)
     d.set_defaults(fn=cmd_demo)
+    from ._cli_boost import add_parsers
+
+    add_parsers(algos)
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from .session import get_session
 
@@ -182,7 +180,7 @@ def main(argv=None) -> int:
         if getattr(args, "check", None) is not None:
             args.check(args)  # before Spark starts: a wrong argument fails in a second
         spark = get_session(master=args.master, remote=args.remote,
-                            app_name=f"sparkxml-{args.cmd}")
+                            app_name=f"sparkxml-{args.algo}-{args.cmd}")
         args.fn(spark, args)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError) as e:
         print(f"sparkxml: error: {e}", file=sys.stderr)

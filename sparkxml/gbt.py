@@ -43,6 +43,7 @@ from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, MAX_OUTPUTS, TreeEnsemblePredictor
 
 from ._barrier import RESULT_SCHEMA, decode_arrays, run_barrier_training
+from ._compat import to_arrow
 from ._gbt_tasks import (ROW_ID, _address_hook, _make_load_fn, _make_predict_fn,
                          _make_sketch_task, _make_train_fn, _spec_columns)
 from .base import SparkXMLEstimator, SparkXMLModel
@@ -221,7 +222,7 @@ def _sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed):
     if fraction < 1.0:
         src = src.sample(withReplacement=False, fraction=fraction, seed=int(seed) & 0x7FFFFFFF)
     fn = _make_sketch_task(spec, weight, stats["d"], max_bins, _SKETCH_CHUNK_VALUES)
-    table = src.mapInArrow(fn, RESULT_SCHEMA).toArrow()
+    table = to_arrow(src.mapInArrow(fn, RESULT_SCHEMA))
     ranks = table.column("rank").to_numpy()
     sketches, infos = [], []
     for r in sorted(set(ranks.tolist())):
@@ -386,7 +387,9 @@ class _GBTEstimator(SparkXMLEstimator):
         result = run_barrier_training(
             df, n_workers, _make_load_fn(spec, label, weight, valid, edges, d),
             _make_train_fn(edges, params, fault), timeout_s=self.getTimeoutSeconds(),
-            repartition=_needs_repartition(infos, n_workers),
+            # the sketch ran on the training rows only: with a validation column its
+            # partitions need not be the input's (a filter on a literal prunes a union branch)
+            repartition=valid is not None or _needs_repartition(infos, n_workers),
             on_addresses=_address_hook(fault))
         predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
         summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds, infos)

@@ -102,7 +102,7 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
     sigma : float, default 1.0
         Steepness of the pair sigmoid.
     lambdarankNorm : bool, default True
-        LightGBM's ``lambdarank_norm``: scale pair weights by 1 / (0.01 + |score gap|) and
+        LightGBM's ``lambdarank_norm``: scale pair weights by ``1 / (0.01 + |score gap|)`` and
         the query's lambdas by log2(1 + S) / S.
     evalMetric : str, default "ndcg@10"
         Validation metric: ``ndcg@k`` or ``map@k``.

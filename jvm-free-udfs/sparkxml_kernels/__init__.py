@@ -6,6 +6,8 @@ returns a predictor.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .persist import (LOAD_ERRORS, ModelFormatError, as_format_error, check_sparkxml,
                       load_arrays, load_metadata)
 
@@ -20,7 +22,7 @@ _LOADERS = {
 }
 
 
-def load_model(path: str):
+def load_model(path: str) -> Any:
     """Load a saved sparkxml model directory without Spark.
 
     Parameters

@@ -678,3 +678,70 @@ def read_arff_multilabel(arff_path, xml_path):
     X_indptr, X_indices, X_data = _csr(body, rows[keep_f], feat_of[attr[keep_f]],
                                        _narrow(vals[keep_f], VALUE), n)
     return X_indptr, X_indices, X_data, Y_indptr, Y_indices, int((label_of < 0).sum()), names
+
+
+# --------------------------------------------------------------------------- dense TSV
+def _tsv_row(s: str, n_cols=None, delimiter: str = "\t") -> list:
+    """Parse one dense line: label, then one value a feature; an empty field is missing."""
+    toks = s.rstrip("\r\n").split(delimiter)
+    if n_cols is not None and len(toks) != n_cols:
+        raise ValueError(f"{len(toks)} fields, the first row has {n_cols}")
+    if not toks[0].strip():
+        raise ValueError("the label (first field) is empty")
+    vals = [_num(toks[0].strip(), "label")]
+    vals += [_num(t.strip(), "value") if t.strip() else float("nan") for t in toks[1:]]
+    return vals
+
+
+def read_tsv(path, query_path=None, delimiter: str = "\t"):
+    """Read a dense delimited text file, label first (LightGBM's ``binary.train`` layout).
+
+    Parameters
+    ----------
+    path : str or path-like
+        One row a line: ``label<TAB>x1<TAB>x2...``, no header; every row has the same number
+        of fields; an empty field (or ``nan``) is a missing value; blank lines are skipped.
+    query_path : str or path-like, optional
+        LightGBM ``.query`` file of group sizes (as in ``read_svmlight``).
+    delimiter : str, default tab
+
+    Returns
+    -------
+    labels : float64 (n,)
+    qid : int64 (n,) or None
+    X : float64 (n, d), NaN where missing
+    """
+    import pyarrow.csv as pacsv
+
+    raw = _read_bytes(path)
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(raw),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(null_values=[""], strings_can_be_null=True))
+        cols = [pc.cast(c, pa.float64()) for c in table.columns]
+        X = np.column_stack([pc.fill_null(c, np.nan).to_numpy(zero_copy_only=False)
+                             for c in cols]) if cols else np.zeros((0, 0))
+        labels_ok = table.num_rows == 0 or cols[0].null_count == 0
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        labels_ok, X = False, None
+    if X is None or not labels_ok:
+        # locate and name the first bad line with the per-line parser
+        n_cols = None
+        for j, s in enumerate(raw.decode("utf-8", "replace").split("\n")):
+            if not s.strip():
+                continue
+            try:
+                n_cols = n_cols or len(s.rstrip("\r\n").split(delimiter))
+                _tsv_row(s, n_cols, delimiter)
+            except ValueError as e:
+                _fail(path, j + 1, str(e))
+        raise ValueError(f"{path}: not a delimited numeric file")  # pragma: no cover
+    if X.shape[1] < 2:
+        raise ValueError(f"{path}: a row needs a label and at least one feature, got "
+                         f"{X.shape[1]} field(s)")
+    labels = np.ascontiguousarray(X[:, 0])
+    X = np.ascontiguousarray(X[:, 1:])
+    qid = _read_query(query_path, len(labels)) if query_path is not None else None
+    return labels, qid, X
