@@ -14,6 +14,9 @@ __version__ = "0.1.0"
 _LOADERS = {
     "fastxml": "sparkxml_kernels.fastxml.predictor:FastXMLPredictor.from_directory",
     "gbt": "sparkxml_kernels.gbt.predictor:TreeEnsemblePredictor.from_directory",
+    "fm": "sparkxml_kernels.fm.predictor:FMPredictor.from_directory",
+    "gbfm": "sparkxml_kernels.fm.predictor:GBFMPredictor.from_directory",
+    "fields": "sparkxml_kernels.fm.fields:FieldVocabulary.from_directory",
 }
 
 
@@ -29,7 +32,10 @@ def load_model(path: str):
     -------
     predictor
         For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
-        (labels int32 (n, k), scores float32 (n, k)), best first.
+        (labels int32 (n, k), scores float32 (n, k)), best first. For FM / GBFM an
+        ``FMPredictor`` / ``GBFMPredictor`` (``predict(X)``: values, or (n, 2) class
+        probabilities); for a ``FieldEncoderModel`` a ``FieldVocabulary``
+        (``encode(columns)`` -> CSR).
 
     Raises
     ------
