@@ -49,11 +49,13 @@ def _take_rows(indptr, indices, data, order, out_indptr, out_indices, out_data):
 
 
 def sort_rows(indptr, indices, data, order):
-    """CSR rows permuted by ``order`` (int64 (n,)): row r of the result is row order[r]."""
+    """CSR rows permuted (or selected) by ``order`` (int64 (r,)): row i of the result is row
+    order[i]."""
     order = np.ascontiguousarray(order, np.int64)
+    nnz = int(np.sum(indptr[order + 1] - indptr[order])) if order.size else 0
     out_indptr = np.zeros(order.size + 1, INDPTR)
-    out_indices = np.empty(indices.size, INDEX)
-    out_data = np.empty(data.size, FLOAT)
+    out_indices = np.empty(nnz, INDEX)
+    out_data = np.empty(nnz, FLOAT)
     _take_rows(indptr, indices, data, order, out_indptr, out_indices, out_data)
     return out_indptr, out_indices, out_data
 

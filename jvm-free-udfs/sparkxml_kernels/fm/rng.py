@@ -113,7 +113,6 @@ def ndtri(p):
         e = 0.5 * math.erfc(-x * _SQRT1_2) - p
     else:
         e = (1.0 - p) - 0.5 * math.erfc(x * _SQRT1_2)
-        e = -e
     u = e * _SQRT2PI * math.exp(0.5 * x * x)
     return x - u / (1.0 + 0.5 * x * u)
 
