@@ -48,7 +48,7 @@ def add_setters(cls, names):
 
 def data_checks(dataset, fcol, label, weight, valid, classification: bool) -> dict:
     """The checks job (see the module docstring); raises ValueError naming the column."""
-    cols = [fcol, label] + [c for c in (weight, valid) if c]
+    cols = list(dict.fromkeys([fcol, label] + [c for c in (weight, valid) if c]))
     rows = dataset.select(*cols).mapInArrow(
         make_stats_task(fcol, label, weight, valid, classification), STATS_SCHEMA).collect()
     r = {k: sum((row[k] or 0) for row in rows) for k in ("n", "nnz", "label_null",
@@ -171,6 +171,9 @@ class FMEstimatorBase(SparkXMLEstimator):
     def _train_params(self, stats: dict) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _check_params(self, weight, valid) -> None:
+        """Checks that need no data (run before any Spark job)."""
+
     def _check_schema(self, dataset, fcol, label, weight, valid):
         numeric = (T.NumericType,)
         check_vector_column(dataset, fcol)
@@ -190,6 +193,7 @@ class FMEstimatorBase(SparkXMLEstimator):
         valid = (self._opt(self.validationIndicatorCol) or None
                  if self.hasParam("validationIndicatorCol") else None)
         self._check_schema(dataset, fcol, label, weight, valid)
+        self._check_params(weight, valid)
         n_workers = self._opt(self.numWorkers)
         if n_workers is not None:
             _check_slots(spark, n_workers)
@@ -198,16 +202,18 @@ class FMEstimatorBase(SparkXMLEstimator):
         n_workers = _workers_for(spark, stats, valid, n_workers)
         params = dict(self._train_params(stats), task=self._task)
         checks_seconds = time.perf_counter() - t0
+        # fixed internal names: the label may also serve as weight or be named like a param
         key_cols = [F.col(fcol), F.col(label)] + ([F.col(weight)] if weight else [])
-        cols = [F.col(fcol), F.col(label).cast("double").alias(label)]
+        cols = [F.col(fcol).alias("f"), F.col(label).cast("double").alias("y")]
         if weight:
-            cols.append(F.col(weight).cast("double").alias(weight))
+            cols.append(F.col(weight).cast("double").alias("w"))
         if valid:
-            cols.append(F.col(valid))
+            cols.append(F.col(valid).alias("v"))
         cols.append(F.xxhash64(*key_cols).alias(KEY))
         df = dataset.select(*cols).repartition(int(n_workers), F.col(KEY))
         result = run_barrier_training(
-            df, n_workers, make_load_fn(fcol, label, weight, valid, stats["d"]),
+            df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,
+                                        "v" if valid else None, stats["d"], column="f"),
             make_train_fn(self._kind, params), timeout_s=self.getTimeoutSeconds(),
             repartition=False)
         summary = FMTrainingSummary._from_fit(result, checks_seconds)

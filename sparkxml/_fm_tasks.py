@@ -77,9 +77,11 @@ def make_stats_task(fcol, label, weight, valid, classification: bool):
     return stats
 
 
-def make_load_fn(fcol, label, weight, valid, d: int):
+def make_load_fn(fcol, label, weight, valid, d: int, column=None):
     """The barrier task's loader: Arrow batches -> CSR (float64 values), labels, weights,
-    content keys and the validation flags, all in arrival order."""
+    content keys and the validation flags, all in arrival order. ``column``: the name of the
+    vector column in the batches when it differs from ``fcol`` (used in messages)."""
+    column = column or fcol
 
     def load(batches, rank, world):
         ip, ix, dv, ys, ws, ks, vs = [], [], [], [], [], [], []
@@ -87,7 +89,7 @@ def make_load_fn(fcol, label, weight, valid, d: int):
         for b in batches:
             if b.num_rows == 0:
                 continue
-            indptr, indices, data, _ = arrow_io.vectors_to_csr(_column(b, fcol), fcol,
+            indptr, indices, data, _ = arrow_io.vectors_to_csr(_column(b, column), fcol,
                                                                num_features=d,
                                                                value_dtype=np.float64)
             ip.append(indptr[1:] + offset)

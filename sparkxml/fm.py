@@ -61,10 +61,8 @@ class _FMClassifierParams(_FMParams, HasRawPredictionCol, HasProbabilityCol):
 class _FMEstimator(FMEstimatorBase):
     _kind = "fm"
 
-    def _train_params(self, stats: dict) -> dict:
-        solver = self.getSolver()
-        weight = self._opt(self.weightCol)
-        if solver == "mcmc":
+    def _check_params(self, weight, valid):
+        if self.getSolver() == "mcmc":
             if self.getBurnIn() >= self.getMaxIter():
                 raise ValueError(f"burnIn={self.getBurnIn()} must be below maxIter="
                                  f"{self.getMaxIter()}: no MCMC sample would be kept")
@@ -72,6 +70,9 @@ class _FMEstimator(FMEstimatorBase):
                 raise ValueError("weightCol is not supported by solver 'mcmc' for "
                                  "classification (the probit likelihood has no row weights); "
                                  "use solver 'als' or 'adamw'")
+
+    def _train_params(self, stats: dict) -> dict:
+        solver = self.getSolver()
         fs = self._opt(self.fieldStarts)
         if fs is not None:
             fs = check_field_starts(fs, stats["d"])

@@ -58,16 +58,18 @@ class _GBFMClassifierParams(_GBFMParams, HasRawPredictionCol, HasProbabilityCol)
 class _GBFMEstimator(FMEstimatorBase):
     _kind = "gbfm"
 
-    def _train_params(self, stats: dict) -> dict:
+    def _check_params(self, weight, valid):
         if not self.isDefined(self.fieldStarts) or self._opt(self.fieldStarts) is None:
             raise ValueError("fieldStarts is required: GBFM chooses pairs of fields (e.g. "
                              "from sparkxml.fields.FieldEncoder's fieldStarts)")
-        fs = check_field_starts(self.getFieldStarts(), stats["d"])
-        if len(fs) < 2:
-            raise ValueError(f"fieldStarts={fs!r}: GBFM needs at least two fields")
-        valid = self._opt(self.validationIndicatorCol)
+        if len(self.getFieldStarts()) < 2:
+            raise ValueError(f"fieldStarts={self.getFieldStarts()!r}: GBFM needs at least two "
+                             f"fields")
         if self.getEarlyStoppingRounds() > 0 and not valid:
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
+
+    def _train_params(self, stats: dict) -> dict:
+        fs = check_field_starts(self.getFieldStarts(), stats["d"])
         return {"fieldStarts": fs, "numStages": self.getNumStages(),
                 "stepSize": self.getStepSize(), "factorSize": self.getFactorSize(),
                 "maxIter": self.getMaxIter(), "regParam": self.getRegParam(),
