@@ -27,23 +27,11 @@ from ._barrier import run_barrier_training
 from ._fm_tasks import (KEY, STATS_SCHEMA, make_load_fn, make_predict_fn, make_stats_task,
                         make_train_fn)
 from ._spark_utils import check_column, check_vector_column
-from .base import SparkXMLEstimator, SparkXMLModel
+from .base import SparkXMLEstimator, SparkXMLPredictorModel
+from .gbt import _add_setters as add_setters
 from .gbt import _check_slots, _workers_for
 
 __all__ = ["FMTrainingSummary", "FMEstimatorBase", "FMModelBase", "add_setters"]
-
-
-def add_setters(cls, names):
-    """Add ``setX`` methods for params ``names`` (those not already defined)."""
-    for name in names:
-        setter = "set" + name[0].upper() + name[1:]
-        if not hasattr(cls, setter):
-            def _set(self, value, _name=name):
-                return self._set(**{_name: value})
-            _set.__name__ = setter
-            _set.__doc__ = f"Set ``{name}``."
-            setattr(cls, setter, _set)
-    return cls
 
 
 def data_checks(dataset, fcol, label, weight, valid, classification: bool) -> dict:
@@ -221,68 +209,16 @@ class FMEstimatorBase(SparkXMLEstimator):
 
 
 # ============================================================================ models
-class FMModelBase(SparkXMLModel):
+class FMModelBase(SparkXMLPredictorModel):
     """Shared by FM and GBFM models: the JVM-free predictor, transform and persistence.
     Subclasses set ``_predictor_class`` and ``_task``."""
 
-    _predictor_class = None
+    _summary_class = FMTrainingSummary
     _task = "regression"
-
-    def __init__(self):
-        super().__init__()
-        self._predictor = None
-        self._summary = None
 
     @classmethod
     def _create(cls, arrays: dict, summary=None):
-        model = cls()
-        model._predictor = cls._predictor_class.from_arrays(arrays)
-        model._summary = summary
-        return model
-
-    @property
-    def predictor(self):
-        """The JVM-free predictor (``predict(X)``, ``predict_raw(X)`` on numpy / CSR input)."""
-        return self._predictor
-
-    @property
-    def numFeatures(self) -> int:
-        return int(self._predictor.n_features)
-
-    @property
-    def hasSummary(self) -> bool:
-        return self._summary is not None
-
-    @property
-    def summary(self) -> FMTrainingSummary:
-        if self._summary is None:
-            raise RuntimeError("no training summary available for this model")
-        return self._summary
-
-    def _save_arrays(self) -> dict:
-        arrays = dict(self._predictor.to_arrays())
-        if self._summary is not None:
-            arrays.update(self._summary._to_arrays())
-        return arrays
-
-    @classmethod
-    def _from_arrays(cls, arrays: dict, path: str):
-        from sparkxml_kernels.persist import ModelFormatError
-
-        try:
-            predictor = cls._predictor_class.from_arrays(arrays)
-        except (ValueError, KeyError, IndexError) as e:
-            raise ModelFormatError(f"{path}: {e}") from None
-        model = cls()
-        model._predictor = predictor
-        model._summary = FMTrainingSummary._from_arrays(arrays)
-        return model
-
-    def copy(self, extra=None):
-        that = super().copy(extra)
-        that._predictor = self._predictor
-        that._summary = self._summary
-        return that
+        return cls(cls._predictor_class.from_arrays(arrays), summary)
 
     def _outputs(self):
         if self._task == "regression":

@@ -18,7 +18,7 @@ from numba import njit
 from .._dtypes import FLOAT
 from .als import init_params
 from .rng import STREAM_BATCH, uniforms
-from .solver import LOGISTIC, SQUARED
+from .solver import LOGISTIC, SQUARED, logistic_parts
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
@@ -53,14 +53,7 @@ def batch_gradient(batch, indptr, indices, data, y, w, loss, w0, wl, Vt, grad):
             dl = e
             lv = 0.5 * e * e
         else:
-            if m >= 0:
-                z = math.exp(-m)
-                pr = 1.0 / (1.0 + z)
-                sp = m + math.log1p(z)
-            else:
-                z = math.exp(m)
-                pr = z / (1.0 + z)
-                sp = math.log1p(z)
+            pr, sp = logistic_parts(m)
             dl = pr - y[i]
             lv = sp - y[i] * m
         c = w[i] * dl

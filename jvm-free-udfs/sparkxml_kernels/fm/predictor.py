@@ -51,6 +51,7 @@ from numba import njit
 from .._dtypes import FLOAT
 from ..gbt._input import csr_parts, dense, is_csr
 from .rng import ndtri, norm_cdf
+from .solver import logistic_parts
 
 LINKS = {"identity": 0, "logistic": 1, "probit": 2}
 FM_KEYS = ("w0", "w", "V", "link", "n_features")
@@ -66,10 +67,7 @@ def _link(y, link):
     if link == 0:
         return y
     if link == 1:
-        if y >= 0:
-            return 1.0 / (1.0 + math.exp(-y))
-        e = math.exp(y)
-        return e / (1.0 + e)
+        return logistic_parts(y)[0]
     return norm_cdf(y)
 
 

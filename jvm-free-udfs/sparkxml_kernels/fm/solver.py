@@ -26,6 +26,16 @@ __all__ = ["residual_sums", "RowCache", "NewtonRule", "GibbsRule", "update_block
 
 
 @njit(cache=True, nogil=True)
+def logistic_parts(m):
+    """(sigmoid(m), log(1 + exp(m))) without overflow."""
+    if m >= 0:
+        z = math.exp(-m)
+        return 1.0 / (1.0 + z), m + math.log1p(z)
+    z = math.exp(m)
+    return z / (1.0 + z), math.log1p(z)
+
+
+@njit(cache=True, nogil=True)
 def _loss_terms(loss, pred, y, w, c1, c2):
     """c1 = w l'(pred), c2 = w l''(pred); returns sum w l(pred)."""
     s = 0.0
@@ -37,14 +47,7 @@ def _loss_terms(loss, pred, y, w, c1, c2):
             c2[i] = w[i]
             s += 0.5 * w[i] * e * e
         else:
-            if m >= 0:
-                z = math.exp(-m)
-                p = 1.0 / (1.0 + z)
-                sp = m + math.log1p(z)
-            else:
-                z = math.exp(m)
-                p = z / (1.0 + z)
-                sp = math.log1p(z)
+            p, sp = logistic_parts(m)
             c1[i] = w[i] * (p - y[i])
             h = p * (1.0 - p)
             c2[i] = w[i] * (h if h > 1e-16 else 1e-16)
