@@ -2,8 +2,8 @@
 
 Factorization machines and GBFM take a sparse vector whose features are grouped in fields (a
 user id, an item id, an age band, genres...). ``FieldEncoder(inputCols=[...]).fit(df)`` learns
-each column's categories (one job per column: ``groupBy(col).count()``, most frequent first,
-ties by value) and the model's ``transform`` adds ``outputCol``: a SparseVector with 1.0 at
+each column's categories (one job: a ``groupBy`` count of (column, category) pairs; most
+frequent first, ties by value) and the model's ``transform`` adds ``outputCol``: a SparseVector with 1.0 at
 each row's category of every column, columns side by side in ``inputCols`` order. The model's
 ``fieldStarts`` goes straight to ``GBFMRegressor(fieldStarts=...)`` (and to ``FMRegressor`` for
 per-field MCMC priors).
@@ -85,19 +85,29 @@ class FieldEncoder(SparkXMLEstimator, _FieldEncoderParams):
         cols = list(self.getInputCols())
         if len(set(cols)) != len(cols):
             raise ValueError(f"inputCols: {cols} names a column twice")
-        vocabs = []
-        for c in cols:
+        # one job for all columns: (column index, category as a string) -> count
+        parts, bases = [], []
+        for k, c in enumerate(cols):
             t, base = _element_type(dataset, c)
             values = F.explode(F.col(c)) if isinstance(t, T.ArrayType) else F.col(c)
-            rows = (dataset.select(values.alias("v")).where(F.col("v").isNotNull())
-                    .groupBy("v").count().collect())
-            if not rows:
+            if isinstance(base, T.BooleanType):
+                values = values.cast("int")
+            parts.append(dataset.select(F.lit(k).alias("c"), values.cast("string").alias("v")))
+            bases.append(base)
+        union = parts[0]
+        for part in parts[1:]:
+            union = union.unionByName(part)
+        rows = union.where(F.col("v").isNotNull()).groupBy("c", "v").count().collect()
+        vocabs = []
+        for k, c in enumerate(cols):
+            mine = [r for r in rows if r["c"] == k]
+            if not mine:
                 raise ValueError(f"inputCols: column '{c}' holds no non-null value")
-            if isinstance(base, T.StringType):
-                vals = np.array([r["v"] for r in rows], dtype=str)
+            if isinstance(bases[k], T.StringType):
+                vals = np.array([r["v"] for r in mine], dtype=str)
             else:
-                vals = np.array([int(r["v"]) for r in rows], dtype=np.int64)
-            counts = np.array([r["count"] for r in rows], np.int64)
+                vals = np.array([int(r["v"]) for r in mine], dtype=np.int64)
+            counts = np.array([r["count"] for r in mine], np.int64)
             vocabs.append(vals[np.lexsort((vals, -counts))])  # most frequent first
         model = FieldEncoderModel._create(FieldVocabulary(vocabs, cols))
         return model
