@@ -92,8 +92,9 @@ _DOC_PARAMS = """
         Spark ML vector column (sparse or dense; finite values), all of one size.
     labelCol : str, default "label"
     weightCol : str, optional
-        Non-negative row weights (MCMC regression: the row's noise precision scale; not
-        available for MCMC classification).
+        Non-negative row weights: a row of weight w counts as w copies of the row (in MCMC
+        regression it scales the row's noise precision). Not available for MCMC
+        classification.
     factorSize : int, default 8
         Rank k of the pairwise interactions.
     solver : {"mcmc", "als", "adamw"}, default "mcmc"

@@ -211,3 +211,20 @@ def test_field_vocabulary_encodes_keep_skip_error():
         voc.encode([pa.array(["a", "a", "zz"])] + cols[1:], "error")
     again = FieldVocabulary.from_arrays(voc.to_arrays())
     np.testing.assert_array_equal(again.encode(cols)[1], voc.encode(cols)[1])
+
+
+@pytest.mark.parametrize("solver,task", [("als", "classification"), ("mcmc", "regression")])
+def test_integer_row_weights_equal_repeated_rows(solver, task):
+    X, _ = _one_hot(150, [4, 3], seed=13)
+    r = np.random.default_rng(2)
+    y = X @ r.normal(size=X.shape[1]) + 0.1 * r.normal(size=150)
+    if task == "classification":
+        y = (y > np.median(y)).astype(float)
+    w = r.integers(1, 3, 150).astype(float)
+    rep = np.repeat(np.arange(150), w.astype(int))
+    params = dict(BASE, solver=solver, task=task, maxIter=4, burnIn=0)
+    weighted, _ = _fit(X, y, params, w=w)
+    repeated, _ = _fit(X[rep], y[rep], params)
+    # the same objective (ALS) or the same full conditionals and draws (MCMC)
+    for key in ("w0", "w", "V"):
+        np.testing.assert_allclose(weighted[key], repeated[key], rtol=1e-4, atol=1e-5)

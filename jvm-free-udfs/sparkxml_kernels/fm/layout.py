@@ -15,8 +15,9 @@ smallest feature id ``b > a`` that follows ``a`` in some row (rows have sorted i
 contiguous range ``[s, e)`` is a block exactly when ``min(next[s:e]) >= e``, and
 :func:`exclusive_segments` cuts ``[0, d)`` greedily into the fewest such ranges. One-hot
 fields laid out side by side come out as (unions of) the fields; a dense vector gives one
-block per feature. The per-rank ``next`` arrays are combined by an element-wise minimum, so
-the blocks depend on the data only, not on how it is partitioned.
+block per feature. The per-rank ``next`` arrays are combined by an element-wise minimum (an
+all-gather of world x d int32, ``solver.allreduce_min``), so the blocks depend on the data
+only, not on how it is partitioned.
 
 Entry lists
 -----------

@@ -2,7 +2,8 @@
 
 Model and priors (libFM, TIST 2012; the constants are myFM's defaults):
 
-* y_i ~ N(ŷ(x_i), 1 / (α w_i)) for regression (w_i: row weight, 1 by default); for binary
+* y_i ~ N(ŷ(x_i), 1 / (α w_i)) for regression (w_i: row weight, 1 by default: a row of
+  integer weight w is sampled as w copies of the row); for binary
   classification a probit model: a latent z_i ~ N(ŷ(x_i), 1) with y_i = [z_i > 0], α = 1;
 * w0 ~ N(0, 1 / reg0) with reg0 = 1;
 * w_j ~ N(μ_w[g], 1/λ_w[g]) and v_jf ~ N(μ_v[g, f], 1/λ_v[g, f]), g the group of feature j
@@ -88,7 +89,7 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
     rows = RowCache(y, weights, SQUARED, pred)
     z = np.empty(data.n, FLOAT)
-    n_total, w_total = total(coll, data.n, rows.w.sum())
+    (w_total,) = total(coll, rows.w.sum())
     all_blocks = range(data.n_blocks)
     samples_w0, samples_w, samples_V = [], [], []
     hist = {"train_rmse": [], "alpha": [], "seconds": []}
@@ -102,7 +103,8 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
         if classify:
             alpha = 1.0
         else:
-            alpha = float(rng.gamma((ALPHA_0 + n_total) / 2.0, 2.0 / (BETA_0 + sq)))
+            # a row of weight w counts as w copies of the row (shape: sum of weights)
+            alpha = float(rng.gamma((ALPHA_0 + w_total) / 2.0, 2.0 / (BETA_0 + sq)))
             hist["train_rmse"].append(float(np.sqrt(sq / max(w_total, 1e-300))))
         hist["alpha"].append(alpha)
         if fit_w0:
