@@ -27,7 +27,7 @@ from numba import njit
 from .._dtypes import FLOAT
 from ..gbt.booster import _splitmix64, row_uniforms
 
-__all__ = ["param_rng", "row_ids", "row_uniforms", "ndtri", "norm_cdf", "truncated_normal",
+__all__ = ["param_rng", "row_ids", "row_uniforms", "ndtri", "ndtri_array", "norm_cdf", "truncated_normal",
            "truncated_normal_naive", "occurrences"]
 
 # stream tags: which purpose a per-row uniform serves (mixed into the seed)
@@ -115,6 +115,15 @@ def ndtri(p):
         e = (1.0 - p) - 0.5 * math.erfc(x * _SQRT1_2)
     u = e * _SQRT2PI * math.exp(0.5 * x * x)
     return x - u / (1.0 + 0.5 * x * u)
+
+
+@njit(cache=True, nogil=True)
+def ndtri_array(p):
+    """:func:`ndtri` of every element of a float64 array."""
+    out = np.empty_like(p)
+    for i in range(p.shape[0]):
+        out[i] = ndtri(p[i])
+    return out
 
 
 @njit(cache=True, nogil=True)
