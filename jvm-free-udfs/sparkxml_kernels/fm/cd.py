@@ -38,6 +38,21 @@ __all__ = ["LINEAR", "FACTOR", "CROSS", "NEWTON", "GIBBS", "block_stats", "block
            "feature_stats_naive", "newton_update", "gaussian_update"]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _entry(vals, p, mode, qh, i, v, j):
+    """(x, h) of entry p (row i, block-local feature j) for the mode; ``v``: the block's
+    parameters (FACTOR). ``vals`` None: every value is 1.0."""
+    if vals is None:
+        x = 1.0
+    else:
+        x = vals[p]
+    if mode == 0:
+        return x, x
+    if mode == 1:
+        return x, x * (qh[i] - v[j] * x)
+    return x, x * qh[i]
+
+
 @njit(cache=True, nogil=True)
 def block_stats(lo, hi, rows, feats, vals, base, mode, qh, vcol, c1, c2, r, out):
     """out[0, j - base] += sum c2 h^2, out[1, j - base] += sum (c1 + c2 r) h over entries
@@ -53,16 +68,7 @@ def block_stats(lo, hi, rows, feats, vals, base, mode, qh, vcol, c1, c2, r, out)
     for p in range(lo, hi):
         i = rows[p]
         j = feats[p] - base
-        if vals is None:
-            x = 1.0
-        else:
-            x = vals[p]
-        if mode == 0:
-            h = x
-        elif mode == 1:
-            h = x * (qh[i] - vcol[j] * x)
-        else:
-            h = x * qh[i]
+        _, h = _entry(vals, p, mode, qh, i, vcol, j)
         if c2 is None:
             a = h
         else:
@@ -83,19 +89,10 @@ def block_apply(lo, hi, rows, feats, vals, base, mode, qh, vold, delta, r, qupd)
     for p in range(lo, hi):
         i = rows[p]
         j = feats[p] - base
-        if vals is None:
-            x = 1.0
-        else:
-            x = vals[p]
-        dx = delta[j] * x
-        if mode == 0:
-            r[i] += dx
-        elif mode == 1:
-            r[i] += dx * (qh[i] - vold[j] * x)
-            qupd[i] += dx
-        else:
-            r[i] += dx * qh[i]
-            qupd[i] += dx
+        x, h = _entry(vals, p, mode, qh, i, vold, j)
+        r[i] += delta[j] * h
+        if mode != 0:
+            qupd[i] += delta[j] * x
 
 
 NEWTON, GIBBS = 0, 1
