@@ -151,3 +151,59 @@ class SparkXMLModel(Model, SparkXMLParams):
 
     def _transform_validated(self, dataset):  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+class SparkXMLPredictorModel(SparkXMLModel):
+    """A model that is one JVM-free predictor plus an optional training summary.
+
+    Subclasses set ``_predictor_class`` (``from_arrays(dict)``, ``to_arrays()``,
+    ``n_features``) and ``_summary_class`` (``_from_arrays(dict)`` -> summary or None,
+    ``_to_arrays()``); the saved arrays are the predictor's plus the summary's.
+    """
+
+    _predictor_class = None
+    _summary_class = None
+
+    def __init__(self, predictor=None, summary=None):
+        super().__init__()
+        self._predictor = predictor
+        self._summary = summary
+
+    @property
+    def predictor(self):
+        """The JVM-free predictor (``sparkxml_kernels``; numpy / CSR input)."""
+        return self._predictor
+
+    @property
+    def numFeatures(self) -> int:
+        return int(self._predictor.n_features)
+
+    @property
+    def hasSummary(self) -> bool:
+        return self._summary is not None
+
+    @property
+    def summary(self):
+        if self._summary is None:
+            raise RuntimeError("no training summary available for this model")
+        return self._summary
+
+    def _save_arrays(self) -> dict:
+        arrays = dict(self._predictor.to_arrays())
+        if self._summary is not None:
+            arrays.update(self._summary._to_arrays())
+        return arrays
+
+    @classmethod
+    def _from_arrays(cls, arrays: dict, path: str):
+        try:
+            predictor = cls._predictor_class.from_arrays(arrays)
+        except (ValueError, KeyError, IndexError) as e:
+            raise persist.ModelFormatError(f"{path}: {e}") from None
+        return cls(predictor, cls._summary_class._from_arrays(arrays))
+
+    def copy(self, extra=None):
+        that = super().copy(extra)
+        that._predictor = self._predictor
+        that._summary = self._summary
+        return that

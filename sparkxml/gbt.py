@@ -46,7 +46,7 @@ from ._barrier import RESULT_SCHEMA, decode_arrays, run_barrier_training
 from ._compat import to_arrow
 from ._gbt_tasks import (ROW_ID, _address_hook, _make_load_fn, _make_predict_fn,
                          _make_sketch_task, _make_train_fn, _spec_columns)
-from .base import SparkXMLEstimator, SparkXMLModel
+from .base import SparkXMLEstimator, SparkXMLPredictorModel
 from .params import (HasColsampleByTree, HasEarlyStoppingRounds, HasEvalMetric,
                      HasFeaturesCol, HasFeaturesCols, HasGrowPolicy, HasLabelCol, HasMaxBins,
                      HasMaxDepth, HasMaxIter, HasMaxLeaves, HasMinChildWeight, HasMinSplitLoss,
@@ -634,26 +634,13 @@ _add_setters(GBTClassifier, _COMMON_PARAMS + _CLASSIFIER_PARAMS)
 
 
 # ============================================================================ models
-class _GBTModelBase(SparkXMLModel):
+class _GBTModelBase(SparkXMLPredictorModel):
     _model_kind = "gbt"
     _required_arrays = tuple(k for k in ARRAY_KEYS if k != "tree_outputs")
-
-    def __init__(self, predictor: TreeEnsemblePredictor | None = None,
-                 summary: GBTTrainingSummary | None = None):
-        super().__init__()
-        self._predictor = predictor
-        self._summary = summary
+    _predictor_class = TreeEnsemblePredictor
+    _summary_class = GBTTrainingSummary
 
     # ------------------------------------------------------------------ attributes
-    @property
-    def predictor(self) -> TreeEnsemblePredictor:
-        """The JVM-free predictor (``predict_raw(X)`` on numpy / CSR input)."""
-        return self._predictor
-
-    @property
-    def numFeatures(self) -> int:
-        return int(self._predictor.n_features)
-
     @property
     def getNumTrees(self) -> int:
         """Number of trees (rounds x classes for multiclass), as pyspark's GBT models."""
@@ -667,39 +654,6 @@ class _GBTModelBase(SparkXMLModel):
     def featureImportances(self) -> DenseVector:
         """Total split gain per feature, normalised to sum 1 (Spark ML's convention)."""
         return DenseVector(self._predictor.feature_importances("gain", normalize=True))
-
-    @property
-    def hasSummary(self) -> bool:
-        return self._summary is not None
-
-    @property
-    def summary(self) -> GBTTrainingSummary:
-        if self._summary is None:
-            raise RuntimeError("no training summary available for this model")
-        return self._summary
-
-    # ------------------------------------------------------------------ persistence
-    def _save_arrays(self) -> dict:
-        arrays = dict(self._predictor.to_arrays())
-        if self._summary is not None:
-            arrays.update(self._summary._to_arrays())
-        return arrays
-
-    @classmethod
-    def _from_arrays(cls, arrays: dict, path: str):
-        from sparkxml_kernels.persist import ModelFormatError
-
-        try:
-            predictor = TreeEnsemblePredictor.from_arrays(arrays)
-        except ValueError as e:
-            raise ModelFormatError(f"{path}: {e}") from None
-        return cls(predictor, GBTTrainingSummary._from_arrays(arrays))
-
-    def copy(self, extra=None):
-        that = super().copy(extra)
-        that._predictor = self._predictor
-        that._summary = self._summary
-        return that
 
     # ------------------------------------------------------------------ transform
     def _outputs(self):  # pragma: no cover - abstract

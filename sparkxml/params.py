@@ -354,7 +354,6 @@ RULES.update({
     "multiClass": _one_of("ovr", "crammer_singer"),
     "schedule": _one_of("shark", "permutation"),
     "numBlocks": _ge(0),
-    "tol": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
     "threshold": _finite(),
 })
 
@@ -374,4 +373,74 @@ RULES.update({
     "gamma": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
     "alpha": _between(0.0, 1.0),
     "numCandidates": _ge(1),
+})
+
+
+# ---------------------------------------------------------------- factorization machines (FM, GBFM)
+# FMRegressor / FMClassifier (sparkxml.fm), GBFMRegressor / GBFMClassifier (sparkxml.gbfm),
+# FieldEncoder (sparkxml.fields). Names follow pyspark.ml's FM estimators where they exist.
+from pyspark.ml.param.shared import HasFitIntercept, HasRegParam, HasTol  # noqa: E402,F401
+
+HasFactorSize = _simple_mixin(
+    "HasFactorSize", "factorSize", "dimensionality of the factors (>= 1)",
+    TypeConverters.toInt, "getFactorSize")
+HasFMSolver = _simple_mixin(
+    "HasFMSolver", "solver", "FM training algorithm: 'mcmc' (Gibbs sampling with hyper-priors, "
+    "libFM/myFM; no regularisation to tune), 'als' (coordinate descent) or 'adamw' (mini-batch)",
+    TypeConverters.toString, "getSolver")
+HasInitStd = _simple_mixin(
+    "HasInitStd", "initStd", "standard deviation of the initial factors (> 0)",
+    TypeConverters.toFloat, "getInitStd")
+HasFitLinear = _simple_mixin(
+    "HasFitLinear", "fitLinear", "whether to fit the linear (first-order) terms",
+    TypeConverters.toBoolean, "getFitLinear")
+HasBurnIn = _simple_mixin(
+    "HasBurnIn", "burnIn", "MCMC sweeps discarded before samples are kept (>= 0, < maxIter)",
+    TypeConverters.toInt, "getBurnIn")
+HasThinning = _simple_mixin(
+    "HasThinning", "thinning", "MCMC: keep every thinning-th sample after burn-in (>= 1)",
+    TypeConverters.toInt, "getThinning")
+HasMiniBatchFraction = _simple_mixin(
+    "HasMiniBatchFraction", "miniBatchFraction", "adamw: fraction of the rows in one "
+    "mini-batch, in (0, 1]", TypeConverters.toFloat, "getMiniBatchFraction")
+HasFieldStarts = _simple_mixin(
+    "HasFieldStarts", "fieldStarts", "start index of each field of the feature vector: strictly "
+    "ascending, first 0, all below the vector size (a field runs to the next start or the end)",
+    TypeConverters.toListInt, "getFieldStarts")
+HasNumStages = _simple_mixin(
+    "HasNumStages", "numStages", "number of boosting stages, one field pair each (>= 1)",
+    TypeConverters.toInt, "getNumStages")
+HasInputCols = _simple_mixin(
+    "HasInputCols", "inputCols", "categorical input columns (string, integer or boolean; "
+    "array<...> for multi-valued ones), one field each", TypeConverters.toListString,
+    "getInputCols")
+HasOutputCol = _simple_mixin(
+    "HasOutputCol", "outputCol", "output column name", TypeConverters.toString, "getOutputCol")
+HasHandleInvalid = _simple_mixin(
+    "HasHandleInvalid", "handleInvalid", "category unseen at fit, or null: 'keep' (no feature "
+    "for that field), 'skip' (drop the row) or 'error'", TypeConverters.toString,
+    "getHandleInvalid")
+
+
+def _field_starts():
+    return ((lambda v: isinstance(v, list) and len(v) >= 1 and v[0] == 0
+             and all(b > a for a, b in zip(v, v[1:]))),
+            "must be a non-empty strictly ascending list of ints starting at 0")
+
+
+RULES.update({
+    "factorSize": _ge(1),
+    "solver": _one_of("mcmc", "als", "adamw"),
+    "regParam": _ge(0.0),
+    "initStd": _gt(0.0),
+    "burnIn": _ge(0),
+    "thinning": _ge(1),
+    "miniBatchFraction": _open_closed(0.0, 1.0),
+    # LinearSVC (relative duality gap) and FM (relative change); 0 = run maxIter rounds
+    "tol": _ge(0.0),
+    "fieldStarts": _field_starts(),
+    "numStages": _ge(1),
+    "inputCols": _column_list(),
+    "outputCol": _nonempty(),
+    "handleInvalid": _one_of("keep", "skip", "error"),
 })

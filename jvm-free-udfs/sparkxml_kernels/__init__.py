@@ -19,6 +19,9 @@ _LOADERS = {
     "pfastrexml": "sparkxml_kernels.fastxml.pfastre:PfastreXMLPredictor.from_directory",
     "gbt": "sparkxml_kernels.gbt.predictor:TreeEnsemblePredictor.from_directory",
     "linear_svm": "sparkxml_kernels.linear.predictor:LinearSVCPredictor.from_directory",
+    "fm": "sparkxml_kernels.fm.predictor:FMPredictor.from_directory",
+    "gbfm": "sparkxml_kernels.fm.predictor:GBFMPredictor.from_directory",
+    "fields": "sparkxml_kernels.fm.fields:FieldVocabulary.from_directory",
 }
 
 
@@ -35,7 +38,10 @@ def load_model(path: str) -> Any:
     predictor
         For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
         (labels int32 (n, k), scores float32 (n, k)), best first; for PfastreXML a
-        ``PfastreXMLPredictor`` with the same ``predict``.
+        ``PfastreXMLPredictor`` with the same ``predict``. For FM / GBFM an
+        ``FMPredictor`` / ``GBFMPredictor`` (``predict(X)``: values, or (n, 2) class
+        probabilities); for a ``FieldEncoderModel`` a ``FieldVocabulary``
+        (``encode(columns)`` -> CSR).
 
     Raises
     ------
