@@ -1,5 +1,6 @@
 """sparkxml: pure-Python Spark ML estimators for extreme multi-label classification,
-histogram gradient boosting and learning to rank. Heavy work runs in ``sparkxml_kernels``."""
+histogram gradient boosting,
+learning to rank, decision trees and random forests. Heavy work runs in ``sparkxml_kernels``."""
 from __future__ import annotations
 
 __version__ = "0.1.0"
@@ -16,6 +17,14 @@ _LAZY = {
     "LambdaMART": "sparkxml.ranking",
     "LambdaMARTModel": "sparkxml.ranking",
     "RankingEvaluator": "sparkxml.evaluation",
+    "DecisionTreeClassifier": "sparkxml.tree",
+    "DecisionTreeClassificationModel": "sparkxml.tree",
+    "DecisionTreeRegressor": "sparkxml.tree",
+    "DecisionTreeRegressionModel": "sparkxml.tree",
+    "RandomForestClassifier": "sparkxml.forest",
+    "RandomForestClassificationModel": "sparkxml.forest",
+    "RandomForestRegressor": "sparkxml.forest",
+    "RandomForestRegressionModel": "sparkxml.forest",
 }
 
 

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from sparkxml_kernels.gbt import binning
 
 from ._barrier import RESULT_SCHEMA, decode_arrays
-from ._gbt_tasks import _make_sketch_task, _spec_columns
+from ._gbt_tasks import ROW_ID, _make_sketch_task, _spec_columns
 from .session import default_parallelism
 
 # Bin edges come from a uniform sample of about this many training rows (all rows when there
@@ -225,3 +225,30 @@ def _transform_with(dataset, spec, outs, make_predict):
         dataset = dataset.withColumn(_X_COL, vector_to_array(F.col(spec["col"])))
         spec, drop = dict(spec, col=_X_COL), _X_COL
     return dataset.mapInArrow(make_predict(spec, kinds, names, drop), schema)
+
+
+def _check_schema(dataset, spec, label, weight, valid):
+    """Check the input columns' presence and types; the row-id column name is reserved."""
+    fields = {f.name: f.dataType for f in dataset.schema.fields}
+    numeric = (T.NumericType,)
+
+    def need(name, param, kinds, what):
+        if name not in fields:
+            raise ValueError(f"{param}: column '{name}' is not in the DataFrame (columns: "
+                             f"{list(fields)})")
+        if not isinstance(fields[name], kinds):
+            raise TypeError(f"{param}: column '{name}' must be {what}, got "
+                            f"{fields[name].simpleString()}")
+
+    if spec["kind"] == "vector":
+        need(spec["col"], "featuresCol", (VectorUDT,), "a Spark ML vector (VectorUDT)")
+    else:
+        for c in spec["cols"]:
+            need(c, "featuresCols", numeric + (T.BooleanType,), "numeric")
+    need(label, "labelCol", numeric, "numeric")
+    if weight:
+        need(weight, "weightCol", numeric, "numeric")
+    if valid:
+        need(valid, "validationIndicatorCol", (T.BooleanType,), "boolean")
+    if ROW_ID in fields:
+        raise ValueError(f"column name '{ROW_ID}' is reserved")

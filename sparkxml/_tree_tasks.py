@@ -53,6 +53,7 @@ def _make_tree_train_fn(cfg: dict):
         res, counts = forest.grow_forest(X, cls, y, ylny, rw, keys, params, cfg["n_trees"],
                                          cfg["seed"], cfg["bootstrap"], cfg["rate"], coll,
                                          vals, edges)
+        info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)
         if rank == 0:
             arrays = ForestPredictor.from_arrays(dict(
                 {k: v for k, v in res.items() if k != "bin"}, n_features=d, n_classes=K,

@@ -32,9 +32,8 @@ import time
 
 import numpy as np
 from pyspark import keyword_only
-from pyspark.ml.linalg import DenseVector, VectorUDT
+from pyspark.ml.linalg import DenseVector
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, TreeEnsemblePredictor
@@ -50,8 +49,9 @@ from .params import (HasColsampleByTree, HasEarlyStoppingRounds, HasEvalMetric,
                      HasSubsamplingRate, HasTimeoutSeconds, HasValidationIndicatorCol,
                      HasWeightCol)
 # shared with LambdaMART, trees and forests; still importable from here
-from ._engine import (_check_slots, _data_checks, _feature_exprs,  # noqa: F401
-                      _needs_repartition, _sketch_pass, _transform_with, _workers_for)
+from ._engine import (_check_schema, _check_slots, _data_checks,  # noqa: F401
+                      _feature_exprs, _needs_repartition, _sketch_pass, _transform_with,
+                      _workers_for)
 
 __all__ = ["GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
            "GBTTrainingSummary"]
@@ -249,29 +249,7 @@ class _GBTEstimator(SparkXMLEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_schema(self, dataset, spec, label, weight, valid):
-        fields = {f.name: f.dataType for f in dataset.schema.fields}
-        numeric = (T.NumericType,)
-
-        def need(name, param, kinds, what):
-            if name not in fields:
-                raise ValueError(f"{param}: column '{name}' is not in the DataFrame (columns: "
-                                 f"{list(fields)})")
-            if not isinstance(fields[name], kinds):
-                raise TypeError(f"{param}: column '{name}' must be {what}, got "
-                                f"{fields[name].simpleString()}")
-
-        if spec["kind"] == "vector":
-            need(spec["col"], "featuresCol", (VectorUDT,), "a Spark ML vector (VectorUDT)")
-        else:
-            for c in spec["cols"]:
-                need(c, "featuresCols", numeric + (T.BooleanType,), "numeric")
-        need(label, "labelCol", numeric, "numeric")
-        if weight:
-            need(weight, "weightCol", numeric, "numeric")
-        if valid:
-            need(valid, "validationIndicatorCol", (T.BooleanType,), "boolean")
-        if ROW_ID in fields:
-            raise ValueError(f"column name '{ROW_ID}' is reserved")
+        _check_schema(dataset, spec, label, weight, valid)
 
     def _check_policy(self):
         if self.getGrowPolicy() == "depthwise" and self.getMaxDepth() < 1:

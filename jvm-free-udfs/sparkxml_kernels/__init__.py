@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 _LOADERS = {
     "fastxml": "sparkxml_kernels.fastxml.predictor:FastXMLPredictor.from_directory",
     "gbt": "sparkxml_kernels.gbt.predictor:TreeEnsemblePredictor.from_directory",
+    "forest": "sparkxml_kernels.forest.predictor:ForestPredictor.from_directory",
 }
 
 
@@ -29,7 +30,8 @@ def load_model(path: str):
     -------
     predictor
         For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
-        (labels int32 (n, k), scores float32 (n, k)), best first.
+        (labels int32 (n, k), scores float32 (n, k)), best first; for trees and forests a
+        ``ForestPredictor`` (``predict``, ``predict_values``, ``tree_arrays(i)``).
 
     Raises
     ------

@@ -27,6 +27,7 @@ layout, renumbered depth-first (``tree.TreeArrays``).
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from numba import njit
@@ -35,7 +36,7 @@ from .criteria import (ENTROPY, EPSILON, impurity, improvement, is_classificatio
                        node_weight)
 from .histogram import build_histograms, partition_nodes
 from .splitter import child_key, draw_subset, mix64, node_state, split_subset
-from .tree import SplitParams, TreeArrays
+from .tree import SplitParams
 
 _LEAF, _LARGE, _SMALL = 0, 1, 2
 
@@ -465,6 +466,56 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
             "bin": np.where(inner, bl, -1)}
 
 
+# ------------------------------------------------------------------------------ level helpers
+@njit(cache=True, nogil=True)
+def _pack_rows(binned, part, starts, ends, caps, trees, target, rw, counts, rank, world, msg,
+               pos):
+    """Write each small node's rows into its rank's slot: [1, bins..., target, weight]."""
+    d = binned.shape[1]
+    width = d + 3
+    for q in range(starts.shape[0]):
+        base = pos + rank * caps[q] * width
+        t = trees[q]
+        for i in range(starts[q], ends[q]):
+            r = part[i]
+            o = base + (i - starts[q]) * width
+            msg[o] = 1.0
+            for f in range(d):
+                msg[o + 1 + f] = binned[r, f]
+            msg[o + d + 1] = target[r]
+            msg[o + d + 2] = rw[r] * counts[t, r]
+        pos += world * caps[q] * width
+    return pos
+
+
+@njit(cache=True, nogil=True)
+def _next_frontier(recs, starts, ends, n_left, trees, keys, depths, mtry, o_tree, o_key,
+                   o_depth, o_isleft, o_kind, o_cap, o_feats, o_start, o_end):
+    k = 0
+    for j in range(recs.shape[0]):
+        if recs[j, 0] < 0:
+            continue
+        s = starts[j]
+        e = ends[j]
+        nl = n_left[j]
+        for side in range(2):
+            kind = np.int64(recs[j, 2 + side])
+            if kind == _LEAF:
+                continue
+            o_tree[k] = trees[j]
+            o_key[k] = child_key(keys[j], 1 - side)
+            o_depth[k] = depths[j] + 1
+            o_isleft[k] = 1 - side
+            o_kind[k] = kind
+            o_cap[k] = np.int64(recs[j, 4 + side])
+            for f in range(mtry):
+                o_feats[k, f] = np.int64(recs[j, 6 + side * mtry + f])
+            o_start[k] = s if side == 0 else s + nl
+            o_end[k] = s + nl if side == 0 else e
+            k += 1
+    return k
+
+
 # ------------------------------------------------------------------------------ the loop
 def small_node_rows(mtry, n_slots, S, d, world) -> int:
     """A node is grown in one process once shipping its rows (zero-padded per rank) costs no
@@ -520,7 +571,18 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     target = cls.astype(np.float64) if is_classification(crit) else y
     H = mtry * n_slots * S
     rw_ = 6 + 2 * mtry
+    # classification with integer weights: every sum is an integer; while a tree's total weight
+    # stays below 2**24 they are exact in float32, which halves what travels each level
+    frac = float(np.any(rw != np.round(rw)))
+    bound = float((counts.astype(np.float64) @ rw).max()) if n_trees and n else 0.0
+    flags = collective.allreduce_sum(np.array([frac, bound]))
+    use32 = bool(is_classification(crit) and flags[0] == 0 and flags[1] < 2.0 ** 24)
+    timing = {"hist": 0.0, "rows": 0.0, "reduce": 0.0, "split": 0.0, "small": 0.0,
+              "partition": 0.0, "levels": 0, "message_floats": 0}
+    clock = time.perf_counter
     while fr["tree"].size:
+        t0 = clock()
+        timing["levels"] += 1
         lg = np.flatnonzero(fr["kind"] == _LARGE)
         sm = np.flatnonzero(fr["kind"] == _SMALL)
         caps = fr["cap"][sm]
@@ -530,20 +592,20 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                              fr["feats"][lg], fr["tree"][lg], counts, cls, y, ylny_, rw,
                              msg[:lg.size * H].reshape(lg.size, mtry, n_slots, S))
         pos = lg.size * H
-        for q, j in enumerate(sm):
-            rows = part[fr["start"][j]:fr["end"][j]]
-            seg = msg[pos + rank * caps[q] * width: pos + (rank * caps[q] + rows.size) * width]
-            seg = seg.reshape(rows.size, width)
-            seg[:, 0] = 1.0
-            seg[:, 1:1 + d] = binned[rows]
-            seg[:, d + 1] = target[rows]
-            seg[:, d + 2] = rw[rows] * counts[fr["tree"][j], rows]
-            pos += world * caps[q] * width
-
+        t1 = clock()
+        timing["hist"] += t1 - t0
+        timing["message_floats"] += msg.size
+        if sm.size:
+            _pack_rows(binned, part, fr["start"][sm], fr["end"][sm], caps, fr["tree"][sm],
+                       target, rw, counts, rank, world, msg, pos)
+        if use32:
+            msg = msg.astype(np.float32)
         kept_children = {}
 
         def decide(summed, fr=fr, lg=lg, sm=sm, caps=caps):
+            summed = np.asarray(summed, np.float64)
             m = lg.size
+            t3 = clock()
             recs = np.full((m, rw_), -1.0)
             store.reserve(3 * m + 2 * int(caps.sum()) + 2)
             c = {k: np.empty(2 * m, dt) for k, dt in (
@@ -559,14 +621,15 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
                 small_rows, *store.args(), store.n, recs, c["tree"], c["key"], c["depth"],
                 c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"], cf)
+            t4 = clock()
+            timing["split"] += t4 - t3
             if sm.size:
                 seg = summed[m * H:].reshape(-1, width)
                 present = seg[:, 0] > 0
                 # rows of small node q sit in world * cap_q slots; keep the present ones
                 bounds = np.zeros(sm.size + 1, np.int64)
                 bounds[1:] = np.cumsum(caps * world)
-                kept = np.add.reduceat(present.astype(np.int64), bounds[:-1]) \
-                    if seg.shape[0] else np.zeros(0, np.int64)
+                kept = np.add.reduceat(present.astype(np.int64), bounds[:-1])
                 offsets = np.zeros(sm.size + 1, np.int64)
                 offsets[1:] = np.cumsum(kept)
                 buf = np.ascontiguousarray(seg[present])
@@ -576,47 +639,39 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                     fr["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, seed_u,
                     mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
                     p.min_impurity_decrease, *store.args(), store.n)
+            timing["small"] += clock() - t4
             kept_children["imp"] = c["imp"][:nc]
             kept_children["parent"] = c["parent"][:nc]
             return recs.reshape(-1)
 
+        t2 = clock()
+        timing["rows"] += t2 - t1
         dec = collective.reduce_and_decide(msg, decide if rank == 0 else None)
+        t5 = clock()
+        timing["reduce"] += t5 - t2
         recs = dec.reshape(lg.size, rw_)
-        nxt = {k: [] for k in ("tree", "key", "depth", "imp", "isleft", "kind", "cap", "feats",
-                               "start", "end")}
-        for q, j in enumerate(lg):
-            r = recs[q]
-            if r[0] < 0:
-                continue
-            s, e = fr["start"][j], fr["end"][j]
-            nl = int(partition_nodes(binned, part, [s], [e], [int(r[0])], [int(r[1])],
-                                     scratch)[0])
-            for side in range(2):
-                kind = int(r[2 + side])
-                if kind == _LEAF:
-                    continue
-                nxt["tree"].append(fr["tree"][j])
-                nxt["key"].append(child_key(np.uint64(fr["key"][j]), 1 - side))
-                nxt["depth"].append(fr["depth"][j] + 1)
-                nxt["isleft"].append(1 - side)
-                nxt["kind"].append(kind)
-                nxt["cap"].append(int(r[4 + side]))
-                nxt["feats"].append(r[6 + side * mtry: 6 + (side + 1) * mtry])
-                nxt["start"].append(s if side == 0 else s + nl)
-                nxt["end"].append(s + nl if side == 0 else e)
-        k = len(nxt["tree"])
-        fr = {"tree": np.asarray(nxt["tree"], np.int64),
-              "key": np.asarray(nxt["key"], np.uint64),
-              "depth": np.asarray(nxt["depth"], np.int64),
-              "imp": kept_children.get("imp", np.zeros(k)),
-              "parent": kept_children.get("parent", np.zeros(k, np.int64)),
-              "isleft": np.asarray(nxt["isleft"], np.int64), "first": np.zeros(k, np.bool_),
-              "kind": np.asarray(nxt["kind"], np.int64),
-              "cap": np.asarray(nxt["cap"], np.int64),
-              "feats": (np.asarray(nxt["feats"]).astype(np.int64) if k
-                        else np.empty((0, mtry), np.int64)),
-              "start": np.asarray(nxt["start"], np.int64),
-              "end": np.asarray(nxt["end"], np.int64)}
+        split = recs[:, 0] >= 0 if lg.size else np.zeros(0, bool)
+        js = lg[split]
+        n_left = partition_nodes(binned, part, fr["start"][js], fr["end"][js],
+                                 recs[split, 0].astype(np.int64), recs[split, 1].astype(np.int64),
+                                 scratch) if js.size else np.zeros(0, np.int64)
+        m2 = 2 * int(split.sum())
+        o = {"tree": np.empty(m2, np.int64), "key": np.empty(m2, np.uint64),
+             "depth": np.empty(m2, np.int64), "isleft": np.empty(m2, np.int64),
+             "kind": np.empty(m2, np.int64), "cap": np.empty(m2, np.int64),
+             "feats": np.empty((m2, mtry), np.int64), "start": np.empty(m2, np.int64),
+             "end": np.empty(m2, np.int64)}
+        k = _next_frontier(np.ascontiguousarray(recs[split]), fr["start"][js], fr["end"][js],
+                           n_left, fr["tree"][js], fr["key"][js], fr["depth"][js], mtry,
+                           o["tree"], o["key"], o["depth"], o["isleft"], o["kind"], o["cap"],
+                           o["feats"], o["start"], o["end"])
+        timing["partition"] += clock() - t5
+        fr = {name: v[:k] for name, v in o.items()}
+        fr["imp"] = kept_children.get("imp", np.zeros(k))
+        fr["parent"] = kept_children.get("parent", np.zeros(k, np.int64))
+        fr["first"] = np.zeros(k, np.bool_)
+    timing["reduce"] -= timing["split"] + timing["small"]
+    grow_forest.last_timing = timing
     return (assemble(store, T, crit, p.n_classes, vals, edges) if rank == 0 else None), counts
 
 

@@ -120,7 +120,17 @@ def compact_rows(binned, rows, s, e, f, rs, bins_out, st_out):
     keys = np.empty(n, np.int64)
     for i in range(n):
         keys[i] = binned[rows[s + i], f]
-    order = np.argsort(keys, kind="mergesort")
+    if n <= 64:  # small nodes (most of them): a stable insertion sort, no allocation
+        order = np.empty(n, np.int64)
+        for i in range(n):
+            k = keys[i]
+            j = i
+            while j > 0 and keys[order[j - 1]] > k:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = i
+    else:
+        order = np.argsort(keys, kind="mergesort")
     S = rs.shape[1]
     m = 0
     prev = -1
