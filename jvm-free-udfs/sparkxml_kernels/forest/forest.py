@@ -414,7 +414,8 @@ def _preorder_ids(left, right, starts, ends, out):
 def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges):
     """All trees in scikit-learn's layout, each renumbered depth-first: a dict of the
     ``predictor.ARRAY_KEYS`` node arrays, ``tree_offsets``, and ``bin`` (left bin per node, -1
-    on leaves; what OOB routing of binned rows uses)."""
+    on leaves: rows with bin <= it go left, the same way as by the raw threshold; what OOB
+    routing of binned rows uses)."""
     N = store.n
     a = {k: v[:N] for k, v in store.a.items()}
     left = np.full(N, -1, np.int64)
@@ -459,11 +460,18 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
         c = c[order]
         return np.where(c >= 0, new[np.maximum(c, 0)] - base, -1)
 
+    # the largest bin whose rows go left: with exact bins an unseen row's bin may lie between
+    # the node's two bins (its value then goes by the midpoint); else the left bin itself
+    route = np.where(inner, bl, -1)
+    exact = ~(np.isnan(va) | np.isnan(vb))
+    route_inner = route[inner]
+    route_inner[exact] = (vals[fi[exact]] <= thr[inner][exact][:, None]).sum(axis=1) - 1
+    route[inner] = route_inner
     return {"children_left": child(left), "children_right": child(right),
             "feature": np.where(inner, feat, -2), "threshold": thr,
             "impurity": a["imp"][order], "n_node_samples": np.rint(sums[:, 0]).astype(np.int64),
             "weighted_n_node_samples": w, "value": value, "tree_offsets": offsets,
-            "bin": np.where(inner, bl, -1)}
+            "bin": route}
 
 
 # ------------------------------------------------------------------------------ level helpers
@@ -524,11 +532,13 @@ def small_node_rows(mtry, n_slots, S, d, world) -> int:
 
 
 def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: int, seed: int,
-                bootstrap: bool, rate: float, collective, vals, edges):
+                bootstrap: bool, rate: float, collective, vals, edges, small_rows=None):
     """Grow ``n_trees`` trees over the rows of every rank (call on every rank, in lockstep).
 
     Parameters as :func:`builder.grow_tree`, plus ``keys`` int64 (n,) row content keys,
-    ``n_trees``, ``seed``, ``bootstrap`` and ``rate`` (subsamplingRate).
+    ``n_trees``, ``seed``, ``bootstrap`` and ``rate`` (subsamplingRate); ``small_rows``
+    overrides the node size up to which a subtree is grown in one process (the same trees
+    whatever it is; tests check that).
 
     Returns
     -------
@@ -544,7 +554,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     rank = collective.rank
     p = params
     seed_u = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
-    small_rows = small_node_rows(mtry, n_slots, S, d, world)
+    if small_rows is None:
+        small_rows = small_node_rows(mtry, n_slots, S, d, world)
     counts = bootstrap_counts(keys, seed, n_trees, bootstrap, rate)
     counts[:, rw <= 0] = 0
     per_tree = [np.flatnonzero(counts[t]).astype(np.int32) for t in range(n_trees)]

@@ -488,10 +488,11 @@ def _bin_wide(X, edges) -> np.ndarray:
 def bin_data_naive(X, edges) -> np.ndarray:
     """Slow twin of :func:`bin_data` (dense input only), for tests."""
     X = dense(X)
-    out = np.empty(X.shape, BIN)
+    wide = any(len(e) > MAX_REAL_BINS - 1 for e in edges)
+    out = np.empty(X.shape, np.uint16 if wide else BIN)
     for f, e in enumerate(edges):
         col = X[:, f]
         b = np.searchsorted(np.asarray(e, FLOAT), col, side="left")
-        b[np.isnan(col)] = MISSING_BIN
+        b[np.isnan(col)] = MISSING_BIN_WIDE if wide else MISSING_BIN
         out[:, f] = b
     return out
