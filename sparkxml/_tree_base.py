@@ -207,6 +207,7 @@ class _TreeEstimator(SparkXMLEstimator):
         if self._forest and self.getMaxLeafNodes() > 0:
             raise ValueError("maxLeafNodes: forests grow level-wise; best-first growth "
                              "(maxLeafNodes > 0) is for DecisionTreeClassifier/Regressor")
+        engine = self._engine_config()
         n_workers = self._opt(self.numWorkers)
         if n_workers is not None:
             _check_slots(spark, n_workers)
@@ -230,7 +231,7 @@ class _TreeEstimator(SparkXMLEstimator):
         edges = binning.edges_from_sketch(sketch, max_bins, wide=True)
         vals = bin_values(sketch, edges)
         sketch_seconds = time.perf_counter() - t0
-        cfg = dict(self._engine_config(), split=self._split_params(crit, k, d), n_classes=k,
+        cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
                    criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
                    n_features=d, class_weights=class_weights)
         cols = _feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
