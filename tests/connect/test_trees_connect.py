@@ -9,11 +9,16 @@ from sparkxml import DecisionTreeRegressor, RandomForestClassifier
 from sparkxml.forest import RandomForestClassificationModel
 
 
+def _label(X):
+    """Three classes from two rules."""
+    return (X[:, 0] + X[:, 1] > 20).astype(float) + (X[:, 2] > 12)
+
+
 def test_trees_over_connect(spark_connect, tmp_path):
     spark = spark_connect
     rng = np.random.default_rng(0)
     X = rng.integers(0, 20, size=(1500, 5)).astype(float)
-    y = ((X[:, 0] + X[:, 1] > 20) + (X[:, 2] > 12)).astype(float)
+    y = _label(X)
     df = spark.createDataFrame([(Vectors.dense(r), float(v)) for r, v in zip(X.tolist(), y)],
                                ["features", "label"])
     model = RandomForestClassifier(numTrees=10, maxDepth=12, numWorkers=2, seed=4,
@@ -22,8 +27,7 @@ def test_trees_over_connect(spark_connect, tmp_path):
     assert model.outOfBagScore > 0.9
     rows = model.transform(df).select("features", "probability", "prediction").collect()
     Xr = np.array([r[0].toArray() for r in rows])
-    truth = ((Xr[:, 0] + Xr[:, 1] > 20).astype(float) + (Xr[:, 2] > 12)).astype(float)
-    assert np.mean(np.array([r[2] for r in rows]) == truth) > 0.97
+    assert np.mean(np.array([r[2] for r in rows]) == _label(Xr)) > 0.97
 
     path = str(tmp_path / "rf")
     model.write().save(path)
