@@ -124,13 +124,14 @@ def pen_small():
     return X, y, Xb, edges, vals, keys
 
 
-def _forest(data, world=1, small_rows=None, n_trees=8, crit="gini", **kw):
+def _forest(data, world=1, small_rows=None, n_trees=8, crit="gini", max_message_bytes=64 << 20,
+            **kw):
     X, y, Xb, edges, vals, keys = data
     c = criteria.criterion_id(crit)
     p = SplitParams(c, n_classes=10 if c <= 1 else 0, max_features=4, **kw)
     yy = y.astype(np.float64)
     args = dict(params=p, n_trees=n_trees, seed=11, bootstrap=True, rate=1.0, vals=vals,
-                edges=edges, small_rows=small_rows)
+                edges=edges, small_rows=small_rows, max_message_bytes=max_message_bytes)
     if world == 1:
         return forest.grow_forest(Xb, y.astype(np.int32), yy, histogram.ylny(yy),
                                   np.ones(len(y)), keys, collective=LocalCollective(), **args)
@@ -163,6 +164,7 @@ def test_forest_same_for_any_world_size_and_small_node_threshold(pen_small):
     _same(ref, _forest(pen_small, world=3)[0])
     _same(ref, _forest(pen_small, small_rows=1)[0])        # every node distributed
     _same(ref, _forest(pen_small, small_rows=10 ** 9)[0])  # every subtree in one process
+    _same(ref, _forest(pen_small, world=2, max_message_bytes=200_000)[0])  # many rounds/level
 
 
 def test_forest_regression_same_for_world_sizes(pen_small):

@@ -525,6 +525,22 @@ def _next_frontier(recs, starts, ends, n_left, trees, keys, depths, mtry, o_tree
 
 
 # ------------------------------------------------------------------------------ the loop
+def _chunks(lg, sm, hist_floats, row_floats, max_floats):
+    """Cut one level's frontier into rounds of at most ``max_floats`` message floats (a node
+    larger than that gets a round of its own), large nodes first, order kept: what bounds a
+    round's memory, as MLlib's maxMemoryInMB bounds its node groups."""
+    out, cur_l, cur_s, size = [], [], [], 0
+    for kind, idx in ((0, lg), (1, sm)):
+        for j in idx:
+            f = hist_floats if kind == 0 else int(row_floats[j])
+            if size and size + f > max_floats:
+                out.append((np.asarray(cur_l, np.int64), np.asarray(cur_s, np.int64)))
+                cur_l, cur_s, size = [], [], 0
+            (cur_l if kind == 0 else cur_s).append(j)
+            size += f
+    if cur_l or cur_s:
+        out.append((np.asarray(cur_l, np.int64), np.asarray(cur_s, np.int64)))
+    return out
 def small_node_rows(mtry, n_slots, S, d, world) -> int:
     """A node is grown in one process once shipping its rows (zero-padded per rank) costs no
     more than its histogram. Any threshold gives the same trees; this one only saves work."""
@@ -532,13 +548,15 @@ def small_node_rows(mtry, n_slots, S, d, world) -> int:
 
 
 def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: int, seed: int,
-                bootstrap: bool, rate: float, collective, vals, edges, small_rows=None):
+                bootstrap: bool, rate: float, collective, vals, edges, small_rows=None,
+                max_message_bytes=64 << 20):
     """Grow ``n_trees`` trees over the rows of every rank (call on every rank, in lockstep).
 
     Parameters as :func:`builder.grow_tree`, plus ``keys`` int64 (n,) row content keys,
     ``n_trees``, ``seed``, ``bootstrap`` and ``rate`` (subsamplingRate); ``small_rows``
     overrides the node size up to which a subtree is grown in one process (the same trees
-    whatever it is; tests check that).
+    whatever it is; tests check that). A level takes one reduce per ``max_message_bytes`` of
+    histograms and rows (float64 before any float32 narrowing); the trees do not depend on it.
 
     Returns
     -------
@@ -582,6 +600,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     target = cls.astype(np.float64) if is_classification(crit) else y
     H = mtry * n_slots * S
     rw_ = 6 + 2 * mtry
+    max_floats = max(1, int(max_message_bytes) // 8)
     # classification with integer weights: every sum is an integer; while a tree's total weight
     # stays below 2**24 they are exact in float32, which halves what travels each level
     frac = float(np.any(rw != np.round(rw)))
@@ -591,29 +610,29 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     timing = {"hist": 0.0, "rows": 0.0, "reduce": 0.0, "split": 0.0, "small": 0.0,
               "partition": 0.0, "levels": 0, "message_floats": 0}
     clock = time.perf_counter
-    while fr["tree"].size:
+    def _round(lg, sm):
+        """One reduce: the histograms of large nodes ``lg`` and the rows of small nodes ``sm``
+        (frontier indices); rank 0 decides. Returns (split records of lg, children kept)."""
+        fr_ = fr
         t0 = clock()
-        timing["levels"] += 1
-        lg = np.flatnonzero(fr["kind"] == _LARGE)
-        sm = np.flatnonzero(fr["kind"] == _SMALL)
-        caps = fr["cap"][sm]
+        caps = fr_["cap"][sm]
         msg = np.zeros(lg.size * H + int(caps.sum()) * world * width)
         if lg.size:
-            build_histograms(crit, binned, part, fr["start"][lg], fr["end"][lg],
-                             fr["feats"][lg], fr["tree"][lg], counts, cls, y, ylny_, rw,
+            build_histograms(crit, binned, part, fr_["start"][lg], fr_["end"][lg],
+                             fr_["feats"][lg], fr_["tree"][lg], counts, cls, y, ylny_, rw,
                              msg[:lg.size * H].reshape(lg.size, mtry, n_slots, S))
         pos = lg.size * H
         t1 = clock()
         timing["hist"] += t1 - t0
         timing["message_floats"] += msg.size
         if sm.size:
-            _pack_rows(binned, part, fr["start"][sm], fr["end"][sm], caps, fr["tree"][sm],
+            _pack_rows(binned, part, fr_["start"][sm], fr_["end"][sm], caps, fr_["tree"][sm],
                        target, rw, counts, rank, world, msg, pos)
         if use32:
             msg = msg.astype(np.float32)
         kept_children = {}
 
-        def decide(summed, fr=fr, lg=lg, sm=sm, caps=caps):
+        def decide(summed, fr=fr_, lg=lg, sm=sm, caps=caps):
             summed = np.asarray(summed, np.float64)
             m = lg.size
             t3 = clock()
@@ -626,8 +645,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
             cf = np.empty((2 * m, mtry), np.int64)
             hists = summed[:m * H].reshape(m, mtry, n_slots, S)
             store.n, nc = _split_level(
-                crit, hists, fr["feats"][lg], fr["tree"][lg], fr["key"][lg], fr["depth"][lg],
-                fr["imp"][lg], fr["parent"][lg], fr["isleft"][lg], fr["first"][lg], w_total,
+                crit, hists, fr_["feats"][lg], fr_["tree"][lg], fr_["key"][lg], fr_["depth"][lg],
+                fr_["imp"][lg], fr_["parent"][lg], fr_["isleft"][lg], fr_["first"][lg], w_total,
                 min_wleaf, p.min_weight_fraction, vals, seed_u, mtry, p.max_depth,
                 p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
                 small_rows, *store.args(), store.n, recs, c["tree"], c["key"], c["depth"],
@@ -645,9 +664,9 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 offsets[1:] = np.cumsum(kept)
                 buf = np.ascontiguousarray(seg[present])
                 store.n = _grow_smalls(
-                    crit, p.n_classes, buf, offsets, fr["tree"][sm], fr["key"][sm],
-                    fr["depth"][sm], fr["imp"][sm], fr["parent"][sm], fr["isleft"][sm],
-                    fr["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, seed_u,
+                    crit, p.n_classes, buf, offsets, fr_["tree"][sm], fr_["key"][sm],
+                    fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
+                    fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, seed_u,
                     mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
                     p.min_impurity_decrease, *store.args(), store.n)
             timing["small"] += clock() - t4
@@ -658,9 +677,24 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         t2 = clock()
         timing["rows"] += t2 - t1
         dec = collective.reduce_and_decide(msg, decide if rank == 0 else None)
+        timing["reduce"] += clock() - t2
+        return dec.reshape(lg.size, rw_), kept_children
+
+    while fr["tree"].size:
+        timing["levels"] += 1
+        lg_all = np.flatnonzero(fr["kind"] == _LARGE)
+        sm_all = np.flatnonzero(fr["kind"] == _SMALL)
+        recs_parts, imp_parts, parent_parts = [], [], []
+        for lg, sm in _chunks(lg_all, sm_all, H, fr["cap"] * world * width, max_floats):
+            recs, kids = _round(lg, sm)
+            recs_parts.append(recs)
+            imp_parts.append(kids.get("imp", np.zeros(0)))
+            parent_parts.append(kids.get("parent", np.zeros(0, np.int64)))
+        lg = lg_all
+        recs = np.concatenate(recs_parts) if recs_parts else np.zeros((0, rw_))
+        kept_children = {"imp": np.concatenate(imp_parts),
+                         "parent": np.concatenate(parent_parts)} if rank == 0 else {}
         t5 = clock()
-        timing["reduce"] += t5 - t2
-        recs = dec.reshape(lg.size, rw_)
         split = recs[:, 0] >= 0 if lg.size else np.zeros(0, bool)
         js = lg[split]
         n_left = partition_nodes(binned, part, fr["start"][js], fr["end"][js],
