@@ -41,6 +41,9 @@ import warnings
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gbt_synthetic import make_data  # noqa: E402  (the same data as the GBT benchmark)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data")
 FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
@@ -214,7 +217,7 @@ def part_pendigits(spark, W, T, repeats, skip_mllib, criterion):
         ml_sec = time.perf_counter() - t0
         rows.append(("Spark MLlib RandomForestClassifier (maxDepth 30, maxBins 128)",
                      accuracy(ml, test), ml_sec))
-    print(f"\n| system | test accuracy | fit s | sparkxml time / theirs |\n|---|---|---|---|")
+    print("\n| system | test accuracy | fit s | sparkxml time / theirs |\n|---|---|---|---|")
     for name, acc, sec in rows:
         print(f"| {name} | {100 * acc:.2f} % | {sec:.2f} | {ours / sec:.3f} |")
 
@@ -224,7 +227,7 @@ def _sklearn_synthetic(n, d, T, depth, W):
     code = f"""
 import resource, sys, time
 sys.path.insert(0, {HERE!r})
-from forests import make_data
+from gbt_synthetic import make_data
 from sklearn.ensemble import RandomForestClassifier
 X, y = make_data({n}, {d}); Xt, yt = make_data(20000, {d}, seed=1)
 t0 = time.perf_counter()
@@ -236,15 +239,6 @@ print(sec, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, (m.predict
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     return float(out[0]), int(out[1]), float(out[2])
-
-
-def make_data(n, d, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d))
-    score = (np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.5 * np.abs(X[:, 3])
-             + 0.3 * X[:, 4:10].sum(1) - 0.5)
-    y = (score + 0.5 * rng.standard_normal(n) > 0).astype(np.float64)
-    return X, y
 
 
 def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir):
@@ -302,8 +296,8 @@ def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir):
         rows.append((f"Spark MLlib RandomForestClassifier ({mllib_trees} trees x "
                      f"{T / mllib_trees:g})", accuracy(ml, test), ml_sec * T / mllib_trees,
                      f"{rss.peak / 2**20:.0f} MiB (local JVM, driver + executor)"))
-    print(f"\n| system | test accuracy | fit s | sparkxml time / theirs | memory |\n"
-          f"|---|---|---|---|---|")
+    print("\n| system | test accuracy | fit s | sparkxml time / theirs | memory |\n"
+          "|---|---|---|---|---|")
     for name, acc, sec, mem in rows:
         print(f"| {name} | {100 * acc:.2f} % | {sec:.1f} | {ours / sec:.3f} | {mem} |")
 

@@ -34,7 +34,7 @@ from numba import njit
 
 from .criteria import (ENTROPY, EPSILON, impurity, improvement, is_classification, n_stats,
                        node_weight)
-from .histogram import build_histograms, partition_nodes
+from .histogram import build_histograms, partition_nodes, split_slice
 from .splitter import child_key, draw_subset, mix64, node_state, split_subset
 from .tree import SplitParams
 
@@ -364,18 +364,7 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
             st_feat[node] = f
             st_bl[node] = bl
             st_br[node] = br
-            nl = 0
-            nr = 0
-            for i in range(s, e):
-                r = rows[i]
-                if binned[r, f] <= bl:
-                    rows[s + nl] = r
-                    nl += 1
-                else:
-                    scratch[nr] = r
-                    nr += 1
-            for i in range(nr):
-                rows[s + nl + i] = scratch[i]
+            nl = split_slice(binned, rows, scratch, s, e, f, bl)
             for side in range(2):  # right pushed first: the left subtree comes first
                 is_left = side
                 k_start[top] = s if is_left else s + nl

@@ -120,24 +120,27 @@ def ylny(y) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def split_slice(binned, part, scratch, s, e, f, t):
+    """Reorder ``part[s:e]`` stably into [bin of f <= t | rest]; returns the left count."""
+    nl = 0
+    nr = 0
+    for i in range(s, e):
+        r = part[i]
+        if binned[r, f] <= t:
+            part[s + nl] = r
+            nl += 1
+        else:
+            scratch[nr] = r
+            nr += 1
+    for i in range(nr):
+        part[s + nl + i] = scratch[i]
+    return nl
+
+
+@njit(cache=True, nogil=True)
 def _partition(binned, part, scratch, starts, ends, features, bins, n_left):
     for j in range(starts.shape[0]):
-        s = starts[j]
-        f = features[j]
-        t = bins[j]
-        nl = 0
-        nr = 0
-        for i in range(s, ends[j]):
-            r = part[i]
-            if binned[r, f] <= t:
-                part[s + nl] = r
-                nl += 1
-            else:
-                scratch[nr] = r
-                nr += 1
-        for i in range(nr):
-            part[s + nl + i] = scratch[i]
-        n_left[j] = nl
+        n_left[j] = split_slice(binned, part, scratch, starts[j], ends[j], features[j], bins[j])
 
 
 def partition_nodes(binned, part, starts, ends, features, bins, scratch=None) -> np.ndarray:

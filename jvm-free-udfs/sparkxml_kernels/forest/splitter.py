@@ -238,7 +238,6 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
-    cand = np.empty(S)
     f_i = d
     n_visited = 0
     n_found = 0
@@ -272,15 +271,10 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
         t = features[f_i]
         features[f_i] = features[f_j]
         features[f_j] = t
-        i, p = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf, min_wleaf, best,
-                            left, right, cand)
+        i, best = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf, min_wleaf,
+                               best, left, right, out_left)
         if i >= 0:
-            best = p
-            best_f = f
-            best_bl = bins[i]
-            best_br = bins[i + 1]
-            for k in range(S):
-                out_left[k] = cand[k]
+            best_f, best_bl, best_br = f, bins[i], bins[i + 1]
     for k in range(n_known):
         features[k] = constant_features[k]
     for k in range(n_known, n_known + n_found):
@@ -296,7 +290,6 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
-    cand = np.empty(S)
     best = -np.inf
     best_f = -1
     best_bl = -1
@@ -306,15 +299,10 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
         m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
         if is_constant(bins, m, vals[f]):
             continue
-        i, p = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf, min_wleaf, best,
-                            left, right, cand)
+        i, best = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf, min_wleaf,
+                               best, left, right, out_left)
         if i >= 0:
-            best = p
-            best_f = f
-            best_bl = bins[i]
-            best_br = bins[i + 1]
-            for t in range(S):
-                out_left[t] = cand[t]
+            best_f, best_bl, best_br = f, bins[i], bins[i + 1]
     return best_f, best_bl, best_br
 
 
