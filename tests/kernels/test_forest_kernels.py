@@ -167,6 +167,17 @@ def test_forest_same_for_any_world_size_and_small_node_threshold(pen_small):
     _same(ref, _forest(pen_small, world=2, max_message_bytes=200_000)[0])  # many rounds/level
 
 
+def test_forest_changes_with_seed(pen_small):
+    a, _ = _forest(pen_small)
+    X, y, Xb, edges, vals, keys = pen_small
+    yy = y.astype(np.float64)
+    b, _ = forest.grow_forest(Xb, y.astype(np.int32), yy, yy * 0, np.ones(len(y)), keys,
+                              SplitParams(0, n_classes=10, max_features=4), 8, 12, True, 1.0,
+                              LocalCollective(), vals, edges)
+    assert a["feature"].size != b["feature"].size or not np.array_equal(a["threshold"],
+                                                                        b["threshold"])
+
+
 def test_forest_regression_same_for_world_sizes(pen_small):
     ref, _ = _forest(pen_small, crit="squared_error", max_depth=8)
     _same(ref, _forest(pen_small, world=2, crit="squared_error", max_depth=8)[0])

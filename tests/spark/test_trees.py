@@ -1,7 +1,6 @@
 """Decision trees and random forests on local[2]: scikit-learn's trees node for node,
 determinism across workers and partitioning, persistence, Pipelines and tuning, bad input."""
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -96,9 +95,6 @@ def test_forest_same_model_any_workers_and_partitioning(pen, forest_model, spark
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
     assert other.outOfBagScore == forest_model.outOfBagScore
-    seed6 = RandomForestClassifier(numTrees=12, maxDepth=64, seed=6, numWorkers=2).fit(train)
-    assert seed6.totalNumNodes != forest_model.totalNumNodes or not np.array_equal(
-        seed6.predictor.threshold, forest_model.predictor.threshold)
 
 
 def test_save_load_pipeline_and_kernel_loader(pen, forest_model, tmp_path):
@@ -128,15 +124,16 @@ def test_save_load_pipeline_and_kernel_loader(pen, forest_model, tmp_path):
 
 
 def test_cross_validator_and_regression_forest(spark):
-    d = load_diabetes()
-    df = _frame(spark, d.data, d.target)
-    rf = RandomForestRegressor(numTrees=10, maxDepth=6, numWorkers=1, seed=1)
-    grid = ParamGridBuilder().addGrid(rf.minInstancesPerNode, [1, 5]).build()
     from pyspark.ml.evaluation import RegressionEvaluator
 
-    cv = CrossValidator(estimator=rf, estimatorParamMaps=grid, numFolds=2, seed=3,
+    d = load_diabetes()
+    df = _frame(spark, d.data, d.target)
+    dt = DecisionTreeRegressor(maxDepth=3, numWorkers=1)
+    grid = ParamGridBuilder().addGrid(dt.minInstancesPerNode, [1, 20]).build()
+    cv = CrossValidator(estimator=dt, estimatorParamMaps=grid, numFolds=2, seed=3,
                         evaluator=RegressionEvaluator(metricName="r2")).fit(df)
-    assert max(cv.avgMetrics) > 0.3
+    assert max(cv.avgMetrics) > 0.2
+    assert cv.bestModel.treeArrays(0)["feature"].size <= 15
     m = RandomForestRegressor(numTrees=10, maxDepth=6, criterion="poisson", numWorkers=2,
                               oobScore=True, featureSubsetStrategy="0.5").fit(df)
     assert 0.2 < m.outOfBagScore < 0.7

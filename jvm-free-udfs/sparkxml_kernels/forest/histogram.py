@@ -19,37 +19,42 @@ from .criteria import ENTROPY
 
 @njit(cache=True, nogil=True)
 def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw, out):
+    # flat offsets (unsigned: no wraparound checks) instead of per-update array views
     classification = crit <= ENTROPY
-    for j in range(starts.shape[0]):
+    m, k, n_slots, S = out.shape
+    flat = out.reshape(-1)
+    fs = np.uint64(n_slots * S)
+    ss = np.uint64(S)
+    for j in range(m):
         t = node_tree[j]
-        k = feats.shape[1]
+        node_base = np.uint64(j * k) * fs
+        kk = 0
+        while kk < k and feats[j, kk] >= 0:
+            kk += 1
         for i in range(starts[j], ends[j]):
             r = part[i]
             w = rw[r] * counts[t, r]
+            base = node_base
             if classification:
-                c = 1 + cls[r]
-                for fi in range(k):
-                    f = feats[j, fi]
-                    if f < 0:
-                        break
-                    h = out[j, fi, binned[r, f]]
-                    h[0] += 1.0
-                    h[c] += w
+                c = np.uint64(1 + cls[r])
+                for fi in range(kk):
+                    o = base + np.uint64(binned[r, feats[j, fi]]) * ss
+                    flat[o] += 1.0
+                    flat[o + c] += w
+                    base += fs
             else:
                 yr = y[r]
                 wy = w * yr
                 wyy = wy * yr
                 wl = w * ylny[r]
-                for fi in range(k):
-                    f = feats[j, fi]
-                    if f < 0:
-                        break
-                    h = out[j, fi, binned[r, f]]
-                    h[0] += 1.0
-                    h[1] += w
-                    h[2] += wy
-                    h[3] += wyy
-                    h[4] += wl
+                for fi in range(kk):
+                    o = base + np.uint64(binned[r, feats[j, fi]]) * ss
+                    flat[o] += 1.0
+                    flat[o + np.uint64(1)] += w
+                    flat[o + np.uint64(2)] += wy
+                    flat[o + np.uint64(3)] += wyy
+                    flat[o + np.uint64(4)] += wl
+                    base += fs
 
 
 def build_histograms(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny,
