@@ -161,3 +161,13 @@ def test_bad_input_and_params(spark):
     DecisionTreeClassifier(maxBins=300)._validate_params()  # trees allow wide bins
     with pytest.raises(ValueError, match="labelCol"):
         DecisionTreeClassifier(numWorkers=1, labelCol="nope").fit(neg)
+
+
+def test_balanced_class_weights(spark):
+    imb = spark.createDataFrame([(Vectors.dense([float(i)]), float(i < 5)) for i in range(40)],
+                                ["features", "label"])
+    tree = DecisionTreeClassifier(classWeight="balanced", maxDepth=1, numWorkers=1).fit(imb)
+    arrays = tree.treeArrays(0)
+    np.testing.assert_allclose(arrays["value"][0, 0], [0.5, 0.5])  # n / (K * count) weights
+    assert arrays["weighted_n_node_samples"][0] == pytest.approx(40.0)
+    assert arrays["threshold"][0] == 4.5
