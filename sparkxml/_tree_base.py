@@ -224,11 +224,13 @@ class _TreeEstimator(SparkXMLEstimator):
         checks_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         spec32 = dict(spec, float32=True)
-        n_real = binning.n_real_bins(max_bins, wide=True)
+        # up to 256 as GBT counts it (255 bins, uint8); above, one bin per maxBins (uint16)
+        wide = max_bins > 256
+        n_real = binning.n_real_bins(max_bins, wide=wide)
         sketch, infos = _sketch_pass(dataset, spec32, weight, None, stats, min(max_bins, 256),
                                      self.getSeed(), sample_rows=_TREE_SKETCH_ROWS,
                                      size=max(binning.SKETCH_FACTOR * n_real, 256))
-        edges = binning.edges_from_sketch(sketch, max_bins, wide=True)
+        edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
         vals = bin_values(sketch, edges)
         sketch_seconds = time.perf_counter() - t0
         cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,

@@ -54,8 +54,9 @@ class DecisionTreeClassifier(_TreeEstimator, _DTClassifierParams):
     maxDepth : int, default 5
         [max_depth]; >= 0, any depth (64 grows pendigits' trees in full).
     maxBins : int, default 256
-        Bins per feature, 2..65536; a feature with at most this many distinct values gets a
-        bin per value (exact splits), others quantile bins.
+        Bins per feature, 2..65536 (up to 256: at most 255 bins, stored as uint8; above: that
+        many, uint16); a feature with at most that many distinct values gets a bin per value
+        (exact splits), others quantile bins.
     minInstancesPerNode : int, default 1  [min_samples_leaf]
     minSamplesSplit : int, default 2  [min_samples_split]
     minWeightFractionPerNode : float, default 0.0  [min_weight_fraction_leaf]
