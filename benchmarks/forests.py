@@ -3,7 +3,7 @@
     python benchmarks/forests.py [--workers 2] [--repeats 3] [--trees 100]
         [--synthetic-rows 1000000] [--synthetic-features 50] [--synthetic-trees 50]
         [--synthetic-depth 10] [--mllib-synthetic-trees 5] [--skip exact pendigits synthetic
-        mllib]
+        mllib sklearn]
 
 Parts (each can be skipped):
 
@@ -241,7 +241,8 @@ print(sec, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, (m.predict
     return float(out[0]), int(out[1]), float(out[2])
 
 
-def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir):
+def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir,
+                   skip_sklearn=False):
     import pandas as pd
     from pyspark.ml.feature import VectorAssembler
 
@@ -282,9 +283,10 @@ def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir):
               f" MiB, load {i['load_seconds']:.2f}s, train {i['train_seconds']:.2f}s, sent "
               f"{i['bytes_sent'] / 2**20:.0f} MiB, peak RSS {i['peak_rss_bytes'] / 2**20:.0f} "
               f"MiB, {i.get('forest_timing')}")
-    sk_sec, sk_rss, sk_acc = _sklearn_synthetic(n, d, T, depth, W)
-    rows.append((f"scikit-learn RandomForestClassifier n_jobs={W}", sk_acc, sk_sec,
-                 f"{sk_rss / 2**20:.0f} MiB (process peak)"))
+    if not skip_sklearn:
+        sk_sec, sk_rss, sk_acc = _sklearn_synthetic(n, d, T, depth, W)
+        rows.append((f"scikit-learn RandomForestClassifier n_jobs={W}", sk_acc, sk_sec,
+                     f"{sk_rss / 2**20:.0f} MiB (process peak)"))
     if not skip_mllib:
         from pyspark.ml.classification import RandomForestClassifier as MLlibRF
 
@@ -314,7 +316,7 @@ def main():
     ap.add_argument("--synthetic-depth", type=int, default=10)
     ap.add_argument("--mllib-synthetic-trees", type=int, default=5)
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["exact", "pendigits", "synthetic", "mllib"])
+                    choices=["exact", "pendigits", "synthetic", "mllib", "sklearn"])
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
@@ -328,7 +330,8 @@ def main():
         if "synthetic" not in args.skip:
             part_synthetic(spark, args.workers, args.synthetic_rows, args.synthetic_features,
                            args.synthetic_trees, args.synthetic_depth,
-                           args.mllib_synthetic_trees, "mllib" in args.skip, args.workdir)
+                           args.mllib_synthetic_trees, "mllib" in args.skip, args.workdir,
+                           "sklearn" in args.skip)
     finally:
         spark.stop()
 
