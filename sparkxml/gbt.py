@@ -50,8 +50,8 @@ from .params import (HasColsampleByTree, HasEarlyStoppingRounds, HasEvalMetric,
                      HasWeightCol)
 # shared with LambdaMART, trees and forests; still importable from here
 from ._engine import (_check_schema, _check_slots, _data_checks,  # noqa: F401
-                      _feature_exprs, _needs_repartition, _sketch_pass, _transform_with,
-                      _workers_for)
+                      _feature_exprs, _finite, _needs_repartition, _sketch_pass,
+                      _transform_with, _workers_for)
 
 __all__ = ["GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
            "GBTTrainingSummary"]
