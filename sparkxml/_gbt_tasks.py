@@ -45,14 +45,18 @@ def _array_features(col, name: str, d: int) -> np.ndarray:
 
 
 def _batch_features(batch, spec, n_features):
-    """The batch's features as dense float64 (n, d); NaN (or a null column value) = missing."""
+    """The batch's features as dense float64 (n, d); NaN (or a null column value) = missing.
+    ``spec["float32"]`` (trees) rounds them to float32 first, as scikit-learn's trees do."""
     if spec["kind"] == "vector":
-        return _array_features(_column(batch, spec["col"]), spec["col"], n_features)
-    cols = spec["cols"]
-    X = np.empty((batch.num_rows, len(cols)), np.float64)
-    for j, c in enumerate(cols):
-        a = _column(batch, c)
-        X[:, j] = a.cast(pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
+        X = _array_features(_column(batch, spec["col"]), spec["col"], n_features)
+    else:
+        cols = spec["cols"]
+        X = np.empty((batch.num_rows, len(cols)), np.float64)
+        for j, c in enumerate(cols):
+            a = _column(batch, c)
+            X[:, j] = a.cast(pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
+    if spec.get("float32"):
+        X = X.astype(np.float32).astype(np.float64)
     return X
 
 
@@ -66,9 +70,10 @@ def _bool_column(batch, name):
     return np.asarray(_column(batch, name).to_numpy(zero_copy_only=False), bool)
 
 
-def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values):
+def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=None):
     """Per input partition: weighted quantile summaries of the (already sampled, training-only)
-    rows, summarised in chunks of about ``chunk_values`` values and merged."""
+    rows, summarised in chunks of about ``chunk_values`` values and merged (``size`` entries
+    a feature at most; default from ``max_bins``)."""
 
     def sketch_task(batches):
         from pyspark import TaskContext
@@ -80,7 +85,7 @@ def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values):
         def flush():
             if xs:
                 X = np.concatenate(xs) if len(xs) > 1 else xs[0]
-                sketches.append(binning.sketch(X, np.concatenate(ws), max_bins))
+                sketches.append(binning.sketch(X, np.concatenate(ws), max_bins, size))
                 xs.clear()
                 ws.clear()
 

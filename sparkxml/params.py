@@ -144,8 +144,11 @@ def validate_params(instance: Params) -> None:
     ValueError
         naming the class, the param and the offending value.
     """
+    # a class may name a prefix under which RULES holds its own rule for a shared param name
+    # (trees: "tree:maxBins" allows 2..65536 where GBT's maxBins is 2..256)
+    prefix = getattr(instance, "_rules_prefix", None)
     for p in instance.params:
-        rule = RULES.get(p.name)
+        rule = (RULES.get(f"{prefix}:{p.name}") if prefix else None) or RULES.get(p.name)
         if rule is None or not instance.isDefined(p):
             continue
         value = instance.getOrDefault(p)
@@ -443,4 +446,81 @@ RULES.update({
     "inputCols": _column_list(),
     "outputCol": _nonempty(),
     "handleInvalid": _one_of("keep", "skip", "error"),
+})
+
+
+# ---------------------------------------------------------------- decision trees, random forests
+# scikit-learn's tree parameters under Spark ML names (sklearn's name in the doc).
+HasCriterion = _simple_mixin(
+    "HasCriterion", "criterion", "split criterion: 'gini', 'entropy' (= 'log_loss') for "
+    "classification; 'squared_error', 'friedman_mse', 'poisson' for regression",
+    TypeConverters.toString, "getCriterion")
+HasTreeMaxDepth = _simple_mixin(
+    "HasTreeMaxDepth", "maxDepth", "maximum depth of a tree (>= 0; 0 = a single leaf; "
+    "scikit-learn's max_depth)", TypeConverters.toInt, "getMaxDepth")
+HasTreeMaxBins = _simple_mixin(
+    "HasTreeMaxBins", "maxBins", "maximum number of bins per feature (2..65536); a feature "
+    "with at most this many distinct values gets a bin per value (exact splits)",
+    TypeConverters.toInt, "getMaxBins")
+HasMinInstancesPerNode = _simple_mixin(
+    "HasMinInstancesPerNode", "minInstancesPerNode", "minimum rows in each child of a split "
+    "(>= 1; scikit-learn's min_samples_leaf)", TypeConverters.toInt, "getMinInstancesPerNode")
+HasMinSamplesSplit = _simple_mixin(
+    "HasMinSamplesSplit", "minSamplesSplit", "minimum rows for a node to be split (>= 2; "
+    "scikit-learn's min_samples_split)", TypeConverters.toInt, "getMinSamplesSplit")
+HasMinWeightFractionPerNode = _simple_mixin(
+    "HasMinWeightFractionPerNode", "minWeightFractionPerNode", "minimum fraction of the total "
+    "weight in each child of a split, in [0, 0.5] (scikit-learn's min_weight_fraction_leaf)",
+    TypeConverters.toFloat, "getMinWeightFractionPerNode")
+HasMaxLeafNodes = _simple_mixin(
+    "HasMaxLeafNodes", "maxLeafNodes", "grow best-first up to this many leaves (0 = no limit, "
+    "else >= 2; scikit-learn's max_leaf_nodes)", TypeConverters.toInt, "getMaxLeafNodes")
+HasMinInfoGain = _simple_mixin(
+    "HasMinInfoGain", "minInfoGain", "minimum weighted impurity decrease of a split (>= 0; "
+    "scikit-learn's min_impurity_decrease)", TypeConverters.toFloat, "getMinInfoGain")
+HasFeatureSubsetStrategy = _simple_mixin(
+    "HasFeatureSubsetStrategy", "featureSubsetStrategy", "features drawn per node: 'auto', "
+    "'all', 'sqrt', 'log2', 'onethird', a fraction in (0, 1] or a count >= 1 (as a string)",
+    TypeConverters.toString, "getFeatureSubsetStrategy")
+HasClassWeight = _simple_mixin(
+    "HasClassWeight", "classWeight", "'balanced': weight classes by n / (K * count), as "
+    "scikit-learn's class_weight='balanced' (unset: no class weights)",
+    TypeConverters.toString, "getClassWeight")
+HasBootstrap = _simple_mixin(
+    "HasBootstrap", "bootstrap", "resample rows per tree (Poisson counts) instead of using "
+    "each row once", TypeConverters.toBoolean, "getBootstrap")
+HasOobScore = _simple_mixin(
+    "HasOobScore", "oobScore", "compute the out-of-bag score (accuracy or R^2) after fitting",
+    TypeConverters.toBoolean, "getOobScore")
+
+
+def _subset_strategy():
+    names = ("auto", "all", "sqrt", "log2", "onethird")
+
+    def ok(v):
+        if v in names:
+            return True
+        try:
+            x = float(v)
+        except ValueError:
+            return False
+        if "." in v or "e" in v.lower():
+            return 0.0 < x <= 1.0
+        return x >= 1 and float(int(x)) == x
+
+    return ok, f"must be one of {list(names)}, a fraction in (0, 1] or a count >= 1"
+
+
+RULES.update({
+    "criterion": _one_of("gini", "entropy", "log_loss", "squared_error", "friedman_mse",
+                         "poisson"),
+    "tree:maxDepth": _ge(0),
+    "tree:maxBins": _between(2, 65536),
+    "minInstancesPerNode": _ge(1),
+    "minSamplesSplit": _ge(2),
+    "minWeightFractionPerNode": _between(0.0, 0.5),
+    "maxLeafNodes": ((lambda v: v == 0 or v >= 2), "must be 0 (no limit) or >= 2"),
+    "minInfoGain": _ge(0.0),
+    "featureSubsetStrategy": _subset_strategy(),
+    "classWeight": _one_of("balanced"),
 })

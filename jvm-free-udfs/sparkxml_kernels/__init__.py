@@ -22,6 +22,7 @@ _LOADERS = {
     "fm": "sparkxml_kernels.fm.predictor:FMPredictor.from_directory",
     "gbfm": "sparkxml_kernels.fm.predictor:GBFMPredictor.from_directory",
     "fields": "sparkxml_kernels.fm.fields:FieldVocabulary.from_directory",
+    "forest": "sparkxml_kernels.forest.predictor:ForestPredictor.from_directory",
 }
 
 
@@ -42,6 +43,8 @@ def load_model(path: str) -> Any:
         ``FMPredictor`` / ``GBFMPredictor`` (``predict(X)``: values, or (n, 2) class
         probabilities); for a ``FieldEncoderModel`` a ``FieldVocabulary``
         (``encode(columns)`` -> CSR).
+        For trees and forests a ``ForestPredictor`` (``predict``, ``predict_values``,
+        ``tree_arrays(i)``).
 
     Raises
     ------
