@@ -11,13 +11,16 @@ import math
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import (  # noqa: F401  (re-exported: the pyspark.ml spellings)
     HasFeaturesCol,
+    HasFitIntercept,
     HasLabelCol,
     HasMaxIter,
     HasPredictionCol,
     HasProbabilityCol,
     HasRawPredictionCol,
+    HasRegParam,
     HasSeed,
     HasStepSize,
+    HasTol,
     HasValidationIndicatorCol,
     HasWeightCol,
 )
@@ -328,7 +331,6 @@ RULES.update({
 
 
 # ---------------------------------------------------------------- linear SVM (LinearSVC)
-from pyspark.ml.param.shared import HasFitIntercept, HasTol  # noqa: E402,F401
 
 HasC = _simple_mixin(
     "HasC", "C", "penalty of the loss: primal 0.5|w|^2 + C sum_i weight_i loss_i (> 0; "
@@ -382,7 +384,6 @@ RULES.update({
 # ---------------------------------------------------------------- factorization machines (FM, GBFM)
 # FMRegressor / FMClassifier (sparkxml.fm), GBFMRegressor / GBFMClassifier (sparkxml.gbfm),
 # FieldEncoder (sparkxml.fields). Names follow pyspark.ml's FM estimators where they exist.
-from pyspark.ml.param.shared import HasFitIntercept, HasRegParam, HasTol  # noqa: E402,F401
 
 HasFactorSize = _simple_mixin(
     "HasFactorSize", "factorSize", "dimensionality of the factors (>= 1)",
