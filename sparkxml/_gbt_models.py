@@ -201,7 +201,10 @@ class _GBTModelBase(SparkXMLModel):
         if x.size != self.numFeatures:
             raise ValueError(f"the vector has {x.size} features; the model was trained on "
                              f"{self.numFeatures}")
-        pred = self._predictor.with_options(missing=self.getMissing())
+        pred = self._predictor
+        missing = float(self.getMissing())
+        if not (np.isnan(missing) and np.isnan(pred.missing)) and missing != pred.missing:
+            pred = pred.with_options(missing=missing)
         return pred, x.reshape(1, -1)
 
     def _raw_one(self, features) -> np.ndarray:

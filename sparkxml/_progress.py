@@ -224,9 +224,10 @@ class FitProgress:
         return restore
 
     # ------------------------------------------------------------------ log lines
-    def task_spec(self) -> dict | None:
+    def task_spec(self, per_task: bool = False) -> dict | None:
         """The plain dict a task's ``ProgressReporter`` needs (None when verbose is 0):
-        opens the listener on first use."""
+        opens the listener on first use. ``per_task``: several tasks report their own
+        counts, so the lines name the task."""
         if self.verbose <= 0:
             return None
         if self._listener is None:
@@ -238,7 +239,7 @@ class FitProgress:
         port = self._listener.port
         return {"addresses": [f"{h}:{port}" for h in self._hosts()],
                 "authkey": self._listener.authkey, "every": self.verbose,
-                "source": self.name}
+                "source": self.name, "per_task": bool(per_task)}
 
     def _hosts(self) -> list:
         """Where tasks may reach this process: the driver host Spark uses (classic), this
@@ -267,8 +268,8 @@ class FitProgress:
         if self.verbose <= 0:
             return
         rows = list(rows)
-        LOGGER.info(f"{self.name}: the tasks could not reach this process; their progress "
-                    f"lines are in the executor logs. History of the {len(rows)} {unit}s:")
+        LOGGER.info(f"{self.name}: the tasks could not reach this process (their progress "
+                    f"lines are in the executor logs); after the stage, {unit} by {unit}:")
         for i, metrics in rows:
             if i % self.verbose == 0 or i == len(rows):
                 LOGGER.info(format_record({"source": self.name, "kind": "progress",

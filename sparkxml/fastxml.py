@@ -20,9 +20,10 @@ from sparkxml_kernels.fastxml.predictor import FastXMLPredictor
 
 from ._spark_utils import (check_int_array_column, check_vector_column, parse_bytes,
                            partition_keys, physical_memory_bytes)
+from ._progress import FitProgress
 from .base import SparkXMLEstimator, SparkXMLModel
 from .params import (HasFeaturesCol, HasLabelsCol, HasNumTrees, HasNumWorkers,
-                     HasPredictionCol, HasScoresCol, HasSeed, HasTopK)
+                     HasPredictionCol, HasScoresCol, HasSeed, HasTopK, HasVerbose)
 from .session import default_parallelism
 
 # The arrays a FastXML forest is made of (see sparkxml_kernels.fastxml.forest) and their dtypes.
@@ -65,7 +66,7 @@ class _FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCo
         return self.getOrDefault(self.bias)
 
 
-class FastXML(SparkXMLEstimator, _FastXMLParams):
+class FastXML(SparkXMLEstimator, _FastXMLParams, HasVerbose):
     """FastXML extreme multi-label classifier (Prabhu & Varma, KDD'14).
 
     Parameters
@@ -89,6 +90,9 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
         at most numTrees). Each task holds the whole training set in memory.
     topK, predictionCol, scoresCol
         Copied to the model; see ``FastXMLModel``.
+    verbose : int, default 0
+        Log "tree i/n" every ``verbose`` trees of each training task through the Python
+        logger ``sparkxml`` (live, see ``sparkxml._progress``); 0 = silent.
 
     Examples
     --------
@@ -100,8 +104,9 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
 
     def __init__(self, *, featuresCol=None, labelsCol=None, predictionCol=None, scoresCol=None,
                  topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
-                 bias=None, seed=None, numWorkers=None):
+                 bias=None, seed=None, numWorkers=None, verbose=None):
         super().__init__()
+        self._setDefault(verbose=0)
         self._set_params(**self._input_kwargs_of(locals()))
 
     @staticmethod
@@ -132,6 +137,9 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
     def setNumWorkers(self, value: int):
         return self._set(numWorkers=value)
 
+    def setVerbose(self, value: int):
+        return self._set(verbose=value)
+
     def setTopK(self, value: int):
         return self._set(topK=value)
 
@@ -160,8 +168,21 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
 
         data = dataset.select(F.monotonically_increasing_id().alias("_rid"),
                               F.col(fcol).alias("f"), F.col(lcol).alias("y"))
-        stats = _data_stats(data, fcol, lcol)
-        _check_memory(spark, stats, workers)
+        with FitProgress(spark, self, self.getVerbose()) as progress:
+            with progress.phase("checks"):
+                stats = _data_stats(data, fcol, lcol)
+            _check_memory(spark, stats, workers)
+            with progress.phase("train"):
+                forest = self._train(spark, data, stats, workers, fcol, lcol,
+                                     progress.task_spec(per_task=True))
+            if progress.verbose > 0 and not progress.live_lines:
+                progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
+                                    unit="tree")
+        return FastXMLModel._create(forest, stats["n_features"], stats["n_labels"],
+                                    float(self.getBias()))
+
+    def _train(self, spark, data, stats, workers, fcol, lcol, progress):
+        num_trees = self.getNumTrees()
 
         keys = partition_keys(workers)
         groups = spark.createDataFrame([(k,) for k in keys], "_g long")
@@ -171,7 +192,7 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
         trees_of = {k: np.arange(p, num_trees, workers, dtype=np.int32)
                     for p, k in enumerate(keys)}
         n_features, n_labels = stats["n_features"], stats["n_labels"]
-        train = _make_train_fn(trees_of, n_features, n_labels, params, fcol, lcol)
+        train = _make_train_fn(trees_of, n_features, n_labels, params, fcol, lcol, progress)
         schema = ", ".join(f"{name} binary" for name in _FOREST_DTYPES)
         rows = (data.crossJoin(groups).repartition(workers, "_g")
                 .mapInArrow(train, schema).collect())
@@ -183,7 +204,7 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
         if len(forest["tree_ids"]) != num_trees:
             raise RuntimeError(f"FastXML: expected {num_trees} trees back from the training "
                                f"tasks, got {len(forest['tree_ids'])}")
-        return FastXMLModel._create(forest, n_features, n_labels, float(self.getBias()))
+        return forest
 
 
 def _data_stats(data, fcol: str, lcol: str) -> dict:
@@ -252,11 +273,13 @@ def _check_memory(spark, stats: dict, workers: int) -> None:
 
 
 def _make_train_fn(trees_of: dict, n_features: int, n_labels: int, params: dict, fcol: str,
-                   lcol: str):
+                   lcol: str, progress: dict | None = None):
     # Plain locals only: the closure is pickled to the tasks.
     names = list(_FOREST_DTYPES)
 
     def train(batches):
+        from sparkxml_kernels.progress import ProgressReporter
+
         by_group: dict = {}
         for b in batches:
             if b.num_rows == 0:
@@ -273,8 +296,19 @@ def _make_train_fn(trees_of: dict, n_features: int, n_labels: int, params: dict,
             xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
                                                     num_features=n_features)
             yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
-            forest = kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
-                                          trees_of[key], **params)
+            trees = trees_of[key]
+            reporter = ProgressReporter(progress, list(trees_of).index(key))
+            if reporter.enabled:  # one tree at a time (tree t depends on (seed, t) only)
+                parts = []
+                for i, t in enumerate(trees):
+                    parts.append(kforest.train_forest(xi, xj, xv, yi, yj, n_features,
+                                                      n_labels, trees[i:i + 1], **params))
+                    reporter.progress(i + 1, len(trees), unit="tree")
+                reporter.close()
+                forest = kforest.concat_forests(parts)
+            else:
+                forest = kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
+                                              trees, **params)
             yield pa.RecordBatch.from_pydict(
                 {n: [np.ascontiguousarray(forest[n], dtype=_FOREST_DTYPES[n]).tobytes()]
                  for n in names},

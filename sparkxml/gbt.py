@@ -22,9 +22,15 @@ Same ``seed``, same data: the same model whatever ``numWorkers`` (bin edges come
 partitions, row subsampling hashes global row ids, histogram sums are reduced in a fixed order
 and near-tied splits are resolved the same way), up to floating-point rounding.
 
+Every job runs labelled with the fit's job group, a description of its phase ("checks",
+"sketch", "train") and tags (``sparkxml._progress``); with ``verbose = N`` rank 0 sends a log
+line every N rounds to the driver while the stage runs.
+
 Models predict with compiled tree traversal on raw features inside ``mapInArrow`` and save as
 plain arrays (``modelKind`` "gbt"): ``sparkxml_kernels.load_model(path)`` serves them without
-Spark.
+Spark. They also behave as Spark MLlib's tree-ensemble models (``sparkxml._gbt_models``:
+``evaluate``, ``evaluateEachIteration``, one-vector predictions, ``trees``,
+``toDebugString``) and offer SHAP contributions, leaf indices and JSON dumps.
 """
 from __future__ import annotations
 
@@ -35,7 +41,7 @@ import numpy as np
 from pyspark import keyword_only
 import pyarrow as pa
 from pyspark.ml.functions import vector_to_array
-from pyspark.ml.linalg import DenseVector, VectorUDT
+from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -47,8 +53,7 @@ from ._barrier import RESULT_SCHEMA, decode_arrays, run_barrier_training
 from ._gbt_summary import (GBTClassificationEvaluation, GBTRegressionEvaluation,
                            GBTTrainingSummary)
 from ._gbt_models import _GBTModelBase, _single_row_classifier_api
-from ._gbt_tasks import (ROW_ID, _make_load_fn, _make_sketch_task, _make_train_fn,
-                         _spec_columns)
+from ._gbt_tasks import ROW_ID, _make_load_fn, _make_sketch_task, _make_train_fn
 from ._progress import FitProgress
 from .base import SparkXMLEstimator
 from .params import (HasBaseMarginCol, HasColsampleByTree, HasEarlyStoppingRounds,
@@ -332,12 +337,8 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             n_workers = _workers_for(spark, stats, valid, n_workers)
             engine = self._engine_options(dataset, spec, stats, objective, n_classes)
             checks_seconds = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            with progress.phase("sketch"):
-                sketch, infos = _sketch_pass(dataset, spec, weight, valid, stats, max_bins,
-                                             self.getSeed(), engine["load"]["missing"])
-            sketch_seconds = time.perf_counter() - t0
-            edges = binning.edges_from_sketch(sketch, max_bins)
+            edges, infos, sketch_seconds = self._sketch_phase(progress, dataset, spec, weight,
+                                                              valid, stats, engine)
             params = dict(self._booster_params(max_bins), objective=objective,
                           numClasses=n_classes, evalMetric=metric)
             cols = _feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
@@ -360,6 +361,16 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             return self._model_from(result, engine, summary, progress)
 
     # ------------------------------------------------------------------ shared by the engine
+    def _sketch_phase(self, progress, frame, spec, weight, valid, stats, engine):
+        """The sketch job as the fit's "sketch" phase: (bin edges, per-partition infos,
+        seconds)."""
+        t0 = time.perf_counter()
+        with progress.phase("sketch"):
+            sketch, infos = _sketch_pass(frame, spec, weight, valid, stats, self.getMaxBins(),
+                                         self.getSeed(), engine["load"]["missing"])
+        edges = binning.edges_from_sketch(sketch, self.getMaxBins())
+        return edges, infos, time.perf_counter() - t0
+
     def _margin_checks(self, dataset) -> dict:
         """Aggregates riding along the data-check job for ``baseMarginCol``: nulls and
         non-finite values of a double column, nulls and sizes of an array/vector one."""
@@ -612,7 +623,8 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                  maxDepth=6, maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                  regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
-                 earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None, baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
+                 earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
+                 baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
@@ -623,7 +635,8 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                   maxDepth=6, maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                   regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
-                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None, baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
+                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
+                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None):
         return self._set_params(**self._input_kwargs)
 
@@ -664,9 +677,9 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                  maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                  minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0, colsampleByTree=1.0,
                  seed=0, numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                 evalMetric=None, numClasses=None, timeoutSeconds=600.0, missing=None, baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                 leafCol=None, verbose=0, initModel=None,
-                 thresholds=None, scalePosWeight=1.0):
+                 evalMetric=None, numClasses=None, timeoutSeconds=600.0, missing=None,
+                 baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
+                 leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -678,9 +691,9 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                   regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                   earlyStoppingRounds=0, evalMetric=None, numClasses=None,
-                  timeoutSeconds=600.0, missing=None, baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                  leafCol=None, verbose=0, initModel=None,
-                  thresholds=None, scalePosWeight=1.0):
+                  timeoutSeconds=600.0, missing=None, baseMarginCol=None,
+                  monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,
+                  initModel=None, thresholds=None, scalePosWeight=1.0):
         return self._set_params(**self._input_kwargs)
 
     @property

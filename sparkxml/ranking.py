@@ -42,13 +42,11 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels.gbt import binning
-
 from ._barrier import run_barrier_training
 from ._gbt_tasks import _make_load_fn, _make_train_fn, _spec_columns
 from .gbt import (_COMMON_PARAMS, GBTTrainingSummary, _add_setters, _check_slots,
                   _data_checks, _feature_exprs, _finite, _GBTEstimator, _GBTModelBase,
-                  _GBTParams, _sketch_pass, _workers_for)
+                  _GBTParams, _workers_for)
 from ._progress import FitProgress
 from .params import (HasGroupCol, HasLabelGain, HasLambdarankNorm, HasNdcgTruncation,
                      HasObjective, HasSigma)
@@ -225,14 +223,9 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
                  .withColumn(_KEY, F.xxhash64(*cols))
                  .repartition(int(n_workers), F.col(group))
                  .sortWithinPartitions(group, _KEY))
-        max_bins = self.getMaxBins()
-        t0 = time.perf_counter()
-        with progress.phase("sketch"):
-            sketch, _ = _sketch_pass(frame, spec, weight, valid, stats, max_bins,
-                                     self.getSeed(), engine["load"]["missing"])
-        sketch_seconds = time.perf_counter() - t0
-        edges = binning.edges_from_sketch(sketch, max_bins)
-        params = dict(self._booster_params(max_bins),
+        edges, _, sketch_seconds = self._sketch_phase(progress, frame, spec, weight, valid,
+                                                      stats, engine)
+        params = dict(self._booster_params(self.getMaxBins()),
                       evalMetric=self.getOrDefault(self.evalMetric))
         ranking = {"objective": self.getObjective(), "truncation": self.getNdcgTruncation(),
                    "label_gain": label_gain, "sigma": self.getSigma(),

@@ -29,7 +29,9 @@ def load_model(path: str):
     -------
     predictor
         For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
-        (labels int32 (n, k), scores float32 (n, k)), best first.
+        (labels int32 (n, k), scores float32 (n, k)), best first. For the GBT engine's
+        models a ``gbt.predictor.TreeEnsemblePredictor``: ``predict_raw(X)``,
+        ``predict(X)``, ``predict_contributions(X)`` (SHAP), ``predict_leaf(X)``.
 
     Raises
     ------

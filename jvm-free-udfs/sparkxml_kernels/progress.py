@@ -17,8 +17,9 @@ instead (logger ``sparkxml``, the executor's log) and the driver logs the histor
 stage.
 
 Records: ``{"kind": "progress", "unit": "round" | "tree" | ..., "done": i, "total": n,
-"metrics": {name: value}, "elapsed": seconds, "rank": r}`` or ``{"kind": "message", "text":
-...}``.
+"metrics": {name: value}, "elapsed": seconds, "rank": r, "task": r or None}`` or
+``{"kind": "message", "text": ...}``. ``spec["per_task"]`` (several tasks report, each its
+own count) names the task in the lines.
 
 Usage in a task (any estimator)::
 
@@ -50,7 +51,7 @@ _CLOSE = object()
 
 def format_record(record: dict) -> str:
     """The log line of a record: ``GBTClassifier round 10/300: train-logloss=0.41203
-    validation-logloss=0.43311 (12.3 s)``."""
+    validation-logloss=0.43311 (12.3 s)``, ``FastXML task 1 tree 4/25 (30.2 s)``."""
     src = record.get("source") or "sparkxml"
     if record.get("kind") == "message":
         return f"{src}: {record.get('text', '')}"
@@ -60,7 +61,9 @@ def format_record(record: dict) -> str:
                        for k, v in (record.get("metrics") or {}).items())
     el = record.get("elapsed")
     tail = f" ({el:.1f} s)" if isinstance(el, (int, float)) else ""
-    return f"{src} {record.get('unit', 'round')} {done}:{' ' + metrics if metrics else ''}{tail}"
+    task = f" task {record['task']}" if record.get("task") is not None else ""
+    return (f"{src}{task} {record.get('unit', 'round')} {done}"
+            f"{': ' + metrics if metrics else ''}{tail}")
 
 
 class ProgressReporter:
@@ -79,6 +82,8 @@ class ProgressReporter:
         self.enabled = self.every > 0
         self.rank = int(rank)
         self.source = (spec or {}).get("source", "sparkxml")
+        # several tasks report (FastXML's tree groups): lines name the task
+        self.task = self.rank if (spec or {}).get("per_task") else None
         self.connected = False
         self._t0 = time.perf_counter()
         if not self.enabled:
@@ -120,7 +125,7 @@ class ProgressReporter:
 
     # ------------------------------------------------------------------ internals
     def _put(self, record: dict) -> None:
-        record.update(source=self.source, rank=self.rank)
+        record.update(source=self.source, rank=self.rank, task=self.task)
         self._queue.put(record)
 
     def _connect(self, spec) -> Connection | None:

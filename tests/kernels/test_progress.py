@@ -96,5 +96,8 @@ def test_history_after_the_stage_and_silence():
         logger.setLevel(old)
     assert [s.split(":")[0] for s in seen[1:]] == ["_Est round 3/7", "_Est round 6/7",
                                                    "_Est round 7/7"]
+    assert format_record({"kind": "progress", "source": "FastXML", "unit": "tree", "done": 4,
+                          "total": 25, "task": 1, "elapsed": 30.24}) == \
+        "FastXML task 1 tree 4/25 (30.2 s)"
     assert ProgressReporter(None).enabled is False
     assert format_record({"kind": "message", "source": "FastXML", "text": "hi"}) == "FastXML: hi"

@@ -93,3 +93,24 @@ def test_silent_by_default(small, caplog):
     caplog.set_level(logging.INFO, logger="sparkxml")
     GBTClassifier(featuresCols=["a", "b", "c"], maxIter=5, numWorkers=1).fit(small)
     assert not [r for r in caplog.records if r.name == "sparkxml"]
+
+
+def test_fastxml_reports_trees_done(spark, caplog):
+    from sparkxml import FastXML
+    from sparkxml.synthetic import make_multilabel, rows_frame
+
+    caplog.set_level(logging.INFO, logger="sparkxml")
+    X, Y = make_multilabel(n_rows=300, n_features=80, n_labels=15, seed=1)
+    df = rows_frame(spark, X, Y, 0, 300, 80)
+    est = FastXML(numTrees=4, numWorkers=2, verbose=1)
+    model = est.fit(df)
+    assert model.trees == 4
+    lines = sorted(r.getMessage().split(" (")[0] for r in caplog.records
+                   if " tree " in r.getMessage())
+    assert lines == [f"FastXML task {t} tree {i}/2" for t in (0, 1) for i in (1, 2)]
+    sc = spark.sparkContext
+    groups = [g for g in _groups(sc) if g.startswith(f"sparkxml-FastXML-{est.uid}-")]
+    store = sc._jsc.sc().statusStore()
+    assert {store.job(j).description().get()
+            for j in sc.statusTracker().getJobIdsForGroup(groups[0])} == \
+        {f"sparkxml FastXML {est.uid}: checks", f"sparkxml FastXML {est.uid}: train"}
