@@ -69,6 +69,10 @@ def test_arrays_roundtrip_and_directory_loading(model, tmp_path):
     assert arrays["objective"].shape == () and str(arrays["objective"]) == "softmax"
     again = TreeEnsemblePredictor.from_arrays(arrays)
     np.testing.assert_array_equal(again.predict_raw(X), pred.predict_raw(X))
+    # models saved before "missing" / "feature_names" existed load as before
+    older = TreeEnsemblePredictor.from_arrays({k: v for k, v in arrays.items()
+                                               if k in ARRAY_KEYS})
+    assert np.isnan(older.missing) and older.feature_names is None
     path = str(tmp_path / "m")
     save_directory(path, metadata_json("sparkxml.GBTClassificationModel", "uid1", {}, {},
                                        "gbt"), arrays, overwrite=False)

@@ -267,11 +267,10 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
                 re[:, k] += tree.value[route_binned(Xe, tree)]
             trees.append(tree)
         rounds_run = it + 1
-        train_stats = None
-        if it + 1 < p.maxIter:
-            # the next round's gradients, computed here so that the loss can give this
-            # round's training metric on the way (loss.gradients_and_stats)
-            train_stats = gradients()
+        # the next round's gradients, computed here so that the loss can give this round's
+        # training metric on the way (loss.gradients_and_stats); after the last round they
+        # only serve the metric, which costs the same as computing it alone
+        train_stats = gradients() if it + 1 < p.maxIter or metric is not None else None
         if metric is not None:
             if train_stats is None:
                 train_stats = metric_stats(metric, y, raw[:, 0] if one else raw, w, group_ptr)

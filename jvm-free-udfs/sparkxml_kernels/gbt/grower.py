@@ -45,7 +45,7 @@ from .collective import LocalCollective
 from .histogram import build_histogram_naive, build_histograms, interleave, n_hist_slots
 from .partition import partition_nodes, route_binned
 from .splitting import (SplitParams, bounded_leaf_weight, check_monotone, find_best_splits,
-                        find_best_splits_naive)
+                        find_best_splits_naive, leaf_weight)
 
 HEADER = 4
 REC = 10
@@ -375,7 +375,9 @@ class TreeGrower:
             threshold=np.array(st.threshold, FLOAT),
             default_left=np.array(st.default_left, np.uint8),
             left=np.array(st.left, NODE), right=np.array(st.right, NODE),
-            value=np.array([bounded_leaf_weight(G, H, sp, *b) * lr
+            value=np.array([leaf_weight(G, H, sp) * lr for G, H in zip(st.G, st.H)]
+                           if self._mono is None else
+                           [bounded_leaf_weight(G, H, sp, *b) * lr
                             for G, H, b in zip(st.G, st.H, st.value_bounds)], FLOAT),
             gain=np.array(st.gain, FLOAT), cover=np.array(st.H, FLOAT))
         n = self.binned.shape[0]

@@ -105,7 +105,8 @@ class SquaredError(Loss):
             return None
         # g = w (raw - y): sum w (raw - y)^2 = sum g^2 / w
         weighted = w is not None
-        return np.array(_sq_sum(out_g, w if weighted else _ONE, weighted), FLOAT)
+        g = np.ascontiguousarray(out_g)  # a view for one output: contiguous, no copy
+        return np.array(_sq_sum(g, w if weighted else _ONE, weighted), FLOAT)
 
     def transform(self, raw):
         return np.asarray(raw, FLOAT)
