@@ -346,6 +346,26 @@ class _GBTModelBase(SparkXMLModel):
         return [metric_from_stats(metric, s) for s in total]
 
 
+def _feature_names(dataset, spec, d):
+    """``featuresCols``, or the names in the vector column's ML attribute metadata (what
+    ``VectorAssembler`` writes); None when the column has none."""
+    if spec["kind"] == "columns":
+        return list(spec["cols"])
+    try:
+        attrs = dataset.schema[spec["col"]].metadata.get("ml_attr", {}).get("attrs", {})
+    except (KeyError, AttributeError):
+        return None
+    names = [None] * d
+    for group in attrs.values():
+        for a in group:
+            i = a.get("idx")
+            if isinstance(i, int) and 0 <= i < d and a.get("name"):
+                names[i] = str(a["name"])
+    if not any(names):
+        return None
+    return [n if n else f"f{i}" for i, n in enumerate(names)]
+
+
 def _make_staged_fn(arrays, spec, n_features, label, weight, margin_col, metric):
     """Per partition: the metric's summable statistics after every round, float64 (R, S)."""
 

@@ -52,7 +52,7 @@ from sparkxml_kernels.gbt.splitting import check_monotone
 from ._barrier import RESULT_SCHEMA, decode_arrays, run_barrier_training
 from ._gbt_summary import (GBTClassificationEvaluation, GBTRegressionEvaluation,
                            GBTTrainingSummary)
-from ._gbt_models import _GBTModelBase, _single_row_classifier_api
+from ._gbt_models import _feature_names, _GBTModelBase, _single_row_classifier_api
 from ._gbt_tasks import ROW_ID, _make_load_fn, _make_sketch_task, _make_train_fn
 from ._progress import FitProgress
 from .base import SparkXMLEstimator
@@ -155,26 +155,6 @@ def _feature_exprs(spec):
 
 def _finite(c):
     return (~F.isnan(c)) & (F.abs(c) != float("inf"))
-
-
-def _feature_names(dataset, spec, d):
-    """``featuresCols``, or the names in the vector column's ML attribute metadata (what
-    ``VectorAssembler`` writes); None when the column has none."""
-    if spec["kind"] == "columns":
-        return list(spec["cols"])
-    try:
-        attrs = dataset.schema[spec["col"]].metadata.get("ml_attr", {}).get("attrs", {})
-    except (KeyError, AttributeError):
-        return None
-    names = [None] * d
-    for group in attrs.values():
-        for a in group:
-            i = a.get("idx")
-            if isinstance(i, int) and 0 <= i < d and a.get("name"):
-                names[i] = str(a["name"])
-    if not any(names):
-        return None
-    return [n if n else f"f{i}" for i, n in enumerate(names)]
 
 
 def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
