@@ -120,11 +120,12 @@ def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
 
 
 def _sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
-                 sample_rows=_SKETCH_SAMPLE_ROWS, size=None):
+                 sample_rows=_SKETCH_SAMPLE_ROWS, size=None, missing=float("nan")):
     """Bin edges from a uniform sample of at most ``sample_rows`` training rows:
     ``DataFrame.sample`` (deterministic for a given input and seed, whatever numWorkers), then
     one ``mapInArrow`` job summarising each partition (summaries of at most ``size`` entries a
-    feature; default from ``max_bins``); the driver merges in partition order."""
+    feature; default from ``max_bins``); the driver merges in partition order. ``missing``
+    (GBT's param) is a value read as missing besides NaN."""
     src = dataset if valid is None else dataset.filter(~F.col(valid))
     cols = _feature_exprs(spec)
     if weight is not None:
@@ -133,7 +134,8 @@ def _sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
     fraction = sample_rows / max(stats["n_train"], 1)
     if fraction < 1.0:
         src = src.sample(withReplacement=False, fraction=fraction, seed=int(seed) & 0x7FFFFFFF)
-    fn = _make_sketch_task(spec, weight, stats["d"], max_bins, _SKETCH_CHUNK_VALUES, size)
+    fn = _make_sketch_task(spec, weight, stats["d"], max_bins, _SKETCH_CHUNK_VALUES, size,
+                           missing)
     table = to_arrow(src.mapInArrow(fn, RESULT_SCHEMA))
     ranks = table.column("rank").to_numpy()
     sketches, infos = [], []

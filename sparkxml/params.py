@@ -13,13 +13,12 @@ from pyspark.ml.param.shared import (  # noqa: F401  (re-exported: the pyspark.m
     HasFeaturesCol,
     HasFitIntercept,
     HasLabelCol,
-    HasMaxIter,
     HasPredictionCol,
     HasProbabilityCol,
     HasRawPredictionCol,
     HasRegParam,
     HasSeed,
-    HasStepSize,
+    HasThresholds,
     HasTol,
     HasValidationIndicatorCol,
     HasWeightCol,
@@ -524,4 +523,85 @@ RULES.update({
     "minInfoGain": _ge(0.0),
     "featureSubsetStrategy": _subset_strategy(),
     "classWeight": _one_of("balanced"),
+})
+
+
+# ---------------------------------------------------------------- GBT models and progress
+# (issue 13: MLlib-compatible GBT models, XGBoost parity, progress of long fits)
+# pyspark's HasMaxIter / HasStepSize say ">= 0"; sparkxml's checks want >= 1 and (0, 1]:
+# the same param names with docs that state the ranges RULES enforce.
+HasMaxIter = _simple_mixin(
+    "HasMaxIter", "maxIter", "maximum number of iterations: boosting rounds, solver rounds "
+    "or sweeps (>= 1)",
+    TypeConverters.toInt, "getMaxIter")
+HasStepSize = _simple_mixin(
+    "HasStepSize", "stepSize", "step size (learning rate) applied to each iteration, in (0, 1]",
+    TypeConverters.toFloat, "getStepSize")
+HasVerbose = _simple_mixin(
+    "HasVerbose", "verbose", "log progress through the Python logger 'sparkxml' at INFO every "
+    "this many rounds (or trees), with the training and validation metrics (>= 0; 0 = "
+    "silent)", TypeConverters.toInt, "getVerbose")
+HasMissing = _simple_mixin(
+    "HasMissing", "missing", "feature value that means 'missing' besides NaN and null "
+    "(XGBoost's missing; NaN = only NaN; with 0.0, absent sparse entries are missing too)",
+    TypeConverters.toFloat, "getMissing")
+HasScalePosWeight = _simple_mixin(
+    "HasScalePosWeight", "scalePosWeight", "weight multiplier of the positive class in the "
+    "gradients (XGBoost's scale_pos_weight; binary classification; finite, > 0)",
+    TypeConverters.toFloat, "getScalePosWeight")
+HasBaseMarginCol = _simple_mixin(
+    "HasBaseMarginCol", "baseMarginCol", "column of per-row raw scores to start from instead "
+    "of the base score, at fit and at predict (XGBoost's base_margin): double, or an array/"
+    "vector of numClasses values for multiclass", TypeConverters.toString,
+    "getBaseMarginCol")
+HasMonotoneConstraints = _simple_mixin(
+    "HasMonotoneConstraints", "monotoneConstraints", "per-feature monotone constraint, -1 "
+    "(decreasing), 0 (none) or 1 (increasing), as XGBoost's monotone_constraints (a shorter "
+    "list leaves the other features unconstrained)", TypeConverters.toListInt,
+    "getMonotoneConstraints")
+HasPredContribCol = _simple_mixin(
+    "HasPredContribCol", "predContribCol", "output column of SHAP feature contributions "
+    "(TreeSHAP): array<double> of numFeatures + 1 values (last: bias), array<array<double>> "
+    "per class for multiclass; unset: not computed", TypeConverters.toString,
+    "getPredContribCol")
+HasLeafCol = _simple_mixin(
+    "HasLeafCol", "leafCol", "output column of leaf indices: a vector with, per tree, the "
+    "index of the reached leaf among its tree's leaves counted left to right (Spark MLlib's "
+    "leafCol); unset: not computed", TypeConverters.toString, "getLeafCol")
+
+
+def _model_or_path(value):
+    """initModel: a saved model's path, or a fitted model of the same estimator family."""
+    if isinstance(value, str) or hasattr(value, "predictor"):
+        return value
+    raise TypeError(f"initModel must be a model path (str) or a fitted model, got "
+                    f"{type(value).__name__}")
+
+
+HasInitModel = _simple_mixin(
+    "HasInitModel", "initModel", "model to continue training from (XGBoost's xgb_model): "
+    "a fitted model or its saved path; training starts from its raw scores and the new "
+    "trees are appended to its trees", _model_or_path, "getInitModel")
+
+
+def _thresholds():
+    return ((lambda v: isinstance(v, list) and len(v) >= 2
+             and all(math.isfinite(x) and x >= 0 for x in v) and sum(x == 0 for x in v) <= 1),
+            "must be a list of >= 2 finite values >= 0 with at most one 0")
+
+
+def _constraints():
+    return ((lambda v: isinstance(v, list) and all(c in (-1, 0, 1) for c in v)),
+            "must be a list of -1, 0 or 1")
+
+
+RULES.update({
+    "verbose": _ge(0),
+    "missing": ((lambda v: not math.isinf(v)), "must be a finite value or NaN"),
+    "scalePosWeight": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "baseMarginCol": _nonempty(),
+    "monotoneConstraints": _constraints(),
+    "predContribCol": _nonempty(),
+    "leafCol": _nonempty(),
+    "thresholds": _thresholds(),
 })

@@ -44,7 +44,9 @@ def load_model(path: str) -> Any:
         probabilities); for a ``FieldEncoderModel`` a ``FieldVocabulary``
         (``encode(columns)`` -> CSR).
         For trees and forests a ``ForestPredictor`` (``predict``, ``predict_values``,
-        ``tree_arrays(i)``).
+        ``tree_arrays(i)``). For the GBT engine's models a
+        ``gbt.predictor.TreeEnsemblePredictor``: ``predict_raw(X)``, ``predict(X)``,
+        ``predict_contributions(X)`` (SHAP), ``predict_leaf(X)``.
 
     Raises
     ------
