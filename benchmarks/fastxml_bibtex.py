@@ -1,11 +1,16 @@
-"""FastXML on Bibtex (XC split): sparkxml on local[2] beside napkinXC, omikuji and, when given
-the path to its binaries, the authors' C++ FastXML — all measured in this one run.
+"""FastXML and PfastreXML on Bibtex (XC split): sparkxml on local[2] beside napkinXC, omikuji
+and, when given the path to their binaries, the authors' C++ FastXML and PfastreXML — all
+measured in this one run.
 
-    .venv/bin/python benchmarks/fastxml_bibtex.py [--cpp-bin DIR] [--repeats 3]
+    .venv/bin/python benchmarks/fastxml_bibtex.py [--cpp-bin DIR] [--repeats 3] [--only pfastrexml]
 
-DIR holds the authors' `fastXML_train` and `fastXML_predict` executables (build them from
-their public source yourself; nothing of it ships here). Times are wall-clock seconds; fit
-times of sparkxml exclude the one-off numba compilation, which is reported separately.
+DIR holds the authors' `fastXML_train`, `fastXML_predict`, `PfastreXML_train` and
+`PfastreXML_predict` executables (build them from their public source yourself; nothing of it
+ships here). PfastreXML's C++ gets the inverse propensities (A=0.55, B=1.5, from the training
+label counts) as a file of float32 values, the ones sparkxml computes. Times are wall-clock
+seconds; fit times of sparkxml exclude the one-off numba compilation, which is reported
+separately. P@k and PSP@k (propensities as above) are in %; sparkxml's rows use seed 0, and
+rowOrder "input" (the file's order, as the C++ reads it) unless marked "content".
 """
 import argparse
 import os
@@ -21,25 +26,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data", "bibtex", "xc_split")
 
 
-def precision_at(pred_lists, Y, ks=(1, 3, 5)):
-    yi, yj = Y
-    out = {}
-    for k in ks:
-        hits = 0
-        for i, p in enumerate(pred_lists):
-            truth = set(yj[yi[i]:yi[i + 1]].tolist())
-            hits += sum(1 for lab in list(p)[:k] if lab in truth)
-        out[k] = 100.0 * hits / (k * len(pred_lists))
-    return out
+def precision_at(pred_lists, Y, ks=(1, 3, 5), inv_prop=None):
+    """P@k (or PSP@k with inverse propensities) in %, via sparkxml_kernels.metrics."""
+    from sparkxml_kernels import metrics
+
+    P = metrics.topk_matrix([list(p) for p in pred_lists], max(ks))
+    if inv_prop is None:
+        return {k: 100.0 * metrics.precision_at_k(P, Y[0], Y[1], k) for k in ks}
+    return {k: 100.0 * metrics.psp_at_k(P, Y[0], Y[1], inv_prop, k) for k in ks}
 
 
 def fmt(p):
     return "/".join(f"{p[k]:.2f}" for k in (1, 3, 5))
 
 
-def run_sparkxml(train_path, test_path, Yte, repeats):
+def run_sparkxml(train_path, test_path, Yte, repeats, configs):
+    """Fit and predict each (name, estimator class, params) config on one local[2] session."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from sparkxml import FastXML
     from sparkxml.datasets import read_xc
     from sparkxml.session import get_session
 
@@ -47,21 +50,24 @@ def run_sparkxml(train_path, test_path, Yte, repeats):
     train = read_xc(spark, train_path).cache()
     test = read_xc(spark, test_path).cache()
     train.count(), test.count()
-    t = time.perf_counter()
-    FastXML(numTrees=2, numWorkers=2).fit(train).transform(test).collect()
-    warm = time.perf_counter() - t
-    fits, preds = [], []
-    for _ in range(repeats):
+    out = {}
+    for name, est, kw in configs:
         t = time.perf_counter()
-        model = FastXML(numWorkers=2).fit(train)
-        fits.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        rows = model.transform(test).select("prediction").collect()
-        preds.append(time.perf_counter() - t)
-    p = precision_at([r[0] for r in rows], Yte)
+        est(numTrees=2, numWorkers=2).fit(train).transform(test).collect()
+        warm = time.perf_counter() - t
+        fits, preds = [], []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            model = est(numWorkers=2, **kw).fit(train)
+            fits.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            rows = model.transform(test).select("prediction").collect()
+            preds.append(time.perf_counter() - t)
+        out[name] = dict(fit=statistics.median(fits), predict=statistics.median(preds),
+                         pred=[r[0] for r in rows],
+                         note=f"first fit+predict (2 trees) incl. numba load {warm:.1f} s")
     spark.stop()
-    return dict(fit=statistics.median(fits), predict=statistics.median(preds), p=p,
-                note=f"first fit+predict incl. numba compile {warm:.1f} s")
+    return out
 
 
 def run_napkinxc(Xtr, Ytr, Xte, Yte):
@@ -76,7 +82,7 @@ def run_napkinxc(Xtr, Ytr, Xte, Yte):
         t = time.perf_counter()
         pred = m.predict(Xte, top_k=5)
         predict = time.perf_counter() - t
-    return dict(fit=fit, predict=predict, p=precision_at(pred, Yte), note="PLT defaults, 2 threads")
+    return dict(fit=fit, predict=predict, pred=pred, note="PLT defaults, 2 threads")
 
 
 def run_omikuji(train_path, Xte, Yte):
@@ -93,10 +99,12 @@ def run_omikuji(train_path, Xte, Yte):
         pred.append([lab for lab, _ in m.predict(list(zip(row.indices.tolist(),
                                                            row.data.tolist())), top_k=5)])
     predict = time.perf_counter() - t
-    return dict(fit=fit, predict=predict, p=precision_at(pred, Yte), note="defaults, 2 threads")
+    return dict(fit=fit, predict=predict, pred=pred, note="defaults, 2 threads")
 
 
-def run_cpp(bin_dir, train_path, test_path, Yte):
+def run_cpp(bin_dir, train_path, test_path, inv_prop=None, repeats=1):
+    """The authors' fastXML_train/predict, or PfastreXML_train/predict given ``inv_prop``;
+    median times of ``repeats`` runs."""
     from sparkxml_kernels import formats
 
     with tempfile.TemporaryDirectory() as d:
@@ -107,15 +115,25 @@ def run_cpp(bin_dir, train_path, test_path, Yte):
                                np.ones(len(yj), np.float32), nl)
         model = os.path.join(d, "model")
         os.makedirs(model)
-        t = time.perf_counter()
-        subprocess.run([os.path.join(bin_dir, "fastXML_train"), f"{d}/trn_X_Xf.txt",
-                        f"{d}/trn_X_Y.txt", model, "-T", "2", "-q", "1"], check=True,
-                       capture_output=True)
-        fit = time.perf_counter() - t
-        t = time.perf_counter()
-        subprocess.run([os.path.join(bin_dir, "fastXML_predict"), f"{d}/tst_X_Xf.txt",
-                        f"{d}/score.txt", model, "-q", "1"], check=True, capture_output=True)
-        predict = time.perf_counter() - t
+        train = [os.path.join(bin_dir, "fastXML_train"), f"{d}/trn_X_Xf.txt",
+                 f"{d}/trn_X_Y.txt"]
+        predict = os.path.join(bin_dir, "fastXML_predict")
+        if inv_prop is not None:
+            with open(f"{d}/inv_prop.txt", "w") as out:
+                out.write("\n".join("%.9g" % v for v in inv_prop) + "\n")
+            train = [os.path.join(bin_dir, "PfastreXML_train"), *train[1:], f"{d}/inv_prop.txt"]
+            predict = os.path.join(bin_dir, "PfastreXML_predict")
+        fits, preds = [], []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            subprocess.run(train + [model, "-T", "2", "-q", "1"], check=True,
+                           capture_output=True)
+            fits.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            subprocess.run([predict, f"{d}/tst_X_Xf.txt", f"{d}/score.txt", model, "-q", "1"],
+                           check=True, capture_output=True)
+            preds.append(time.perf_counter() - t)
+        fit, predict_s = statistics.median(fits), statistics.median(preds)
         pred = []
         with open(f"{d}/score.txt") as f:
             next(f)
@@ -123,7 +141,7 @@ def run_cpp(bin_dir, train_path, test_path, Yte):
                 pairs = [tok.split(":") for tok in line.split()]
                 pairs.sort(key=lambda p: -float(p[1]))
                 pred.append([int(a) for a, _ in pairs[:5]])
-    return dict(fit=fit, predict=predict, p=precision_at(pred, Yte), note="-T 2")
+    return dict(fit=fit, predict=predict_s, pred=pred, note=f"-T 2, median of {repeats}")
 
 
 def main():
@@ -131,38 +149,59 @@ def main():
     ap.add_argument("--cpp-bin", default=None)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--data", default=DATA)
+    ap.add_argument("--only", choices=("fastxml", "pfastrexml"), default=None)
     args = ap.parse_args()
     import scipy.sparse as sp
 
+    from sparkxml import FastXML, PfastreXML
     from sparkxml_kernels import formats
+    from sparkxml_kernels.fastxml.pfastre import propensity_weights
 
     train_path = os.path.join(args.data, "bibtex_train.txt")
     test_path = os.path.join(args.data, "bibtex_test.txt")
 
     def load(path):
         xi, xj, xv, yi, yj, nf, nl = formats.read_xc(path)
-        return sp.csr_matrix((xv, xj, xi), shape=(len(xi) - 1, nf)), (yi, yj)
+        return sp.csr_matrix((xv, xj, xi), shape=(len(xi) - 1, nf)), (yi, yj), nl
 
-    Xtr, Ytr = load(train_path)
-    Xte, Yte = load(test_path)
-    results = {"sparkxml FastXML (local[2], numWorkers=2)":
-               run_sparkxml(train_path, test_path, Yte, args.repeats)}
-    for name, fn in (("napkinXC PLT", lambda: run_napkinxc(Xtr, Ytr, Xte, Yte)),
-                     ("omikuji", lambda: run_omikuji(train_path, Xte, Yte))):
-        try:
-            results[name] = fn()
-        except ImportError as e:
-            print(f"{name}: not installed ({e}); pip install -e '.[bench]'")
-    if args.cpp_bin:
-        results["FastXML C++ (authors)"] = run_cpp(args.cpp_bin, train_path, test_path, Yte)
-    ours = results["sparkxml FastXML (local[2], numWorkers=2)"]
-    print(f"\nBibtex XC split: {Xtr.shape[0]} train, {Xte.shape[0]} test rows\n")
-    print(f"| system | P@1/3/5 | fit s | predict s | fit ratio (ours/them) | note |")
-    print(f"|---|---|---|---|---|---|")
+    Xtr, Ytr, n_labels = load(train_path)
+    Xte, Yte, _ = load(test_path)
+    inv_prop = propensity_weights(Ytr[0], Ytr[1], n_labels)
+    fx, pf = args.only in (None, "fastxml"), args.only in (None, "pfastrexml")
+    configs = []
+    if fx:
+        configs.append(("sparkxml FastXML (local[2], numWorkers=2)", FastXML,
+                        dict(rowOrder="input")))
+    if pf:
+        configs += [("sparkxml PfastreXML (local[2], numWorkers=2)", PfastreXML,
+                     dict(rowOrder="input")),
+                    ("sparkxml PfastreXML, content order", PfastreXML, dict()),
+                    ("sparkxml PfastXML (tailClassifiers=False)", PfastreXML,
+                     dict(rowOrder="input", tailClassifiers=False))]
+    results = run_sparkxml(train_path, test_path, Yte, args.repeats, configs)
+    if fx:
+        for name, fn in (("napkinXC PLT", lambda: run_napkinxc(Xtr, Ytr, Xte, Yte)),
+                         ("omikuji", lambda: run_omikuji(train_path, Xte, Yte))):
+            try:
+                results[name] = fn()
+            except ImportError as e:
+                print(f"{name}: not installed ({e}); pip install -e '.[bench]'")
+    if args.cpp_bin and fx:
+        results["FastXML C++ (authors)"] = run_cpp(args.cpp_bin, train_path, test_path,
+                                                   repeats=args.repeats)
+    if args.cpp_bin and pf:
+        results["PfastreXML C++ (authors)"] = run_cpp(args.cpp_bin, train_path, test_path,
+                                                      inv_prop, repeats=args.repeats)
+    print(f"\nBibtex XC split: {Xtr.shape[0]} train, {Xte.shape[0]} test rows; load average "
+          f"{os.getloadavg()[0]:.1f} at the end\n")
+    print("| system | P@1/3/5 | PSP@1/3/5 | fit s | predict s | fit ratio (ours/them) | note |")
+    print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
-        ratio = ours["fit"] / r["fit"]
-        print(f"| {name} | {fmt(r['p'])} | {r['fit']:.2f} | {r['predict']:.2f} | "
-              f"{ratio:.2f} | {r['note']} |")
+        ours = results[configs[0][0]] if ("Pfast" not in name or not pf) else \
+            results["sparkxml PfastreXML (local[2], numWorkers=2)"]
+        p, psp = precision_at(r["pred"], Yte), precision_at(r["pred"], Yte, inv_prop=inv_prop)
+        print(f"| {name} | {fmt(p)} | {fmt(psp)} | {r['fit']:.2f} | {r['predict']:.2f} | "
+              f"{ours['fit'] / r['fit']:.2f} | {r['note']} |")
 
 
 if __name__ == "__main__":

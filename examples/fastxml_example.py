@@ -1,8 +1,8 @@
-"""FastXML end to end with the DataFrame API.
+"""FastXML (or PfastreXML, with --pfastrexml) end to end with the DataFrame API.
 
 Runs unchanged with plain Python (local Spark) or on a cluster:
 
-    python examples/fastxml_example.py [--data train.txt --test test.txt]
+    python examples/fastxml_example.py [--data train.txt --test test.txt] [--pfastrexml]
     spark-submit examples/fastxml_example.py [--data hdfs-visible train.txt --test test.txt]
 
 Without --data it trains on generated data. --data/--test take Extreme Classification
@@ -14,7 +14,7 @@ import tempfile
 
 from pyspark.ml import Pipeline, PipelineModel
 
-from sparkxml import FastXML, XMLEvaluator, label_propensities
+from sparkxml import FastXML, PfastreXML, XMLEvaluator, label_propensities
 from sparkxml.datasets import read_xc
 from sparkxml.session import get_session
 from sparkxml.synthetic import make_multilabel, rows_frame
@@ -25,6 +25,8 @@ def main():
     ap.add_argument("--data")
     ap.add_argument("--test")
     ap.add_argument("--num-trees", type=int, default=50)
+    ap.add_argument("--pfastrexml", action="store_true",
+                    help="PfastreXML: propensity-scored trees and tail classifiers")
     args = ap.parse_args()
 
     spark = get_session(app_name="fastxml-example")  # spark-submit's session, or local[*]
@@ -36,7 +38,8 @@ def main():
         test = rows_frame(spark, X, Y, 4000, 5000, 2000)
     train, test = train.cache(), test.cache()
 
-    fastxml = FastXML(numTrees=args.num_trees, maxLeaf=10, labelsPerLeaf=100, topK=5)
+    est = PfastreXML if args.pfastrexml else FastXML
+    fastxml = est(numTrees=args.num_trees, maxLeaf=10, labelsPerLeaf=100, topK=5)
     model = Pipeline(stages=[fastxml]).fit(train)
     pred = model.transform(test).cache()
     pred.select("labels", "prediction", "scores").show(3, truncate=60)

@@ -3,16 +3,16 @@
 ``run_barrier_training`` runs ONE ``mapInArrow(..., barrier=True)`` stage over ``num_workers``
 partitions of a DataFrame. In every task:
 
-1. the task opens a TCP listener, on a port derived from the fit's key and its rank when that
-   port is free (else an ephemeral one), and the tasks exchange their ``host:port`` with ONE
-   ``BarrierTaskContext.allGather`` (skipped for a single worker), on a helper thread. The
-   peers first connect to the derived ports (their hosts are in ``getTaskInfos()``) and only
-   fall back to the exchanged addresses when a port was taken, so they need not wait for the
-   allGather at all: Spark polls barrier RPCs once a second, so the ~1 s it costs overlaps with
+1. the task opens a TCP listener on an ephemeral port and the tasks exchange their
+   ``host:port`` with ONE ``BarrierTaskContext.allGather`` (skipped for a single worker), on a
+   helper thread: Spark polls barrier RPCs once a second, so the ~1 s it costs overlaps with
 2. ``load_fn(batches, rank, world_size)``, which turns the task's Arrow batches into whatever
    the trainer needs (binned matrix, labels...);
 3. a ``SocketCollective`` (``sparkxml_kernels.collective``) connects the ranks directly,
-   authenticated with a random per-fit key carried in the task closure;
+   authenticated with a key derived from the random per-fit key carried in the task closure
+   and the gathered messages, which hold a random nonce of each task (so a task left over
+   from a failed stage attempt cannot join the retry); each listener binds to the executor
+   address Spark reports for its task;
 4. ``train_fn(state, collective, rank, world_size)`` runs on every rank in lockstep and returns
    ``(arrays, info)``: rank 0's dict of numpy arrays is the model (other ranks return None),
    ``info`` a JSON-able dict (every rank; e.g. memory and timings);
@@ -25,9 +25,9 @@ whole by Spark (``spark.stage.maxConsecutiveAttempts``, default 4); a failed bar
 ResultStage would abort the job instead. Training is deterministic, so a retried stage yields
 the same model.
 
-Only DataFrame APIs are used (``repartition``, ``mapInArrow``, ``toArrow``), so this works over
-Spark Connect. ``load_fn`` and ``train_fn`` travel to the executors by cloudpickle: they must
-capture plain values, never an Estimator (``self``).
+Only DataFrame APIs are used (``repartition``, ``mapInArrow``, ``_compat.to_arrow``), so this
+works over Spark Connect. ``load_fn`` and ``train_fn`` travel to the executors by cloudpickle:
+they must capture plain values, never an Estimator (``self``).
 """
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
+
+from ._compat import to_arrow
 
 CHUNK_BYTES = 64 << 20
 
@@ -184,24 +186,23 @@ class _Gather:
             raise self._err
         return list(self._out)
 
-    def address(self, rank: int):
-        """``rank``'s published address if the exchange is done, else None (no waiting)."""
-        if self._thread.is_alive():
-            return None
-        return None if self._err is not None else self._out[rank]
 
-
-def guessed_port(authkey: bytes, rank: int) -> int:
-    """A port in [20000, 32000) derived from the fit's key and the rank: below Linux's
-    ephemeral range, different for every fit and (almost always) every rank."""
+def attempt_key(authkey: bytes, messages) -> bytes:
+    """The key of one stage attempt: the per-fit key mixed with every task's gathered
+    ``"host:port#nonce"`` message (the same list on every rank of that attempt only)."""
     import hashlib
 
-    h = hashlib.sha256(authkey + int(rank).to_bytes(4, "big")).digest()
-    return 20000 + int.from_bytes(h[:4], "big") % 12000
+    return hashlib.sha256(authkey + "|".join(messages).encode()).digest()
 
 
-def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
-    """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring)."""
+def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
+                      on_addresses=None):
+    """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring).
+
+    ``on_addresses(rank, addresses)`` (tests only) runs in each task once the addresses are
+    exchanged, before the ranks connect; it may return objects to ``close()`` when the task
+    ends.
+    """
 
     def task(batches):
         from pyspark import BarrierTaskContext
@@ -220,24 +221,25 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
         if world > 1:
             # Exchange addresses while the data loads: allGather costs ~1 s whatever happens
             # (Spark polls its barrier RPC once a second), so overlap it with the binning.
-            # Every rank first tries a port derived from the key, so that the peers can
-            # usually connect to each other without waiting for the exchange at all.
-            hosts = [i.address.rsplit(":", 1)[0] for i in infos]
-            listener, address = open_listener(hosts[rank] or None,
-                                              port=guessed_port(authkey, rank))
-            gather = _Gather(ctx, address)
+            host = infos[rank].address.rsplit(":", 1)[0] or None
+            listener, address = open_listener(host)
+            gather = _Gather(ctx, f"{address}#{os.urandom(8).hex()}")
         coll = None
+        opened = None
         try:
             state = load_fn(batches, rank, world)
             t_load = time.perf_counter() - t0
             peak_load = peak_rss_bytes()
             if gather is not None:
-                guesses = [f"{hosts[r] or address.rsplit(':', 1)[0]}:"
-                           f"{guessed_port(authkey, r)}" for r in range(world)]
-                coll = SocketCollective(rank, world, guesses, authkey, timeout_s,
-                                        listener=listener, resolve=gather.address)
+                messages = gather.result()
+                addresses = [m.rsplit("#", 1)[0] for m in messages]
+                t_gather = time.perf_counter() - t0
+                if on_addresses is not None:
+                    opened = on_addresses(rank, addresses)
+                coll = SocketCollective(rank, world, addresses,
+                                        attempt_key(authkey, messages), timeout_s,
+                                        listener=listener)
                 listener = None  # owned (and closed) by the collective
-                t_gather = -1.0  # connected before the exchange finished (see below)
             else:
                 t_gather = 0.0
                 coll = LocalCollective()
@@ -245,14 +247,13 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
             t1 = time.perf_counter()
             arrays, info = train_fn(state, coll, rank, world)
             t_train = time.perf_counter() - t1
-            if gather is not None:
-                gather.result()  # every barrier task must see its allGather through
-                t_gather = time.perf_counter() - t0
         finally:
             if coll is not None:
                 coll.close()
             if listener is not None:
                 listener.close()
+            for obj in opened or ():
+                obj.close()
         info = dict(info or {})
         info.update(rank=rank, world_size=world, load_seconds=t_load,
                     allgather_done_seconds=t_gather, connected_seconds=t_connected,
@@ -269,8 +270,8 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float):
 
 
 def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: float,
-                         authkey: bytes | None = None, repartition: bool = True
-                         ) -> BarrierResult:
+                         authkey: bytes | None = None, repartition: bool = True,
+                         on_addresses=None) -> BarrierResult:
     """Run ONE barrier stage over ``num_workers`` partitions of ``df``; return rank 0's arrays.
 
     Parameters
@@ -286,17 +287,18 @@ def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: 
     repartition : bool
         ``df.repartition(num_workers)`` first (default). Pass False when ``df`` already has
         exactly ``num_workers`` partitions laid out as wanted (e.g. by query group).
+    on_addresses : callable, optional
+        Test hook, see ``make_barrier_task``.
     """
     from sparkxml_kernels.collective import new_authkey
 
     authkey = authkey or new_authkey()
-    task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s))
+    task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s), on_addresses)
     if repartition:
         df = df.repartition(int(num_workers))
     t0 = time.perf_counter()
-    out = (df.mapInArrow(task, RESULT_SCHEMA, barrier=True)
-           .repartition(1)  # makes the barrier stage a retryable ShuffleMapStage
-           .toArrow())
+    out = to_arrow(df.mapInArrow(task, RESULT_SCHEMA, barrier=True)
+                   .repartition(1))  # makes the barrier stage a retryable ShuffleMapStage
     seconds = time.perf_counter() - t0
     arrays, infos = decode_arrays(out)
     return BarrierResult(arrays, infos, seconds)

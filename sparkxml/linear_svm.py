@@ -77,7 +77,7 @@ class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionC
                        HasRawPredictionCol, HasMaxIter, HasTol, HasFitIntercept,
                        HasMarginThreshold, HasSeed, HasNumWorkers, HasTimeoutSeconds, HasC,
                        HasLoss, HasMultiClass, HasSchedule, HasNumBlocks):
-    _rules_prefix = "svm"  # params.RULES["svm:tol"], ...: LinearSVC's own ranges
+    _rules_prefix = "svm"  # params.RULES["svm:loss"], ...: LinearSVC's own ranges
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -172,8 +172,9 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         Append a constant feature 1.0; its weight is the intercept and IS regularised
         (liblinear's ``-B 1``), unlike MLlib's.
     tol : float, default 1e-3
-        Stop when the duality gap <= tol * primal objective (each problem); also the local
-        solvers' KKT tolerance (Shark's accuracy; liblinear's eps).
+        (>= 0) Stop when the duality gap <= tol * primal objective (each problem; 0 runs
+        maxIter rounds); also the local solvers' KKT tolerance (Shark's accuracy;
+        liblinear's eps).
     maxIter : int, default 100
         Maximum CoCoA+ rounds (with one block, one round runs DCD to tol).
     multiClass : {"ovr", "crammer_singer"}, default "ovr"

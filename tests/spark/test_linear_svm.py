@@ -181,8 +181,8 @@ def test_bad_input_is_named(spark, a9a, pipe):
         LinearSVC(C=0.0).fit(frame(ok))
     with pytest.raises(ValueError, match="param loss"):
         LinearSVC(loss="log").fit(frame(ok))
-    with pytest.raises(ValueError, match="param tol=0.0"):
-        LinearSVC(tol=0.0).fit(frame(ok))
+    with pytest.raises(ValueError, match="param tol=-1.0"):  # (0: run maxIter rounds)
+        LinearSVC(tol=-1.0).fit(frame(ok))
     # found by the training tasks (the barrier stage reports them, no retry)
     with pytest.raises(ValueError, match="featuresCol.*nan"):
         LinearSVC(numWorkers=2, numBlocks=2).fit(

@@ -14,7 +14,8 @@ w_index       int32        feature ids, ascending per node; id n_features is the
 w_value       float32      weights (point goes to the positive child when w.x >= 0)
 leaf_indptr   int64 (M+1,) distribution of leaf i: leaf_label/leaf_score[...]
 leaf_label    int32        label ids, best first (ties: smaller id first)
-leaf_score    float32      mean of the leaf's training label vectors (> 0)
+leaf_score    float32      mean of the leaf's training label vectors (> 0; labels weighted
+                           by ``label_weight``: inverse propensities for PfastreXML)
 ============  ===========  ===========================================================
 
 Nodes of a tree are stored breadth-first, root first; children always come after their parent.
@@ -25,7 +26,7 @@ import numpy as np
 
 from .._dtypes import INDEX, INDPTR, LABEL, SCORE, VALUE
 from ._common import tree_seed
-from .ndcg import discount_tables
+from .ndcg import discount_tables, label_weights
 from .tree import train_trees_kernel
 
 FOREST_KEYS = ("tree_ids", "tree_offsets", "children", "w_indptr", "w_index", "w_value",
@@ -59,8 +60,8 @@ def check_csr(name: str, indptr, indices, n_rows: int | None, n_cols: int):
 
 def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n_labels,
                  tree_ids, seed=0, max_leaf=10, labels_per_leaf=100, log_loss_coeff=1.0,
-                 bias=1.0) -> dict:
-    """Train the FastXML trees ``tree_ids`` on one process's copy of the training data.
+                 bias=1.0, label_weight=None, normalise_dcg=True) -> dict:
+    """Train the FastXML (or PfastreXML) trees ``tree_ids`` on one process's copy of the data.
 
     Parameters
     ----------
@@ -87,6 +88,13 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
         c in C± = c / frac± of the node's logistic loss.
     bias : float
         Value of the bias feature (id n_features), L1-penalised like the others.
+    label_weight : float array (L,), optional
+        Weight y_il of each label (finite, > 0; default 1). PfastreXML passes the inverse
+        propensities: they weigh the nDCG step and the leaf distributions, as the authors'
+        ``PfastreXML_train`` does by multiplying its label matrix with them.
+    normalise_dcg : bool
+        True (FastXML): each point's gains are divided by its ideal DCG (nDCG). False
+        (PfastreXML): plain DCG.
 
     Returns
     -------
@@ -124,12 +132,13 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
     tree_ids = tree_ids.astype(np.int32)
     states = np.array([tree_seed(seed, int(t)) for t in tree_ids], dtype=np.int64)
     max_row = int(np.diff(Y_indptr).max()) if n else 0
-    disc, csum = discount_tables(n_labels, max_row)
+    disc, csum = discount_tables(n_labels, max_row, bool(normalise_dcg))
+    weights = label_weights(label_weight, n_labels)
     # unsigned views: the kernels index with them (see _common.NOMAP); validated >= 0 above
     out = train_trees_kernel(X_indptr.view(np.uint64), X_indices.view(np.uint32), X_data,
                              Y_indptr.view(np.uint64), Y_indices.view(np.uint32), n_features,
                              n_labels, states, int(max_leaf), int(labels_per_leaf),
-                             float(log_loss_coeff), float(bias), disc, csum)
+                             float(log_loss_coeff), float(bias), disc, csum, weights)
     (tree_offsets, pos_child, neg_child, w_indptr, w_index, w_value, leaf_indptr, leaf_label,
      leaf_score) = out
     return {

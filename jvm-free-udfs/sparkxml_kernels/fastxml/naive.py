@@ -13,7 +13,8 @@ import numpy as np
 from ._common import MT19937, tree_seed
 from .forest import concat_forests
 from .logreg import l1r_lr_naive
-from .ndcg import discount_tables, optimize_ndcg_naive
+from ._stlsort import stl_sort_desc_naive
+from .ndcg import discount_tables, label_weights, optimize_ndcg_naive
 from .tree import W_DROP
 
 
@@ -29,7 +30,8 @@ def _rows(indptr, indices, data=None):
 
 
 def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
-                     labels_per_leaf=100, log_loss_coeff=1.0, bias=1.0):
+                     labels_per_leaf=100, log_loss_coeff=1.0, bias=1.0, label_weight=None,
+                     normalise_dcg=True):
     """Grow one FastXML tree.
 
     Parameters
@@ -41,6 +43,8 @@ def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
     n_features, n_labels : int
     state : int
         MT19937 seed of the tree (``_common.tree_seed(seed, tree_id)``).
+    label_weight, normalise_dcg
+        As ``forest.train_forest``.
 
     Returns
     -------
@@ -50,7 +54,10 @@ def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
     """
     rng = MT19937(state)
     f32 = np.float32
-    disc, csum = discount_tables(n_labels, max((len(y) for y in Y_rows), default=0))
+    disc, csum = discount_tables(n_labels, max((len(y) for y in Y_rows), default=0),
+                                 normalise_dcg)
+    wt = label_weights(label_weight, n_labels)
+    weights = {lab: f32(wt[lab]) for lab in range(int(n_labels))}
     b = float(np.float32(bias))
     queue = [list(range(len(X_rows)))]
     nodes = []
@@ -61,7 +68,7 @@ def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
         split = None
         if n > max_leaf:
             side = [rng.sign() for _ in pts]
-            ok, side = optimize_ndcg_naive([Y_rows[p] for p in pts], side, disc, csum)
+            ok, side = optimize_ndcg_naive([Y_rows[p] for p in pts], side, disc, csum, weights)
             if ok:
                 npos = sum(1 for s in side if s > 0)
                 c_pos = float(f32(log_loss_coeff) / (f32(npos) / f32(n)))
@@ -94,20 +101,23 @@ def train_tree_naive(X_rows, Y_rows, n_features, n_labels, state, max_leaf=10,
                           "w": sorted(wdict.items()), "leaf": []})
             queue += [pos, neg]
         else:
-            counts = {}
+            # float32 sums in node order; the cut is std::sort's, the kept ones best first
+            sums = {}
             for p in pts:
                 for lab in Y_rows[p]:
-                    counts[lab] = counts.get(lab, 0.0) + 1.0
-            best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:labels_per_leaf]
+                    sums[lab] = f32(sums.get(lab, f32(0.0)) + weights[lab])
+            mean = [(lab, f32(float(sums[lab]) / n)) for lab in sorted(sums)]
+            kept = stl_sort_desc_naive(mean)[:labels_per_leaf]
+            best = sorted(kept, key=lambda kv: (-float(kv[1]), kv[0]))
             nodes.append({"children": (-1, -1), "w": [],
-                          "leaf": [(lab, float(np.float32(c / n))) for lab, c in best]})
+                          "leaf": [(lab, float(v)) for lab, v in best]})
         i += 1
     return nodes
 
 
 def train_forest_naive(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n_labels,
                        tree_ids, seed=0, max_leaf=10, labels_per_leaf=100, log_loss_coeff=1.0,
-                       bias=1.0) -> dict:
+                       bias=1.0, label_weight=None, normalise_dcg=True) -> dict:
     """Same arguments and result as ``forest.train_forest``, computed by :func:`train_tree_naive`."""
     X_rows = _rows(X_indptr, X_indices, X_data)
     Y_rows = _rows(Y_indptr, Y_indices)
@@ -115,7 +125,7 @@ def train_forest_naive(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     for t in np.asarray(tree_ids).reshape(-1):
         nodes = train_tree_naive(X_rows, Y_rows, int(n_features), int(n_labels),
                                  tree_seed(seed, int(t)), max_leaf, labels_per_leaf,
-                                 log_loss_coeff, bias)
+                                 log_loss_coeff, bias, label_weight, normalise_dcg)
         forests.append({
             "tree_ids": np.array([t], np.int32),
             "tree_offsets": np.array([0, len(nodes)], np.int64),

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from .._dtypes import INDEX, INDPTR, LABEL, SCORE, VALUE
+from .._tree_check import check_tree_structure
 from ._common import row_dot
 from .forest import FOREST_KEYS, _DTYPES, check_csr
 
@@ -21,8 +22,8 @@ CHUNK_ROWS = 16384
 
 
 @njit(cache=True, nogil=True)
-def _route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr, w_index,
-                 w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of):
+def route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr, w_index,
+                w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of):
     # leaf_of[k, t] = global node id of the leaf that row r0 + k reaches in tree t
     n = r1 - r0
     T = tree_offsets.shape[0] - 1
@@ -74,28 +75,79 @@ def _route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr
 
 
 @njit(cache=True, nogil=True)
+def route_workspace(tree_offsets, n_features, chunk):
+    """Scratch of :func:`route_chunk` for chunks of up to ``chunk`` rows:
+    (wd float64 (D+1,) zeros, perm, perm_tmp int64 (chunk,), nstart, nend int64 (largest
+    tree's nodes,), leaf_of int64 (chunk, max(T, 1)))."""
+    T = tree_offsets.shape[0] - 1
+    max_nodes = 1
+    for t in range(T):
+        max_nodes = max(max_nodes, tree_offsets[t + 1] - tree_offsets[t])
+    return (np.zeros(n_features + 1, np.float64), np.empty(chunk, np.int64),
+            np.empty(chunk, np.int64), np.empty(max_nodes, np.int64),
+            np.empty(max_nodes, np.int64), np.empty((chunk, max(T, 1)), np.int64))
+
+
+@njit(cache=True, nogil=True)
 def apply_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_index, w_value,
                  n_features, bias):
     """Leaf reached by each row in each tree: int32 (n, T), tree-local node ids."""
     n = indptr.shape[0] - 1
     T = tree_offsets.shape[0] - 1
     biasd = np.float64(np.float32(bias))
-    max_nodes = 1
-    for t in range(T):
-        max_nodes = max(max_nodes, tree_offsets[t + 1] - tree_offsets[t])
-    wd = np.zeros(n_features + 1, np.float64)
-    perm = np.empty(n, np.int64)
-    perm_tmp = np.empty(n, np.int64)
-    nstart = np.empty(max_nodes, np.int64)
-    nend = np.empty(max_nodes, np.int64)
-    leaf_of = np.empty((n, max(T, 1)), np.int64)
-    _route_chunk(indptr, indices, data, 0, n, tree_offsets, children, w_indptr, w_index,
-                 w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of)
+    wd, perm, perm_tmp, nstart, nend, leaf_of = route_workspace(tree_offsets, n_features, n)
+    route_chunk(indptr, indices, data, 0, n, tree_offsets, children, w_indptr, w_index,
+                w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of)
     out = np.empty((n, T), np.int32)
     for k in range(n):
         for t in range(T):
             out[k, t] = leaf_of[k, t] - tree_offsets[t]
     return out
+
+
+@njit(cache=True, nogil=True)
+def sum_leaves(leaf_of, i, T, leaf_indptr, leaf_label, leaf_score, acc, touched):
+    """Add the distributions of the leaves row ``i`` of ``leaf_of`` reached (one a tree) into
+    ``acc`` (float64, dense over labels, all 0 on entry); list the labels it touched in
+    ``touched`` and return how many. Callers reset ``acc`` at those labels."""
+    nt = 0
+    for t in range(T):
+        g = leaf_of[i, t]
+        for q in range(leaf_indptr[g], leaf_indptr[g + 1]):
+            lab = leaf_label[q]
+            if acc[lab] == 0.0:
+                touched[nt] = lab
+                nt += 1
+            acc[lab] += np.float64(leaf_score[q])
+    return nt
+
+
+@njit(cache=True, nogil=True)
+def empty_topk(n, k):
+    """Top-k outputs before filling: labels int32 (n, k) all -1, scores float32 (n, k) all 0."""
+    return np.full((n, k), -1, np.int32), np.zeros((n, k), np.float32)
+
+
+@njit(cache=True, nogil=True)
+def push_topk(sc, lab, top_s, top_l, nk, k):
+    """Insert (score ``sc``, label ``lab``) into the sorted top-k buffer (best first, ties to
+    the smaller label) holding ``nk`` entries; return the new count. Cheap when k is small
+    against the labels offered."""
+    if nk == k:
+        ls = top_s[k - 1]
+        if sc < ls or (sc == ls and lab > top_l[k - 1]):
+            return nk
+        pos = k - 1
+    else:
+        pos = nk
+        nk += 1
+    while pos > 0 and (sc > top_s[pos - 1] or (sc == top_s[pos - 1] and lab < top_l[pos - 1])):
+        top_s[pos] = top_s[pos - 1]
+        top_l[pos] = top_l[pos - 1]
+        pos -= 1
+    top_s[pos] = sc
+    top_l[pos] = lab
+    return nk
 
 
 @njit(cache=True, nogil=True)
@@ -108,61 +160,29 @@ def predict_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_in
     n = indptr.shape[0] - 1
     T = tree_offsets.shape[0] - 1
     biasd = np.float64(np.float32(bias))
-    out_lab = np.full((n, k), -1, np.int32)
-    out_sc = np.zeros((n, k), np.float32)
+    out_lab, out_sc = empty_topk(n, k)
     if T == 0 or n == 0 or k == 0:
         return out_lab, out_sc
-    max_nodes = 1
-    for t in range(T):
-        max_nodes = max(max_nodes, tree_offsets[t + 1] - tree_offsets[t])
     chunk = min(n, CHUNK_ROWS)
-    wd = np.zeros(n_features + 1, np.float64)
-    perm = np.empty(chunk, np.int64)
-    perm_tmp = np.empty(chunk, np.int64)
-    nstart = np.empty(max_nodes, np.int64)
-    nend = np.empty(max_nodes, np.int64)
-    leaf_of = np.empty((chunk, T), np.int64)
+    wd, perm, perm_tmp, nstart, nend, leaf_of = route_workspace(tree_offsets, n_features, chunk)
     acc = np.zeros(max(n_labels, 1), np.float64)
     touched = np.empty(max(n_labels, 1), np.int32)
     top_s = np.empty(k, np.float64)
     top_l = np.empty(k, np.int32)
     for r0 in range(0, n, chunk):
         r1 = min(n, r0 + chunk)
-        _route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr, w_index,
-                     w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of)
+        route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr, w_index,
+                    w_value, n_features, biasd, wd, perm, perm_tmp, nstart, nend, leaf_of)
         for row in range(r0, r1):
-            nt = 0
-            for t in range(T):
-                g = leaf_of[row - r0, t]
-                for q in range(leaf_indptr[g], leaf_indptr[g + 1]):
-                    lab = leaf_label[q]
-                    if acc[lab] == 0.0:
-                        touched[nt] = lab
-                        nt += 1
-                    acc[lab] += np.float64(leaf_score[q])
-            # insertion into a sorted top-k buffer; cheap because k << labels touched
+            nt = sum_leaves(leaf_of, row - r0, T, leaf_indptr, leaf_label, leaf_score, acc,
+                            touched)
             nk = 0
             for j in range(nt):
                 lab = touched[j]
                 sc = acc[lab] / T
                 acc[lab] = 0.0
-                if sc <= 0.0:
-                    continue
-                if nk == k:
-                    ls = top_s[k - 1]
-                    if sc < ls or (sc == ls and lab > top_l[k - 1]):
-                        continue
-                    pos = k - 1
-                else:
-                    pos = nk
-                    nk += 1
-                while pos > 0 and (sc > top_s[pos - 1] or
-                                   (sc == top_s[pos - 1] and lab < top_l[pos - 1])):
-                    top_s[pos] = top_s[pos - 1]
-                    top_l[pos] = top_l[pos - 1]
-                    pos -= 1
-                top_s[pos] = sc
-                top_l[pos] = lab
+                if sc > 0.0:
+                    nk = push_topk(sc, lab, top_s, top_l, nk, k)
             for j in range(nk):
                 out_lab[row, j] = top_l[j]
                 out_sc[row, j] = np.float32(top_s[j])
@@ -197,6 +217,11 @@ class FastXMLPredictor:
         self.forest = f
 
     def _validate(self, f):
+        for name, v in (("n_features", self.n_features), ("n_labels", self.n_labels)):
+            if not 0 <= v <= np.iinfo(INDEX).max:
+                raise ValueError(f"{name}={v} is outside 0..{np.iinfo(INDEX).max}")
+        if not np.isfinite(self.bias):
+            raise ValueError(f"bias={self.bias} is not finite")
         T = f["tree_ids"].shape[0]
         off = f["tree_offsets"]
         M = f["children"].shape[0]
@@ -216,17 +241,16 @@ class FastXMLPredictor:
                                      or f["leaf_label"].max() >= self.n_labels):
             raise ValueError(f"leaf_label holds ids outside [0, n_labels={self.n_labels})")
         # single-pass routing needs every child after its parent, inside the same tree
-        local = np.arange(M, dtype=np.int64) - np.repeat(off[:-1], np.diff(off))
-        size = np.repeat(np.diff(off), np.diff(off))
-        ch = f["children"].astype(np.int64)
+        ch = f["children"]
         leaf = ch[:, 0] < 0
         if np.any(leaf != (ch[:, 1] < 0)):
             raise ValueError("children must be both -1 (leaf) or both set")
-        inner = ~leaf
-        if np.any(ch[inner] <= local[inner, None]) or np.any(ch[inner] >= size[inner, None]):
-            raise ValueError("children must point forward inside their own tree")
+        check_tree_structure(ch[:, 0], ch[:, 1], off)
         if np.any(np.diff(f["w_indptr"])[leaf] != 0):
             raise ValueError("a leaf carries separator weights")
+        for key in ("w_value", "leaf_score"):
+            if not np.isfinite(f[key]).all():
+                raise ValueError(f"{key} holds non-finite values")
 
     @property
     def num_trees(self) -> int:
@@ -237,6 +261,8 @@ class FastXMLPredictor:
         data = np.ascontiguousarray(data, dtype=VALUE)
         if data.shape != indices.shape:
             raise ValueError(f"X data has {data.size} values for {indices.size} indices")
+        if not np.all(np.isfinite(data)):
+            raise ValueError("X data holds NaN or infinite values; the trees cannot route them")
         return indptr, indices, data
 
     def predict(self, indptr, indices, data, k: int):
@@ -248,6 +274,7 @@ class FastXMLPredictor:
         indices : int32 (nnz,)
             Feature ids; one >= n_features raises ValueError.
         data : float32 (nnz,)
+            Finite values (NaN or inf raises ValueError).
         k : int
             Labels per row.
 
@@ -292,11 +319,14 @@ class FastXMLPredictor:
     def from_directory(cls, path: str, meta: dict | None = None):
         """Load from a saved model directory (``data/arrays.npz`` holds the forest arrays plus
         0-d arrays ``n_features``, ``n_labels`` and ``bias``); ``meta`` is not needed."""
-        from ..persist import load_arrays
+        from ..persist import ModelFormatError, load_arrays
 
         arrays = load_arrays(path, required=FOREST_KEYS + ("n_features", "n_labels", "bias"))
-        return cls(arrays, int(arrays["n_features"]), int(arrays["n_labels"]),
-                   float(arrays["bias"]))
+        try:
+            return cls(arrays, int(arrays["n_features"]), int(arrays["n_labels"]),
+                       float(arrays["bias"]))
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
+            raise ModelFormatError(f"{path}: FastXML arrays are inconsistent: {e}") from None
 
 
 def predict_naive(forest: dict, n_features: int, n_labels: int, bias: float, rows, k: int):

@@ -21,6 +21,7 @@ from numba import njit
 
 from ._common import MT_STATE, NOMAP, grow, mt_next, mt_seed, sort_desc
 from .logreg import l1r_lr_kernel
+from ._stlsort import stl_sort_desc
 from .ndcg import SORT_STACK, map_labels, optimize_ndcg_kernel
 
 W_DROP = 1e-16
@@ -145,30 +146,42 @@ def split_columns(ent_row, ent_val, col_ptr, col_feat, m, side, newk, dst_row, d
 
 
 @njit(cache=True, nogil=True)
-def leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, lcount, order, otmp,
-                      labels_per_leaf, out_label, out_score):
-    """Mean label vector of the node's points, top ``labels_per_leaf`` entries, best first.
+def leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, act_w, lsum, ids, keys,
+                      stack, score, order, otmp, labels_per_leaf, out_label, out_score):
+    """Mean (weighted) label vector of the node's points, top ``labels_per_leaf``, best first.
 
-    Ties in score go to the smaller label id. Writes ``out_label`` / ``out_score`` (int32,
-    float32) and returns how many entries it wrote.
+    As the authors' leaf step: float32 sums of the label weights ``act_w`` (1 for FastXML, the
+    inverse propensities for PfastreXML) over the points in node order, divided by the number
+    of points, ranked by libstdc++'s ``std::sort`` (``stl_sort_desc``) and cut to
+    ``labels_per_leaf``, so which labels tied at the cut are kept is decided as theirs is. The
+    kept labels are stored best first, ties to the smaller label id. ``lsum``, ``keys``
+    (float32), ``ids``, ``order``, ``otmp`` (int32), ``score`` (float64) and ``stack`` are
+    scratch. Writes ``out_label`` / ``out_score`` (int32, float32) and returns how many entries
+    it wrote.
     """
     n = rows.shape[0]
     if n == 0 or nl == 0:
         return 0
     for j in range(nl):
-        lcount[j] = 0.0
+        lsum[j] = np.float32(0.0)
     for k in range(n):
         r = rows[k]
         for p in range(Y_indptr[r], Y_indptr[r + 1]):
-            lcount[lab_map[Y_indices[p]]] += 1.0
+            j = lab_map[Y_indices[p]]
+            lsum[j] += act_w[j]
     for j in range(nl):
-        order[j] = j
-    sort_desc(order, nl, lcount, act_lab, otmp)
+        ids[j] = j
+        keys[j] = np.float32(np.float64(lsum[j]) / np.float64(n))
+        score[j] = keys[j]
+    stl_sort_desc(ids, keys, nl, stack)
     kk = min(nl, labels_per_leaf)
+    for q in range(kk):
+        order[q] = ids[q]
+    sort_desc(order, kk, score, act_lab, otmp)
     for q in range(kk):
         loc = order[q]
         out_label[q] = act_lab[loc]
-        out_score[q] = np.float32(lcount[loc] / n)
+        out_score[q] = np.float32(score[loc])
     return kk
 
 
@@ -221,7 +234,8 @@ def _route_and_partition(X_indptr, cptr, col_row, col_val, m, w, rows, side, pro
 
 @njit(cache=True, nogil=True)
 def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n_labels,
-                       states, max_leaf, labels_per_leaf, log_loss_coeff, bias, disc, csum):
+                       states, max_leaf, labels_per_leaf, log_loss_coeff, bias, disc, csum,
+                       label_weight):
     """Train one FastXML tree per PRNG state in ``states``; return the flattened forest.
 
     Parameters
@@ -239,7 +253,10 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
     log_loss_coeff, bias : float
         c of C± = c / frac±, and the value of the bias feature.
     disc, csum : float32
-        From ``ndcg.discount_tables``.
+        From ``ndcg.discount_tables`` (``normalise=False`` for PfastreXML's DCG).
+    label_weight : float32 (max(L, 1),)
+        y_il of each label: ones for FastXML, inverse propensities for PfastreXML
+        (``ndcg.label_weights``). They weigh the nDCG step and the leaf distributions.
 
     Returns
     -------
@@ -295,6 +312,8 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
 
     lab_map = np.full(L1, NOMAP, np.uint32)
     act_lab = np.empty(L1, np.int32)
+    act_w = np.empty(L1, np.float32)
+    lsum = np.empty(L1, np.float32)
     pos_sum = np.empty(L1, np.float32)
     neg_sum = np.empty(L1, np.float32)
     diff = np.empty(L1, np.float32)
@@ -364,7 +383,7 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
                 src_row, src_val, src_ptr, src_feat = ent_row1, ent_val1, col_ptr1, col_feat1
                 dst_row, dst_val, dst_ptr, dst_feat = ent_row0, ent_val0, col_ptr0, col_feat0
             rows = perm[s:e]
-            nl = map_labels(Y_indptr, Y_indices, rows, lab_map, act_lab)
+            nl = map_labels(Y_indptr, Y_indices, rows, lab_map, act_lab, label_weight, act_w)
             # np.int64(...) rather than bare literals: a literal-typed argument makes numba
             # compile the callee twice (once for the literal, once for int64)
             npos = np.int64(-1)
@@ -376,8 +395,8 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
                 for k in range(n):
                     r = rows[k]
                     idcg[k] = np.float32(1.0 / np.float64(csum[Y_indptr[r + 1] - Y_indptr[r]]))
-                ok = optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, nl, idcg,
-                                          pos_sum, neg_sum, diff, rank_ids, rank_keys,
+                ok = optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, nl, act_w,
+                                          idcg, pos_sum, neg_sum, diff, rank_ids, rank_keys,
                                           sort_stack, disc)
                 if ok:
                     npos0 = 0
@@ -454,8 +473,9 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
             else:
                 pos_child[M] = -1
                 neg_child[M] = -1
-                kk = leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, lcount,
-                                       order, otmp, labels_per_leaf, leaf_lab, leaf_val)
+                kk = leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, act_w,
+                                       lsum, rank_ids, rank_keys, sort_stack, lcount, order,
+                                       otmp, labels_per_leaf, leaf_lab, leaf_val)
                 leaf_label = grow(leaf_label, LN + kk)
                 leaf_score = grow(leaf_score, LN + kk)
                 for q in range(kk):
