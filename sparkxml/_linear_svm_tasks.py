@@ -21,8 +21,9 @@ from sparkxml_kernels import arrow_io
 from ._gbt_tasks import _dense_vectors
 
 F_COL, Y_COL, W_COL, K_COL, B_COL = "f", "y", "w", "k", "b"
-# per rank: error flag, rows, smallest and largest vector size, largest label
-_NSTAT = 5
+# per rank: error flag, rows, smallest and largest vector size, largest label, rows of
+# positive weight
+_NSTAT = 6
 
 
 def _column(table, name):
@@ -34,8 +35,7 @@ def _numbers(col) -> np.ndarray:
 
 
 def _check_features(data, fcol):
-    """The first non-finite feature value of this task, as a message (labels and weights are
-    checked by the driver's aggregate job before the stage)."""
+    """The first non-finite feature value of this task, as a message."""
     badx = ~np.isfinite(data)
     if badx.any():
         return (f"featuresCol: column '{fcol}' holds the value "
@@ -43,8 +43,44 @@ def _check_features(data, fcol):
     return None
 
 
-def make_load_fn(fcol: str, wcol: str | None, C: float, fit_intercept: bool, cs: bool):
-    """Arrow batches -> this task's ``LinearData`` (or an error), one batch at a time.
+def _check_labels(col, lcol):
+    """(labels float64, message of the first bad one or None): labels must be integers >= 0."""
+    if col.null_count:
+        return None, f"labelCol: column '{lcol}' has {col.null_count} null value(s)"
+    y = _numbers(col)
+    bad = ~np.isfinite(y)
+    if bad.any():
+        return None, (f"labelCol: column '{lcol}' holds the non-finite value "
+                      f"{float(y[np.flatnonzero(bad)[0]])!r}")
+    bad = (y != np.floor(y)) | (y < 0)
+    if bad.any():
+        return None, (f"labelCol: column '{lcol}' holds the value "
+                      f"{float(y[np.flatnonzero(bad)[0]])!r}; class labels must be integers "
+                      f"0, 1, ..., numClasses-1")
+    return y, None
+
+
+def _check_weights(col, wcol):
+    """(weights float64, message of the first bad one or None): finite and >= 0."""
+    if col.null_count:
+        return None, f"weightCol: column '{wcol}' has {col.null_count} null value(s)"
+    w = _numbers(col)
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        return None, (f"weightCol: column '{wcol}' holds the value "
+                      f"{float(w[np.flatnonzero(bad)[0]])!r}; weights must be finite and >= 0")
+    return w, None
+
+
+# bound on K x d weights of a multiclass model (2 GiB of float64): a stray large label must
+# not allocate a huge model before it is reported
+MAX_WEIGHTS = 1 << 28
+
+
+def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept: bool,
+                 cs: bool):
+    """Arrow batches -> this task's ``LinearData`` (or an error), one batch at a time; the
+    labels, weights and vectors are checked on the way (the first bad value is named).
 
     The stage sorts each partition by (block, key) in the JVM, so every batch is turned into
     numpy pieces and released at once, and the pieces are written in order into the final
@@ -85,9 +121,13 @@ def make_load_fn(fcol: str, wcol: str | None, C: float, fit_intercept: bool, cs:
                                   f"sizes: {min(d, state['d'])} and {max(d, state['d'])}")
                 continue
             state["d"] = d
-            state["error"] = _check_features(data, fcol)
-            y = _numbers(_column(b, Y_COL))
-            w = _numbers(_column(b, W_COL)) if wcol is not None else None
+            y, state["error"] = _check_labels(_column(b, Y_COL), lcol)
+            w = None
+            if state["error"] is None and wcol is not None:
+                w, state["error"] = _check_weights(_column(b, W_COL), wcol)
+            state["error"] = state["error"] or _check_features(data, fcol)
+            if state["error"] is not None:
+                continue
             builder.add(indptr, indices, data, y.astype(np.int32), w,
                         _column(b, K_COL).to_numpy(zero_copy_only=False),
                         _column(b, B_COL).to_numpy(zero_copy_only=False), d)
@@ -99,7 +139,9 @@ def make_load_fn(fcol: str, wcol: str | None, C: float, fit_intercept: bool, cs:
             state["ld"] = builder.finish(max(state["d"], 0))
             state["in_order"] = builder.in_order
         del builder
-        solver.warm_up(cs)
+        solver.warm_up(False)
+        if cs:  # (Crammer-Singer's kernels too: used when the data has more than two classes)
+            solver.warm_up(True)
         state["load_seconds"] = time.perf_counter() - t0
         return state
 
@@ -120,16 +162,21 @@ def _agree(state, coll, rank, world):
     mine = np.zeros((world, _NSTAT))
     n = state["n"]
     ymax = state["ymax"] if n and state["error"] is None else -1.0
+    kept = state["ld"].n if state["error"] is None else 0
     mine[rank] = [1.0 if state["error"] else 0.0, n, state["d"] if n else np.inf,
-                  state["d"] if n else -1.0, ymax]
+                  state["d"] if n else -1.0, ymax, kept]
     allst = coll.allreduce_sum(mine)
     return allst
 
 
-def make_train_fn(cfg: dict, fcol: str):
+def make_train_fn(cfg: dict, fcol: str, lcol: str):
     """The barrier task's training function: checks agreed by all ranks, then CoCoA+
     (``sparkxml_kernels.linear.solver.train``). Problems with the data are returned as
-    ``info['error']`` (never raised) so that Spark does not retry the stage for them."""
+    ``info['error']`` (never raised) so that Spark does not retry the stage for them (the
+    driver raises the first rank's).
+
+    ``cfg["multi_class"]`` is the mode used when the labels show more than two classes; the
+    number of classes (the largest label + 1) and the local passes are settled here."""
 
     def train_fn(state, coll, rank, world):
         from sparkxml_kernels.linear import data as kdata
@@ -139,6 +186,9 @@ def make_train_fn(cfg: dict, fcol: str):
         info = {"n_rows": int(state["n"]), "rows_in_key_order": bool(state.get("in_order"))}
         if allst[:, 0].any():
             info["error"] = state["error"]
+            return None, info
+        if int(allst[:, 1].sum()) and not int(allst[:, 5].sum()):
+            info["error"] = "no training rows with a positive weight"
             return None, info
         n_total = int(allst[:, 1].sum())
         if n_total == 0:
@@ -152,10 +202,15 @@ def make_train_fn(cfg: dict, fcol: str):
         d = int(dmax)
         label_max = int(allst[:, 4].max())
         c = dict(cfg)
-        if c["multi_class"] == "binary":
-            c["n_classes"] = 2
-        else:
-            c["n_classes"] = max(label_max + 1, 2)
+        c["n_classes"] = max(label_max + 1, 2)
+        if c["n_classes"] == 2:
+            c["multi_class"] = "binary"
+        elif c["n_classes"] * (d + 1) > MAX_WEIGHTS:
+            info["error"] = (f"labelCol: column '{lcol}' holds the label {label_max}: "
+                             f"{c['n_classes']} classes x {d} features is more weights than "
+                             f"{MAX_WEIGHTS}; labels must be 0, 1, ..., numClasses-1")
+            return None, info
+        c["local_passes"] = solver.default_local_passes(c["num_blocks"], c["multi_class"])
         ld = state.pop("ld")
         if ld.n == 0:  # no rows here: the width is the others'
             ld = kdata.RowsBuilder(c["C"], c["fit_intercept"]).finish(d)

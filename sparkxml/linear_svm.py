@@ -10,13 +10,14 @@ a constant feature 1.0 whose weight is the intercept and is regularised like the
 corresponds to ``C = 1 / (regParam * sum of weights)`` (with its ``standardization=False``).
 More than two classes: one-vs-rest (K binary problems in the same rounds) or Crammer-Singer.
 
-A fit runs two Spark jobs:
+A fit runs at most two Spark jobs:
 
-1. a checks job: one SQL aggregate (JVM only): row count, label and weight checks (the first
-   offending value named), null vectors;
-2. ONE barrier stage (``sparkxml._barrier``): every task turns its rows into CSR, agrees with
-   the others on the feature count (non-finite values and mixed vector sizes are reported
-   from there, without a Spark retry), then trains by CoCoA+
+1. with the default ``numBlocks`` only: ``count()``, the rows that set the blocks;
+2. ONE barrier stage (``sparkxml._barrier``): every task turns its rows into CSR and checks
+   its labels, weights and vectors, the tasks agree on the feature count, the classes and any
+   error (the first offending value is named: null, negative, non-integer or non-finite
+   labels, null, negative or non-finite weights, null vectors, non-finite values, mixed
+   vector sizes; reported as one error, without a Spark retry), then train by CoCoA+
    (``sparkxml_kernels.linear.solver``) over the socket collective; rank 0 returns the model.
 
 Determinism: every row gets a content key, ``xxhash64`` of (features, label, weight) computed
@@ -45,7 +46,7 @@ from ._linear_svm_tasks import (B_COL, F_COL, K_COL, W_COL, Y_COL, make_load_fn,
                                 make_predict_fn, make_train_fn)
 from ._spark_utils import check_vector_column, partition_keys
 from .base import SparkXMLEstimator, SparkXMLModel
-from .gbt import _add_setters, _check_slots, _data_checks
+from .gbt import _add_setters, _check_slots
 from .params import (HasC, HasFeaturesCol, HasFitIntercept, HasLabelCol, HasLoss,
                      HasMarginThreshold, HasMaxIter, HasMultiClass, HasNumBlocks, HasNumWorkers,
                      HasPredictionCol, HasRawPredictionCol, HasSchedule, HasSeed,
@@ -111,7 +112,8 @@ class LinearSVCTrainingSummary:
     numFreeSV, numBoundedSV : list of int
         Support vectors per problem: 0 < alpha < C, and alpha = C (squared hinge has no bound).
     trainingSeconds : float
-        Wall time of the barrier stage; ``checksSeconds`` of the checks job.
+        Wall time of the barrier stage; ``checksSeconds`` of the row count before it (0 when
+        ``numBlocks`` is set: no job before training).
     workerInfo : list of dict
         Per rank: rows, blocks, CSR bytes, peak RSS, rounds, local passes, timings.
     """
@@ -176,7 +178,8 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         maxIter rounds); also the local solvers' KKT tolerance (Shark's accuracy;
         liblinear's eps).
     maxIter : int, default 100
-        Maximum CoCoA+ rounds (with one block, one round runs DCD to tol).
+        Maximum CoCoA+ rounds (one block: rounds of 10 DCD passes, the gap checked after
+        each; Crammer-Singer: one round to liblinear's stopping rule).
     multiClass : {"ovr", "crammer_singer"}, default "ovr"
         Used when there are more than two classes. Crammer-Singer always uses liblinear's
         sequential dual method schedule (random permutation with shrinking).
@@ -242,18 +245,16 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
                                 f"{fields[name].simpleString()}")
         n_workers = self._opt(self.numWorkers)
         t0 = time.perf_counter()
-        stats = _data_checks(dataset, {"kind": "columns", "cols": []}, lcol, wcol, None,
-                             "classification",
-                             extra={"features_null": F.sum(F.col(fcol).isNull().cast("long"))})
-        if stats["extra"]["features_null"]:
-            raise ValueError(f"featuresCol: column '{fcol}' has "
-                             f"{stats['extra']['features_null']} null vector(s)")
-        if stats["weight_train"] <= 0:
-            raise ValueError("no training rows with a positive weight")
+        blocks = self.getNumBlocks()
+        if not blocks:
+            # the one job before training, and only for the default blocks: the row count.
+            # Labels, weights and vectors are checked by the training tasks, before any
+            # training, which saves a separate aggregate job (~1-2 s of Spark scheduling).
+            n_rows = dataset.count()
+            if n_rows == 0:
+                raise ValueError("the training DataFrame is empty")
+            blocks = default_num_blocks(n_rows)
         checks_seconds = time.perf_counter() - t0
-        n_classes = max(2, int(stats["label_max"]) + 1)
-        mode = "binary" if n_classes == 2 else self.getMultiClass()
-        blocks = self.getNumBlocks() or default_num_blocks(stats["n"])
         if n_workers is None:
             n_workers = min(default_parallelism(spark), blocks)
         elif int(n_workers) > blocks:
@@ -264,26 +265,31 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
                           f"numBlocks to use more", stacklevel=2)
         n_workers = max(1, min(int(n_workers), blocks))
         _check_slots(spark, n_workers)
-        cfg = dict(loss=self.getLoss(), multi_class=mode, schedule=self.getSchedule(),
-                   tol=float(self.getTol()), max_iter=int(self.getMaxIter()),
-                   local_passes=solver.default_local_passes(blocks, mode),
-                   num_blocks=int(blocks), seed=int(self.getSeed()), C=float(self.getC()),
+        # multi_class: used when the tasks find more than two classes
+        cfg = dict(loss=self.getLoss(), multi_class=self.getMultiClass(),
+                   schedule=self.getSchedule(), tol=float(self.getTol()),
+                   max_iter=int(self.getMaxIter()), num_blocks=int(blocks),
+                   seed=int(self.getSeed()), C=float(self.getC()),
                    fit_intercept=bool(self.getFitIntercept()))
         df = _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers)
         result = run_barrier_training(df, n_workers,
-                                      make_load_fn(fcol, wcol, cfg["C"], cfg["fit_intercept"],
-                                                   mode == "crammer_singer"),
-                                      make_train_fn(cfg, fcol),
+                                      make_load_fn(fcol, lcol, wcol, cfg["C"],
+                                                   cfg["fit_intercept"],
+                                                   cfg["multi_class"] == "crammer_singer"),
+                                      make_train_fn(cfg, fcol, lcol),
                                       timeout_s=self.getTimeoutSeconds(), repartition=False)
         errors = [i["error"] for i in result.infos if i.get("error")]
         if errors:
             raise ValueError(errors[0])
+        if not result.infos:  # (Spark ran no task: an empty input may plan no partitions)
+            raise ValueError("the training DataFrame is empty")
         if "coefficient_matrix" not in result.arrays:
             raise RuntimeError("LinearSVC: the training stage returned no model")
         a = result.arrays
         predictor = LinearSVCPredictor(a["coefficient_matrix"], a["intercepts"],
                                        int(a["num_classes"]), float(self.getThreshold()))
         summary = LinearSVCTrainingSummary(a, result.seconds, result.infos, checks_seconds)
+        mode = "binary" if predictor.num_classes == 2 else cfg["multi_class"]
         return LinearSVCModel(predictor, summary, mode)
 
 

@@ -165,17 +165,23 @@ def test_bad_input_is_named(spark, a9a, pipe):
         return spark.createDataFrame(rows, ["features", "label"])
 
     ok = [(Vectors.dense([1.0, 0.0, 2.0]), 1.0), (Vectors.dense([0.0, 1.0, 0.0]), 0.0)]
-    # refused by the checks job, before any training task
+    # refused by the training tasks before any training (the first bad value named)
     with pytest.raises(ValueError, match=r"-1\.0"):
         LinearSVC().fit(frame(ok + [(Vectors.dense([1.0] * d), -1.0)]))
     with pytest.raises(ValueError, match=r"0\.5"):
         LinearSVC().fit(frame(ok + [(Vectors.dense([1.0] * d), 0.5)]))
     with pytest.raises(ValueError, match="empty"):
         LinearSVC().fit(frame(ok).limit(0))
+    with pytest.raises(ValueError, match="empty"):  # (no count job: numBlocks is set)
+        LinearSVC(numBlocks=1).fit(frame(ok).limit(0))
     wdf = spark.createDataFrame([(Vectors.dense([1.0, 0, 0]), 1.0, -2.0)],
                                 ["features", "label", "w"])
     with pytest.raises(ValueError, match=r"weightCol.*-2\.0"):
         LinearSVC(weightCol="w").fit(wdf)
+    with pytest.raises(ValueError, match="positive weight"):
+        LinearSVC(weightCol="w", numBlocks=1).fit(wdf.withColumn("w", wdf["w"] * 0.0))
+    with pytest.raises(ValueError, match=r"label 1000000000.*classes"):
+        LinearSVC(numBlocks=1).fit(frame(ok + [(Vectors.dense([1.0] * d), 1e9)]))
     # refused by the params rules
     with pytest.raises(ValueError, match="param C=0.0"):
         LinearSVC(C=0.0).fit(frame(ok))
