@@ -280,6 +280,15 @@ def section_scale(spark, rows_n, mllib_iter):
     table(f"scale: {rows_n} rows x 100k features (~30 non-zeros a row), hinge, C={C}, "
           f"no intercept, local[2]", ["system", "primal", "gap/P", "fit s", "time / MLlib's"],
           rows)
+    info = s.workerInfo
+    table("where that sparkxml fit goes (s; load/solver: slowest rank)",
+          ["total", "row count job", "training job", "in tasks: load", "connect", "solver",
+           "job outside the tasks", "driver", "rounds", "block passes", "polishes",
+           "solver: local / polish / evaluate / allreduce (rank 0)"],
+          [(f"{sec:.1f}",) + tuple(f"{x:.1f}" for x in _breakdown(s, sec))
+           + (s.totalIterations, sum(i["local_passes"] for i in info), info[0]["polishes"],
+              " / ".join(f"{info[0][k + '_seconds']:.1f}"
+                         for k in ("local", "polish", "evaluate", "allreduce")))])
     t = time.perf_counter()
     m = LinearSVC(numWorkers=2, numBlocks=2, loss="squared_hinge", C=0.1, maxIter=30,
                   fitIntercept=True).fit(df)
