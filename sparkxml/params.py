@@ -346,19 +346,23 @@ HasSchedule = _simple_mixin(
     TypeConverters.toString, "getSchedule")
 HasNumBlocks = _simple_mixin(
     "HasNumBlocks", "numBlocks", "number of CoCoA+ blocks the rows are hashed into (>= 0; 0 = "
-    "one per million rows); the model depends on it, never on numWorkers",
+    "1 below 16384 rows, else max(2, ceil(rows / 1e6))); the model depends on it, never on "
+    "numWorkers",
     TypeConverters.toInt, "getNumBlocks")
 HasMarginThreshold = _simple_mixin(
     "HasMarginThreshold", "threshold", "binary prediction is 1 when the margin w.x + b > "
     "threshold (finite)", TypeConverters.toFloat, "getThreshold")
 
+# Under the "svm:" prefix (LinearSVC's ``_rules_prefix``): names such as loss, threshold and C
+# mean other things, with other ranges, in other estimators (a probability threshold lies in
+# [0, 1]). tol has one rule for LinearSVC and FM (below): 0 runs maxIter rounds.
 RULES.update({
-    "C": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
-    "loss": _one_of("hinge", "squared_hinge"),
-    "multiClass": _one_of("ovr", "crammer_singer"),
-    "schedule": _one_of("shark", "permutation"),
-    "numBlocks": _ge(0),
-    "threshold": _finite(),
+    "svm:C": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "svm:loss": _one_of("hinge", "squared_hinge"),
+    "svm:multiClass": _one_of("ovr", "crammer_singer"),
+    "svm:schedule": _one_of("shark", "permutation"),
+    "svm:numBlocks": _ge(0),
+    "svm:threshold": _finite(),
 })
 
 

@@ -178,8 +178,9 @@ class LocalCollective:
     def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
         return np.array(arr, copy=True)
 
-    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
-        return np.asarray(decide(np.array(local, copy=True)), dtype=np.float64).ravel()
+    def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
+        local = local if consume else np.array(local, copy=True)
+        return np.asarray(decide(local), dtype=np.float64).ravel()
 
     def broadcast(self, arr: np.ndarray | None) -> np.ndarray:
         return np.asarray(arr, dtype=np.float64).ravel().copy()
@@ -551,9 +552,13 @@ class SocketCollective:
             self._buffers = {key: buf}  # keep one size: levels repeat the same shapes
         return buf.view(like.dtype).reshape(like.shape)
 
-    def _reduce_to_root(self, local: np.ndarray) -> np.ndarray:
-        """Sum ``local`` over the subtree of this rank; rank 0 ends with the total."""
-        acc = np.array(local, copy=True, order="C")
+    def _reduce_to_root(self, local: np.ndarray, consume: bool = False) -> np.ndarray:
+        """Sum ``local`` over the subtree of this rank; rank 0 ends with the total.
+        ``consume``: add into ``local`` itself (a C-contiguous array the caller gives up)."""
+        if consume and local.flags.c_contiguous and local.flags.writeable:
+            acc = local
+        else:
+            acc = np.array(local, copy=True, order="C")
         if self._child_ranks:
             buf = self._buffer(acc)
             for child in self._child_ranks:  # fixed order: deterministic sums
@@ -596,13 +601,15 @@ class SocketCollective:
             self._send(self._children[child], total)
         return total
 
-    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
+    def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
         """Sum ``local`` onto rank 0, which calls ``decide(summed)``; all ranks get the result.
 
         ``decide`` must return a 1-D float64 array (any length). If it raises on rank 0, the
         other ranks raise ``RuntimeError`` with its message (and rank 0 re-raises it).
+        ``consume=True``: ``local`` may be summed into in place (no copy of a large payload;
+        the caller must not use it afterwards).
         """
-        summed = self._reduce_to_root(np.asarray(local))
+        summed = self._reduce_to_root(np.asarray(local), consume)
         if self.rank == 0:
             try:
                 dec = np.ascontiguousarray(np.asarray(decide(summed), dtype=np.float64).ravel())
