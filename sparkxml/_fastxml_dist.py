@@ -113,6 +113,10 @@ def min_workers(stats: dict, num_trees: int, have: int, estimate, max_leaf: int)
     return None
 
 
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
 # --------------------------------------------------------------------------- driver
 
 def label_counts(data, n_labels: int) -> np.ndarray:
@@ -137,14 +141,12 @@ def fit_distributed(data, stats: dict, params: dict, num_trees: int, workers: in
     p = plan(stats, workers, num_trees, have, estimate)
     if p["lanes"] < 1 or p["threshold"] <= params["max_leaf"]:
         need = min_workers(stats, num_trees, have, estimate, params["max_leaf"])
-        hint = (f"numWorkers >= {need}" if need else "more memory a task")
+        hint = (f"Use numWorkers >= {need} (or raise spark.executor.pyspark.memory)." if need
+                else "No number of tasks makes it fit: raise spark.executor.pyspark.memory.")
         raise MemoryError(
             f"{who}: distributed training with numWorkers={workers} gives each task "
-            f"{p['shard_rows']} rows, which need about {p['stage1_bytes'] / 2**20:.0f} MiB "
-            f"next to one tree's workspace ({p['lane_bytes'] / 2**20:.1f} MiB), while a task "
-            f"has {have / 2**20:.0f} MiB; use {hint} (or raise "
-            f"spark.executor.pyspark.memory)")
-    spark = data.sparkSession
+            f"{p['shard_rows']} rows, which need about {_mib(p['stage1_bytes'])} with one "
+            f"tree's workspace ({_mib(p['lane_bytes'])}), but a task has {_mib(have)}. {hint}")
     n_features, n_labels, n_rows = stats["n_features"], stats["n_labels"], stats["rows"]
     info = {"threshold_rows": p["threshold"], "lanes": p["lanes"],
             "planned_stage1_bytes": p["stage1_bytes"], "planned_stage2_bytes": p["stage2_bytes"]}
@@ -216,8 +218,9 @@ def assemble(table: pa.Table, num_trees: int, seed: int):
     info = {"stage1": [top_infos[r] for r in sorted(top_infos)],
             "stage2": [sub_infos[r] for r in sorted(sub_infos)]}
     info["frontier_nodes"] = int(sum(len(tops[f"t{t}/frontier_ids"]) for t in range(num_trees)))
-    info["top_nodes"] = int(sum(int((tops[f"t{t}/frontier"] < 0).sum())
-                                for t in range(num_trees)))
+    # nodes above the frontier of each tree: ids 0 .. k-1 (whole levels, breadth first)
+    info["top_nodes_per_tree"] = [int((tops[f"t{t}/frontier"] < 0).sum())
+                                  for t in range(num_trees)]
     return kforest.concat_forests(trees), info
 
 

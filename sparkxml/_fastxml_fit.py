@@ -37,7 +37,8 @@ from sparkxml_kernels import arrow_io
 from sparkxml_kernels.fastxml import forest as kforest
 from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, propensity_weights, tail_centroids
 
-from ._barrier import RESULT_SCHEMA, decode_ranks, encode_array_batches
+from ._barrier import (RESULT_SCHEMA, decode_ranks, encode_array_batches, peak_rss_bytes,
+                       reset_peak_rss, rss_bytes)
 from ._fastxml_dist import fit_distributed
 from ._spark_utils import parse_bytes, partition_keys, physical_memory_bytes
 from .session import default_parallelism
@@ -46,7 +47,7 @@ from .session import default_parallelism
 # pyarrow, numba and the loaded kernels (measured: VmPeak of a worker after a FastXML fit,
 # WORKER_OVERHEAD_NOTE). Spark enforces spark.executor.pyspark.memory as the worker's
 # address-space limit (RLIMIT_AS), so only the rest is there for the data.
-WORKER_OVERHEAD_BYTES = 1 << 30
+WORKER_OVERHEAD_BYTES = 1792 << 20
 
 # The arrays a forest is made of (see sparkxml_kernels.fastxml.forest) and their dtypes.
 FOREST_DTYPES = {
@@ -231,9 +232,9 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
         info.update(more, task_memory_bytes=have_d, workers=requested)
         return forest, extra, n_features, n_labels, info
     check_memory(spark, stats, workers, who, extra_bytes)
-    forest, extra = _fit_replicated(spark, data, params, num_trees, workers, n_features,
-                                    n_labels, fcol, lcol, propensity, tail, who)
-    info["workers"] = workers
+    forest, extra, tasks = _fit_replicated(spark, data, params, num_trees, workers, n_features,
+                                           n_labels, fcol, lcol, propensity, tail, who)
+    info.update(workers=workers, tasks=tasks)
     return forest, extra, n_features, n_labels, info
 
 
@@ -247,7 +248,7 @@ def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_label
                            propensity, tail, extra_key)
     table = (data.crossJoin(groups).repartition(workers, "_g")
              .mapInArrow(train, RESULT_SCHEMA).toArrow())
-    per_task, _ = decode_ranks(table)
+    per_task, infos = decode_ranks(table)
     parts = [{name: a[name] for name in FOREST_DTYPES} for a in per_task.values()]
     forest = kforest.sort_forest(kforest.concat_forests(parts))
     if len(forest["tree_ids"]) != num_trees:
@@ -262,7 +263,7 @@ def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_label
         extra = {name: first[0][name] for name in EXTRA_DTYPES if name in first[0]}
         if not tail:
             extra.update({k: np.zeros(0, EXTRA_DTYPES[k]) for k in TAIL_KEYS})
-    return forest, extra
+    return forest, extra, [infos[r] for r in sorted(infos)]
 
 
 def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
@@ -271,6 +272,8 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
     rank_of = {k: p for p, k in enumerate(keys)}
 
     def train(batches):
+        reset_ok = reset_peak_rss()
+        rss0 = rss_bytes()
         by_group: dict = {}
         for b in batches:
             if b.num_rows == 0:
@@ -299,7 +302,9 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
                                                   params["bias"]))
             out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
                                             trees_of[key], **kw))
-            yield from encode_array_batches(rank_of[key], out, None)
+            yield from encode_array_batches(rank_of[key], out, {
+                "rows": len(xi) - 1, "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": rss0,
+                "peak_rss_is_task_local": reset_ok})
 
     return train
 
