@@ -9,7 +9,10 @@ partitions of a DataFrame. In every task:
 2. ``load_fn(batches, rank, world_size)``, which turns the task's Arrow batches into whatever
    the trainer needs (binned matrix, labels...);
 3. a ``SocketCollective`` (``sparkxml_kernels.collective``) connects the ranks directly,
-   authenticated with a random per-fit key carried in the task closure;
+   authenticated with a key derived from the random per-fit key carried in the task closure
+   and the gathered messages, which hold a random nonce of each task (so a task left over
+   from a failed stage attempt cannot join the retry); each listener binds to the executor
+   address Spark reports for its task;
 4. ``train_fn(state, collective, rank, world_size)`` runs on every rank in lockstep and returns
    ``(arrays, info)``: rank 0's dict of numpy arrays is the model (other ranks return None),
    ``info`` a JSON-able dict (every rank; e.g. memory and timings);
@@ -22,9 +25,9 @@ whole by Spark (``spark.stage.maxConsecutiveAttempts``, default 4); a failed bar
 ResultStage would abort the job instead. Training is deterministic, so a retried stage yields
 the same model.
 
-Only DataFrame APIs are used (``repartition``, ``mapInArrow``, ``toArrow``), so this works over
-Spark Connect. ``load_fn`` and ``train_fn`` travel to the executors by cloudpickle: they must
-capture plain values, never an Estimator (``self``).
+Only DataFrame APIs are used (``repartition``, ``mapInArrow``, ``_compat.to_arrow``), so this
+works over Spark Connect. ``load_fn`` and ``train_fn`` travel to the executors by cloudpickle:
+they must capture plain values, never an Estimator (``self``).
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
+
+from ._compat import to_arrow
 
 CHUNK_BYTES = 64 << 20
 BATCH_BYTES = 512 << 20  # data a result batch carries at most (Arrow: < 2 GB a column)
@@ -208,13 +213,23 @@ class _Gather:
         return list(self._out)
 
 
+def attempt_key(authkey: bytes, messages) -> bytes:
+    """The key of one stage attempt: the per-fit key mixed with every task's gathered
+    ``"host:port#nonce"`` message (the same list on every rank of that attempt only)."""
+    import hashlib
+
+    return hashlib.sha256(authkey + "|".join(messages).encode()).digest()
+
+
 def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
-                      stream: bool = False):
+                      on_addresses=None, stream: bool = False):
     """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring).
 
-    ``stream=True``: ``train_fn(state, collective, rank, world_size)`` is a generator of
-    Arrow record batches in the caller's own output schema, yielded while the collective is
-    open (the caller then reports its own diagnostics).
+    ``on_addresses(rank, addresses)`` (tests only) runs in each task once the addresses are
+    exchanged, before the ranks connect; it may return objects to ``close()`` when the task
+    ends. ``stream=True``: ``train_fn(state, collective, rank, world_size)`` is a generator
+    of Arrow record batches in the caller's own output schema, yielded while the collective
+    is open (the caller then reports its own diagnostics).
     """
 
     def task(batches):
@@ -236,16 +251,21 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
             # (Spark polls its barrier RPC once a second), so overlap it with the binning.
             host = infos[rank].address.rsplit(":", 1)[0] or None
             listener, address = open_listener(host)
-            gather = _Gather(ctx, address)
+            gather = _Gather(ctx, f"{address}#{os.urandom(8).hex()}")
         coll = None
+        opened = None
         try:
             state = load_fn(batches, rank, world)
             t_load = time.perf_counter() - t0
             peak_load = peak_rss_bytes()
             if gather is not None:
-                addresses = gather.result()
+                messages = gather.result()
+                addresses = [m.rsplit("#", 1)[0] for m in messages]
                 t_gather = time.perf_counter() - t0
-                coll = SocketCollective(rank, world, addresses, authkey, timeout_s,
+                if on_addresses is not None:
+                    opened = on_addresses(rank, addresses)
+                coll = SocketCollective(rank, world, addresses,
+                                        attempt_key(authkey, messages), timeout_s,
                                         listener=listener)
                 listener = None  # owned (and closed) by the collective
             else:
@@ -263,6 +283,8 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
                 coll.close()
             if listener is not None:
                 listener.close()
+            for obj in opened or ():
+                obj.close()
         info = dict(info or {})
         info.update(rank=rank, world_size=world, load_seconds=t_load,
                     allgather_done_seconds=t_gather, connected_seconds=t_connected,
@@ -279,8 +301,8 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
 
 
 def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: float,
-                         authkey: bytes | None = None, repartition: bool = True
-                         ) -> BarrierResult:
+                         authkey: bytes | None = None, repartition: bool = True,
+                         on_addresses=None) -> BarrierResult:
     """Run ONE barrier stage over ``num_workers`` partitions of ``df``; return rank 0's arrays.
 
     Parameters
@@ -296,17 +318,18 @@ def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: 
     repartition : bool
         ``df.repartition(num_workers)`` first (default). Pass False when ``df`` already has
         exactly ``num_workers`` partitions laid out as wanted (e.g. by query group).
+    on_addresses : callable, optional
+        Test hook, see ``make_barrier_task``.
     """
     from sparkxml_kernels.collective import new_authkey
 
     authkey = authkey or new_authkey()
-    task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s))
+    task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s), on_addresses)
     if repartition:
         df = df.repartition(int(num_workers))
     t0 = time.perf_counter()
-    out = (df.mapInArrow(task, RESULT_SCHEMA, barrier=True)
-           .repartition(1)  # makes the barrier stage a retryable ShuffleMapStage
-           .toArrow())
+    out = to_arrow(df.mapInArrow(task, RESULT_SCHEMA, barrier=True)
+                   .repartition(1))  # makes the barrier stage a retryable ShuffleMapStage
     seconds = time.perf_counter() - t0
     arrays, infos = decode_arrays(out)
     return BarrierResult(arrays, infos, seconds)

@@ -57,6 +57,7 @@ from sparkxml_kernels.fastxml.pfastre import (centroid_add, centroid_emit, unit_
 
 from ._barrier import (RESULT_SCHEMA, decode_ranks, encode_array_batches, make_barrier_task,
                        peak_rss_bytes, reset_peak_rss, rss_bytes)
+from ._compat import to_arrow
 
 # Bound on every wait for a peer inside the barrier stage (a dead peer fails at once; this is
 # for one that hangs). A fold waits for the lower shards' work on one node step, seconds.
@@ -130,13 +131,14 @@ def label_counts(data, n_labels: int) -> np.ndarray:
 
 def fit_distributed(data, stats: dict, params: dict, num_trees: int, workers: int, have: int,
                     estimate, fcol: str, lcol: str, propensity=None, tail: bool = False,
-                    who: str = "FastXML"):
+                    who: str = "FastXML", progress: dict | None = None):
     """Train the forest data-parallel (see the module docstring).
 
     ``data``: ``_fastxml_fit.ordered_rows`` output (``_k1``, ``_k2``, ``f``, ``y``);
     ``params``: seed, max_leaf, labels_per_leaf, log_loss_coeff, bias; ``have``: bytes a
-    task may use; ``estimate(rows)``: replicated-task bytes for that many average rows.
-    Returns (forest, extra arrays, info).
+    task may use; ``estimate(rows)``: replicated-task bytes for that many average rows;
+    ``progress``: ``FitProgress.task_spec()`` (rank 0 of the barrier stage reports the trees
+    whose top levels are done). Returns (forest, extra arrays, info).
     """
     p = plan(stats, workers, num_trees, have, estimate)
     if p["lanes"] < 1 or p["threshold"] <= params["max_leaf"]:
@@ -167,16 +169,15 @@ def fit_distributed(data, stats: dict, params: dict, num_trees: int, workers: in
                           "tail_index": np.zeros(0, np.int32),
                           "tail_value": np.zeros(0, np.float32)})
     stage1 = _make_stage1(params, num_trees, p["threshold"], p["lanes"], n_features, n_labels,
-                          fcol, lcol, weights, normalise)
+                          fcol, lcol, weights, normalise, progress)
     stage2 = _make_stage2(params, n_features, n_labels, weights, normalise)
     t0 = time.perf_counter()
     sharded = (data.repartitionByRange(workers, "_k1", "_k2")
                .sortWithinPartitions("_k1", "_k2"))
-    out = (sharded.mapInArrow(stage1, STAGE_SCHEMA, barrier=True)
-           .repartition(max(2 * workers, 2), _GROUP)
-           .sortWithinPartitions(_GROUP, "rank", "name", "part")
-           .mapInArrow(stage2, STAGE_SCHEMA)
-           .toArrow())
+    out = to_arrow(sharded.mapInArrow(stage1, STAGE_SCHEMA, barrier=True)
+                   .repartition(max(2 * workers, 2), _GROUP)
+                   .sortWithinPartitions(_GROUP, "rank", "name", "part")
+                   .mapInArrow(stage2, STAGE_SCHEMA))
     info["seconds"] = time.perf_counter() - t0
     forest, stage_info = assemble(out, num_trees, params["seed"])
     info.update(stage_info)
@@ -238,7 +239,7 @@ def _as_output(batch: pa.RecordBatch) -> pa.RecordBatch:
 # --------------------------------------------------------------------------- stage 1
 
 def _make_stage1(params, num_trees, threshold, lanes, n_features, n_labels, fcol, lcol,
-                 weights, normalise):
+                 weights, normalise, progress=None):
     # Plain values only: the closures are pickled to the tasks.
     seed = int(params["seed"])
     max_leaf, labels_per_leaf = int(params["max_leaf"]), int(params["labels_per_leaf"])
@@ -259,7 +260,10 @@ def _make_stage1(params, num_trees, threshold, lanes, n_features, n_labels, fcol
         return kdist.Shard(xi, xj, xv, yi, yj, n_features, n_labels), rss0
 
     def train(state, coll, rank, world):
+        from sparkxml_kernels.progress import ProgressReporter
+
         shard, rss0 = state
+        reporter = ProgressReporter(progress if rank == 0 else None, rank)
         t0 = time.perf_counter()
         max_row = int(np.diff(shard.Y_indptr).max()) if shard.n_rows else 0
         disc, csum = discount_tables(n_labels, max_row, normalise)
@@ -292,6 +296,9 @@ def _make_stage1(params, num_trees, threshold, lanes, n_features, n_labels, fcol
                                                   with_info=False):
                         yield _with_group(b, (t << 32) | int(node))
             del tops
+            for t in batch:
+                reporter.progress(t + 1, num_trees, unit="tree top")
+        reporter.close()
         info = {"rank": rank, "world_size": world, "shard_rows": shard.n_rows,
                 "rounds": rounds[0], "rows_sent": sent_rows,
                 "train_seconds": time.perf_counter() - t0,
@@ -427,9 +434,9 @@ def tail_centroids(data, counts, n_features: int, n_labels: int, bias: float, fc
         for out in encode_array_batches(pid, arrays, None):
             yield out
 
-    table = (data.select(F.explode("y").alias("_l"), "_k1", "_k2", "f")
-             .repartition(partitions, "_l").sortWithinPartitions("_l", "_k1", "_k2")
-             .mapInArrow(task, RESULT_SCHEMA).toArrow())
+    table = to_arrow(data.select(F.explode("y").alias("_l"), "_k1", "_k2", "f")
+                     .repartition(partitions, "_l").sortWithinPartitions("_l", "_k1", "_k2")
+                     .mapInArrow(task, RESULT_SCHEMA))
     per_rank, _ = decode_ranks(table)
     lens = np.zeros(max(n_labels, 1), np.int64)[:n_labels]
     rows_of = {}

@@ -39,7 +39,9 @@ from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, propensity_weights, tail
 
 from ._barrier import (RESULT_SCHEMA, decode_ranks, encode_array_batches, peak_rss_bytes,
                        reset_peak_rss, rss_bytes)
+from ._compat import to_arrow
 from ._fastxml_dist import fit_distributed
+from ._progress import FitProgress
 from ._spark_utils import parse_bytes, partition_keys, physical_memory_bytes
 from .session import default_parallelism
 
@@ -209,45 +211,56 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
     workers = min(requested, num_trees)
 
     data = ordered_rows(dataset, fcol, lcol, est.getRowOrder())
-    stats = data_stats(data, fcol, lcol, who)
-    extra_bytes = tail_bytes(stats) if tail else 0
-    need = replicated_bytes(stats, extra_bytes)
-    have, limit, _ = task_memory(spark, workers)
-    mode = est.getTrainingMode()
-    if mode == "auto":
-        mode = "replicated" if need <= have else "distributed"
-    info = {"mode": mode, "replicated_task_bytes": need, "task_memory_bytes": have,
-            "memory_limit_bytes": limit}
-    params = dict(seed=int(est.getSeed()), max_leaf=est.getMaxLeaf(),
-                  labels_per_leaf=est.getLabelsPerLeaf(),
-                  log_loss_coeff=float(est.getLogLossCoeff()), bias=float(est.getBias()))
-    n_features, n_labels = stats["n_features"], stats["n_labels"]
-    if mode == "distributed":
-        have_d, _, _ = task_memory(spark, requested)
-        avg = (lambda rows: estimate_task_bytes(
-            rows, stats["nnz_x"] * rows / max(stats["rows"], 1),
-            stats["nnz_y"] * rows / max(stats["rows"], 1), n_features, n_labels))
-        forest, extra, more = fit_distributed(data, stats, params, num_trees, requested,
-                                              have_d, avg, fcol, lcol, propensity, tail, who)
-        info.update(more, task_memory_bytes=have_d, workers=requested)
-        return forest, extra, n_features, n_labels, info
-    check_memory(spark, stats, workers, who, extra_bytes)
-    forest, extra, tasks = _fit_replicated(spark, data, params, num_trees, workers, n_features,
-                                           n_labels, fcol, lcol, propensity, tail, who)
-    info.update(workers=workers, tasks=tasks)
+    with FitProgress(spark, est, est.getVerbose()) as progress:
+        with progress.phase("checks"):
+            stats = data_stats(data, fcol, lcol, who)
+        extra_bytes = tail_bytes(stats) if tail else 0
+        need = replicated_bytes(stats, extra_bytes)
+        have, limit, _ = task_memory(spark, workers)
+        mode = est.getTrainingMode()
+        if mode == "auto":
+            mode = "replicated" if need <= have else "distributed"
+        info = {"mode": mode, "replicated_task_bytes": need, "task_memory_bytes": have,
+                "memory_limit_bytes": limit}
+        params = dict(seed=int(est.getSeed()), max_leaf=est.getMaxLeaf(),
+                      labels_per_leaf=est.getLabelsPerLeaf(),
+                      log_loss_coeff=float(est.getLogLossCoeff()), bias=float(est.getBias()))
+        n_features, n_labels = stats["n_features"], stats["n_labels"]
+        if mode == "distributed":
+            have_d, _, _ = task_memory(spark, requested)
+            avg = (lambda rows: estimate_task_bytes(
+                rows, stats["nnz_x"] * rows / max(stats["rows"], 1),
+                stats["nnz_y"] * rows / max(stats["rows"], 1), n_features, n_labels))
+            with progress.phase("train"):
+                forest, extra, more = fit_distributed(
+                    data, stats, params, num_trees, requested, have_d, avg, fcol, lcol,
+                    propensity, tail, who, progress.task_spec())
+            info.update(more, task_memory_bytes=have_d, workers=requested)
+            unit = "tree top"
+        else:
+            check_memory(spark, stats, workers, who, extra_bytes)
+            with progress.phase("train"):
+                forest, extra, tasks = _fit_replicated(
+                    spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
+                    propensity, tail, who, progress.task_spec(per_task=True))
+            info.update(workers=workers, tasks=tasks)
+            unit = "tree"
+        if progress.verbose > 0 and not progress.live_lines:
+            progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
+                                unit=unit)
     return forest, extra, n_features, n_labels, info
 
 
 def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
-                    propensity, tail, who):
+                    propensity, tail, who, progress=None):
     keys = partition_keys(workers)
     groups = spark.createDataFrame([(k,) for k in keys], "_g long")
     trees_of = {k: np.arange(p, num_trees, workers, dtype=np.int32) for p, k in enumerate(keys)}
     extra_key = keys[0] if propensity is not None else None
     train = _make_train_fn(trees_of, keys, n_features, n_labels, params, fcol, lcol,
-                           propensity, tail, extra_key)
-    table = (data.crossJoin(groups).repartition(workers, "_g")
-             .mapInArrow(train, RESULT_SCHEMA).toArrow())
+                           propensity, tail, extra_key, progress)
+    table = to_arrow(data.crossJoin(groups).repartition(workers, "_g")
+                     .mapInArrow(train, RESULT_SCHEMA))
     per_task, infos = decode_ranks(table)
     parts = [{name: a[name] for name in FOREST_DTYPES} for a in per_task.values()]
     forest = kforest.sort_forest(kforest.concat_forests(parts))
@@ -267,11 +280,13 @@ def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_label
 
 
 def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
-                   fcol: str, lcol: str, propensity, tail: bool, extra_key):
+                   fcol: str, lcol: str, propensity, tail: bool, extra_key, progress=None):
     # Plain locals only: the closure is pickled to the tasks.
     rank_of = {k: p for p, k in enumerate(keys)}
 
     def train(batches):
+        from sparkxml_kernels.progress import ProgressReporter
+
         reset_ok = reset_peak_rss()
         rss0 = rss_bytes()
         by_group: dict = {}
@@ -300,8 +315,19 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
                     if tail:
                         out.update(tail_centroids(xi, xj, xv, yi, yj, n_features, n_labels,
                                                   params["bias"]))
-            out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
-                                            trees_of[key], **kw))
+            trees = trees_of[key]
+            reporter = ProgressReporter(progress, rank_of[key])
+            if reporter.enabled:  # one tree at a time (tree t depends on (seed, t) only)
+                done = []
+                for i in range(len(trees)):
+                    done.append(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
+                                                     trees[i:i + 1], **kw))
+                    reporter.progress(i + 1, len(trees), unit="tree")
+                reporter.close()
+                out.update(kforest.concat_forests(done))
+            else:
+                out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
+                                                trees, **kw))
             yield from encode_array_batches(rank_of[key], out, {
                 "rows": len(xi) - 1, "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": rss0,
                 "peak_rss_is_task_local": reset_ok})

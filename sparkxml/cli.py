@@ -1,16 +1,20 @@
-"""Command line: ``sparkxml fastxml train|predict|evaluate|demo``.
+"""Command line: ``sparkxml fastxml train|predict|evaluate|demo``,
+``sparkxml gbt train|predict|evaluate`` and ``sparkxml lambdamart train|predict|evaluate``.
 
 Runs on local Spark by default (``--master``, default ``local[*]``); under ``spark-submit``
 it uses the cluster's master and configuration as given. Data files may be in the Extreme
 Classification Repository text format (``--format xc``, the default), the FastXML C++ sparse
 matrix files (``--format smat`` with ``--labels``), or Mulan sparse ARFF (``--format arff``
-with ``--xml``).
+with ``--xml``). The boosting commands read svmlight or TSV files (see ``_cli_boost``).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from typing import Optional, Sequence
+
+from ._cli_common import model_path_free
 
 
 def _read(spark, args, path, labels_path=None):
@@ -53,7 +57,11 @@ def cmd_train(spark, args):
     model = FastXML(**_fastxml_params(args)).fit(df)
     print(f"trained {model.trees} trees on {df.count()} rows in {time.perf_counter() - t:.1f} s")
     w = model.write()
-    (w.overwrite() if args.overwrite else w).save(args.model)
+    try:
+        (w.overwrite() if args.overwrite else w).save(args.model)
+    except FileExistsError:  # created by someone else while we trained
+        raise FileExistsError(f"--model {args.model} appeared while training; pass "
+                              f"--overwrite to replace it") from None
     print(f"model saved to {args.model}")
 
 
@@ -138,8 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(t)
     train_args(t)
     t.add_argument("--model", required=True, help="directory to save the model to")
-    t.add_argument("--overwrite", action="store_true")
-    t.set_defaults(fn=cmd_train)
+    t.add_argument("--overwrite", action="store_true",
+                   help="replace --model if it exists (checked before training)")
+    t.set_defaults(fn=cmd_train, check=model_path_free)
     pr = cmds.add_parser("predict", help="write top-k label:score lines")
     data_args(pr)
     pr.add_argument("--model", required=True)
@@ -157,17 +166,23 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--model", default=None, help="where to save (default: a temp dir)")
     train_args(d)
     d.set_defaults(fn=cmd_demo)
+    from ._cli_boost import add_parsers
+
+    add_parsers(algos)
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from .session import get_session
 
-    spark = get_session(master=args.master, remote=args.remote, app_name=f"sparkxml-{args.cmd}")
     try:
+        if getattr(args, "check", None) is not None:
+            args.check(args)  # before Spark starts: a wrong argument fails in a second
+        spark = get_session(master=args.master, remote=args.remote,
+                            app_name=f"sparkxml-{args.algo}-{args.cmd}")
         args.fn(spark, args)
-    except (ValueError, TypeError, FileNotFoundError, MemoryError) as e:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError) as e:
         print(f"sparkxml: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -17,6 +17,7 @@ from pyspark import keyword_only
 from pyspark.ml.evaluation import Evaluator
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from sparkxml_kernels import metrics as M
@@ -272,7 +273,7 @@ class RankingEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelCol, HasP
         return float(total / queries) if queries > 0 else 0.0
 
 
-def label_propensities(df, labelsCol: str = "labels", A: float = 0.55, B: float = 1.5,
+def label_propensities(df: "DataFrame", labelsCol: str = "labels", A: float = 0.55, B: float = 1.5,
                        numLabels: int | None = None) -> list[float]:
     """Inverse label propensities from a training DataFrame's label counts.
 

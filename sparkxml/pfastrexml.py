@@ -121,7 +121,7 @@ class PfastreXML(FastXML, _PfastreXMLParams):
                  bias=None, seed=None, numWorkers=None, rowOrder=None, trainingMode=None,
                  propensityA=None,
                  propensityB=None, tailClassifiers=None, gamma=None, alpha=None,
-                 numCandidates=None):
+                 numCandidates=None, verbose=None):
         super().__init__()
         self._set_params(**self._input_kwargs_of(locals()))
 

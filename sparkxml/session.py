@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
 
 
 def get_session(master: str | None = None, app_name: str = "sparkxml", remote: str | None = None,
-                conf: dict | None = None):
+                conf: dict | None = None) -> "SparkSession":
     """Return the active SparkSession, or start one.
 
     Under ``spark-submit`` (the JVM started this Python, ``PYSPARK_GATEWAY_PORT`` is set) the
@@ -39,7 +43,7 @@ def get_session(master: str | None = None, app_name: str = "sparkxml", remote: s
     return builder.getOrCreate()
 
 
-def default_parallelism(spark) -> int:
+def default_parallelism(spark: "SparkSession") -> int:
     """The session's default parallelism, from its conf only (Spark Connect safe)."""
     for key in ("spark.default.parallelism",):
         try:

@@ -6,7 +6,10 @@ returns a predictor.
 """
 from __future__ import annotations
 
-from .persist import ModelFormatError, check_sparkxml, load_arrays, load_metadata
+from typing import Any
+
+from .persist import (LOAD_ERRORS, ModelFormatError, as_format_error, check_sparkxml,
+                      load_arrays, load_metadata)
 
 __version__ = "0.1.0"
 
@@ -16,10 +19,14 @@ _LOADERS = {
     "pfastrexml": "sparkxml_kernels.fastxml.pfastre:PfastreXMLPredictor.from_directory",
     "gbt": "sparkxml_kernels.gbt.predictor:TreeEnsemblePredictor.from_directory",
     "linear_svm": "sparkxml_kernels.linear.predictor:LinearSVCPredictor.from_directory",
+    "fm": "sparkxml_kernels.fm.predictor:FMPredictor.from_directory",
+    "gbfm": "sparkxml_kernels.fm.predictor:GBFMPredictor.from_directory",
+    "fields": "sparkxml_kernels.fm.fields:FieldVocabulary.from_directory",
+    "forest": "sparkxml_kernels.forest.predictor:ForestPredictor.from_directory",
 }
 
 
-def load_model(path: str):
+def load_model(path: str) -> Any:
     """Load a saved sparkxml model directory without Spark.
 
     Parameters
@@ -32,25 +39,38 @@ def load_model(path: str):
     predictor
         For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
         (labels int32 (n, k), scores float32 (n, k)), best first; for PfastreXML a
-        ``PfastreXMLPredictor`` with the same ``predict``.
+        ``PfastreXMLPredictor`` with the same ``predict``. For FM / GBFM an
+        ``FMPredictor`` / ``GBFMPredictor`` (``predict(X)``: values, or (n, 2) class
+        probabilities); for a ``FieldEncoderModel`` a ``FieldVocabulary``
+        (``encode(columns)`` -> CSR).
+        For trees and forests a ``ForestPredictor`` (``predict``, ``predict_values``,
+        ``tree_arrays(i)``). For the GBT engine's models a
+        ``gbt.predictor.TreeEnsemblePredictor``: ``predict_raw(X)``, ``predict(X)``,
+        ``predict_contributions(X)`` (SHAP), ``predict_leaf(X)``.
 
     Raises
     ------
     ModelFormatError
-        The directory is missing, corrupt, or was not written by sparkxml.
+        The directory is missing, unreadable, corrupt, or was not written by sparkxml; the
+        message names the path. The model's arrays are checked before anything is returned
+        (sizes, ids in range, tree structure: no load can return a predictor that would
+        loop or read outside its arrays).
     """
     import importlib
 
-    meta = load_metadata(path)
-    check_sparkxml(meta, path)
-    kind = meta["modelKind"]
-    if kind not in _LOADERS:
-        raise ModelFormatError(f"{path} holds an unknown model kind {kind!r}")
-    mod, attr = _LOADERS[kind].split(":")
-    obj = importlib.import_module(mod)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj(path, meta)
+    try:
+        meta = load_metadata(path)
+        check_sparkxml(meta, path)
+        kind = meta["modelKind"]
+        if kind not in _LOADERS:
+            raise ModelFormatError(f"{path} holds an unknown model kind {kind!r}")
+        mod, attr = _LOADERS[kind].split(":")
+        obj = importlib.import_module(mod)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj(path, meta)
+    except LOAD_ERRORS as e:
+        raise as_format_error(path, e) from (e if isinstance(e, OSError) else None)
 
 
 __all__ = ["load_model", "ModelFormatError", "load_arrays", "load_metadata"]

@@ -22,17 +22,24 @@ Protocol
   so the floating-point sum is the same on every run.
 - Deadlines: every socket operation carries ``timeout_s`` (accepting with ``select``, the
   handshake with ``SO_RCVTIMEO``/``SO_SNDTIMEO``, then the socket timeout), so a peer that
-  never connects, stalls mid-message or stops reading cannot block us for longer. A silent peer raises ``TimeoutError`` naming its rank; a dead
-  peer raises ``ConnectionError`` naming its rank (at once: its socket is closed).
+  never connects, stalls mid-message or stops reading cannot block us for longer. A silent
+  peer raises ``TimeoutError`` naming its rank; a dead peer raises ``ConnectionError`` naming
+  its rank (at once: its socket is closed).
+- Strangers: the listener binds to the executor's own address (``open_listener``), and every
+  incoming connection is authenticated on its own thread within ``HANDSHAKE_SECONDS``: one
+  that sends nothing, sends garbage or holds another key is dropped without delaying the real
+  peers, and is named in the error should a real peer fail to arrive.
 - Errors on rank 0's ``decide`` are sent down the tree, so the other ranks fail at once with
   rank 0's message instead of waiting out the timeout.
 """
 from __future__ import annotations
 
 import os
-import select
+import queue
+import selectors
 import socket
 import struct
+import threading
 import time
 from multiprocessing.connection import (
     AuthenticationError,
@@ -49,6 +56,11 @@ __all__ = ["SocketCollective", "LocalCollective", "open_listener", "new_authkey"
 _OK = b"\x00"
 _ERR = b"\x01"
 _HELLO = struct.Struct("!ii")  # (rank, world_size) sent by a child after authentication
+# Bound on the handshake of one incoming connection (a peer answers in milliseconds: it is
+# already waiting for the challenge when its connection is accepted).
+HANDSHAKE_SECONDS = 5.0
+# Incoming connections authenticated at once; more are closed at once (and counted).
+MAX_PENDING_HANDSHAKES = 64
 
 
 def new_authkey() -> bytes:
@@ -79,7 +91,24 @@ def _default_host() -> str:
     return host
 
 
-def open_listener(advertise_host: str | None = None, bind_host: str = "0.0.0.0",
+def _bind_address(host: str) -> str:
+    """The interface to listen on for peers that connect to ``host``: the address ``host``
+    resolves to here, or "0.0.0.0" (all interfaces) when that cannot be bound to.
+
+    A name that resolves to a loopback address here while not being a loopback name itself
+    (Debian's ``127.0.1.1 hostname`` line) gets all interfaces too: remote peers resolve
+    the name to a routable address, which a loopback bind would not serve.
+    """
+    try:
+        ip = socket.gethostbyname(host)
+    except OSError:
+        return "0.0.0.0"
+    if ip.startswith("127.") and not (host.startswith("127.") or host == "localhost"):
+        return "0.0.0.0"
+    return ip
+
+
+def open_listener(advertise_host: str | None = None, bind_host: str | None = None,
                   backlog: int = 64):
     """Open a TCP listening socket on an ephemeral port.
 
@@ -88,8 +117,13 @@ def open_listener(advertise_host: str | None = None, bind_host: str = "0.0.0.0",
     advertise_host : str, optional
         The host name or IP the peers should connect to (in a Spark task: the executor's host
         from ``BarrierTaskContext.getTaskInfos()``). Default: this machine's address.
-    bind_host : str
-        Interface to listen on (default all; connections are authenticated).
+    bind_host : str, optional
+        Interface to listen on. Default: the address ``advertise_host`` resolves to on this
+        machine, so that only that interface accepts connections; "0.0.0.0" (all
+        interfaces) when that address is not local (NAT, containers) or is a loopback
+        address under a routable name. Connections are authenticated either way, and a
+        connection that does not complete the handshake within ``HANDSHAKE_SECONDS`` is
+        dropped without delaying the real peers.
 
     Returns
     -------
@@ -97,16 +131,24 @@ def open_listener(advertise_host: str | None = None, bind_host: str = "0.0.0.0",
         The listening socket (give it to ``SocketCollective(listener=...)``) and the
         ``"host:port"`` to publish to the peers.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.bind((bind_host, 0))
-        sock.listen(backlog)
-    except BaseException:
-        sock.close()
-        raise
-    port = sock.getsockname()[1]
     host = advertise_host or _default_host()
-    return sock, f"{host}:{port}"
+    candidates = [bind_host] if bind_host is not None else [_bind_address(host), "0.0.0.0"]
+    err = None
+    for where in dict.fromkeys(candidates):  # (once each, in order)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind((where, 0))
+            sock.listen(backlog)
+        except OSError as e:  # EADDRNOTAVAIL: not an address of this machine
+            sock.close()
+            err = e
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        port = sock.getsockname()[1]
+        return sock, f"{host}:{port}"
+    raise OSError(f"cannot listen on {candidates}: {err}")
 
 
 def _parse_address(addr: str) -> tuple[str, int]:
@@ -237,6 +279,58 @@ def _handshake(sock: socket.socket, authkey: bytes, server: bool, timeout_s: flo
         conn.close()
 
 
+def _abort(sock: socket.socket) -> None:
+    # shutdown() wakes a thread blocked in recv on this socket (close() alone does not)
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
+
+
+def _serve_handshake(sock, addr, authkey: bytes, timeout_s: float, done, wake) -> None:
+    """Server side of one incoming connection, on its own thread: the HMAC challenge both
+    ways, then the (rank, world_size) hello, all within ``timeout_s``. Puts (sock, addr,
+    hello or None, reason it was refused or None) on ``done`` and pokes ``wake``."""
+    hello, reason = None, None
+    try:
+        _handshake(sock, authkey, True, timeout_s)
+        p = _Peer(sock, -1, timeout_s)
+        n = p.recv_size()
+        if n != _HELLO.size:
+            raise struct.error(f"a {n}-byte hello")
+        buf = bytearray(n)
+        p.recv_payload_into(buf, n)
+        hello = _HELLO.unpack(bytes(buf))
+    except AuthenticationError:
+        reason = "failed authentication (a different fit's key?)"
+    except (BlockingIOError, TimeoutError):
+        reason = f"did not complete the handshake within {timeout_s:g}s"
+    except EOFError:
+        reason = "closed the connection during the handshake"
+    except (OSError, struct.error, ValueError) as e:
+        reason = f"broke the protocol ({e!r})"
+    done.put((sock, addr, hello, reason))
+    try:
+        wake.send(b"\x00")
+    except OSError:  # the accept loop is over
+        pass
+
+
+def _dropped_summary(dropped, n_pending: int) -> str:
+    """'; meanwhile ...' naming what happened to the connections that were not peers."""
+    if not dropped and not n_pending:
+        return ""
+    counts: dict = {}
+    for host, reason in dropped:
+        counts[(host, reason)] = counts.get((host, reason), 0) + 1
+    parts = [f"{k} from {host} {reason}" for (host, reason), k in counts.items()]
+    if n_pending:
+        parts.append(f"{n_pending} still in their handshake")
+    return (f"; meanwhile {len(dropped) + n_pending} other connection(s) reached this rank's "
+            f"port and were not a peer: " + ", ".join(parts))
+
+
 class SocketCollective:
     """Tree-structured reduce / broadcast among ``world_size`` processes over TCP.
 
@@ -300,6 +394,9 @@ class SocketCollective:
 
     # ------------------------------------------------------------------ connection set-up
     def _connect(self, peer: int) -> _Peer:
+        """Connect to ``peer``'s listener and authenticate, retrying until the deadline while
+        the peer is not listening yet or drops the connection before the handshake is done
+        (a peer busy with other connections); a wrong key fails at once."""
         host, port = _parse_address(self._addresses[peer])
         deadline = time.monotonic() + self.timeout_s
         last_err = None
@@ -314,58 +411,89 @@ class SocketCollective:
                 last_err = e
                 time.sleep(min(0.05, max(remaining, 0)))
                 continue
-            break
-        try:
-            _handshake(sock, self._authkey, False, max(1e-3, deadline - time.monotonic()))
-            sock.settimeout(max(1e-3, deadline - time.monotonic()))
-            sock.sendall(struct.pack("!i", _HELLO.size) + _HELLO.pack(self.rank,
-                                                                       self.world_size))
-        except AuthenticationError:
-            sock.close()
-            raise ConnectionError(f"rank {self.rank}: authentication with rank {peer} failed "
-                                  f"(a different fit's key?)") from None
-        except (BlockingIOError, TimeoutError):
-            sock.close()
-            raise TimeoutError(f"rank {self.rank}: rank {peer} did not complete the handshake "
-                               f"within {self.timeout_s:g}s") from None
-        except (EOFError, OSError) as e:
-            sock.close()
-            raise ConnectionError(f"rank {self.rank}: connection to rank {peer} failed during "
-                                  f"the handshake: {e!r}") from None
-        return _Peer(sock, peer, self.timeout_s)
+            try:
+                _handshake(sock, self._authkey, False, max(1e-3, deadline - time.monotonic()))
+                sock.settimeout(max(1e-3, deadline - time.monotonic()))
+                sock.sendall(struct.pack("!i", _HELLO.size) + _HELLO.pack(self.rank,
+                                                                           self.world_size))
+            except AuthenticationError:
+                sock.close()
+                raise ConnectionError(f"rank {self.rank}: authentication with rank {peer} "
+                                      f"failed (a different fit's key?)") from None
+            except (BlockingIOError, TimeoutError):
+                sock.close()
+                raise TimeoutError(f"rank {self.rank}: rank {peer} did not complete the "
+                                   f"handshake within {self.timeout_s:g}s") from None
+            except (EOFError, OSError) as e:  # dropped by the peer: try again
+                sock.close()
+                last_err = f"the handshake failed: {e!r}"
+                time.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
+                continue
+            return _Peer(sock, peer, self.timeout_s)
 
     def _accept_children(self, listener: socket.socket) -> None:
+        """Accept until every child rank has connected and authenticated.
+
+        Each incoming connection is authenticated on its own thread with a short deadline
+        (``HANDSHAKE_SECONDS``), so a connection that sends nothing, sends garbage or holds
+        another key is dropped without delaying the real peers queued behind it; the reason
+        is kept for the error message should a child not arrive in time.
+        """
         deadline = time.monotonic() + self.timeout_s
         expected = set(self._child_ranks)
-        while expected:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"rank {self.rank}: ranks {sorted(expected)} did not connect "
-                                   f"within {self.timeout_s:g}s")
-            ready, _, _ = select.select([listener], [], [], remaining)
-            if not ready:
-                continue
-            sock, _addr = listener.accept()
-            try:
-                _handshake(sock, self._authkey, True, max(1e-3, min(remaining, 30.0)))
-                p = _Peer(sock, -1, max(1e-3, min(remaining, 30.0)))
-                n = p.recv_size()
-                if n != _HELLO.size:
-                    raise OSError("bad hello")
-                hello = bytearray(n)
-                p.recv_payload_into(hello, n)
-                peer, peer_world = _HELLO.unpack(bytes(hello))
-            except (AuthenticationError, EOFError, OSError, struct.error):
-                sock.close()  # a stray or unauthenticated connection: ignore it
-                continue
-            if peer not in expected or peer_world != self.world_size:
-                sock.close()
-                raise ConnectionError(f"rank {self.rank}: unexpected peer rank {peer} "
-                                      f"(world {peer_world}); expected {sorted(expected)}")
-            p.rank = peer
-            p.sock.settimeout(self.timeout_s)
-            self._children[peer] = p
-            expected.discard(peer)
+        hs_timeout = min(self.timeout_s, HANDSHAKE_SECONDS)
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        wake_r, wake_w = socket.socketpair()
+        # (a selector, not select.select: an executor may hold descriptors above 1024)
+        sel = selectors.DefaultSelector()
+        sel.register(listener, selectors.EVENT_READ)
+        sel.register(wake_r, selectors.EVENT_READ)
+        pending: dict = {}  # id -> socket still in its handshake
+        dropped: list = []  # (peer address, reason) of connections that were not peers
+        try:
+            while expected:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(
+                        f"rank {self.rank}: ranks {sorted(expected)} did not connect within "
+                        f"{self.timeout_s:g}s" + _dropped_summary(dropped, len(pending)))
+                ready = [key.fileobj for key, _ in sel.select(remaining)]
+                if listener in ready:
+                    sock, addr = listener.accept()
+                    if len(pending) >= MAX_PENDING_HANDSHAKES:
+                        sock.close()
+                        dropped.append((addr[0], "too many connections in their handshake"))
+                    else:
+                        pending[id(sock)] = sock
+                        threading.Thread(
+                            target=_serve_handshake, name="sparkxml-handshake", daemon=True,
+                            args=(sock, addr, self._authkey, hs_timeout, done, wake_w)).start()
+                if wake_r in ready:
+                    wake_r.recv(4096)
+                while True:
+                    try:
+                        sock, addr, hello, reason = done.get_nowait()
+                    except queue.Empty:
+                        break
+                    pending.pop(id(sock), None)
+                    if reason is not None:
+                        sock.close()
+                        dropped.append((addr[0], reason))
+                        continue
+                    peer, peer_world = hello
+                    if peer not in expected or peer_world != self.world_size:
+                        sock.close()
+                        raise ConnectionError(f"rank {self.rank}: unexpected peer rank {peer} "
+                                              f"(world {peer_world}); expected "
+                                              f"{sorted(expected)}")
+                    self._children[peer] = _Peer(sock, peer, self.timeout_s)
+                    expected.discard(peer)
+        finally:
+            for sock in pending.values():  # wakes their threads: they fail and exit
+                _abort(sock)
+            sel.close()
+            wake_r.close()
+            wake_w.close()
 
     # ------------------------------------------------------------------ primitives
     def _recv_size(self, p: _Peer) -> int:

@@ -14,10 +14,10 @@ Formats (ids 0-based unless stated):
 Separators are spaces and tabs; lines may end with ``\\r\\n``; ``.gz``/``.bz2`` files are
 decompressed. Numbers are decimal (``1``, ``-0.5``, ``.5``, ``1e-3``, ``inf``, ``nan``).
 
-How the fast readers avoid a Python loop over entries: every line is matched against the
-format's regular expression (RE2, vectorised by ``pyarrow.compute``); the file is cut into
-tokens with numpy; all numbers are converted by one Arrow cast; ids are range-checked and rows
-sorted with numpy. Bibtex (4880 rows, 335k entries) parses in about 0.1 s.
+How the fast readers avoid a Python loop over entries (the scanner is ``_textscan``): every
+line is matched against the format's regular expression (RE2, vectorised by
+``pyarrow.compute``); the file is cut into tokens with numpy; all numbers are converted by one
+Arrow cast; ids are range-checked and rows sorted with numpy. Bibtex (4880 rows, 335k entries) parses in about 0.1 s.
 
 Errors: a malformed file raises ``ValueError("<file>, line <n>: <what>")`` for its first bad
 line. The fast reader only locates that line; the message comes from the per-line parser
@@ -36,12 +36,14 @@ import gzip
 import os
 import re
 import xml.etree.ElementTree as ET
+import zlib
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._dtypes import INDEX, INDPTR, VALUE
+from ._textscan import _Body, _fail, _first_false, _np, _show
 
 _INT = r"[0-9]+"
 _NUM = r"(?:[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:inf|infinity|nan))"
@@ -55,36 +57,33 @@ _ARFF_RE = (rf"^[ \t]*(?:\{{[ \t]*(?:{_INT}[ \t]+{_AV}(?:[ \t]*,[ \t]*{_INT}[ \t
 _NUMBER = re.compile(_NUM)
 _DIGITS = re.compile(_INT)
 _CANONICAL_INT = r"0|[1-9][0-9]*"
+_MAX_HEADER = 2**31 - 1   # header counts and sizes: int32, as ids and vector sizes are
+_MAX_QID = 2**63 - 1
 
 
 def _read_bytes(path) -> bytes:
+    """The file's bytes, decompressed for ``.gz``/``.bz2``; a truncated or corrupt archive
+    raises ValueError naming the file (the decompressors raise a bare EOFError/OSError)."""
     p = os.fspath(path)
-    opener = gzip.open if p.endswith(".gz") else bz2.open if p.endswith(".bz2") else open
-    with opener(p, "rb") as f:
-        return f.read()
-
-
-def _np(arr, dtype) -> np.ndarray:
-    """A null-free primitive Arrow array as numpy (``to_numpy`` would import pandas: 0.4 s)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr),
-                         offset=arr.offset * np.dtype(dtype).itemsize)
+    if not (p.endswith(".gz") or p.endswith(".bz2")):
+        with open(p, "rb") as f:
+            return f.read()
+    with open(p, "rb") as raw:  # (a missing file stays FileNotFoundError)
+        try:
+            with (gzip.GzipFile(fileobj=raw, mode="rb") if p.endswith(".gz")
+                  else bz2.BZ2File(raw, mode="rb")) as f:
+                return f.read()
+        except EOFError:
+            raise ValueError(f"{path}: the compressed file is truncated (it ends before "
+                             f"its end-of-stream marker)") from None
+        except (OSError, zlib.error) as e:
+            raise ValueError(f"{path}: not a valid {p.rsplit('.', 1)[1]} file: {e}") from None
 
 
 def _narrow(values, dtype):
     """Cast (float64 -> float32: beyond its range becomes +-inf, as strtof does, silently)."""
     with np.errstate(over="ignore"):
         return values.astype(dtype)
-
-
-def _fail(path, line: int, what: str):
-    raise ValueError(f"{path}, line {line}: {what}")
-
-
-def _show(token) -> str:
-    s = token.decode("utf-8", "replace") if isinstance(token, bytes) else str(token)
-    return repr(s if len(s) <= 40 else s[:37] + "...")
 
 
 # --------------------------------------------------------------------------- per-line parsers
@@ -161,6 +160,8 @@ def _svm_row(s: str, zero_based: bool = False, num_features=None):
     qid, k = None, 1
     if len(toks) > 1 and toks[1].startswith("qid:"):
         qid, k = _int(toks[1][4:], "qid"), 2
+        if qid > _MAX_QID:
+            raise ValueError(_qid_too_large(toks[1][4:]))
     for t in toks[k:]:
         if t.startswith("qid:"):
             raise ValueError("'qid:' must come right after the label")
@@ -171,6 +172,10 @@ def _svm_row(s: str, zero_based: bool = False, num_features=None):
                          "indices)")
     _check_ids(idx, "feature", num_features, "column")
     return label, qid, idx, vals
+
+
+def _qid_too_large(tok) -> str:
+    return f"qid {_show(tok)} does not fit in int64 (at most {_MAX_QID})"
 
 
 def _arff_row(s: str, n_attr: int):
@@ -229,149 +234,6 @@ def _arff_line(s: str, attrs, label_of):
     return r[0], [_nominal_value(t, attrs[a], label_of[a] >= 0) for a, t in zip(*r)]
 
 
-# --------------------------------------------------------------------------- fast machinery
-class _Body:
-    """The lines of a text body, as numpy offsets, tokens, and Arrow binary arrays."""
-
-    def __init__(self, path, data: bytes, first_line: int, comment: bytes = b""):
-        self.path, self.first_line = path, first_line
-        b = np.frombuffer(data, dtype=np.uint8)
-        n = len(b)
-        nl = np.flatnonzero(b == 10)
-        if comment and (b == comment[0]).any():
-            c = np.flatnonzero(b == comment[0])     # blank from a line's first comment byte
-            c_line = np.searchsorted(nl, c)
-            keep = np.ones(len(c), bool)
-            keep[1:] = c_line[1:] != c_line[:-1]
-            mark = np.zeros(n + 1, np.int32)
-            mark[c[keep]] += 1
-            np.add.at(mark, np.append(nl, n)[c_line[keep]], -1)
-            b = np.where(np.cumsum(mark[:-1]) > 0, np.uint8(32), b)
-        self.b, self.n = b, n
-        self.n_lines = len(nl) + (1 if n and b[-1] != 10 else 0)
-        self.start = np.concatenate(([0], nl + 1))[:self.n_lines].astype(np.int64)
-        self.end = np.concatenate((nl, [n]))[:self.n_lines].astype(np.int64)
-        self.found: list = []          # (body line, fixed message or None): problems seen
-
-    def prefix(self, j: int) -> "_Body":
-        """The first ``j`` lines."""
-        sub = _Body.__new__(_Body)
-        sub.path, sub.first_line, sub.found = self.path, self.first_line, self.found
-        cut = int(self.start[j])
-        sub.b, sub.n, sub.n_lines = self.b[:cut], cut, j
-        sub.start, sub.end = self.start[:j], self.end[:j]
-        return sub
-
-    def text(self, j: int) -> str:
-        return bytes(self.b[self.start[j]:self.end[j]]).decode("utf-8", "replace")
-
-    def fail(self, j: int, what: str):
-        _fail(self.path, int(j) + self.first_line, what)
-
-    def _binary(self, offsets, data, count):
-        large = self.n >= 2**31 - 1
-        return (pa.LargeBinaryArray if large else pa.BinaryArray).from_buffers(
-            pa.large_binary() if large else pa.binary(), count,
-            [None, pa.py_buffer(offsets.astype(np.int64 if large else np.int32)),
-             pa.py_buffer(data)])
-
-    def first_bad(self, pattern: str) -> int:
-        """Index of the first line not matching ``pattern``, or -1."""
-        if self.n_lines == 0:
-            return -1
-        arr = self._binary(np.append(self.start, self.n), self.b, self.n_lines)
-        return _first_false(pc.match_substring_regex(arr, pattern))
-
-    def tokens(self, delims: bytes):
-        """Cut into tokens: maximal runs of bytes that are neither whitespace nor ``delims``.
-
-        Returns (starts, ends, line, counts per line) as int64 arrays.
-        """
-        table = np.ones(256, bool)
-        table[list(b" \t\r\n\f\v" + delims)] = False
-        tok = table[self.b]
-        edge = np.diff(tok.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        starts = np.flatnonzero(edge == 1)
-        ends = np.flatnonzero(edge == -1)
-        self._tok, self._starts, self._ends = tok, starts, ends
-        counts = np.searchsorted(starts, self.end) - np.searchsorted(starts, self.start)
-        self.line = np.repeat(np.arange(self.n_lines), counts)
-        return starts, ends, self.line, counts
-
-    def token(self, i: int) -> str:
-        return bytes(self.b[self._starts[i]:self._ends[i]]).decode("utf-8", "replace")
-
-    def strings(self, select=None):
-        """The tokens (or the ``select`` ed ones) as an Arrow binary array; the token bytes
-        are compacted with a mask, no Python object a token."""
-        if select is None:
-            starts, ends, mask = self._starts, self._ends, self._tok
-        else:
-            starts, ends = self._starts[select], self._ends[select]
-            mark = np.zeros(self.n + 1, np.int8)
-            mark[starts] = 1
-            mark[ends] -= 1
-            mask = np.cumsum(mark[:-1], dtype=np.int8) > 0
-        offs = np.zeros(len(starts) + 1, np.int64)
-        np.cumsum(ends - starts, out=offs[1:])
-        return self._binary(offs, self.b[mask], len(starts))
-
-    def numbers(self, select=None) -> np.ndarray:
-        """float64 of the tokens (all, or ``select``) in one cast. A token the cast refuses is
-        recorded as a problem; it and the tokens after it come back NaN."""
-        arr = self.strings(select)
-        try:
-            return _np(pc.cast(arr, pa.float64()), np.float64)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            lo, hi = 0, len(arr)                    # bisect to the first token that fails
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                try:
-                    pc.cast(arr.slice(lo, mid - lo), pa.float64())
-                    lo = mid
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    hi = mid
-            out = np.full(len(arr), np.nan)
-            if lo:
-                out[:lo] = _np(pc.cast(arr.slice(0, lo), pa.float64()), np.float64)
-            i = lo if select is None else int(select[lo])
-            self.found.append((int(self.line[i]), f"bad number {_show(self.token(i))}"))
-            return out
-
-    def flag(self, bad, select=None, message=None) -> None:
-        """Record the line of the first token where ``bad`` holds (``select``: token ids)."""
-        if len(bad) and bad.any():
-            k = int(np.argmax(bad))
-            self.found.append((int(self.line[k if select is None else select[k]]), message))
-
-    def flag_line(self, bad_lines, message=None) -> None:
-        if len(bad_lines) and bad_lines.any():
-            self.found.append((int(np.argmax(bad_lines)), message))
-
-    def raise_first(self, full: "_Body", j: int, row_parser) -> None:
-        """Raise for the earliest problem: the regex's first bad line ``j`` or a recorded one.
-
-        The message is the per-line parser's account of that line when it finds a fault, else
-        the recorded message (file-level rules: row counts, qid consistency).
-        """
-        found = list(self.found) + ([(j, None)] if j >= 0 else [])
-        if not found:
-            return
-        line = min(f[0] for f in found)
-        try:
-            row_parser(full.text(line))
-        except ValueError as e:
-            full.fail(line, str(e))
-        msgs = [m for ln, m in found if ln == line and m]
-        full.fail(line, msgs[0] if msgs else f"malformed line {_show(full.text(line))}")
-
-
-def _first_false(bools) -> int:
-    # (booleans to numpy, and Python scalars to Arrow, import pandas: 0.4 s; avoided)
-    ok = _np(pc.cast(bools, pa.int8()), np.int8)
-    return -1 if ok.all() else int(np.argmin(ok))
-
-
 def _split_header(path, data: bytes, names: str):
     """Return (header ints, body bytes); the header is the first line."""
     cut = data.find(b"\n")
@@ -384,6 +246,9 @@ def _split_header(path, data: bytes, names: str):
     except ValueError:
         _fail(path, 1, f"the header must be '{names}' ({k} non-negative integers), got "
                        f"{_show(head)}")
+    for name, v in zip(names.split(), vals):
+        if v > _MAX_HEADER:  # (ids and Spark ML vector sizes are int32)
+            _fail(path, 1, f"the header's {name}={v} exceeds {_MAX_HEADER}, the int32 limit")
     return vals, body
 
 
@@ -472,7 +337,7 @@ def read_xc(path):
     body.flag(~(vals[li] < n_lab), li)              # (NaN after a refused token flags too)
     body.flag(~(vals[idx_sel] < n_feat), idx_sel)
     body.row_line = np.arange(body.n_lines)
-    n_out = max(n_rows, body.n_lines)
+    n_out = body.n_lines  # (never sized from the header: N is checked against the lines)
     X = _csr(body, line[idx_sel], np.nan_to_num(vals[idx_sel]), _narrow(vals[val_sel], VALUE),
              n_out)
     Y = _csr(body, line[li], np.nan_to_num(vals[li]), None, n_out)
@@ -554,7 +419,7 @@ def read_smat(path, value_dtype=VALUE):
     body.flag(~(vals[idx_sel] < n_cols), idx_sel)
     body.row_line = np.arange(body.n_lines)
     out = _csr(body, line[idx_sel], np.nan_to_num(vals[idx_sel]),
-               _narrow(vals[1::2], value_dtype), max(n_rows, body.n_lines))
+               _narrow(vals[1::2], value_dtype), body.n_lines)
     body.raise_first(full, j, lambda s: _smat_row(s, n_cols))
     _fewer_rows(body, n_rows, "rows")
     return out[0][:n_rows + 1], out[1], out[2], n_cols
@@ -614,15 +479,18 @@ def read_svmlight(path, query_path=None, num_features: int | None = None,
                    "every row must have 'qid:', or none")
     is_name = np.zeros(t, bool)
     is_name[ft[has_q] + 1] = True
-    sel = np.flatnonzero(~is_name)
+    is_qid = np.zeros(t, bool)
+    is_qid[ft[has_q] + 2] = True
+    sel = np.flatnonzero(~is_name & ~is_qid)
     vals = np.zeros(t)
     vals[sel] = body.numbers(sel)
+    qids = body.integers(ft[has_q] + 2, _qid_too_large)  # (exact: never through float)
     labels = vals[ft]
     feat = np.ones(t, bool)
     feat[ft] = False
     feat[is_name] = False
     feat[ft[has_q] + 2] = False
-    qid = vals[ft + 2].astype(np.int64) if n and has_q.all() else None
+    qid = qids if n and has_q.all() else None
     fi = np.flatnonzero(feat)
     idx_sel, val_sel = fi[0::2], fi[1::2]
     shift = 0 if zero_based else 1
@@ -810,3 +678,70 @@ def read_arff_multilabel(arff_path, xml_path):
     X_indptr, X_indices, X_data = _csr(body, rows[keep_f], feat_of[attr[keep_f]],
                                        _narrow(vals[keep_f], VALUE), n)
     return X_indptr, X_indices, X_data, Y_indptr, Y_indices, int((label_of < 0).sum()), names
+
+
+# --------------------------------------------------------------------------- dense TSV
+def _tsv_row(s: str, n_cols=None, delimiter: str = "\t") -> list:
+    """Parse one dense line: label, then one value a feature; an empty field is missing."""
+    toks = s.rstrip("\r\n").split(delimiter)
+    if n_cols is not None and len(toks) != n_cols:
+        raise ValueError(f"{len(toks)} fields, the first row has {n_cols}")
+    if not toks[0].strip():
+        raise ValueError("the label (first field) is empty")
+    vals = [_num(toks[0].strip(), "label")]
+    vals += [_num(t.strip(), "value") if t.strip() else float("nan") for t in toks[1:]]
+    return vals
+
+
+def read_tsv(path, query_path=None, delimiter: str = "\t"):
+    """Read a dense delimited text file, label first (LightGBM's ``binary.train`` layout).
+
+    Parameters
+    ----------
+    path : str or path-like
+        One row a line: ``label<TAB>x1<TAB>x2...``, no header; every row has the same number
+        of fields; an empty field (or ``nan``) is a missing value; blank lines are skipped.
+    query_path : str or path-like, optional
+        LightGBM ``.query`` file of group sizes (as in ``read_svmlight``).
+    delimiter : str, default tab
+
+    Returns
+    -------
+    labels : float64 (n,)
+    qid : int64 (n,) or None
+    X : float64 (n, d), NaN where missing
+    """
+    import pyarrow.csv as pacsv
+
+    raw = _read_bytes(path)
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(raw),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(null_values=[""], strings_can_be_null=True))
+        cols = [pc.cast(c, pa.float64()) for c in table.columns]
+        X = np.column_stack([pc.fill_null(c, np.nan).to_numpy(zero_copy_only=False)
+                             for c in cols]) if cols else np.zeros((0, 0))
+        labels_ok = table.num_rows == 0 or cols[0].null_count == 0
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        labels_ok, X = False, None
+    if X is None or not labels_ok:
+        # locate and name the first bad line with the per-line parser
+        n_cols = None
+        for j, s in enumerate(raw.decode("utf-8", "replace").split("\n")):
+            if not s.strip():
+                continue
+            try:
+                n_cols = n_cols or len(s.rstrip("\r\n").split(delimiter))
+                _tsv_row(s, n_cols, delimiter)
+            except ValueError as e:
+                _fail(path, j + 1, str(e))
+        raise ValueError(f"{path}: not a delimited numeric file")  # pragma: no cover
+    if X.shape[1] < 2:
+        raise ValueError(f"{path}: a row needs a label and at least one feature, got "
+                         f"{X.shape[1]} field(s)")
+    labels = np.ascontiguousarray(X[:, 0])
+    X = np.ascontiguousarray(X[:, 1:])
+    qid = _read_query(query_path, len(labels)) if query_path is not None else None
+    return labels, qid, X

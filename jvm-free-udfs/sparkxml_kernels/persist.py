@@ -21,6 +21,7 @@ import json
 import os
 import time
 import uuid
+import warnings
 
 import numpy as np
 import pyarrow.fs as pafs
@@ -77,13 +78,19 @@ def metadata_json(class_name: str, uid: str, param_map: dict, default_param_map:
 def save_directory(path: str, metadata: str, arrays: dict | None, overwrite: bool) -> None:
     """Write ``metadata`` (one JSON line) and ``arrays`` to ``path`` atomically.
 
-    Raises ``FileExistsError`` when ``path`` exists and ``overwrite`` is false.
+    Raises ``FileExistsError`` when ``path`` exists (a directory or a plain file) and
+    ``overwrite`` is false. With ``overwrite``, whatever is at ``path`` is replaced only once
+    the new model is complete: it is moved aside under a hidden name, the new directory is
+    renamed into place, then the old one is deleted; if the rename fails, the old one is
+    moved back. Nothing hidden is left behind either way.
     """
     fs, target = resolve(path)
-    if fs.get_file_info(target).type != pafs.FileType.NotFound and not overwrite:
+    existing = fs.get_file_info(target).type
+    if existing != pafs.FileType.NotFound and not overwrite:
         raise FileExistsError(f"path {path} already exists; use write().overwrite().save(path)")
     parent, name = os.path.split(target.rstrip("/"))
     tmp = f"{parent}/.{name}.tmp-{uuid.uuid4().hex}"
+    aside = None  # (hidden path, FileType) of what was at ``path`` while it is moved aside
     try:
         fs.create_dir(f"{tmp}/metadata", recursive=True)
         _write_bytes(fs, f"{tmp}/metadata/part-00000", (metadata + "\n").encode())
@@ -94,22 +101,36 @@ def save_directory(path: str, metadata: str, arrays: dict | None, overwrite: boo
             np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
             _write_bytes(fs, f"{tmp}/data/arrays.npz", buf.getvalue())
             _write_bytes(fs, f"{tmp}/data/_SUCCESS", b"")
-        if fs.get_file_info(target).type != pafs.FileType.NotFound:
-            # overwrite: move the old directory aside first so that a failure between the two
-            # moves leaves the old model in place under a hidden name, never a half model.
+        existing = fs.get_file_info(target).type
+        if existing != pafs.FileType.NotFound:
             trash = f"{parent}/.{name}.old-{uuid.uuid4().hex}"
             fs.move(target, trash)
-            fs.move(tmp, target)
-            fs.delete_dir(trash)
+            aside = (trash, existing)
         else:
             fs.create_dir(parent, recursive=True)
-            fs.move(tmp, target)
+        fs.move(tmp, target)
     except BaseException:
-        try:
-            fs.delete_dir(tmp)
-        except Exception:
-            pass
+        _delete(fs, tmp, pafs.FileType.Directory)
+        if aside is not None and fs.get_file_info(target).type == pafs.FileType.NotFound:
+            fs.move(aside[0], target)  # put the old model back
         raise
+    if aside is not None:
+        try:
+            _delete(fs, *aside, quiet=False)
+        except OSError as e:
+            warnings.warn(f"the model was saved to {path}, but the previous content, moved "
+                          f"to {aside[0]}, could not be deleted: {e}", stacklevel=2)
+
+
+def _delete(fs, path: str, kind, quiet: bool = True) -> None:
+    try:
+        if kind == pafs.FileType.Directory:
+            fs.delete_dir(path)
+        else:
+            fs.delete_file(path)
+    except OSError:
+        if not quiet:
+            raise
 
 
 def load_metadata(path: str, expected_class: str | None = None) -> dict:
@@ -129,7 +150,7 @@ def load_metadata(path: str, expected_class: str | None = None) -> dict:
         meta = json.loads(text.splitlines()[0])
     except (ValueError, IndexError) as e:
         raise ModelFormatError(f"{path}/metadata is corrupt: {e}") from None
-    if not isinstance(meta, dict) or "class" not in meta:
+    if not isinstance(meta, dict) or not isinstance(meta.get("class"), str):
         raise ModelFormatError(f"{path}/metadata is corrupt: no 'class' entry")
     if expected_class is not None and meta["class"] != expected_class:
         raise ModelFormatError(f"{path} holds a {meta['class']}, not a {expected_class}")
@@ -137,11 +158,34 @@ def load_metadata(path: str, expected_class: str | None = None) -> dict:
 
 
 def check_sparkxml(meta: dict, path: str) -> None:
+    """Raise ``ModelFormatError`` unless ``meta`` is sparkxml metadata this version reads."""
     if "formatVersion" not in meta or "modelKind" not in meta:
         raise ModelFormatError(f"{path} was not written by sparkxml (class {meta.get('class')})")
-    if int(meta["formatVersion"]) > FORMAT_VERSION:
-        raise ModelFormatError(f"{path} has formatVersion {meta['formatVersion']}; this sparkxml "
+    version = meta["formatVersion"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ModelFormatError(f"{path}/metadata is corrupt: formatVersion {version!r} is not "
+                               f"a positive integer")
+    if version > FORMAT_VERSION:
+        raise ModelFormatError(f"{path} has formatVersion {version}; this sparkxml "
                                f"reads up to {FORMAT_VERSION}: upgrade sparkxml")
+    if not isinstance(meta["modelKind"], str):
+        raise ModelFormatError(f"{path}/metadata is corrupt: modelKind {meta['modelKind']!r} "
+                               f"is not a string")
+
+
+def as_format_error(path: str, e: BaseException) -> ModelFormatError:
+    """``e`` (raised while reading the model at ``path``) as a ModelFormatError naming the
+    path; ModelFormatErrors pass through."""
+    if isinstance(e, ModelFormatError):
+        return e
+    if isinstance(e, OSError):
+        return ModelFormatError(f"{path}: cannot read the model: {e}")
+    return ModelFormatError(f"{path}: the model is corrupt: {type(e).__name__}: {e}")
+
+
+# what reading a corrupt model directory can raise besides ModelFormatError
+LOAD_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+               UnicodeError, OSError)
 
 
 def load_arrays(path: str, required: tuple = ()) -> dict:

@@ -222,3 +222,125 @@ def test_dead_peer_process_fails_fast():
     assert time.monotonic() - t0 < 3.0  # EOF is seen at once, not after the 3 s timeout
     assert "rank 2" in got[0] and "ConnectionError" in got[0], got
     assert got[1] != "ok"
+
+
+# ------------------------------------------------------------------ strangers on the port
+def _strays(address, silent=0, garbage=0, wrong_key=0):
+    """Open connections to ``address`` that are not peers: silent ones (connect, send
+    nothing), ones that send bytes that are no handshake, and ones that answer the challenge
+    with another key. Returns the sockets (the caller closes them)."""
+    import socket
+
+    from multiprocessing.connection import Connection, answer_challenge
+
+    host, port = address.rsplit(":", 1)
+    socks = []
+    for _ in range(silent):
+        socks.append(socket.create_connection((host, int(port))))
+    for _ in range(garbage):
+        s = socket.create_connection((host, int(port)))
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n" * 4)
+        socks.append(s)
+    for _ in range(wrong_key):
+        s = socket.create_connection((host, int(port)))
+        socks.append(s)
+
+        def answer(fd=s.fileno()):
+            import os
+            try:
+                answer_challenge(Connection(os.dup(fd)), b"x" * 32)
+            except Exception:  # noqa: BLE001 - refused, as it should be
+                pass
+        threading.Thread(target=answer, daemon=True).start()
+    return socks
+
+
+def test_stray_connections_do_not_delay_the_peers():
+    """Silent, garbage and wrong-key connections queued ahead of the real children: the
+    collective still forms at once (they are authenticated concurrently and dropped), and
+    computes the right sums. Before, each silent connection held the accept loop for 30 s."""
+    world = 3  # rank 0 has two children
+    listeners = [open_listener("127.0.0.1") for _ in range(world)]
+    socks = []
+    for _, addr in listeners:
+        socks += _strays(addr, silent=3, garbage=2, wrong_key=2)
+    t0 = time.monotonic()
+    results, errors = _run_ranks(world, lambda c: c.allreduce_sum(np.full(3, c.rank + 1.0)),
+                                 timeout_s=30, listeners=listeners)
+    elapsed = time.monotonic() - t0
+    for s in socks:
+        s.close()
+    assert errors == [None] * world, errors
+    for r in results:
+        np.testing.assert_array_equal(r, [6.0, 6.0, 6.0])
+    assert elapsed < 2.0, elapsed  # not bounded by the 5 s handshake deadline of the strays
+
+
+def test_missing_peer_error_names_the_dropped_strangers(monkeypatch):
+    """A child that never comes: the error says so, and what the strangers did."""
+    from sparkxml_kernels import collective
+
+    monkeypatch.setattr(collective, "HANDSHAKE_SECONDS", 0.3)
+    listeners = [open_listener("127.0.0.1") for _ in range(2)]
+    addrs = [a for _, a in listeners]
+    socks = _strays(addrs[0], silent=2, wrong_key=1)
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError) as info:
+        SocketCollective(0, 2, addrs, new_authkey(), 1.5, listener=listeners[0][0])
+    assert time.monotonic() - t0 < 1.5 + 1.0
+    msg = str(info.value)
+    assert "ranks [1] did not connect within 1.5s" in msg, msg
+    assert "2 from 127.0.0.1 did not complete the handshake within 0.3s" in msg, msg
+    assert "1 from 127.0.0.1 failed authentication" in msg, msg
+    for s in socks:
+        s.close()
+    listeners[1][0].close()
+
+
+def test_peer_dropped_while_the_port_is_flooded_retries(monkeypatch):
+    """More silent connections than handshake slots: the real child is turned away at first,
+    retries, and gets in once the strangers' short handshake deadline has dropped them."""
+    from sparkxml_kernels import collective
+
+    monkeypatch.setattr(collective, "MAX_PENDING_HANDSHAKES", 2)
+    monkeypatch.setattr(collective, "HANDSHAKE_SECONDS", 0.5)
+    listeners = [open_listener("127.0.0.1") for _ in range(2)]
+    socks = _strays(listeners[0][1], silent=2)
+    time.sleep(0.2)
+    results, errors = _run_ranks(2, lambda c: c.allreduce_sum(np.ones(2)), timeout_s=10,
+                                 listeners=listeners)
+    for s in socks:
+        s.close()
+    assert errors == [None, None], errors
+    np.testing.assert_array_equal(results[0], [2.0, 2.0])
+
+
+def _bindable(ip):
+    import socket
+
+    s = socket.socket()
+    try:
+        s.bind((ip, 0))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def test_listener_binds_to_the_advertised_address():
+    sock, addr = open_listener("127.0.0.1")
+    assert sock.getsockname()[0] == "127.0.0.1" and addr.startswith("127.0.0.1:")
+    sock.close()
+    sock, addr = open_listener("localhost")
+    assert sock.getsockname()[0] == "127.0.0.1" and addr.startswith("localhost:")
+    sock.close()
+    # not an address of this machine: all interfaces, still advertised as given
+    foreign = next(ip for ip in ("203.0.113.7", "198.51.100.7", "192.0.2.7")
+                   if not _bindable(ip))
+    sock, addr = open_listener(foreign)
+    assert sock.getsockname()[0] == "0.0.0.0" and addr.startswith(foreign + ":")
+    sock.close()
+    sock, addr = open_listener("127.0.0.1", bind_host="0.0.0.0")  # explicit choice wins
+    assert sock.getsockname()[0] == "0.0.0.0"
+    sock.close()

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from .._dtypes import INDEX, INDPTR, LABEL, SCORE, VALUE
+from .._tree_check import check_tree_structure
 from ._common import row_dot
 from .forest import FOREST_KEYS, _DTYPES, check_csr
 
@@ -216,6 +217,11 @@ class FastXMLPredictor:
         self.forest = f
 
     def _validate(self, f):
+        for name, v in (("n_features", self.n_features), ("n_labels", self.n_labels)):
+            if not 0 <= v <= np.iinfo(INDEX).max:
+                raise ValueError(f"{name}={v} is outside 0..{np.iinfo(INDEX).max}")
+        if not np.isfinite(self.bias):
+            raise ValueError(f"bias={self.bias} is not finite")
         T = f["tree_ids"].shape[0]
         off = f["tree_offsets"]
         M = f["children"].shape[0]
@@ -235,17 +241,16 @@ class FastXMLPredictor:
                                      or f["leaf_label"].max() >= self.n_labels):
             raise ValueError(f"leaf_label holds ids outside [0, n_labels={self.n_labels})")
         # single-pass routing needs every child after its parent, inside the same tree
-        local = np.arange(M, dtype=np.int64) - np.repeat(off[:-1], np.diff(off))
-        size = np.repeat(np.diff(off), np.diff(off))
-        ch = f["children"].astype(np.int64)
+        ch = f["children"]
         leaf = ch[:, 0] < 0
         if np.any(leaf != (ch[:, 1] < 0)):
             raise ValueError("children must be both -1 (leaf) or both set")
-        inner = ~leaf
-        if np.any(ch[inner] <= local[inner, None]) or np.any(ch[inner] >= size[inner, None]):
-            raise ValueError("children must point forward inside their own tree")
+        check_tree_structure(ch[:, 0], ch[:, 1], off)
         if np.any(np.diff(f["w_indptr"])[leaf] != 0):
             raise ValueError("a leaf carries separator weights")
+        for key in ("w_value", "leaf_score"):
+            if not np.isfinite(f[key]).all():
+                raise ValueError(f"{key} holds non-finite values")
 
     @property
     def num_trees(self) -> int:
@@ -314,11 +319,14 @@ class FastXMLPredictor:
     def from_directory(cls, path: str, meta: dict | None = None):
         """Load from a saved model directory (``data/arrays.npz`` holds the forest arrays plus
         0-d arrays ``n_features``, ``n_labels`` and ``bias``); ``meta`` is not needed."""
-        from ..persist import load_arrays
+        from ..persist import ModelFormatError, load_arrays
 
         arrays = load_arrays(path, required=FOREST_KEYS + ("n_features", "n_labels", "bias"))
-        return cls(arrays, int(arrays["n_features"]), int(arrays["n_labels"]),
-                   float(arrays["bias"]))
+        try:
+            return cls(arrays, int(arrays["n_features"]), int(arrays["n_labels"]),
+                       float(arrays["bias"]))
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
+            raise ModelFormatError(f"{path}: FastXML arrays are inconsistent: {e}") from None
 
 
 def predict_naive(forest: dict, n_features: int, n_labels: int, bias: float, rows, k: int):

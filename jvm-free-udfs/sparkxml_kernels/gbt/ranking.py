@@ -34,8 +34,11 @@ Base score 0 for both (rankings do not depend on it).
 Differences from LightGBM's lambdarank (the rest is the same computation): the sigmoid is
 evaluated exactly, not from LightGBM's 1M-entry lookup table; the score-distance term uses
 0.01 in double (LightGBM adds the float ``0.01f``); there is no position-bias correction
-(``lambdarank_position_bias_regularization``). The default gains are not capped at 31
-levels (LightGBM's default ``label_gain`` stops at relevance 30).
+(``lambdarank_position_bias_regularization``). The default gains 2^rel - 1 take grades up to
+``MAX_DEFAULT_GRADE`` = 31 (XGBoost's limit for its exponential gain, relevance < 32;
+LightGBM's default ``label_gain`` stops at relevance 30): 2^rel - 1 overflows float64 from
+grade 1024 on, and sums of such gains long before, which would turn the lambdas into NaN.
+Higher grades need an explicit ``label_gain``.
 
 Metrics (``metrics.register_metric``; summable statistics, so a query must not span
 workers): ``ndcg@k`` -- per query NDCG@k with the same gains, ties in score kept in row
@@ -59,13 +62,16 @@ from .metrics import register_metric
 DEFAULT_TRUNCATION = 30
 DEFAULT_SIGMA = 1.0
 OBJECTIVES = ("lambdarank", "pairwise")
+# the largest grade the default gain 2^rel - 1 takes (XGBoost's limit for its exponential gain)
+MAX_DEFAULT_GRADE = 31
 _NORM_EPS = 0.01
 
 
 # --------------------------------------------------------------------------- validation
 def check_relevance(y, label_gain=None, what: str = "relevance") -> np.ndarray:
     """int64 relevance grades from ``y``; ValueError on NaN/inf, negative or fractional
-    values, or a grade without a ``label_gain`` entry."""
+    values, a grade without a ``label_gain`` entry, or (no ``label_gain``) a grade above
+    ``MAX_DEFAULT_GRADE``."""
     y = np.asarray(y, FLOAT).reshape(-1)
     bad = ~np.isfinite(y)
     if bad.any():
@@ -77,6 +83,10 @@ def check_relevance(y, label_gain=None, what: str = "relevance") -> np.ndarray:
     if label_gain is not None and y.size and y.max() >= len(label_gain):
         raise ValueError(f"{what} holds the grade {int(y.max())} but labelGain has only "
                          f"{len(label_gain)} entries (grades 0..{len(label_gain) - 1})")
+    if label_gain is None and y.size and y.max() > MAX_DEFAULT_GRADE:
+        raise ValueError(f"{what} holds the grade {y.max()!r}; the default gain 2^rel - 1 "
+                         f"takes grades 0..{MAX_DEFAULT_GRADE}: give labelGain for higher "
+                         f"grades")
     return y.astype(np.int64)
 
 
