@@ -80,8 +80,9 @@ def delicious_like(n_rows: int, n_features: int = 500, n_labels: int = 983, seed
     return (xi, xj, xv), Y
 
 
-def task_limit(spark):
-    """RLIMIT_AS of a Python worker, read inside a task (bytes; -1 = none)."""
+def worker_status(spark, n: int = 2) -> list:
+    """[(RLIMIT_AS, VmPeak, VmSize, VmHWM) in bytes] of the Python workers that run ``n``
+    small tasks (Spark reuses workers, so after a fit these are mostly the fit's workers)."""
     def probe(batches):
         import resource
 
@@ -89,18 +90,33 @@ def task_limit(spark):
 
         for _ in batches:
             pass
-        yield pa.RecordBatch.from_pydict({"v": [int(resource.getrlimit(
-            resource.RLIMIT_AS)[0])]})
+        vm = {}
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("VmPeak", "VmSize", "VmHWM"):
+                    vm[key] = int(rest.split()[0]) * 1024
+        yield pa.RecordBatch.from_pydict({
+            "limit": [int(resource.getrlimit(resource.RLIMIT_AS)[0])],
+            "peak": [vm.get("VmPeak", -1)], "size": [vm.get("VmSize", -1)],
+            "hwm": [vm.get("VmHWM", -1)]})
 
-    return int(spark.range(1).mapInArrow(probe, "v long").collect()[0][0])
+    rows = spark.range(0, n, 1, n).mapInArrow(
+        probe, "limit long, peak long, size long, hwm long").collect()
+    return [tuple(int(v) for v in r) for r in rows]
 
 
-def precision(model, test, Yte):
+def precision(model, X, Y, start, stop):
+    """P@1/3/5 (%) on rows [start, stop), predicted on the driver with the model's own
+    predictor: the capped session's Python workers cannot unpickle a transform closure that
+    carries the forest (issue 14's serving half moves the model out of the closure)."""
     from fastxml_bibtex import precision_at
 
-    rows = model.transform(test).select("_row", "prediction").collect()
-    pred = [r[1] for r in sorted(rows, key=lambda r: r[0])]
-    return precision_at(pred, Yte)
+    from sparkxml.synthetic import csr_rows
+
+    (xi, xj, xv), Yte = csr_rows(X, Y, start, stop)
+    labels, _ = model.predictor.predict(xi, xj, xv, k=5)
+    return precision_at([row.tolist() for row in labels], Yte)
 
 
 def peaks(info):
@@ -112,15 +128,11 @@ def peaks(info):
 
 
 def frame(spark, X, Y, n_features, start, stop):
-    from pyspark.sql import functions as F
-
+    from sparkxml.datasets import from_csr
     from sparkxml.synthetic import csr_rows
 
-    from sparkxml.datasets import from_csr
-
     (xi, xj, xv), y = csr_rows(X, Y, start, stop)
-    df = from_csr(spark, xi, xj, xv, n_features, labels=y)
-    return df.withColumn("_row", F.monotonically_increasing_id())
+    return from_csr(spark, xi, xj, xv, n_features, labels=y)
 
 
 def run(mode, conf, X, Y, n_train, n_features, args, est_cls):
@@ -128,10 +140,9 @@ def run(mode, conf, X, Y, n_train, n_features, args, est_cls):
 
     spark = get_session(master=f"local[{args.workers}]", conf=conf)
     try:
-        limit = task_limit(spark)
+        limit = worker_status(spark, 1)[0][0]
         train = frame(spark, X, Y, n_features, 0, n_train).repartition(args.workers).cache()
-        test = frame(spark, X, Y, n_features, n_train, len(X[0]) - 1).cache()
-        train.count(), test.count()
+        train.count()
         kw = dict(numWorkers=args.workers, seed=0, trainingMode=mode)
         est_cls(numTrees=2, **kw).fit(train)  # warm-up: numba cache, Spark plans
         refused = None
@@ -143,16 +154,16 @@ def run(mode, conf, X, Y, n_train, n_features, args, est_cls):
         t0 = time.perf_counter()
         model = est_cls(numTrees=args.trees, **kw).fit(train)
         fit_s = time.perf_counter() - t0
-        Yte = tuple(a for a in _rows(Y, n_train, len(Y[0]) - 1))
-        p = precision(model, test, Yte)
-        return dict(info=model._training_info, fit=fit_s, p=p, limit=limit, refused=refused)
+        print(f"{mode} fit ({'capped' if conf else 'no cap'}): {fit_s:.1f} s, mode "
+              f"{model._training_info['mode']}", flush=True)
+        vm = worker_status(spark, args.workers)
+        print("  workers after the fit (MiB): " + "; ".join(
+            f"VmPeak {p >> 20}, VmSize {z >> 20}, VmHWM {h >> 20}" for _, p, z, h in vm),
+            flush=True)
     finally:
         spark.stop()
-
-
-def _rows(Y, a, b):
-    yi, yj = Y
-    return yi[a:b + 1] - yi[a], yj[yi[a]:yi[b]]
+    p = precision(model, X, Y, n_train, len(X[0]) - 1)
+    return dict(info=model._training_info, fit=fit_s, p=p, limit=limit, refused=refused, vm=vm)
 
 
 def main():
@@ -164,6 +175,11 @@ def main():
     ap.add_argument("--pfastrexml", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Spark enforces spark.executor.pyspark.memory as RLIMIT_AS, which counts address space
+    # reserved but never touched; glibc reserves 64 MiB of it per thread arena (up to 8 per
+    # core). Two arenas keep the workers' reserve near their use (on a cluster:
+    # spark.executorEnv.MALLOC_ARENA_MAX=2); both sessions run with it.
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     from sparkxml import FastXML, PfastreXML
     from sparkxml._fastxml_fit import WORKER_OVERHEAD_BYTES
 
@@ -201,12 +217,13 @@ def main():
     print(f"\n{name}, {args.trees} trees, numWorkers={args.workers}, local[{args.workers}]; "
           f"load average {load[0]:.1f} / {load[1]:.1f} at the end\n")
     print("| fit | spark.executor.pyspark.memory | mode | P@1/3/5 (%) | fit s | "
-          "peak RSS a task (MiB) |")
-    print("|---|---|---|---|---|---|")
+          "peak RSS a task (MiB) | workers' VmPeak (MiB) |")
+    print("|---|---|---|---|---|---|---|")
     for label, r, c in (("replicated", rep, "unset"), ("auto, capped", dis, f"{cap_mib}m")):
         p = "/".join(f"{r['p'][k]:.2f}" for k in (1, 3, 5))
         pk = "; ".join(f"{k}: {v}" for k, v in peaks(r["info"]).items())
-        print(f"| {label} | {c} | {r['info']['mode']} | {p} | {r['fit']:.1f} | {pk} |")
+        vp = ", ".join(str(v[1] >> 20) for v in r["vm"])
+        print(f"| {label} | {c} | {r['info']['mode']} | {p} | {r['fit']:.1f} | {pk} | {vp} |")
     diff = {k: dis["p"][k] - rep["p"][k] for k in (1, 3, 5)}
     print(f"\nP@k difference (capped - replicated), points: "
           + ", ".join(f"P@{k} {v:+.2f}" for k, v in diff.items())

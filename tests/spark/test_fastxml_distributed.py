@@ -19,10 +19,17 @@ def synth(spark):
 
 @pytest.fixture(scope="module")
 def fits(synth):
+    import sparkxml._fastxml_fit as fit
+
     train, _ = synth
     kw = dict(numTrees=3, numWorkers=2, seed=7)
-    return {"replicated": FastXML(**kw).fit(train),  # "auto": everything fits here
-            "distributed": FastXML(trainingMode="distributed", **kw).fit(train)}
+    rep = FastXML(**kw).fit(train)  # "auto": everything fits here
+    # a task budget one byte short of what replication needs: "auto" trains distributed
+    short = rep._training_info["replicated_task_bytes"] - 1
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fit, "task_memory", lambda spark, w: (short, short, "a test budget"))
+        dis = FastXML(**kw).fit(train)
+    return {"replicated": rep, "distributed": dis}
 
 
 def _precision(model, test, k):
@@ -60,11 +67,18 @@ def test_top_levels_are_the_replicated_nodes_and_precision_is_close(synth, fits)
         assert abs(_precision(rep, test, k) - _precision(dis, test, k)) < 0.05
 
 
-def test_distributed_model_is_deterministic_whatever_the_partitioning(synth, fits):
+def test_distributed_model_is_deterministic_whatever_the_partitioning(synth, fits, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="sparkxml")
     train, _ = synth
-    again = FastXML(numTrees=3, numWorkers=2, seed=7, trainingMode="distributed").fit(
-        train.repartition(5))
+    again = FastXML(numTrees=3, numWorkers=2, seed=7, trainingMode="distributed",
+                    verbose=1).fit(train.repartition(5))
     _assert_same_forest(again._arrays, fits["distributed"]._arrays)
+    # verbose: rank 0 of the barrier stage reports each tree whose top levels are done
+    lines = [r.getMessage().split(" (")[0] for r in caplog.records
+             if "tree top" in r.getMessage()]
+    assert lines == [f"FastXML tree top {i}/3" for i in (1, 2, 3)]
 
 
 def test_one_shard_is_the_replicated_model(synth, fits):
@@ -75,35 +89,25 @@ def test_one_shard_is_the_replicated_model(synth, fits):
     _assert_same_forest(one._arrays, fits["replicated"]._arrays)
 
 
-def test_memory_estimate_chooses_the_mode(spark, fits, monkeypatch):
+def test_memory_estimate_chooses_the_mode(synth, fits, monkeypatch):
     import sparkxml._fastxml_fit as fit
 
-    X, Y = make_multilabel(n_rows=400, n_features=200, n_labels=20, seed=1)
-    train = rows_frame(spark, X, Y, 0, 400, 200).cache()
-    need = [0]
-    real = fit.replicated_bytes
-
-    def spy(stats, extra=0):
-        need[0] = real(stats, extra)
-        return need[0]
-
-    monkeypatch.setattr(fit, "replicated_bytes", spy)
+    train, _ = synth
+    rep, dis = fits["replicated"]._training_info, fits["distributed"]._training_info
+    # "auto" replicated when replication fitted, and trained distributed (the fits fixture)
+    # when the task budget was one byte short of the estimate
+    assert rep["mode"] == "replicated" and dis["mode"] == "distributed"
+    assert dis["task_memory_bytes"] == rep["replicated_task_bytes"] - 1
     budget = {"bytes": 0}
     monkeypatch.setattr(fit, "task_memory", lambda spark, w: (budget["bytes"], budget["bytes"],
                                                               "a test budget"))
-    # "auto" replicated when replication fitted (the fits fixture); forced replication that
-    # does not fit fails early with the figures
-    assert fits["replicated"]._training_info["mode"] == "replicated"
+    # forced replication that does not fit fails early with the figures
     with pytest.raises(MemoryError, match=r"needs about \d+ MiB, but only 0 MiB .* "
                                           r"trainingMode='distributed'"):
         FastXML(numTrees=2, numWorkers=2, trainingMode="replicated").fit(train)
-    # one byte short of replication: "auto" trains distributed
-    budget["bytes"] = need[0] - 1
-    model = FastXML(numTrees=2, numWorkers=2).fit(train)
-    assert model._training_info["mode"] == "distributed"
-    assert model._training_info["threshold_rows"] == 200  # 400 rows / 2 shards
-    budget["bytes"] = need[0] // 50
-    with pytest.raises(MemoryError, match=r"numWorkers=2 gives each task 200 rows.* raise "
+    # so little memory that no shard fits: the error says what to change
+    budget["bytes"] = rep["replicated_task_bytes"] // 50
+    with pytest.raises(MemoryError, match=r"numWorkers=2 gives each task 400 rows.* raise "
                                           r"spark.executor.pyspark.memory"):
         FastXML(numTrees=2, numWorkers=2).fit(train)
     with pytest.raises(ValueError, match="trainingMode"):
