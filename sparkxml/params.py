@@ -609,3 +609,18 @@ RULES.update({
     "leafCol": _nonempty(),
     "thresholds": _thresholds(),
 })
+
+
+# ---------------------------------------------------------------- FastXML / PfastreXML training mode
+# (issue 14: XML models larger than one task)
+HasTrainingMode = _simple_mixin(
+    "HasTrainingMode", "trainingMode", "how the trees are trained: 'replicated' (every task "
+    "holds the whole training set and grows whole trees), 'distributed' (every task holds a "
+    "shard of the rows; the top levels of every tree are grown by all tasks together until "
+    "a node fits one task, then each such subtree is grown by one task) or 'auto' "
+    "(replicated when the estimated per-task memory fits, else distributed)",
+    TypeConverters.toString, "getTrainingMode")
+
+RULES.update({
+    "trainingMode": _one_of("auto", "replicated", "distributed"),
+})

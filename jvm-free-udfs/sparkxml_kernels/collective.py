@@ -185,6 +185,11 @@ class LocalCollective:
     def broadcast(self, arr: np.ndarray | None) -> np.ndarray:
         return np.asarray(arr, dtype=np.float64).ravel().copy()
 
+    def ordered_fold(self, init: np.ndarray, add) -> np.ndarray:
+        acc = np.array(init, copy=True, order="C")
+        add(acc)
+        return acc
+
     def barrier(self) -> None:
         return None
 
@@ -633,6 +638,45 @@ class SocketCollective:
                 self._bcast_payload(_OK + dec.tobytes())
             return dec
         return self._unframe(self._bcast_payload(None), "broadcast")
+
+    def ordered_fold(self, init: np.ndarray, add) -> np.ndarray:
+        """Fold ``add`` over the ranks in rank order; every rank gets the final accumulator.
+
+        Rank 0 starts from a copy of ``init`` and calls ``add(acc)`` (which updates ``acc`` in
+        place); rank 1 then receives that ``acc`` and calls its own ``add``, and so on up to the
+        last rank, whose ``acc`` is returned on every rank. When each rank's ``add`` adds its
+        rows' terms one by one and the ranks hold consecutive rows, the result is the
+        sequential sum over all rows, bit for bit, whatever the number of ranks (a tree
+        reduction would round differently). On arrival ``acc`` holds the fold over the lower
+        ranks, so an ``add`` can also read its exclusive prefix there.
+
+        ``init`` must have the same shape and dtype on every rank (only rank 0's values are
+        used). The accumulator travels the binomial tree depth first (each subtree is a
+        contiguous rank range, children in increasing order): 2 (world_size - 1) messages in
+        sequence, then the result goes down to the ranks that have not seen it.
+        """
+        last = self.world_size - 1
+
+        def holds_last(r):  # r's subtree is [r, r + lowbit(r)); rank 0's is every rank
+            return r == 0 or r <= last < r + (r & -r)
+
+        if self._parent is None:
+            acc = np.array(init, copy=True, order="C")
+        else:
+            acc = np.empty_like(np.asarray(init), order="C")
+            self._recv_exact(self._parent, acc, "an ordered fold")
+        add(acc)
+        for child in self._child_ranks:
+            self._send(self._children[child], acc)
+            self._recv_exact(self._children[child], acc, "an ordered fold")
+        if self._parent is not None:
+            self._send(self._parent, acc)
+            if not holds_last(self.rank):
+                self._recv_exact(self._parent, acc, "an ordered fold's result")
+        for child in self._child_ranks:
+            if not holds_last(child):
+                self._send(self._children[child], acc)
+        return acc
 
     def barrier(self) -> None:
         """Return once every rank has called ``barrier``."""
