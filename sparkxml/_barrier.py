@@ -40,6 +40,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from sparkxml_kernels.array_chunks import array_from_bytes, binary_array, iter_chunks
+
 from ._compat import to_arrow
 
 CHUNK_BYTES = 64 << 20
@@ -66,40 +68,19 @@ _INFO = "__info__"
 def encode_arrays(rank: int, arrays: dict | None, info: dict | None) -> pa.RecordBatch:
     """Rows (rank, name, dtype, shape, part, data) for ``arrays`` plus one JSON ``info`` row.
 
-    Unicode/object arrays are refused (only fixed-size numeric/bool/bytes dtypes travel);
-    0-d unicode arrays (e.g. an objective name) travel as their UTF-8 text with dtype 'U'.
+    The chunking is ``sparkxml_kernels.array_chunks``' (also the saved-model format):
+    unicode/object arrays are refused, 0-d unicode arrays (e.g. an objective name) travel as
+    their UTF-8 text with dtype 'U'.
     """
-    ranks, names, dtypes, shapes, parts, datas = [], [], [], [], [], []
-
-    def add(name, dtype, shape, payload):
-        mv = memoryview(payload).cast("B")
-        n = len(mv)
-        for i, start in enumerate(range(0, max(n, 1), CHUNK_BYTES)):
-            ranks.append(rank)
-            names.append(name)
-            dtypes.append(dtype)
-            shapes.append(list(shape))
-            parts.append(i)
-            datas.append(bytes(mv[start:start + CHUNK_BYTES]))
-
-    for name, a in (arrays or {}).items():
-        a = np.asarray(a)
-        if a.dtype.kind == "U":
-            if a.ndim != 0:
-                raise TypeError(f"array {name!r}: only 0-d unicode arrays can travel")
-            add(name, "U", (), str(a).encode("utf-8"))
-        elif a.dtype.kind == "O":
-            raise TypeError(f"array {name!r} has dtype object")
-        else:
-            shape = a.shape  # (np.ascontiguousarray would turn 0-d into 1-d)
-            a = np.ascontiguousarray(a).reshape(-1)
-            add(name, a.dtype.str, shape, a.view(np.uint8))
-    add(_INFO, "json", (), json.dumps(info or {}, default=float).encode("utf-8"))
+    rows = list(iter_chunks(arrays or {}, CHUNK_BYTES))
+    info_raw = np.frombuffer(json.dumps(info or {}, default=float).encode("utf-8"), np.uint8)
+    rows.append((_INFO, "json", (), 0, info_raw))
+    names, dtypes, shapes, parts, datas = zip(*rows)
     return pa.RecordBatch.from_arrays(
-        [pa.array(ranks, pa.int32()), pa.array(names, pa.string()),
+        [pa.array([rank] * len(rows), pa.int32()), pa.array(names, pa.string()),
          pa.array(dtypes, pa.string()),
-         pa.array(shapes, pa.list_(pa.field("element", pa.int64(), False))),
-         pa.array(parts, pa.int32()), pa.array(datas, pa.binary())],
+         pa.array([list(sh) for sh in shapes], pa.list_(pa.field("element", pa.int64(), False))),
+         pa.array(parts, pa.int32()), binary_array(list(datas))],
         schema=_ARROW_SCHEMA)
 
 
@@ -115,10 +96,8 @@ def decode_arrays(table: pa.Table) -> tuple[dict, list]:
         payload = b"".join(parts[i] for i in sorted(parts))
         if name == _INFO:
             infos[r] = json.loads(payload.decode("utf-8"))
-        elif dt == "U":
-            arrays[name] = np.asarray(payload.decode("utf-8"))
         else:
-            arrays[name] = np.frombuffer(payload, dtype=np.dtype(dt)).reshape(shape).copy()
+            arrays[name] = array_from_bytes(dt, shape, payload)
     return arrays, [infos[r] for r in sorted(infos)]
 
 

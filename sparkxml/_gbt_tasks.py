@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
+from sparkxml_kernels.model_cache import ModelHandle
 
 from ._barrier import encode_arrays
 
@@ -320,10 +321,11 @@ def _output_arrays(raw, n_outputs, objective, kinds):
 
 def _make_predict_fn(arrays, spec, n_features, kinds, names, drop=None):
     """The ``mapInArrow`` function of a model's transform: input columns (but ``drop``) +
-    outputs."""
+    outputs. ``arrays``: the model's ``ModelHandle`` (or its arrays)."""
+    handle = arrays if isinstance(arrays, ModelHandle) else ModelHandle(inline=arrays)
 
     def predict(batches):
-        pred = TreeEnsemblePredictor.from_arrays(arrays)
+        pred = handle.build("TreeEnsemblePredictor", TreeEnsemblePredictor.from_arrays)
         for b in batches:
             keep = [i for i, n in enumerate(b.schema.names) if n != drop]
             cols = [b.column(i) for i in keep]

@@ -720,7 +720,7 @@ class _GBTModelBase(SparkXMLModel):
         for name, _ in outs:
             if name in fields:
                 raise ValueError(f"output column '{name}' already exists in the DataFrame")
-        arrays = self._predictor.to_arrays()
+        handle = self._task_model(dataset)  # not the trees themselves: see sparkxml._serving
         n_features = self.numFeatures
         kinds = [k for _, k in outs]
         schema = T.StructType(list(dataset.schema.fields)
@@ -732,7 +732,7 @@ class _GBTModelBase(SparkXMLModel):
             # the task reads the features as a dense array made in the JVM (see _feature_exprs)
             dataset = dataset.withColumn(_X_COL, vector_to_array(F.col(spec["col"])))
             spec, drop = {"kind": "vector", "col": _X_COL}, _X_COL
-        predict = _make_predict_fn(arrays, spec, n_features, kinds, names, drop)
+        predict = _make_predict_fn(handle, spec, n_features, kinds, names, drop)
         return dataset.mapInArrow(predict, schema)
 
 
