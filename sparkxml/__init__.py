@@ -1,5 +1,6 @@
 """sparkxml: pure-Python Spark ML estimators for extreme multi-label classification,
-histogram gradient boosting and learning to rank. Heavy work runs in ``sparkxml_kernels``."""
+histogram gradient boosting, learning to rank, linear SVMs, decision trees and random forests and
+factorization machines. Heavy work runs in ``sparkxml_kernels``."""
 from __future__ import annotations
 
 __version__ = "0.1.0"
@@ -20,6 +21,24 @@ _LAZY = {
     "RankingEvaluator": "sparkxml.evaluation",
     "LinearSVC": "sparkxml.linear_svm",
     "LinearSVCModel": "sparkxml.linear_svm",
+    "FMRegressor": "sparkxml.fm",
+    "FMRegressionModel": "sparkxml.fm",
+    "FMClassifier": "sparkxml.fm",
+    "FMClassificationModel": "sparkxml.fm",
+    "GBFMRegressor": "sparkxml.gbfm",
+    "GBFMRegressionModel": "sparkxml.gbfm",
+    "GBFMClassifier": "sparkxml.gbfm",
+    "GBFMClassificationModel": "sparkxml.gbfm",
+    "FieldEncoder": "sparkxml.fields",
+    "FieldEncoderModel": "sparkxml.fields",
+    "DecisionTreeClassifier": "sparkxml.tree",
+    "DecisionTreeClassificationModel": "sparkxml.tree",
+    "DecisionTreeRegressor": "sparkxml.tree",
+    "DecisionTreeRegressionModel": "sparkxml.tree",
+    "RandomForestClassifier": "sparkxml.forest",
+    "RandomForestClassificationModel": "sparkxml.forest",
+    "RandomForestRegressor": "sparkxml.forest",
+    "RandomForestRegressionModel": "sparkxml.forest",
 }
 
 

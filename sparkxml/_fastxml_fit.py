@@ -29,6 +29,7 @@ from sparkxml_kernels import arrow_io
 from sparkxml_kernels.fastxml import forest as kforest
 from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, propensity_weights, tail_centroids
 
+from ._progress import FitProgress
 from ._spark_utils import parse_bytes, partition_keys, physical_memory_bytes
 from .session import default_parallelism
 
@@ -170,8 +171,22 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
     workers = max(1, min(workers, num_trees))
 
     data = ordered_rows(dataset, fcol, lcol, est.getRowOrder())
-    stats = data_stats(data, fcol, lcol, who)
-    check_memory(spark, stats, workers, who, tail_bytes(stats) if tail else 0)
+    with FitProgress(spark, est, est.getVerbose()) as progress:
+        with progress.phase("checks"):
+            stats = data_stats(data, fcol, lcol, who)
+        check_memory(spark, stats, workers, who, tail_bytes(stats) if tail else 0)
+        with progress.phase("train"):
+            out = _train(spark, est, data, stats, workers, who, propensity, tail,
+                         progress.task_spec(per_task=True))
+        if progress.verbose > 0 and not progress.live_lines:
+            progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
+                                unit="tree")
+    return out
+
+
+def _train(spark, est, data, stats, workers, who, propensity, tail, progress):
+    fcol, lcol = est.getFeaturesCol(), est.getLabelsCol()
+    num_trees = est.getNumTrees()
 
     keys = partition_keys(workers)
     groups = spark.createDataFrame([(k,) for k in keys], "_g long")
@@ -182,7 +197,7 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
     n_features, n_labels = stats["n_features"], stats["n_labels"]
     extra_key = keys[0] if propensity is not None else None
     train = _make_train_fn(trees_of, n_features, n_labels, params, fcol, lcol, propensity,
-                           tail, extra_key)
+                           tail, extra_key, progress)
     names = list(FOREST_DTYPES) + list(EXTRA_DTYPES)
     schema = ", ".join(f"{name} binary" for name in names)
     rows = (data.crossJoin(groups).repartition(workers, "_g")
@@ -207,13 +222,15 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
 
 
 def _make_train_fn(trees_of: dict, n_features: int, n_labels: int, params: dict, fcol: str,
-                   lcol: str, propensity, tail: bool, extra_key):
+                   lcol: str, propensity, tail: bool, extra_key, progress=None):
     # Plain locals only: the closure is pickled to the tasks.
     names = list(FOREST_DTYPES) + list(EXTRA_DTYPES)
     dtypes = dict(FOREST_DTYPES, **EXTRA_DTYPES)
     out_schema = pa.schema([(n, pa.binary()) for n in names])
 
     def train(batches):
+        from sparkxml_kernels.progress import ProgressReporter
+
         by_group: dict = {}
         for b in batches:
             if b.num_rows == 0:
@@ -240,8 +257,19 @@ def _make_train_fn(trees_of: dict, n_features: int, n_labels: int, params: dict,
                     if tail:
                         out.update(tail_centroids(xi, xj, xv, yi, yj, n_features, n_labels,
                                                   params["bias"]))
-            out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
-                                            trees_of[key], **kw))
+            trees = trees_of[key]
+            reporter = ProgressReporter(progress, list(trees_of).index(key))
+            if reporter.enabled:  # one tree at a time (tree t depends on (seed, t) only)
+                done = []
+                for i in range(len(trees)):
+                    done.append(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
+                                                     trees[i:i + 1], **kw))
+                    reporter.progress(i + 1, len(trees), unit="tree")
+                reporter.close()
+                out.update(kforest.concat_forests(done))
+            else:
+                out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
+                                                trees, **kw))
             yield pa.RecordBatch.from_pydict(
                 {n: [np.ascontiguousarray(out.get(n, np.zeros(0)), dtype=dtypes[n]).tobytes()]
                  for n in names}, schema=out_schema)

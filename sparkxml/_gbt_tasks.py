@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
-from sparkxml_kernels.model_cache import ModelHandle
+from sparkxml_kernels.model_cache import as_handle
 
 from ._barrier import encode_arrays
 
@@ -45,16 +45,36 @@ def _array_features(col, name: str, d: int) -> np.ndarray:
     return np.ascontiguousarray(values, np.float64).reshape(n, d)
 
 
-def _batch_features(batch, spec, n_features):
-    """The batch's features as dense float64 (n, d); NaN (or a null column value) = missing."""
+def _batch_features(batch, spec, n_features, missing=float("nan")):
+    """The batch's features as dense float64 (n, d); NaN (or a null column value) = missing,
+    and so is ``missing`` (the ``missing`` param) when it is not NaN. ``spec["float32"]``
+    (trees) rounds them to float32 first, as scikit-learn's trees do."""
     if spec["kind"] == "vector":
-        return _array_features(_column(batch, spec["col"]), spec["col"], n_features)
-    cols = spec["cols"]
-    X = np.empty((batch.num_rows, len(cols)), np.float64)
-    for j, c in enumerate(cols):
-        a = _column(batch, c)
-        X[:, j] = a.cast(pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
+        X = _array_features(_column(batch, spec["col"]), spec["col"], n_features)
+    else:
+        cols = spec["cols"]
+        X = np.empty((batch.num_rows, len(cols)), np.float64)
+        for j, c in enumerate(cols):
+            a = _column(batch, c)
+            X[:, j] = a.cast(pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
+    if not np.isnan(missing):
+        X[X == missing] = np.nan
+    if spec.get("float32"):
+        X = X.astype(np.float32).astype(np.float64)
     return X
+
+
+def _margin_column(batch, name, k):
+    """float64 (n,) or (n, k) base margins from a double column (k == 1) or an array/vector
+    column of k values (a vector arrives as a dense array, see _feature_exprs)."""
+    col = _column(batch, name)
+    if k == 1:
+        m = np.array(col.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
+    else:
+        m = _array_features(col, name, k)
+    if not np.all(np.isfinite(m)):
+        raise ValueError(f"baseMarginCol: column '{name}' holds a null or non-finite value")
+    return m
 
 
 def _float_column(batch, name):
@@ -67,9 +87,11 @@ def _bool_column(batch, name):
     return np.asarray(_column(batch, name).to_numpy(zero_copy_only=False), bool)
 
 
-def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values):
+def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=None,
+                      missing=float("nan")):
     """Per input partition: weighted quantile summaries of the (already sampled, training-only)
-    rows, summarised in chunks of about ``chunk_values`` values and merged."""
+    rows, summarised in chunks of about ``chunk_values`` values and merged (``size`` entries
+    a feature at most; default from ``max_bins``)."""
 
     def sketch_task(batches):
         from pyspark import TaskContext
@@ -81,14 +103,14 @@ def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values):
         def flush():
             if xs:
                 X = np.concatenate(xs) if len(xs) > 1 else xs[0]
-                sketches.append(binning.sketch(X, np.concatenate(ws), max_bins))
+                sketches.append(binning.sketch(X, np.concatenate(ws), max_bins, size))
                 xs.clear()
                 ws.clear()
 
         for b in batches:
             if b.num_rows == 0:
                 continue
-            xs.append(_batch_features(b, spec, n_features))
+            xs.append(_batch_features(b, spec, n_features, missing))
             ws.append(np.ones(b.num_rows) if weight is None else _float_column(b, weight))
             n += b.num_rows
             held += b.num_rows * max(n_features, 1)
@@ -110,16 +132,27 @@ def _spec_columns(spec):
     return [spec["col"]] if spec["kind"] == "vector" else list(spec["cols"])
 
 
-def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, group=None):
+def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, group=None,
+                  options=None):
     """The barrier task's loader: Arrow batches -> binned features, label, weight, row ids.
 
     ``id_col`` names the int64 row-id column (what subsampling hashes). With ``group`` (a
     query-id column, rows arriving sorted by it, as LambdaMART sends them) the state also
     holds ``group_ptr``, and the validation tuple gets the validation rows' own as a fourth
-    element.
+    element. ``options`` (dict, all optional): ``missing`` (value read as NaN),
+    ``margin_col`` + ``n_outputs`` (a base-margin column), ``init`` (model arrays to
+    continue from: its raw scores on these rows become the starting margins). With margins
+    the state holds ``margin`` and the validation tuple gets the validation rows' margins as
+    a fifth element.
     """
+    opts = options or {}
+    missing = float(opts.get("missing", float("nan")))
+    margin_col, k_out, init = opts.get("margin_col"), int(opts.get("n_outputs", 1)), \
+        opts.get("init")
+
     def load(batches, rank, world):
-        parts = {"X": [], "y": [], "w": [], "v": [], "id": [], "g": []}
+        init_pred = None if init is None else TreeEnsemblePredictor.from_arrays(init)
+        parts = {"X": [], "y": [], "w": [], "v": [], "id": [], "g": [], "m": []}
         timing = {"input": 0.0, "convert": 0.0, "bin": 0.0}
         t = time.perf_counter()
         for b in batches:
@@ -128,9 +161,14 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
             if b.num_rows == 0:
                 t = time.perf_counter()
                 continue
-            X = _batch_features(b, spec, n_features)
+            X = _batch_features(b, spec, n_features, missing)
             t2 = time.perf_counter()
             parts["X"].append(binning.bin_data(X, edges))
+            if margin_col is not None or init_pred is not None:
+                m = None if margin_col is None else _margin_column(b, margin_col, k_out)
+                if init_pred is not None:
+                    m = init_pred.predict_raw(X, base_margin=m)
+                parts["m"].append(np.asarray(m, np.float64).reshape(b.num_rows, -1))
             del X
             t = time.perf_counter()
             timing["convert"] += t2 - t1
@@ -156,6 +194,9 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
         v = np.concatenate(parts["v"]) if parts["v"] else None
         if w is None and weight is not None:
             w = np.zeros(0)
+        margin = None
+        if margin_col is not None or init is not None:
+            margin = np.concatenate(parts["m"]) if parts["m"] else np.zeros((0, k_out))
         codes = None
         if group is not None:
             codes = np.zeros(0, np.int64)
@@ -168,14 +209,15 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
             if v is None:
                 v = np.zeros(0, bool)
             tr = ~v
-            state["valid"] = (np.ascontiguousarray(Xb[v]), y[v], None if w is None else w[v])
-            if codes is not None:
-                state["valid"] += (group_ptr_from_sorted_ids(codes[v]),)
+            state["valid"] = (np.ascontiguousarray(Xb[v]), y[v], None if w is None else w[v],
+                              None if codes is None else group_ptr_from_sorted_ids(codes[v]),
+                              None if margin is None else margin[v])
             if not tr.all():
                 Xb, y, ids = np.ascontiguousarray(Xb[tr]), y[tr], ids[tr]
                 w = None if w is None else w[tr]
                 codes = None if codes is None else codes[tr]
-        state.update(X=Xb, y=y, w=w, ids=ids)
+                margin = None if margin is None else margin[tr]
+        state.update(X=Xb, y=y, w=w, ids=ids, margin=margin)
         if codes is not None:
             state["group_ptr"] = group_ptr_from_sorted_ids(codes)
         return state
@@ -183,11 +225,31 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
     return load
 
 
-def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None):
+def _progress_callback(reporter, total):
+    """Booster callback: rank 0 reports round, training and validation metric every N."""
+
+    def cb(it, history):
+        if reporter.due(it + 1, total):
+            metric = history.get("metric") or "metric"
+            metrics = {}
+            if history.get("train"):
+                metrics[f"train-{metric}"] = history["train"][-1]
+            if history.get("eval") and history["eval"][-1]:
+                metrics[f"validation-{metric}"] = history["eval"][-1][-1]
+            reporter.progress(it + 1, total, metrics)
+        return False
+
+    return cb
+
+
+def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
+                   progress: dict | None = None):
     """The barrier task's training function. ``ranking`` (LambdaMART's objective settings)
-    turns the params' objective and metric into ranking ones and trains on ``group_ptr``."""
+    turns the params' objective and metric into ranking ones and trains on ``group_ptr``.
+    ``progress`` (``FitProgress.task_spec()``): rank 0 reports rounds to the driver."""
     def train_fn(state, coll, rank, world):
         from sparkxml_kernels.gbt import booster
+        from sparkxml_kernels.progress import ProgressReporter
 
         p = params
         if ranking is not None:
@@ -201,11 +263,18 @@ def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None):
         callbacks = []
         if fault and fault.get("rank") == rank:
             callbacks.append(_fault_callback(fault))
+        reporter = ProgressReporter(progress if rank == 0 else None, rank)
+        if reporter.enabled:
+            callbacks.append(_progress_callback(reporter, int(p["maxIter"])))
         evals = [state["valid"]] if state["valid"] is not None else []
         group_ptr = state.get("group_ptr")
-        pred, hist = booster.train(state["X"], state["y"], state["w"], edges, p,
-                                   collective=coll, eval_sets=evals, callbacks=callbacks,
-                                   row_ids=state["ids"], group_ptr=group_ptr)
+        try:
+            pred, hist = booster.train(state["X"], state["y"], state["w"], edges, p,
+                                       collective=coll, eval_sets=evals, callbacks=callbacks,
+                                       row_ids=state["ids"], group_ptr=group_ptr,
+                                       base_margin=state.get("margin"))
+        finally:
+            reporter.close()
         n, d = state["X"].shape
         K = int(pred.n_outputs)
         nv = evals[0][0].shape[0] if evals else 0
@@ -292,48 +361,104 @@ def _dense_vectors(mat: np.ndarray) -> pa.Array:
                                       names=["type", "size", "indices", "values"])
 
 
-def _output_arrays(raw, n_outputs, objective, kinds):
-    out = []
-    if objective == "squared_error" or list(kinds) == ["score"]:  # "score": LambdaMART
-        return [pa.array(np.asarray(raw, np.float64).reshape(-1), pa.float64())]
+def _scores(raw, n_outputs):
+    """(raw vectors, probabilities) of a classifier: [-m, m] and [1 - p, p] for logistic
+    (Spark ML's convention), the K scores and the softmax for multiclass."""
     if n_outputs == 1:
         m = np.asarray(raw, np.float64).reshape(-1)
-        rawm = np.column_stack([-m, m])
-        p1 = 1.0 / (1.0 + np.exp(-m))
-        prob = np.column_stack([1.0 - p1, p1])
-    else:
-        rawm = np.asarray(raw, np.float64).reshape(-1, n_outputs)
-        z = rawm - rawm.max(axis=1, keepdims=True) if rawm.size else rawm
-        e = np.exp(z)
-        prob = e / e.sum(axis=1, keepdims=True) if rawm.size else rawm
+        e = np.exp(-np.abs(m))  # the sigmoid without overflow warnings
+        p1 = np.where(m >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        return np.column_stack([-m, m]), np.column_stack([1.0 - p1, p1])
+    rawm = np.asarray(raw, np.float64).reshape(-1, n_outputs)
+    if not rawm.size:
+        return rawm, rawm
+    e = np.exp(rawm - rawm.max(axis=1, keepdims=True))
+    return rawm, e / e.sum(axis=1, keepdims=True)
+
+
+def predict_from_probability(prob, thresholds=None):
+    """Class index per row: argmax of p / t with ``thresholds`` t (a 0 threshold makes its
+    class win whenever its probability is > 0), as Spark ML's probabilistic classifiers;
+    argmax of p without."""
+    if not prob.size:
+        return np.zeros(0)
+    if thresholds is None:
+        return np.argmax(prob, axis=1).astype(np.float64)
+    t = np.asarray(thresholds, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.where(t == 0.0, np.where(prob > 0, np.inf, 0.0), prob / np.where(t == 0,
+                                                                                  1.0, t))
+    return np.argmax(scaled, axis=1).astype(np.float64)
+
+
+def _contrib_array(phi):
+    """array<double> per row (one output) or array<array<double>> (per class)."""
+    if phi.ndim == 2:
+        n, w = phi.shape
+        return pa.ListArray.from_arrays(pa.array(np.arange(0, n * w + 1, w, dtype=np.int32)),
+                                        pa.array(phi.reshape(-1), pa.float64()))
+    n, k, w = phi.shape
+    inner = pa.ListArray.from_arrays(pa.array(np.arange(0, n * k * w + 1, w, dtype=np.int32)),
+                                     pa.array(phi.reshape(-1), pa.float64()))
+    return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), inner)
+
+
+def _output_arrays(pred, X, margin, kinds, thresholds=None, ordinals=None):
+    """The output columns ``kinds`` of a batch: "pred" (value, or class), "raw", "prob",
+    "score" (LambdaMART), "contrib" (SHAP), "leaf" (MLlib leaf indices)."""
+    raw = pred.predict_raw(X, base_margin=margin)
+    classifier = pred.objective in ("logistic", "softmax")
+    rawm = prob = None
+    if classifier:
+        rawm, prob = _scores(raw, pred.n_outputs)
+    out = []
     for k in kinds:
         if k == "raw":
             out.append(_dense_vectors(rawm))
         elif k == "prob":
             out.append(_dense_vectors(prob))
+        elif k == "pred" and classifier:
+            out.append(pa.array(predict_from_probability(prob, thresholds), pa.float64()))
+        elif k in ("pred", "score"):
+            out.append(pa.array(np.asarray(raw, np.float64).reshape(-1), pa.float64()))
+        elif k == "contrib":
+            out.append(_contrib_array(pred.predict_contributions(X, base_margin=margin)))
+        elif k == "leaf":
+            leaves = pred.predict_leaf(X) + pred.tree_offsets[:-1].astype(np.int64)
+            out.append(_dense_vectors(ordinals[leaves].astype(np.float64)))
         else:
-            out.append(pa.array(np.argmax(rawm, axis=1).astype(np.float64)
-                                if rawm.size else np.zeros(0), pa.float64()))
+            raise ValueError(f"unknown output kind {k!r}")
     return out
 
 
+def _predictor_with_missing(handle, missing: float):
+    """The handle's ``TreeEnsemblePredictor`` with the model's current ``missing`` value,
+    built once per Python worker (``missing`` is a param: it may differ from the saved one)."""
+    return handle.build(("TreeEnsemblePredictor", missing), lambda a: TreeEnsemblePredictor
+                        .from_arrays({**a, "missing": np.asarray(missing)}))
 
 
-def _make_predict_fn(arrays, spec, n_features, kinds, names, drop=None):
-    """The ``mapInArrow`` function of a model's transform: input columns (but ``drop``) +
-    outputs. ``arrays``: the model's ``ModelHandle`` (or its arrays)."""
-    handle = arrays if isinstance(arrays, ModelHandle) else ModelHandle(inline=arrays)
+def _make_predict_fn(model, spec, n_features, kinds, names, drop=(), options=None):
+    """The ``mapInArrow`` function of a model's transform: input columns (but those in
+    ``drop``) + outputs ``kinds`` named ``names``. ``model``: a ``ModelHandle`` (or the
+    arrays). ``options``: ``margin_col`` (base margins), ``thresholds`` (classifier),
+    ``missing`` (the value read as missing; the saved one when absent)."""
+    opts = dict(options or {})
+    drop = set(drop or ())
+    margin_col, thresholds = opts.get("margin_col"), opts.get("thresholds")
+    handle, missing = as_handle(model), opts.get("missing")
 
     def predict(batches):
-        pred = handle.build("TreeEnsemblePredictor", TreeEnsemblePredictor.from_arrays)
+        pred = handle.build("TreeEnsemblePredictor", TreeEnsemblePredictor.from_arrays) \
+            if missing is None else _predictor_with_missing(handle, missing)
+        ordinals = pred.leaf_ordinals() if "leaf" in kinds else None
         for b in batches:
-            keep = [i for i, n in enumerate(b.schema.names) if n != drop]
+            keep = [i for i, n in enumerate(b.schema.names) if n not in drop]
             cols = [b.column(i) for i in keep]
-            if b.num_rows:
-                raw = pred.predict_raw(_batch_features(b, spec, n_features))
-            else:
-                raw = np.zeros((0,) if pred.n_outputs == 1 else (0, pred.n_outputs))
-            cols += _output_arrays(raw, pred.n_outputs, pred.objective, kinds)
+            X = _batch_features(b, spec, n_features)
+            margin = None if margin_col is None else \
+                _margin_column(b, margin_col, pred.n_outputs)
+            cols += _output_arrays(pred, X, margin, kinds, thresholds, ordinals)
             yield pa.RecordBatch.from_arrays(cols, names=[b.schema.names[i] for i in keep]
                                              + names)
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml_kernels import arrow_io
-from sparkxml_kernels.model_cache import ModelHandle
+from sparkxml_kernels.model_cache import as_handle
 
 from ._gbt_tasks import _dense_vectors
 
@@ -153,7 +153,7 @@ def make_predict_fn(arrays, fcol: str, raw_col: str | None, pred_col: str | None
     """``mapInArrow`` function of ``LinearSVCModel.transform``: input columns + outputs.
     ``arrays``: the model's ``ModelHandle`` (or its arrays); ``threshold`` overrides the
     saved one."""
-    handle = arrays if isinstance(arrays, ModelHandle) else ModelHandle(inline=arrays)
+    handle = as_handle(arrays)
 
     def predict(batches):
         from sparkxml_kernels.linear.predictor import LinearSVCPredictor

@@ -37,6 +37,8 @@ read by the executors from the saved directory, memory-mapped; see ``sparkxml._s
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
 import pyspark
@@ -70,6 +72,11 @@ class SparkXMLWriter(MLWriter):
         params = {p.name: v for p, v in inst._paramMap.items()}
         defaults = {p.name: v for p, v in inst._defaultParamMap.items()}
         arrays = inst._save_arrays() if isinstance(inst, SparkXMLModel) else None
+        for name, value in params.items():
+            if not isinstance(value, (str, int, float, bool, list, dict, type(None))):
+                raise TypeError(f"{type(inst).__name__}: param {name} holds a "
+                                f"{type(value).__name__}, which cannot be saved; save that "
+                                f"object and set the param to its path")
         meta = persist.metadata_json(_class_name(inst), inst.uid, params, defaults,
                                      model_kind=inst._model_kind,
                                      spark_version=pyspark.__version__)
@@ -125,10 +132,45 @@ class SparkXMLReader(MLReader):
         return inst
 
 
+def _known_kwargs_only(fn, method: str):
+    """Wrap ``__init__`` / ``setParams`` so that an unknown keyword fails the same way in
+    every sparkxml class: a TypeError naming it and listing the class's params (whether the
+    method spells its keywords out or takes ``**kwargs``)."""
+    sig = inspect.signature(fn)  # follows keyword_only's __wrapped__ to the real signature
+    named = {n for n, p in sig.parameters.items() if p.kind in (p.KEYWORD_ONLY,
+                                                                 p.POSITIONAL_OR_KEYWORD)}
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        unknown = [k for k in kwargs if k not in named and not (var_kw and self.hasParam(k))]
+        if unknown:
+            known = sorted(named - {"self"}) if not var_kw else sorted(p.name for p in
+                                                                      self.params)
+            raise TypeError(f"{type(self).__name__}.{method}() got unknown param(s) "
+                            f"{', '.join(repr(k) for k in unknown)}; its params are: "
+                            f"{', '.join(known)}")
+        return fn(self, *args, **kwargs)
+
+    wrapper._sparkxml_kwargs_checked = True
+    return wrapper
+
+
 class SparkXMLParams(Params, MLWritable, MLReadable):
-    """Base of every public sparkxml class: validation and persistence."""
+    """Base of every public sparkxml class: validation and persistence.
+
+    Every subclass's ``__init__`` and ``setParams`` reject unknown keywords with the same
+    TypeError (``_known_kwargs_only``), whatever their signature.
+    """
 
     _model_kind = "params"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for method in ("__init__", "setParams"):
+            fn = cls.__dict__.get(method)
+            if fn is not None and not getattr(fn, "_sparkxml_kwargs_checked", False):
+                setattr(cls, method, _known_kwargs_only(fn, method))
 
     def _validate_params(self) -> None:
         validate_params(self)
@@ -192,3 +234,59 @@ class SparkXMLModel(Model, SparkXMLParams):
 
     def _transform_validated(self, dataset):  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+class SparkXMLPredictorModel(SparkXMLModel):
+    """A model that is one JVM-free predictor plus an optional training summary.
+
+    Subclasses set ``_predictor_class`` (``from_arrays(dict)``, ``to_arrays()``,
+    ``n_features``) and ``_summary_class`` (``_from_arrays(dict)`` -> summary or None,
+    ``_to_arrays()``); the saved arrays are the predictor's plus the summary's.
+    """
+
+    _predictor_class = None
+    _summary_class = None
+
+    def __init__(self, predictor=None, summary=None):
+        super().__init__()
+        self._predictor = predictor
+        self._summary = summary
+
+    @property
+    def predictor(self):
+        """The JVM-free predictor (``sparkxml_kernels``; numpy / CSR input)."""
+        return self._predictor
+
+    @property
+    def numFeatures(self) -> int:
+        return int(self._predictor.n_features)
+
+    @property
+    def hasSummary(self) -> bool:
+        return self._summary is not None
+
+    @property
+    def summary(self):
+        if self._summary is None:
+            raise RuntimeError("no training summary available for this model")
+        return self._summary
+
+    def _save_arrays(self) -> dict:
+        arrays = dict(self._predictor.to_arrays())
+        if self._summary is not None:
+            arrays.update(self._summary._to_arrays())
+        return arrays
+
+    @classmethod
+    def _from_arrays(cls, arrays: dict, path: str):
+        try:
+            predictor = cls._predictor_class.from_arrays(arrays)
+        except (ValueError, KeyError, IndexError) as e:
+            raise persist.ModelFormatError(f"{path}: {e}") from None
+        return cls(predictor, cls._summary_class._from_arrays(arrays))
+
+    def copy(self, extra=None):
+        that = super().copy(extra)
+        that._predictor = self._predictor
+        that._summary = self._summary
+        return that

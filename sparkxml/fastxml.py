@@ -18,7 +18,7 @@ from ._fastxml_fit import check_memory as _check_memory  # noqa: F401  (tests im
 from ._spark_utils import check_int_array_column, check_vector_column
 from .base import SparkXMLEstimator, SparkXMLModel
 from .params import (HasFeaturesCol, HasLabelsCol, HasNumTrees, HasNumWorkers,
-                     HasPredictionCol, HasRowOrder, HasScoresCol, HasSeed, HasTopK)
+                     HasPredictionCol, HasRowOrder, HasScoresCol, HasSeed, HasTopK, HasVerbose)
 
 
 class _FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
@@ -53,7 +53,7 @@ class _FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCo
         return self.getOrDefault(self.bias)
 
 
-class FastXML(SparkXMLEstimator, _FastXMLParams):
+class FastXML(SparkXMLEstimator, _FastXMLParams, HasVerbose):
     """FastXML extreme multi-label classifier (Prabhu & Varma, KDD'14).
 
     Parameters
@@ -85,6 +85,9 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
         at most numTrees). Each task holds the whole training set in memory.
     topK, predictionCol, scoresCol
         Copied to the model; see ``FastXMLModel``.
+    verbose : int, default 0
+        Log "tree i/n" every ``verbose`` trees of each training task through the Python
+        logger ``sparkxml`` (live, see ``sparkxml._progress``); 0 = silent.
 
     Examples
     --------
@@ -96,8 +99,9 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
 
     def __init__(self, *, featuresCol=None, labelsCol=None, predictionCol=None, scoresCol=None,
                  topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
-                 bias=None, seed=None, numWorkers=None, rowOrder=None):
+                 bias=None, seed=None, numWorkers=None, rowOrder=None, verbose=None):
         super().__init__()
+        self._setDefault(verbose=0)
         self._set_params(**self._input_kwargs_of(locals()))
 
     @staticmethod
@@ -130,6 +134,8 @@ class FastXML(SparkXMLEstimator, _FastXMLParams):
 
     def setRowOrder(self, value: str):
         return self._set(rowOrder=value)
+    def setVerbose(self, value: int):
+        return self._set(verbose=value)
 
     def setTopK(self, value: int):
         return self._set(topK=value)

@@ -22,54 +22,54 @@ Same ``seed``, same data: the same model whatever ``numWorkers`` (bin edges come
 partitions, row subsampling hashes global row ids, histogram sums are reduced in a fixed order
 and near-tied splits are resolved the same way), up to floating-point rounding.
 
+Every job runs labelled with the fit's job group, a description of its phase ("checks",
+"sketch", "train") and tags (``sparkxml._progress``); with ``verbose = N`` rank 0 sends a log
+line every N rounds to the driver while the stage runs.
+
 Models predict with compiled tree traversal on raw features inside ``mapInArrow`` and save as
 plain arrays (``modelKind`` "gbt"): ``sparkxml_kernels.load_model(path)`` serves them without
-Spark.
+Spark. They also behave as Spark MLlib's tree-ensemble models (``sparkxml._gbt_models``:
+``evaluate``, ``evaluateEachIteration``, one-vector predictions, ``trees``,
+``toDebugString``) and offer SHAP contributions, leaf indices and JSON dumps.
 """
 from __future__ import annotations
 
-import os
 import time
 
-import numpy as np
 from pyspark import keyword_only
-import pyarrow as pa
 from pyspark.ml.functions import vector_to_array
-from pyspark.ml.linalg import DenseVector, VectorUDT
+from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkxml_kernels.gbt import binning
-from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, MAX_OUTPUTS, TreeEnsemblePredictor
+from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS, TreeEnsemblePredictor
+from sparkxml_kernels.gbt.splitting import check_monotone
 
-from ._barrier import RESULT_SCHEMA, decode_arrays, run_barrier_training
-from ._compat import to_arrow
-from ._gbt_tasks import (ROW_ID, _address_hook, _make_load_fn, _make_predict_fn,
-                         _make_sketch_task, _make_train_fn, _spec_columns)
-from .base import SparkXMLEstimator, SparkXMLModel
-from .params import (HasColsampleByTree, HasEarlyStoppingRounds, HasEvalMetric,
-                     HasFeaturesCol, HasFeaturesCols, HasGrowPolicy, HasLabelCol, HasMaxBins,
-                     HasMaxDepth, HasMaxIter, HasMaxLeaves, HasMinChildWeight, HasMinSplitLoss,
-                     HasNumClasses, HasNumWorkers, HasPredictionCol, HasProbabilityCol,
-                     HasRawPredictionCol, HasRegAlpha, HasRegLambda, HasSeed, HasStepSize,
-                     HasSubsamplingRate, HasTimeoutSeconds, HasValidationIndicatorCol,
+from ._barrier import run_barrier_training
+from ._gbt_summary import (GBTClassificationEvaluation, GBTRegressionEvaluation,
+                           GBTTrainingSummary)
+from ._gbt_models import _feature_names, _GBTModelBase, _single_row_classifier_api
+from ._gbt_tasks import ROW_ID, _address_hook, _make_load_fn, _make_train_fn
+from ._progress import FitProgress
+from .base import SparkXMLEstimator
+from .params import (HasBaseMarginCol, HasColsampleByTree, HasEarlyStoppingRounds,
+                     HasEvalMetric, HasFeaturesCol, HasFeaturesCols, HasGrowPolicy,
+                     HasInitModel, HasLabelCol, HasLeafCol, HasMaxBins, HasMaxDepth, HasMaxIter,
+                     HasMaxLeaves, HasMinChildWeight, HasMinSplitLoss, HasMissing,
+                     HasMonotoneConstraints, HasNumClasses, HasNumWorkers, HasPredContribCol,
+                     HasPredictionCol, HasProbabilityCol, HasRawPredictionCol, HasRegAlpha,
+                     HasRegLambda, HasScalePosWeight, HasSeed, HasStepSize, HasSubsamplingRate,
+                     HasThresholds, HasTimeoutSeconds, HasValidationIndicatorCol, HasVerbose,
                      HasWeightCol)
-from .session import default_parallelism
+# shared with LambdaMART, trees and forests; still importable from here
+from ._engine import (_check_schema, _check_slots, _data_checks,  # noqa: F401
+                      _feature_exprs, _finite, _needs_repartition, _sketch_pass,
+                      _workers_for)
 
 __all__ = ["GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
            "GBTTrainingSummary"]
 
-# Bin edges come from a uniform sample of about this many training rows (all rows when there
-# are fewer), as LightGBM does (it bins from 200,000 rows): the sketch job then ships a tenth
-# of a 1M-row input through Arrow and sorts a tenth of it. The quantile error of the sample,
-# about 0.5 / sqrt(100000) = 0.16% of the rows, is under half a bin of 256.
-_SKETCH_SAMPLE_ROWS = 100_000
-# values a sketch task holds before it summarises them (64 MiB of float64)
-_SKETCH_CHUNK_VALUES = 8 << 20
-# With numWorkers unset, one worker per this many training rows, up to the parallelism.
-_ROWS_PER_DEFAULT_WORKER = 50_000
-# the dense-array copy of a vector column that transform hands to its Python tasks
-_X_COL = "__sparkxml_features"
 _REGRESSION_METRICS = ("rmse",)
 _BINARY_METRICS = ("logloss", "error", "auc")
 _MULTI_METRICS = ("mlogloss",)
@@ -81,7 +81,8 @@ class _GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                  HasRegLambda, HasRegAlpha, HasMinSplitLoss, HasMinChildWeight,
                  HasSubsamplingRate, HasColsampleByTree, HasSeed, HasNumWorkers,
                  HasValidationIndicatorCol, HasEarlyStoppingRounds, HasEvalMetric,
-                 HasTimeoutSeconds):
+                 HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
+                 HasPredContribCol, HasLeafCol):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -89,7 +90,7 @@ class _GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                          growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                          minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                          colsampleByTree=1.0, seed=0, earlyStoppingRounds=0,
-                         timeoutSeconds=600.0)
+                         timeoutSeconds=600.0, missing=float("nan"))
 
     def _features_spec(self) -> dict:
         if self.isSet(self.featuresCols) and self.getFeaturesCols():
@@ -100,18 +101,26 @@ class _GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
         return self.getOrDefault(param) if self.isDefined(param) else None
 
 
-class _GBTClassifierParams(_GBTParams, HasRawPredictionCol, HasProbabilityCol, HasNumClasses):
+class _GBTClassifierParams(_GBTParams, HasRawPredictionCol, HasProbabilityCol, HasNumClasses,
+                           HasThresholds, HasScalePosWeight):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
+        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability",
+                         scalePosWeight=1.0)
 
 
 _COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
                   "maxIter", "stepSize", "maxDepth", "maxLeaves", "growPolicy", "maxBins",
                   "regLambda", "regAlpha", "minSplitLoss", "minChildWeight", "subsamplingRate",
                   "colsampleByTree", "seed", "numWorkers", "validationIndicatorCol",
-                  "earlyStoppingRounds", "evalMetric", "timeoutSeconds")
-_CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses")
+                  "earlyStoppingRounds", "evalMetric", "timeoutSeconds", "missing",
+                  "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
+                  "verbose", "initModel")
+_CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses", "thresholds",
+                      "scalePosWeight")
+# what a fitted model lets you change before transform
+_MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol", "leafCol",
+                 "missing", "baseMarginCol")
 
 
 def _add_setters(cls, names):
@@ -126,215 +135,13 @@ def _add_setters(cls, names):
     return cls
 
 
-def _feature_exprs(spec):
-    """Projection of the feature columns for the Python tasks: a vector column becomes a dense
-    array<double> in the JVM (``vector_to_array``; ~6x cheaper to ship through Arrow than the
-    VectorUDT struct, and the binned matrix is dense anyway); numeric columns become double."""
-    if spec["kind"] == "vector":
-        return [vector_to_array(F.col(spec["col"])).alias(spec["col"])]
-    return [F.col(c).cast("double").alias(c) for c in spec["cols"]]
-
-
-def _finite(c):
-    return (~F.isnan(c)) & (F.abs(c) != float("inf"))
-
-
-def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
-    """One aggregate job (JVM only, no Python) over every row: counts, label range, and the
-    first offending value of each check, so that bad input fails before training with an
-    error naming the column and the value. ``extra`` (name -> aggregate Column; LambdaMART's
-    ranking checks) rides along in the same job; its values come back in ``["extra"]``."""
-    L = F.col(label).cast("double")
-    aggs = [F.count(F.lit(1)).alias("n"),
-            F.sum(F.col(label).isNull().cast("long")).alias("label_null"),
-            F.first(F.when(~_finite(L), L), ignorenulls=True).alias("label_bad"),
-            F.max(F.when(_finite(L), L)).alias("label_max")]
-    if task != "regression":
-        aggs.append(F.first(F.when(_finite(L) & ((L != F.floor(L)) | (L < 0)), L),
-                            ignorenulls=True).alias("label_nonclass"))
-    if task == "classification":  # (HyperLogLog: a few % error, no shuffle)
-        aggs.append(F.approx_count_distinct(F.when(_finite(L), L)).alias("label_distinct"))
-    train = F.lit(True) if valid is None else ~F.col(valid)
-    wexpr = F.lit(1.0) if weight is None else F.col(weight).cast("double")
-    if weight is not None:
-        aggs += [F.sum(F.col(weight).isNull().cast("long")).alias("weight_null"),
-                 F.first(F.when(~_finite(wexpr) | (wexpr < 0), wexpr),
-                         ignorenulls=True).alias("weight_bad")]
-    if valid is not None:
-        aggs += [F.sum(F.col(valid).isNull().cast("long")).alias("valid_null"),
-                 F.sum(F.col(valid).cast("long")).alias("n_valid")]
-    aggs.append(F.sum(F.when(train, wexpr).otherwise(0.0)).alias("weight_train"))
-    if spec["kind"] == "vector":
-        # (null first: vector_to_array fails on a null vector with a bare JVM error)
-        size = F.when(F.col(spec["col"]).isNotNull(),
-                      F.size(vector_to_array(F.col(spec["col"]))))
-        aggs += [F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"),
-                 F.min(size).alias("d_min"), F.max(size).alias("d_max")]
-    aggs += [c.alias(name) for name, c in (extra or {}).items()]
-    r = dataset.agg(*aggs).collect()[0].asDict()
-    n = int(r["n"] or 0)
-    if n == 0:
-        raise ValueError("the training DataFrame is empty")
-    if r["label_null"]:
-        raise ValueError(f"labelCol: column '{label}' has {r['label_null']} null value(s)")
-    if r["label_bad"] is not None:
-        raise ValueError(f"labelCol: column '{label}' holds the non-finite value "
-                         f"{float(r['label_bad'])!r}")
-    if r.get("label_nonclass") is not None:
-        raise ValueError(f"labelCol: column '{label}' holds the value "
-                         f"{float(r['label_nonclass'])!r}; class labels must be integers 0, 1, "
-                         f"..., numClasses-1")
-    if r.get("weight_null"):
-        raise ValueError(f"weightCol: column '{weight}' has {r['weight_null']} null value(s)")
-    if r.get("weight_bad") is not None:
-        raise ValueError(f"weightCol: column '{weight}' holds the value "
-                         f"{float(r['weight_bad'])!r}; weights must be finite and >= 0")
-    if r.get("valid_null"):
-        raise ValueError(f"validationIndicatorCol: column '{valid}' has {r['valid_null']} null "
-                         f"value(s)")
-    if spec["kind"] == "vector":
-        if r["features_null"]:
-            raise ValueError(f"featuresCol: column '{spec['col']}' has {r['features_null']} "
-                             f"null vector(s)")
-        if r["d_min"] != r["d_max"]:
-            raise ValueError(f"featuresCol: column '{spec['col']}' holds vectors of different "
-                             f"sizes: {r['d_min']} and {r['d_max']}")
-        d = int(r["d_max"])
-    else:
-        d = len(spec["cols"])
-    n_valid = int(r.get("n_valid") or 0)
-    return {"n": n, "n_valid": n_valid, "n_train": n - n_valid, "d": d,
-            "label_max": r["label_max"], "label_distinct": r.get("label_distinct"),
-            "weight_train": float(r["weight_train"] or 0.0),
-            "extra": {name: r[name] for name in (extra or {})}}
-
-
-def _sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed):
-    """Bin edges from a uniform sample of at most ``_SKETCH_SAMPLE_ROWS`` training rows:
-    ``DataFrame.sample`` (deterministic for a given input and seed, whatever numWorkers), then
-    one ``mapInArrow`` job summarising each partition; the driver merges in partition order."""
-    src = dataset if valid is None else dataset.filter(~F.col(valid))
-    cols = _feature_exprs(spec)
-    if weight is not None:
-        cols.append(F.col(weight).cast("double").alias(weight))
-    src = src.select(*cols)
-    fraction = _SKETCH_SAMPLE_ROWS / max(stats["n_train"], 1)
-    if fraction < 1.0:
-        src = src.sample(withReplacement=False, fraction=fraction, seed=int(seed) & 0x7FFFFFFF)
-    fn = _make_sketch_task(spec, weight, stats["d"], max_bins, _SKETCH_CHUNK_VALUES)
-    table = to_arrow(src.mapInArrow(fn, RESULT_SCHEMA))
-    ranks = table.column("rank").to_numpy()
-    sketches, infos = [], []
-    for r in sorted(set(ranks.tolist())):
-        arrays, info = decode_arrays(table.filter(pa.array(ranks == r)))
-        infos.append(info[0])
-        if arrays:
-            sketches.append(binning.Sketch.from_arrays(arrays))
-    if not sketches:
-        raise ValueError("no training rows to compute bin edges from")
-    merged = binning.merge_sketches(sketches) if len(sketches) > 1 else sketches[0]
-    return merged, infos
-
-
-# ============================================================================ summary
-class GBTTrainingSummary:
-    """What a fit reports: per-round validation metric, best iteration, timings, workers.
-
-    Attributes
-    ----------
-    metricName : str
-    validationHistory : list of float
-        Validation metric after each round (empty without ``validationIndicatorCol``).
-    bestIteration : int
-        0-based round of the best validation score (the last round without validation).
-    bestScore : float or None
-    numRounds : int
-        Rounds kept in the model (``bestIteration + 1`` with early stopping).
-    roundsRun : int
-    trainingSeconds : float
-        Wall time of the barrier stage (driver view).
-    workerInfo : list of dict
-        Per rank: rows, binned/float bytes, peak RSS, load/train seconds, bytes exchanged.
-    checksSeconds, sketchSeconds : float
-        Wall time of the checks job and of the sketch job (after a fit only).
-    sketchInfo : list of dict
-        Per input partition of the sketch job: sampled rows, seconds (after a fit only).
-    """
-
-    def __init__(self, history: dict, training_seconds: float = 0.0, worker_info=None):
-        ev = history.get("eval") or []
-        self.metricName = history.get("metric")
-        self.validationHistory = [float(x) for x in (ev[-1] if ev else [])]
-        bi = history.get("best_iteration")
-        self.bestIteration = int(bi) if bi is not None else None
-        bs = history.get("best_score")
-        self.bestScore = None if bs is None else float(bs)
-        self.numRounds = int(history.get("n_rounds", 0))
-        self.roundsRun = int(history.get("rounds_run", 0))
-        self.trainingSeconds = float(training_seconds)
-        self.workerInfo = list(worker_info or [])
-        self.checksSeconds = self.sketchSeconds = None
-        self.sketchInfo = []
-
-    @classmethod
-    def _from_fit(cls, result, checks_seconds, sketch_seconds, sketch_info=()):
-        """A fit's summary from its barrier stage's result (rank 0 reports the history) and
-        the times of the jobs before it."""
-        history = result.infos[0].get("history", {})
-        for info in result.infos:
-            info.pop("history", None)
-        summary = cls(history, result.seconds, result.infos)
-        summary.checksSeconds = checks_seconds
-        summary.sketchSeconds = sketch_seconds
-        summary.sketchInfo = list(sketch_info)
-        return summary
-
-    def _to_arrays(self) -> dict:
-        return {"summary.validationHistory": np.asarray(self.validationHistory, np.float64),
-                "summary.rounds": np.asarray([self.bestIteration if self.bestIteration is not None
-                                              else -1, self.numRounds, self.roundsRun],
-                                             np.int64),
-                "summary.metricName": np.asarray(self.metricName or "")}
-
-    @classmethod
-    def _from_arrays(cls, arrays):
-        if "summary.rounds" not in arrays:
-            return None
-        bi, nr, rr = (int(x) for x in arrays["summary.rounds"])
-        hist = [float(x) for x in arrays["summary.validationHistory"]]
-        return cls({"metric": str(arrays["summary.metricName"]) or None, "eval": [hist],
-                    "best_iteration": None if bi < 0 else bi, "n_rounds": nr, "rounds_run": rr,
-                    "best_score": None})
-
-    def __repr__(self):
-        return (f"GBTTrainingSummary(metric={self.metricName}, rounds={self.numRounds}, "
-                f"bestIteration={self.bestIteration}, bestScore={self.bestScore})")
-
-
-# ============================================================================ estimators
-def _workers_for(spark, stats: dict, valid, n_workers):
-    """Check the data-check job's row counts; return the worker count (``n_workers``, or the
-    default: the session's parallelism, but no more workers than the data pays for: every
-    tree level exchanges d x maxBins histograms per node whatever the rows, so on small data
-    extra workers only add communication and the ~1 s allGather)."""
-    if stats["n_train"] == 0 or stats["weight_train"] <= 0:
-        raise ValueError("no training rows with a positive weight"
-                         + (f" (validationIndicatorCol '{valid}' marks every row)"
-                            if valid else ""))
-    if valid is not None and stats["n_valid"] == 0:
-        raise ValueError(f"validationIndicatorCol: column '{valid}' marks no row as "
-                         f"validation")
-    if n_workers is None:
-        n_workers = max(1, min(default_parallelism(spark),
-                               -(-stats["n_train"] // _ROWS_PER_DEFAULT_WORKER)))
-        _check_slots(spark, n_workers)
-    return n_workers
-
-
-class _GBTEstimator(SparkXMLEstimator):
+class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
     _task = "regression"
-    # test hook: dict(rank, after_round, kind, marker, seconds), see _gbt_tasks
-    _fault_injection = None
+    _fault_injection = None  # test hook: dict(rank, after_round, kind, marker, seconds)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(verbose=0)
 
     def _booster_params(self, max_bins: int) -> dict:
         """The tree/boosting params every GBT-engine estimator passes to ``booster.train``."""
@@ -347,6 +154,9 @@ class _GBTEstimator(SparkXMLEstimator):
             "subsamplingRate": self.getSubsamplingRate(),
             "colsampleByTree": self.getColsampleByTree(), "seed": int(self.getSeed()),
             "maxBins": max_bins, "earlyStoppingRounds": self.getEarlyStoppingRounds(),
+            "monotoneConstraints": self._opt(self.monotoneConstraints) or None,
+            "scalePosWeight": (float(self.getScalePosWeight())
+                               if self.hasParam("scalePosWeight") else 1.0),
         }
 
     def _fit_validated(self, dataset):
@@ -363,63 +173,150 @@ class _GBTEstimator(SparkXMLEstimator):
         if n_workers is not None:
             _check_slots(spark, n_workers)
         max_bins = self.getMaxBins()
+        with FitProgress(spark, self, self.getVerbose()) as progress:
+            t0 = time.perf_counter()
+            with progress.phase("checks"):
+                stats = _data_checks(dataset, spec, label, weight, valid, self._task,
+                                     self._margin_checks(dataset))
+            d = stats["d"]
+            objective, n_classes, metric = self._objective(label, stats["label_max"],
+                                                           stats["label_distinct"])
+            n_workers = _workers_for(spark, stats, valid, n_workers)
+            engine = self._engine_options(dataset, spec, stats, objective, n_classes)
+            checks_seconds = time.perf_counter() - t0
+            edges, infos, sketch_seconds = self._sketch_phase(progress, dataset, spec, weight,
+                                                              valid, stats, engine)
+            params = dict(self._booster_params(max_bins), objective=objective,
+                          numClasses=n_classes, evalMetric=metric)
+            cols = _feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
+            if weight is not None:
+                cols.append(F.col(weight).cast("double").alias(weight))
+            if valid is not None:
+                cols.append(F.col(valid))
+            cols += engine["cols"]
+            df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
+            fault = dict(self._fault_injection) if self._fault_injection else None
+            with progress.phase("train"):
+                result = run_barrier_training(
+                    df, n_workers,
+                    _make_load_fn(spec, label, weight, valid, edges, d, options=engine["load"]),
+                    _make_train_fn(edges, params, fault, progress=progress.task_spec()),
+                    timeout_s=self.getTimeoutSeconds(),
+                    # the sketch ran on the training rows only: with a validation column its
+                    # partitions need not be the input's (a filter on a literal prunes a
+                    # union branch)
+                    repartition=valid is not None or _needs_repartition(infos, n_workers),
+                    on_addresses=_address_hook(fault))
+            summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds,
+                                                   infos)
+            return self._model_from(result, engine, summary, progress)
+
+    # ------------------------------------------------------------------ shared by the engine
+    def _sketch_phase(self, progress, frame, spec, weight, valid, stats, engine):
+        """The sketch job as the fit's "sketch" phase: (bin edges, per-partition infos,
+        seconds)."""
         t0 = time.perf_counter()
-        stats = _data_checks(dataset, spec, label, weight, valid, self._task)
+        with progress.phase("sketch"):
+            sketch, infos = _sketch_pass(frame, spec, weight, valid, stats, self.getMaxBins(),
+                                         self.getSeed(),
+                                         missing=engine["load"]["missing"])
+        edges = binning.edges_from_sketch(sketch, self.getMaxBins())
+        return edges, infos, time.perf_counter() - t0
+
+    def _margin_checks(self, dataset) -> dict:
+        """Aggregates riding along the data-check job for ``baseMarginCol``: nulls and
+        non-finite values of a double column, nulls and sizes of an array/vector one."""
+        name = self._opt(self.baseMarginCol)
+        if not name:
+            return {}
+        fields = {f.name: f.dataType for f in dataset.schema.fields}
+        if name not in fields:
+            raise ValueError(f"baseMarginCol: column '{name}' is not in the DataFrame "
+                             f"(columns: {list(fields)})")
+        t = fields[name]
+        c = F.col(name)
+        if isinstance(t, T.NumericType):
+            m = c.cast("double")
+            return {"margin_null": F.sum(c.isNull().cast("long")),
+                    "margin_bad": F.first(F.when(~_finite(m), m), ignorenulls=True)}
+        if isinstance(t, (VectorUDT, T.ArrayType)):
+            arr = vector_to_array(c) if isinstance(t, VectorUDT) else c
+            return {"margin_null": F.sum(c.isNull().cast("long")),
+                    "margin_size_min": F.min(F.size(arr)), "margin_size_max": F.max(F.size(arr))}
+        raise TypeError(f"baseMarginCol: column '{name}' must be numeric, an array or a "
+                        f"vector, got {t.simpleString()}")
+
+    def _engine_options(self, dataset, spec, stats, objective, n_classes) -> dict:
+        """Checks and task options of ``missing``, ``baseMarginCol``, ``initModel`` and
+        ``monotoneConstraints``, after the data-check job: ``{"load": loader options,
+        "cols": extra columns for the training frame, "init": predictor or None,
+        "names": feature names or None}``."""
         d = stats["d"]
-        objective, n_classes, metric = self._objective(label, stats["label_max"],
-                                                       stats["label_distinct"])
-        n_workers = _workers_for(spark, stats, valid, n_workers)
-        checks_seconds = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        sketch, infos = _sketch_pass(dataset, spec, weight, valid, stats, max_bins,
-                                     self.getSeed())
-        sketch_seconds = time.perf_counter() - t0
-        edges = binning.edges_from_sketch(sketch, max_bins)
-        params = dict(self._booster_params(max_bins), objective=objective,
-                      numClasses=n_classes, evalMetric=metric)
-        cols = _feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
-        if weight is not None:
-            cols.append(F.col(weight).cast("double").alias(weight))
-        if valid is not None:
-            cols.append(F.col(valid))
-        df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
-        fault = dict(self._fault_injection) if self._fault_injection else None
-        result = run_barrier_training(
-            df, n_workers, _make_load_fn(spec, label, weight, valid, edges, d),
-            _make_train_fn(edges, params, fault), timeout_s=self.getTimeoutSeconds(),
-            # the sketch ran on the training rows only: with a validation column its
-            # partitions need not be the input's (a filter on a literal prunes a union branch)
-            repartition=valid is not None or _needs_repartition(infos, n_workers),
-            on_addresses=_address_hook(fault))
+        k = 1 if objective not in ("softmax",) else int(n_classes)
+        r = stats["extra"]
+        name = self._opt(self.baseMarginCol)
+        cols = []
+        if name:
+            if r.get("margin_null"):
+                raise ValueError(f"baseMarginCol: column '{name}' has {r['margin_null']} null "
+                                 f"value(s)")
+            if r.get("margin_bad") is not None:
+                raise ValueError(f"baseMarginCol: column '{name}' holds the non-finite value "
+                                 f"{float(r['margin_bad'])!r}")
+            sizes = {r.get("margin_size_min"), r.get("margin_size_max")} - {None}
+            if (sizes and sizes != {k}) or (not sizes and k != 1):
+                raise ValueError(f"baseMarginCol: column '{name}' must hold {k} value(s) per "
+                                 f"row (one per output), found sizes {sorted(sizes) or [1]}")
+            t = dataset.schema[name].dataType
+            m = F.col(name)
+            cols.append((vector_to_array(m) if isinstance(t, VectorUDT)
+                         else m.cast("double") if k == 1 else m.cast("array<double>"))
+                        .alias(name))
+        try:
+            check_monotone(self._opt(self.monotoneConstraints), d)
+        except ValueError as e:
+            raise ValueError(f"monotoneConstraints: {e}") from None
+        init = self._init_predictor(d, objective, k)
+        load = {"missing": float(self.getMissing()), "margin_col": name or None,
+                "n_outputs": k, "init": None if init is None else init.to_arrays()}
+        return {"load": load, "cols": cols, "init": init,
+                "names": _feature_names(dataset, spec, d)}
+
+    def _init_predictor(self, d, objective, k):
+        """The model ``initModel`` names (a fitted model or a saved path), checked against
+        this fit: same features, objective and outputs."""
+        init = self._opt(self.initModel)
+        if init is None:
+            return None
+        if isinstance(init, str):
+            import sparkxml_kernels
+
+            pred = sparkxml_kernels.load_model(init)
+            if not isinstance(pred, TreeEnsemblePredictor):
+                raise ValueError(f"initModel: {init} is not a model of the GBT engine")
+        else:
+            pred = init.predictor
+        if (pred.n_features, pred.objective, pred.n_outputs) != (d, objective, k):
+            raise ValueError(f"initModel: the model has {pred.n_features} features, objective "
+                             f"{pred.objective!r} and {pred.n_outputs} output(s); this fit has "
+                             f"{d}, {objective!r} and {k}")
+        return pred
+
+    def _model_from(self, result, engine, summary, progress):
+        """The fitted model: rank 0's trees (appended to ``initModel``'s), with ``missing``
+        and the feature names; logs the round history when no line came back live."""
         predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
-        summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds, infos)
+        if engine["init"] is not None:
+            predictor = engine["init"].concat(predictor)
+        predictor = predictor.with_options(missing=self.getMissing(),
+                                           feature_names=engine["names"])
+        if progress.verbose > 0 and not progress.live_lines:
+            progress.log_rounds(summary._rows(), self.getMaxIter())
         return self._model_class(predictor, summary)
 
     # ------------------------------------------------------------------ checks
     def _check_schema(self, dataset, spec, label, weight, valid):
-        fields = {f.name: f.dataType for f in dataset.schema.fields}
-        numeric = (T.NumericType,)
-
-        def need(name, param, kinds, what):
-            if name not in fields:
-                raise ValueError(f"{param}: column '{name}' is not in the DataFrame (columns: "
-                                 f"{list(fields)})")
-            if not isinstance(fields[name], kinds):
-                raise TypeError(f"{param}: column '{name}' must be {what}, got "
-                                f"{fields[name].simpleString()}")
-
-        if spec["kind"] == "vector":
-            need(spec["col"], "featuresCol", (VectorUDT,), "a Spark ML vector (VectorUDT)")
-        else:
-            for c in spec["cols"]:
-                need(c, "featuresCols", numeric + (T.BooleanType,), "numeric")
-        need(label, "labelCol", numeric, "numeric")
-        if weight:
-            need(weight, "weightCol", numeric, "numeric")
-        if valid:
-            need(valid, "validationIndicatorCol", (T.BooleanType,), "boolean")
-        if ROW_ID in fields:
-            raise ValueError(f"column name '{ROW_ID}' is reserved")
+        _check_schema(dataset, spec, label, weight, valid)
 
     def _check_policy(self):
         if self.getGrowPolicy() == "depthwise" and self.getMaxDepth() < 1:
@@ -436,38 +333,6 @@ class _GBTEstimator(SparkXMLEstimator):
             raise ValueError(f"evalMetric '{metric}' does not apply to regression; use one of "
                              f"{list(_REGRESSION_METRICS)}")
         return "squared_error", 2, metric
-
-
-def _needs_repartition(sketch_infos, n_workers) -> bool:
-    """The sketch job ran one task per input partition (empty ones too) over a uniform sample:
-    when the input already has ``n_workers`` partitions of about equal size (sampled counts
-    within 25% of the mean), train on them as they are and skip the shuffle."""
-    counts = np.array([i["n"] for i in sketch_infos], np.float64)
-    if counts.size != n_workers or counts.min() <= 0:
-        return True
-    return bool(counts.max() > 1.25 * counts.mean())
-
-
-def _check_slots(spark, n_workers):
-    """Barrier stages need all tasks at once: refuse more workers than a local master has."""
-    try:
-        master = spark.conf.get("spark.master", "") or ""
-    except Exception:
-        master = ""
-    if not master.startswith("local"):
-        return
-    inner = master[master.find("[") + 1: master.find("]")] if "[" in master else "1"
-    inner = inner.split(",")[0].strip()
-    slots = (os.cpu_count() or 1) if inner == "*" else int(inner)
-    try:
-        cpus = int(spark.conf.get("spark.task.cpus", "1") or 1)
-    except Exception:
-        cpus = 1
-    slots = max(1, slots // max(cpus, 1))
-    if n_workers > slots:
-        raise ValueError(f"numWorkers={n_workers} exceeds the {slots} task slots of this "
-                         f"session ({master}); training runs all workers at once (barrier "
-                         f"mode): lower numWorkers")
 
 
 class GBTRegressor(_GBTEstimator, _GBTParams):
@@ -516,6 +381,31 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
         "rmse" (default).
     timeoutSeconds : float, default 600
         Bound on every wait for a peer task; a silent peer fails the stage in this time.
+    missing : float, default NaN
+        A feature value read as missing besides NaN and null (XGBoost's ``missing``; with
+        0.0 the absent entries of sparse vectors are missing too). Kept by the model.
+    baseMarginCol : str, optional
+        Per-row raw scores to start from instead of the base score (XGBoost's
+        ``base_margin``): a double column, or an array/vector of numClasses values for
+        multiclass. The model then reads the same column at transform.
+    monotoneConstraints : list of int, optional
+        -1 / 0 / 1 per feature (XGBoost's ``monotone_constraints``, enforced as its ``hist``
+        does: a split whose children's weights break the direction is rejected and the
+        descendants' weights are bounded by the midpoint of their parent split's weights).
+    predContribCol : str, optional
+        Output column of SHAP contributions (TreeSHAP, XGBoost's ``pred_contribs``):
+        array<double> of numFeatures + 1 values, the last one the bias; per class
+        array<array<double>> for multiclass. Sums to the raw prediction.
+    leafCol : str, optional
+        Output vector of the leaf reached in each tree (Spark MLlib's ``leafCol``).
+    verbose : int, default 0
+        Log one line every ``verbose`` rounds (training and validation metric, elapsed
+        time) through the Python logger ``sparkxml`` at INFO, live from the training task
+        (``sparkxml._progress``); 0 = silent. Job groups and descriptions are always set.
+    initModel : model or str, optional
+        Continue training from a fitted model of the same kind (or its saved path), as
+        XGBoost's ``xgb_model``: the new rounds start from its raw scores and the returned
+        model holds its trees followed by the new ones. Same features, objective, classes.
 
     Examples
     --------
@@ -531,7 +421,9 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                  maxDepth=6, maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                  regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
-                 earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0):
+                 earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
+                 baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
+                 leafCol=None, verbose=0, initModel=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -541,7 +433,9 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                   maxDepth=6, maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                   regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
-                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0):
+                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
+                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
+                  leafCol=None, verbose=0, initModel=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -561,10 +455,15 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
     probabilityCol : str, default "probability"
         Vector of class probabilities.
     numClasses : int, optional
-        Number of classes, 2..10000 (default: largest label + 1, at least 2; refused before
-        training when that exceeds 10000 or twice the number of distinct labels plus 10).
+        Number of classes (default: largest label + 1, at least 2).
     evalMetric : str, optional
         Two classes: "logloss" (default), "error", "auc"; more: "mlogloss" (default).
+    thresholds : list of float, optional
+        Per class, as Spark ML's probabilistic classifiers: the predicted class maximises
+        probability / threshold (kept by the model, settable there).
+    scalePosWeight : float, default 1.0
+        Two classes: positive rows' gradients and hessians are multiplied by it (XGBoost's
+        ``scale_pos_weight``, e.g. negatives / positives for unbalanced data).
     """
 
     _task = "classification"
@@ -576,7 +475,9 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                  maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                  minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0, colsampleByTree=1.0,
                  seed=0, numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                 evalMetric=None, numClasses=None, timeoutSeconds=600.0):
+                 evalMetric=None, numClasses=None, timeoutSeconds=600.0, missing=None,
+                 baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
+                 leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -588,7 +489,9 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                   regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                   earlyStoppingRounds=0, evalMetric=None, numClasses=None,
-                  timeoutSeconds=600.0):
+                  timeoutSeconds=600.0, missing=None, baseMarginCol=None,
+                  monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,
+                  initModel=None, thresholds=None, scalePosWeight=1.0):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -602,6 +505,8 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
         elif label_max >= k:
             raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, "
                              f"outside 0..{k - 1} (numClasses={k})")
+        if k > 2 and self.getScalePosWeight() != 1.0:
+            raise ValueError(f"scalePosWeight applies to two classes; this fit has {k}")
         metric = self._opt(self.evalMetric)
         allowed = _BINARY_METRICS if k == 2 else _MULTI_METRICS
         if metric is not None and metric not in allowed:
@@ -634,119 +539,46 @@ _add_setters(GBTClassifier, _COMMON_PARAMS + _CLASSIFIER_PARAMS)
 
 
 # ============================================================================ models
-class _GBTModelBase(SparkXMLModel):
-    _model_kind = "gbt"
-    _required_arrays = tuple(k for k in ARRAY_KEYS if k != "tree_outputs")
-
-    def __init__(self, predictor: TreeEnsemblePredictor | None = None,
-                 summary: GBTTrainingSummary | None = None):
-        super().__init__()
-        self._predictor = predictor
-        self._summary = summary
-
-    # ------------------------------------------------------------------ attributes
-    @property
-    def predictor(self) -> TreeEnsemblePredictor:
-        """The JVM-free predictor (``predict_raw(X)`` on numpy / CSR input)."""
-        return self._predictor
-
-    @property
-    def numFeatures(self) -> int:
-        return int(self._predictor.n_features)
-
-    @property
-    def getNumTrees(self) -> int:
-        """Number of trees (rounds x classes for multiclass), as pyspark's GBT models."""
-        return int(self._predictor.n_trees)
-
-    @property
-    def totalNumNodes(self) -> int:
-        return int(self._predictor.feature.size)
-
-    @property
-    def featureImportances(self) -> DenseVector:
-        """Total split gain per feature, normalised to sum 1 (Spark ML's convention)."""
-        return DenseVector(self._predictor.feature_importances("gain", normalize=True))
-
-    @property
-    def hasSummary(self) -> bool:
-        return self._summary is not None
-
-    @property
-    def summary(self) -> GBTTrainingSummary:
-        if self._summary is None:
-            raise RuntimeError("no training summary available for this model")
-        return self._summary
-
-    # ------------------------------------------------------------------ persistence
-    def _save_arrays(self) -> dict:
-        arrays = dict(self._predictor.to_arrays())
-        if self._summary is not None:
-            arrays.update(self._summary._to_arrays())
-        return arrays
-
-    @classmethod
-    def _from_arrays(cls, arrays: dict, path: str):
-        from sparkxml_kernels.persist import ModelFormatError
-
-        try:
-            predictor = TreeEnsemblePredictor.from_arrays(arrays)
-        except ValueError as e:
-            raise ModelFormatError(f"{path}: {e}") from None
-        return cls(predictor, GBTTrainingSummary._from_arrays(arrays))
-
-    def copy(self, extra=None):
-        that = super().copy(extra)
-        that._predictor = self._predictor
-        that._summary = self._summary
-        return that
-
-    # ------------------------------------------------------------------ transform
-    def _outputs(self):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _transform_validated(self, dataset):
-        if self._predictor is None:
-            raise RuntimeError("this model has no trees (was it constructed directly?)")
-        spec = self._features_spec()
-        fields = {f.name: f.dataType for f in dataset.schema.fields}
-        for c in _spec_columns(spec):
-            if c not in fields:
-                raise ValueError(f"column '{c}' is not in the DataFrame (columns: "
-                                 f"{list(fields)})")
-        if spec["kind"] == "vector" and not isinstance(fields[spec["col"]], VectorUDT):
-            raise TypeError(f"featuresCol: column '{spec['col']}' must be a Spark ML vector")
-        outs = self._outputs()
-        for name, _ in outs:
-            if name in fields:
-                raise ValueError(f"output column '{name}' already exists in the DataFrame")
-        handle = self._task_model(dataset)  # not the trees themselves: see sparkxml._serving
-        n_features = self.numFeatures
-        kinds = [k for _, k in outs]
-        schema = T.StructType(list(dataset.schema.fields)
-                              + [T.StructField(n, VectorUDT() if k in ("raw", "prob")
-                                               else T.DoubleType()) for n, k in outs])
-        names = [n for n, _ in outs]
-        drop = None
-        if spec["kind"] == "vector":
-            # the task reads the features as a dense array made in the JVM (see _feature_exprs)
-            dataset = dataset.withColumn(_X_COL, vector_to_array(F.col(spec["col"])))
-            spec, drop = {"kind": "vector", "col": _X_COL}, _X_COL
-        predict = _make_predict_fn(handle, spec, n_features, kinds, names, drop)
-        return dataset.mapInArrow(predict, schema)
-
-
 class GBTRegressionModel(_GBTModelBase, _GBTParams):
-    """Fitted :class:`GBTRegressor`: adds ``predictionCol`` (double)."""
+    """Fitted :class:`GBTRegressor`: adds ``predictionCol`` (double), and ``predContribCol``
+    / ``leafCol`` when set.
+
+    Besides ``transform``: ``predict(vector)``, ``evaluate(dataset)`` (RMSE, MAE, R2 ... as
+    Spark ML's regression summaries), ``evaluateEachIteration(dataset)``, ``trees``,
+    ``toDebugString`` / ``dump(format)``, ``featureImportances`` /
+    ``getFeatureImportances(importanceType)``, ``featureNames``, ``summary``.
+
+    Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "gbt") and ``path/data/``
+    (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with the arrays of
+    ``sparkxml_kernels.gbt.predictor`` (trees as flat node arrays, base score, objective,
+    ``missing``, ``feature_names``) plus the training summary's ``summary.*`` arrays;
+    ``sparkxml_kernels.load_model(path)`` serves it.
+    """
 
     def _outputs(self):
         return [(self.getPredictionCol(), "pred")]
 
+    def evaluate(self, dataset) -> GBTRegressionEvaluation:
+        """Regression metrics of this model on ``dataset`` (labelCol, weightCol if set)."""
+        with FitProgress(dataset.sparkSession, self).phase("evaluate"):
+            return GBTRegressionEvaluation(self._plain().transform(dataset), self.getLabelCol(),
+                                           self.getPredictionCol(), _weight_col(self, dataset))
 
+
+@_single_row_classifier_api
 class GBTClassificationModel(_GBTModelBase, _GBTClassifierParams):
     """Fitted :class:`GBTClassifier`: adds ``rawPredictionCol`` (vector), ``probabilityCol``
-    (vector) and ``predictionCol`` (double, the most probable class), as Spark ML's
-    classifiers."""
+    (vector) and ``predictionCol`` (double: the class maximising probability / thresholds,
+    the most probable without ``thresholds``), as Spark ML's probabilistic classifiers, and
+    ``predContribCol`` / ``leafCol`` when set.
+
+    Besides ``transform`` (as Spark ML's ``ProbabilisticClassificationModel``):
+    ``predict`` / ``predictRaw`` / ``predictProbability`` on one vector, ``evaluate(dataset)``
+    (accuracy, per-label and weighted precision/recall/F-measure, log loss; AUC, ROC and PR
+    for two classes), ``evaluateEachIteration(dataset)``, ``trees``, ``toDebugString`` /
+    ``dump(format)``, importances and feature names. Save format: see
+    :class:`GBTRegressionModel`.
+    """
 
     @property
     def numClasses(self) -> int:
@@ -757,7 +589,33 @@ class GBTClassificationModel(_GBTModelBase, _GBTClassifierParams):
         return [(self.getRawPredictionCol(), "raw"), (self.getProbabilityCol(), "prob"),
                 (self.getPredictionCol(), "pred")]
 
+    def _thresholds(self):
+        t = self._opt(self.thresholds)
+        if t is not None and len(t) != self.numClasses:
+            raise ValueError(f"thresholds has {len(t)} values; the model has "
+                             f"{self.numClasses} classes")
+        return None if t is None else [float(x) for x in t]
 
-_add_setters(GBTRegressionModel, ("featuresCol", "featuresCols", "predictionCol"))
-_add_setters(GBTClassificationModel, ("featuresCol", "featuresCols", "predictionCol",
-                                      "rawPredictionCol", "probabilityCol"))
+    def _debug_header(self) -> str:
+        return (f"GBTClassificationModel: uid={self.uid}, numTrees={self.getNumTrees}, "
+                f"numClasses={self.numClasses}, numFeatures={self.numFeatures}")
+
+    def evaluate(self, dataset) -> GBTClassificationEvaluation:
+        """Classification metrics of this model on ``dataset`` (labelCol, weightCol if
+        set), as Spark ML's classification summaries."""
+        self._thresholds()
+        with FitProgress(dataset.sparkSession, self).phase("evaluate"):
+            return GBTClassificationEvaluation(
+                self._plain().transform(dataset), self.getLabelCol(), self.getPredictionCol(),
+                self.getProbabilityCol(), _weight_col(self, dataset), self.numClasses)
+
+
+def _weight_col(model, dataset):
+    w = model._opt(model.weightCol) or None
+    return w if w is not None and w in dataset.columns else None
+
+
+_add_setters(GBTRegressionModel, _MODEL_PARAMS + ("labelCol", "weightCol"))
+_add_setters(GBTClassificationModel, _MODEL_PARAMS + ("labelCol", "weightCol",
+                                                      "rawPredictionCol", "probabilityCol",
+                                                      "thresholds"))

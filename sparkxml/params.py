@@ -11,13 +11,15 @@ import math
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import (  # noqa: F401  (re-exported: the pyspark.ml spellings)
     HasFeaturesCol,
+    HasFitIntercept,
     HasLabelCol,
-    HasMaxIter,
     HasPredictionCol,
     HasProbabilityCol,
     HasRawPredictionCol,
+    HasRegParam,
     HasSeed,
-    HasStepSize,
+    HasThresholds,
+    HasTol,
     HasValidationIndicatorCol,
     HasWeightCol,
 )
@@ -144,8 +146,11 @@ def validate_params(instance: Params) -> None:
     ValueError
         naming the class, the param and the offending value.
     """
+    # a class may name a prefix under which RULES holds its own rule for a shared param name
+    # (trees: "tree:maxBins" allows 2..65536 where GBT's maxBins is 2..256)
+    prefix = getattr(instance, "_rules_prefix", None)
     for p in instance.params:
-        rule = RULES.get(p.name)
+        rule = (RULES.get(f"{prefix}:{p.name}") if prefix else None) or RULES.get(p.name)
         if rule is None or not instance.isDefined(p):
             continue
         value = instance.getOrDefault(p)
@@ -325,7 +330,6 @@ RULES.update({
 
 
 # ---------------------------------------------------------------- linear SVM (LinearSVC)
-from pyspark.ml.param.shared import HasFitIntercept, HasTol  # noqa: E402,F401
 
 HasC = _simple_mixin(
     "HasC", "C", "penalty of the loss: primal 0.5|w|^2 + C sum_i weight_i loss_i (> 0; "
@@ -354,7 +358,6 @@ RULES.update({
     "multiClass": _one_of("ovr", "crammer_singer"),
     "schedule": _one_of("shark", "permutation"),
     "numBlocks": _ge(0),
-    "tol": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
     "threshold": _finite(),
 })
 
@@ -374,4 +377,231 @@ RULES.update({
     "gamma": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
     "alpha": _between(0.0, 1.0),
     "numCandidates": _ge(1),
+})
+
+
+# ---------------------------------------------------------------- factorization machines (FM, GBFM)
+# FMRegressor / FMClassifier (sparkxml.fm), GBFMRegressor / GBFMClassifier (sparkxml.gbfm),
+# FieldEncoder (sparkxml.fields). Names follow pyspark.ml's FM estimators where they exist.
+
+HasFactorSize = _simple_mixin(
+    "HasFactorSize", "factorSize", "dimensionality of the factors (>= 1)",
+    TypeConverters.toInt, "getFactorSize")
+HasFMSolver = _simple_mixin(
+    "HasFMSolver", "solver", "FM training algorithm: 'mcmc' (Gibbs sampling with hyper-priors, "
+    "libFM/myFM; no regularisation to tune), 'als' (coordinate descent) or 'adamw' (mini-batch)",
+    TypeConverters.toString, "getSolver")
+HasInitStd = _simple_mixin(
+    "HasInitStd", "initStd", "standard deviation of the initial factors (> 0)",
+    TypeConverters.toFloat, "getInitStd")
+HasFitLinear = _simple_mixin(
+    "HasFitLinear", "fitLinear", "whether to fit the linear (first-order) terms",
+    TypeConverters.toBoolean, "getFitLinear")
+HasBurnIn = _simple_mixin(
+    "HasBurnIn", "burnIn", "MCMC sweeps discarded before samples are kept (>= 0, < maxIter)",
+    TypeConverters.toInt, "getBurnIn")
+HasThinning = _simple_mixin(
+    "HasThinning", "thinning", "MCMC: keep every thinning-th sample after burn-in (>= 1)",
+    TypeConverters.toInt, "getThinning")
+HasMiniBatchFraction = _simple_mixin(
+    "HasMiniBatchFraction", "miniBatchFraction", "adamw: fraction of the rows in one "
+    "mini-batch, in (0, 1]", TypeConverters.toFloat, "getMiniBatchFraction")
+HasFieldStarts = _simple_mixin(
+    "HasFieldStarts", "fieldStarts", "start index of each field of the feature vector: strictly "
+    "ascending, first 0, all below the vector size (a field runs to the next start or the end)",
+    TypeConverters.toListInt, "getFieldStarts")
+HasNumStages = _simple_mixin(
+    "HasNumStages", "numStages", "number of boosting stages, one field pair each (>= 1)",
+    TypeConverters.toInt, "getNumStages")
+HasInputCols = _simple_mixin(
+    "HasInputCols", "inputCols", "categorical input columns (string, integer or boolean; "
+    "array<...> for multi-valued ones), one field each", TypeConverters.toListString,
+    "getInputCols")
+HasOutputCol = _simple_mixin(
+    "HasOutputCol", "outputCol", "output column name", TypeConverters.toString, "getOutputCol")
+HasHandleInvalid = _simple_mixin(
+    "HasHandleInvalid", "handleInvalid", "category unseen at fit, or null: 'keep' (no feature "
+    "for that field), 'skip' (drop the row) or 'error'", TypeConverters.toString,
+    "getHandleInvalid")
+
+
+def _field_starts():
+    return ((lambda v: isinstance(v, list) and len(v) >= 1 and v[0] == 0
+             and all(b > a for a, b in zip(v, v[1:]))),
+            "must be a non-empty strictly ascending list of ints starting at 0")
+
+
+RULES.update({
+    "factorSize": _ge(1),
+    "solver": _one_of("mcmc", "als", "adamw"),
+    "regParam": _ge(0.0),
+    "initStd": _gt(0.0),
+    "burnIn": _ge(0),
+    "thinning": _ge(1),
+    "miniBatchFraction": _open_closed(0.0, 1.0),
+    # LinearSVC (relative duality gap) and FM (relative change); 0 = run maxIter rounds
+    "tol": _ge(0.0),
+    "fieldStarts": _field_starts(),
+    "numStages": _ge(1),
+    "inputCols": _column_list(),
+    "outputCol": _nonempty(),
+    "handleInvalid": _one_of("keep", "skip", "error"),
+})
+
+
+# ---------------------------------------------------------------- decision trees, random forests
+# scikit-learn's tree parameters under Spark ML names (sklearn's name in the doc).
+HasCriterion = _simple_mixin(
+    "HasCriterion", "criterion", "split criterion: 'gini', 'entropy' (= 'log_loss') for "
+    "classification; 'squared_error', 'friedman_mse', 'poisson' for regression",
+    TypeConverters.toString, "getCriterion")
+HasTreeMaxDepth = _simple_mixin(
+    "HasTreeMaxDepth", "maxDepth", "maximum depth of a tree (>= 0; 0 = a single leaf; "
+    "scikit-learn's max_depth)", TypeConverters.toInt, "getMaxDepth")
+HasTreeMaxBins = _simple_mixin(
+    "HasTreeMaxBins", "maxBins", "maximum number of bins per feature (2..65536); a feature "
+    "with at most this many distinct values gets a bin per value (exact splits)",
+    TypeConverters.toInt, "getMaxBins")
+HasMinInstancesPerNode = _simple_mixin(
+    "HasMinInstancesPerNode", "minInstancesPerNode", "minimum rows in each child of a split "
+    "(>= 1; scikit-learn's min_samples_leaf)", TypeConverters.toInt, "getMinInstancesPerNode")
+HasMinSamplesSplit = _simple_mixin(
+    "HasMinSamplesSplit", "minSamplesSplit", "minimum rows for a node to be split (>= 2; "
+    "scikit-learn's min_samples_split)", TypeConverters.toInt, "getMinSamplesSplit")
+HasMinWeightFractionPerNode = _simple_mixin(
+    "HasMinWeightFractionPerNode", "minWeightFractionPerNode", "minimum fraction of the total "
+    "weight in each child of a split, in [0, 0.5] (scikit-learn's min_weight_fraction_leaf)",
+    TypeConverters.toFloat, "getMinWeightFractionPerNode")
+HasMaxLeafNodes = _simple_mixin(
+    "HasMaxLeafNodes", "maxLeafNodes", "grow best-first up to this many leaves (0 = no limit, "
+    "else >= 2; scikit-learn's max_leaf_nodes)", TypeConverters.toInt, "getMaxLeafNodes")
+HasMinInfoGain = _simple_mixin(
+    "HasMinInfoGain", "minInfoGain", "minimum weighted impurity decrease of a split (>= 0; "
+    "scikit-learn's min_impurity_decrease)", TypeConverters.toFloat, "getMinInfoGain")
+HasFeatureSubsetStrategy = _simple_mixin(
+    "HasFeatureSubsetStrategy", "featureSubsetStrategy", "features drawn per node: 'auto', "
+    "'all', 'sqrt', 'log2', 'onethird', a fraction in (0, 1] or a count >= 1 (as a string)",
+    TypeConverters.toString, "getFeatureSubsetStrategy")
+HasClassWeight = _simple_mixin(
+    "HasClassWeight", "classWeight", "'balanced': weight classes by n / (K * count), as "
+    "scikit-learn's class_weight='balanced' (unset: no class weights)",
+    TypeConverters.toString, "getClassWeight")
+HasBootstrap = _simple_mixin(
+    "HasBootstrap", "bootstrap", "resample rows per tree (Poisson counts) instead of using "
+    "each row once", TypeConverters.toBoolean, "getBootstrap")
+HasOobScore = _simple_mixin(
+    "HasOobScore", "oobScore", "compute the out-of-bag score (accuracy or R^2) after fitting",
+    TypeConverters.toBoolean, "getOobScore")
+
+
+def _subset_strategy():
+    names = ("auto", "all", "sqrt", "log2", "onethird")
+
+    def ok(v):
+        if v in names:
+            return True
+        try:
+            x = float(v)
+        except ValueError:
+            return False
+        if "." in v or "e" in v.lower():
+            return 0.0 < x <= 1.0
+        return x >= 1 and float(int(x)) == x
+
+    return ok, f"must be one of {list(names)}, a fraction in (0, 1] or a count >= 1"
+
+
+RULES.update({
+    "criterion": _one_of("gini", "entropy", "log_loss", "squared_error", "friedman_mse",
+                         "poisson"),
+    "tree:maxDepth": _ge(0),
+    "tree:maxBins": _between(2, 65536),
+    "minInstancesPerNode": _ge(1),
+    "minSamplesSplit": _ge(2),
+    "minWeightFractionPerNode": _between(0.0, 0.5),
+    "maxLeafNodes": ((lambda v: v == 0 or v >= 2), "must be 0 (no limit) or >= 2"),
+    "minInfoGain": _ge(0.0),
+    "featureSubsetStrategy": _subset_strategy(),
+    "classWeight": _one_of("balanced"),
+})
+
+
+# ---------------------------------------------------------------- GBT models and progress
+# (issue 13: MLlib-compatible GBT models, XGBoost parity, progress of long fits)
+# pyspark's HasMaxIter / HasStepSize say ">= 0"; sparkxml's checks want >= 1 and (0, 1]:
+# the same param names with docs that state the ranges RULES enforce.
+HasMaxIter = _simple_mixin(
+    "HasMaxIter", "maxIter", "maximum number of iterations: boosting rounds, solver rounds "
+    "or sweeps (>= 1)",
+    TypeConverters.toInt, "getMaxIter")
+HasStepSize = _simple_mixin(
+    "HasStepSize", "stepSize", "step size (learning rate) applied to each iteration, in (0, 1]",
+    TypeConverters.toFloat, "getStepSize")
+HasVerbose = _simple_mixin(
+    "HasVerbose", "verbose", "log progress through the Python logger 'sparkxml' at INFO every "
+    "this many rounds (or trees), with the training and validation metrics (>= 0; 0 = "
+    "silent)", TypeConverters.toInt, "getVerbose")
+HasMissing = _simple_mixin(
+    "HasMissing", "missing", "feature value that means 'missing' besides NaN and null "
+    "(XGBoost's missing; NaN = only NaN; with 0.0, absent sparse entries are missing too)",
+    TypeConverters.toFloat, "getMissing")
+HasScalePosWeight = _simple_mixin(
+    "HasScalePosWeight", "scalePosWeight", "weight multiplier of the positive class in the "
+    "gradients (XGBoost's scale_pos_weight; binary classification; finite, > 0)",
+    TypeConverters.toFloat, "getScalePosWeight")
+HasBaseMarginCol = _simple_mixin(
+    "HasBaseMarginCol", "baseMarginCol", "column of per-row raw scores to start from instead "
+    "of the base score, at fit and at predict (XGBoost's base_margin): double, or an array/"
+    "vector of numClasses values for multiclass", TypeConverters.toString,
+    "getBaseMarginCol")
+HasMonotoneConstraints = _simple_mixin(
+    "HasMonotoneConstraints", "monotoneConstraints", "per-feature monotone constraint, -1 "
+    "(decreasing), 0 (none) or 1 (increasing), as XGBoost's monotone_constraints (a shorter "
+    "list leaves the other features unconstrained)", TypeConverters.toListInt,
+    "getMonotoneConstraints")
+HasPredContribCol = _simple_mixin(
+    "HasPredContribCol", "predContribCol", "output column of SHAP feature contributions "
+    "(TreeSHAP): array<double> of numFeatures + 1 values (last: bias), array<array<double>> "
+    "per class for multiclass; unset: not computed", TypeConverters.toString,
+    "getPredContribCol")
+HasLeafCol = _simple_mixin(
+    "HasLeafCol", "leafCol", "output column of leaf indices: a vector with, per tree, the "
+    "index of the reached leaf among its tree's leaves counted left to right (Spark MLlib's "
+    "leafCol); unset: not computed", TypeConverters.toString, "getLeafCol")
+
+
+def _model_or_path(value):
+    """initModel: a saved model's path, or a fitted model of the same estimator family."""
+    if isinstance(value, str) or hasattr(value, "predictor"):
+        return value
+    raise TypeError(f"initModel must be a model path (str) or a fitted model, got "
+                    f"{type(value).__name__}")
+
+
+HasInitModel = _simple_mixin(
+    "HasInitModel", "initModel", "model to continue training from (XGBoost's xgb_model): "
+    "a fitted model or its saved path; training starts from its raw scores and the new "
+    "trees are appended to its trees", _model_or_path, "getInitModel")
+
+
+def _thresholds():
+    return ((lambda v: isinstance(v, list) and len(v) >= 2
+             and all(math.isfinite(x) and x >= 0 for x in v) and sum(x == 0 for x in v) <= 1),
+            "must be a list of >= 2 finite values >= 0 with at most one 0")
+
+
+def _constraints():
+    return ((lambda v: isinstance(v, list) and all(c in (-1, 0, 1) for c in v)),
+            "must be a list of -1, 0 or 1")
+
+
+RULES.update({
+    "verbose": _ge(0),
+    "missing": ((lambda v: not math.isinf(v)), "must be a finite value or NaN"),
+    "scalePosWeight": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "baseMarginCol": _nonempty(),
+    "monotoneConstraints": _constraints(),
+    "predContribCol": _nonempty(),
+    "leafCol": _nonempty(),
+    "thresholds": _thresholds(),
 })

@@ -119,7 +119,7 @@ class PfastreXML(FastXML, _PfastreXMLParams):
                  topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
                  bias=None, seed=None, numWorkers=None, rowOrder=None, propensityA=None,
                  propensityB=None, tailClassifiers=None, gamma=None, alpha=None,
-                 numCandidates=None):
+                 numCandidates=None, verbose=None):
         super().__init__()
         self._set_params(**self._input_kwargs_of(locals()))
 

@@ -38,18 +38,19 @@ from __future__ import annotations
 import time
 
 from pyspark import keyword_only
+from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels.gbt import binning
-from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.gbt.ranking import MAX_DEFAULT_GRADE
 
 from ._barrier import run_barrier_training
 from ._gbt_tasks import _address_hook, _make_load_fn, _make_train_fn, _spec_columns
 from .gbt import (_COMMON_PARAMS, GBTTrainingSummary, _add_setters, _check_slots,
                   _data_checks, _feature_exprs, _finite, _GBTEstimator, _GBTModelBase,
-                  _GBTParams, _sketch_pass, _workers_for)
+                  _GBTParams, _workers_for)
+from ._progress import FitProgress
 from .params import (HasGroupCol, HasLabelGain, HasLambdarankNorm, HasNdcgTruncation,
                      HasObjective, HasSigma)
 
@@ -63,6 +64,11 @@ _RANKING_PARAMS = ("groupCol", "objective", "ndcgTruncation", "labelGain", "sigm
 
 class _LambdaMARTParams(_GBTParams, HasGroupCol, HasObjective, HasNdcgTruncation, HasLabelGain,
                         HasSigma, HasLambdarankNorm):
+    # the GBT doc lists GBT's metrics; LambdaMART's checks accept ranking metrics only
+    evalMetric = Param(Params._dummy(), "evalMetric", "validation metric: 'ndcg@k' or 'map@k' "
+                       "(k >= 1; bare 'ndcg' / 'map' mean @10), default 'ndcg@10'",
+                       typeConverter=TypeConverters.toString)
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(groupCol="qid", objective="lambdarank", ndcgTruncation=30, sigma=1.0,
@@ -82,7 +88,9 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
     ``maxDepth``, ``maxLeaves``, ``growPolicy``, ``maxBins``, ``regLambda``, ``regAlpha``,
     ``minSplitLoss``, ``minChildWeight``, ``subsamplingRate``, ``colsampleByTree``, ``seed``,
     ``numWorkers``, ``weightCol``, ``validationIndicatorCol``, ``earlyStoppingRounds``,
-    ``timeoutSeconds``, ``featuresCol`` / ``featuresCols``), plus:
+    ``timeoutSeconds``, ``featuresCol`` / ``featuresCols``, ``missing``, ``baseMarginCol``,
+    ``monotoneConstraints``, ``predContribCol``, ``leafCol``, ``verbose``, ``initModel``),
+    plus:
 
     groupCol : str, default "qid"
         Query id: integer (int, long) or string column, no nulls. Rows need not be grouped
@@ -147,7 +155,9 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
                  growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                  minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
-                 earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0):
+                 earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
+                 baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
+                 leafCol=None, verbose=0, initModel=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -159,7 +169,9 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
                   growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                   minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
-                  earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0):
+                  earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
+                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
+                  leafCol=None, verbose=0, initModel=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -191,24 +203,33 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
         self._check_policy()
         label_gain = self._label_gain()
+        progress = FitProgress(spark, self, self.getVerbose())
+        with progress:
+            return self._fit_with(progress, dataset, spec, label, group, weight, valid,
+                                  n_workers, label_gain)
+
+    def _fit_with(self, progress, dataset, spec, label, group, weight, valid, n_workers,
+                  label_gain):
+        spark = dataset.sparkSession
         t0 = time.perf_counter()
-        stats = self._check_data(dataset, spec, label, weight, valid, group, label_gain)
+        with progress.phase("checks"):
+            stats = self._check_data(dataset, spec, label, weight, valid, group, label_gain,
+                                     self._margin_checks(dataset))
         d = stats["d"]
         n_workers = _workers_for(spark, stats, valid, n_workers)
+        engine = self._engine_options(dataset, spec, stats, self.getObjective(), 1)
         checks_seconds = time.perf_counter() - t0
 
         # Queries never span tasks; the order inside a task depends on the data only.
         cols = _spec_columns(spec) + [label] + [c for c in (weight, valid) if c]
-        frame = (dataset.select(*cols, group)
+        margin = engine["load"]["margin_col"]
+        frame = (dataset.select(*cols, group, *([margin] if margin else []))
                  .withColumn(_KEY, F.xxhash64(*cols))
                  .repartition(int(n_workers), F.col(group))
                  .sortWithinPartitions(group, _KEY))
-        max_bins = self.getMaxBins()
-        t0 = time.perf_counter()
-        sketch, _ = _sketch_pass(frame, spec, weight, valid, stats, max_bins, self.getSeed())
-        sketch_seconds = time.perf_counter() - t0
-        edges = binning.edges_from_sketch(sketch, max_bins)
-        params = dict(self._booster_params(max_bins),
+        edges, _, sketch_seconds = self._sketch_phase(progress, frame, spec, weight, valid,
+                                                      stats, engine)
+        params = dict(self._booster_params(self.getMaxBins()),
                       evalMetric=self.getOrDefault(self.evalMetric))
         ranking = {"objective": self.getObjective(), "truncation": self.getNdcgTruncation(),
                    "label_gain": label_gain, "sigma": self.getSigma(),
@@ -219,15 +240,17 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
             proj.append(F.col(weight).cast("double").alias(weight))
         if valid is not None:
             proj.append(F.col(valid))
-        result = run_barrier_training(
-            frame.select(*proj, group, _KEY), n_workers,
-            _make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group),
-            _make_train_fn(edges, params, fault, ranking),
-            timeout_s=self.getTimeoutSeconds(), repartition=False,
-            on_addresses=_address_hook(fault))
-        predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
+        proj += engine["cols"]
+        with progress.phase("train"):
+            result = run_barrier_training(
+                frame.select(*proj, group, _KEY), n_workers,
+                _make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group,
+                              options=engine["load"]),
+                _make_train_fn(edges, params, fault, ranking, progress.task_spec()),
+                timeout_s=self.getTimeoutSeconds(), repartition=False,
+                on_addresses=_address_hook(fault))
         summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds)
-        return LambdaMARTModel(predictor, summary)
+        return self._model_from(result, engine, summary, progress)
 
     # ------------------------------------------------------------------ checks
     def _check_group_schema(self, dataset, group, spec, label, weight, valid):
@@ -246,7 +269,7 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
             raise ValueError(f"column name '{_KEY}' is reserved")
 
     @staticmethod
-    def _check_data(dataset, spec, label, weight, valid, group, label_gain):
+    def _check_data(dataset, spec, label, weight, valid, group, label_gain, extra=None):
         """GBT's aggregate job of data checks (nulls, non-finite values, weights, vector
         sizes), with the ranking checks riding along: relevance grades integers >= 0 (and
         within ``labelGain``), no null query id. Returns GBT's statistics."""
@@ -256,7 +279,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
         bad = bad | (_finite(y) & (y > top))
         extra = {"rank_label_bad": F.first(F.when(bad, y), ignorenulls=True),
                  "rank_n_bad": F.sum(F.when(bad, 1).otherwise(0)),
-                 "rank_group_null": F.sum(F.col(group).isNull().cast("long"))}
+                 "rank_group_null": F.sum(F.col(group).isNull().cast("long")),
+                 **(extra or {})}
         stats = _data_checks(dataset, spec, label, weight, valid, "regression", extra)
         r = stats["extra"]
         if r["rank_label_bad"] is not None:
@@ -287,12 +311,43 @@ class LambdaMARTModel(_GBTModelBase, _LambdaMARTParams):
     """Fitted :class:`LambdaMART`: adds ``predictionCol`` (double), the ranking score.
 
     ``transform`` scores rows independently (no grouping needed); rank the documents of a
-    query by decreasing score. ``summary`` holds the validation history (``evalMetric``
-    after each round), ``bestIteration`` and per-worker timings.
+    query by decreasing score. ``summary`` holds the training and validation history
+    (``evalMetric`` after each round), ``bestIteration`` and per-worker timings.
+    :meth:`rankingEvaluationFrame` feeds ``pyspark.ml.evaluation.RankingEvaluator``. Trees,
+    dumps, SHAP contributions and feature names as the GBT models; save format: see
+    ``sparkxml.gbt.GBTRegressionModel``.
     """
 
     def _outputs(self):
         return [(self.getPredictionCol(), "score")]
 
+    def rankingEvaluationFrame(self, dataset, minRelevance: float = 1.0,
+                               predictionCol: str = "prediction", labelCol: str = "label"):
+        """One row per query in the form ``pyspark.ml.evaluation.RankingEvaluator`` reads:
+        ``predictionCol`` array<double> of the query's documents in the model's order, and
+        ``labelCol`` array<double> of its relevant documents (label >= ``minRelevance``).
 
-_add_setters(LambdaMARTModel, ("featuresCol", "featuresCols", "predictionCol", "groupCol"))
+        A document is named by its position in the model's ranking (0, 1, ...), so the
+        prediction array is 0..n-1 and the label array lists the positions of the relevant
+        documents. Tied scores are ordered by a hash of the row's columns (as training
+        does). Also returns ``groupCol``.
+        """
+        group, label = self.getGroupCol(), self.getLabelCol()
+        if label not in dataset.columns:
+            raise ValueError(f"labelCol: column '{label}' is not in the DataFrame")
+        score = self.getPredictionCol()
+        scored = self.transform(dataset)
+        key = F.xxhash64(*[F.col(c) for c in dataset.columns])
+        order = Window.partitionBy(group).orderBy(F.col(score).desc(), key)
+        pos = (F.row_number().over(order) - 1).cast("double")
+        ranked = scored.select(group, F.col(label).cast("double").alias(_KEY + "_y"),
+                               pos.alias(_KEY + "_pos"))
+        p, y = F.col(_KEY + "_pos"), F.col(_KEY + "_y")
+        return ranked.groupBy(group).agg(
+            F.sort_array(F.collect_list(p)).alias(predictionCol),
+            F.sort_array(F.collect_list(F.when(y >= float(minRelevance), p))).alias(labelCol))
+
+
+_add_setters(LambdaMARTModel, ("featuresCol", "featuresCols", "predictionCol", "groupCol",
+                               "labelCol", "predContribCol", "leafCol", "missing",
+                               "baseMarginCol"))

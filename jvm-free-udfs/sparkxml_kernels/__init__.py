@@ -19,6 +19,10 @@ _LOADERS = {
     "pfastrexml": "sparkxml_kernels.fastxml.pfastre:PfastreXMLPredictor.from_directory",
     "gbt": "sparkxml_kernels.gbt.predictor:TreeEnsemblePredictor.from_directory",
     "linear_svm": "sparkxml_kernels.linear.predictor:LinearSVCPredictor.from_directory",
+    "fm": "sparkxml_kernels.fm.predictor:FMPredictor.from_directory",
+    "gbfm": "sparkxml_kernels.fm.predictor:GBFMPredictor.from_directory",
+    "fields": "sparkxml_kernels.fm.fields:FieldVocabulary.from_directory",
+    "forest": "sparkxml_kernels.forest.predictor:ForestPredictor.from_directory",
 }
 
 
@@ -38,7 +42,14 @@ def load_model(path: str) -> Any:
     predictor
         For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
         (labels int32 (n, k), scores float32 (n, k)), best first; for PfastreXML a
-        ``PfastreXMLPredictor`` with the same ``predict``.
+        ``PfastreXMLPredictor`` with the same ``predict``. For FM / GBFM an
+        ``FMPredictor`` / ``GBFMPredictor`` (``predict(X)``: values, or (n, 2) class
+        probabilities); for a ``FieldEncoderModel`` a ``FieldVocabulary``
+        (``encode(columns)`` -> CSR).
+        For trees and forests a ``ForestPredictor`` (``predict``, ``predict_values``,
+        ``tree_arrays(i)``). For the GBT engine's models a
+        ``gbt.predictor.TreeEnsemblePredictor``: ``predict_raw(X)``, ``predict(X)``,
+        ``predict_contributions(X)`` (SHAP), ``predict_leaf(X)``.
 
     Raises
     ------

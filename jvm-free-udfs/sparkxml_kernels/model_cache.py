@@ -123,6 +123,12 @@ class ModelHandle:
         return obj
 
 
+def as_handle(model) -> ModelHandle:
+    """``model`` if it is a ``ModelHandle``, else a handle carrying the dict of arrays
+    ``model`` inline (task functions accept either)."""
+    return model if isinstance(model, ModelHandle) else ModelHandle(inline=model)
+
+
 def load_events() -> list:
     """The loads from a directory this process made: dicts with pid, source, save_id,
     node_cache ("hit", "miss"), seconds, nbytes."""

@@ -64,11 +64,15 @@ def test_csr_input_equals_dense(model):
 def test_arrays_roundtrip_and_directory_loading(model, tmp_path):
     pred, X, _, _ = model
     arrays = pred.to_arrays()
-    assert set(arrays) == set(ARRAY_KEYS)
+    assert set(arrays) == set(ARRAY_KEYS) | {"missing"}  # + "feature_names" when known
     assert all(isinstance(v, np.ndarray) and v.dtype != object for v in arrays.values())
     assert arrays["objective"].shape == () and str(arrays["objective"]) == "softmax"
     again = TreeEnsemblePredictor.from_arrays(arrays)
     np.testing.assert_array_equal(again.predict_raw(X), pred.predict_raw(X))
+    # models saved before "missing" / "feature_names" existed load as before
+    older = TreeEnsemblePredictor.from_arrays({k: v for k, v in arrays.items()
+                                               if k in ARRAY_KEYS})
+    assert np.isnan(older.missing) and older.feature_names is None
     path = str(tmp_path / "m")
     save_directory(path, metadata_json("sparkxml.GBTClassificationModel", "uid1", {}, {},
                                        "gbt"), arrays, overwrite=False)
@@ -90,8 +94,10 @@ def test_feature_importances_and_truncate(model):
     assert split.sum() == (pred.left >= 0).sum()
     short = pred.truncate(3)
     assert short.n_trees == 9
+    cover = pred.feature_importances("cover", normalize=False)
+    assert cover.sum() == pytest.approx(pred.cover[pred.left >= 0].sum())
     with pytest.raises(ValueError):
-        pred.feature_importances("cover")
+        pred.feature_importances("weight")
     with pytest.raises(ValueError):
         pred.predict_raw(X[:, :3])
 
@@ -107,3 +113,58 @@ def test_missing_goes_default_and_inf_threshold():
                                [-0.5, 1.5, 1.5, -0.5])
     p.threshold[0] = np.inf  # present vs missing
     np.testing.assert_allclose(p.predict_raw(np.array([[1e300], [np.nan]])), [-0.5, 1.5])
+
+
+def test_leaves_trees_and_dumps(model):
+    import json
+
+    from sparkxml_kernels.gbt.dump import dump_json, dump_text
+
+    pred, X, _, _ = model
+    leaves = pred.predict_leaf(X)
+    assert leaves.shape == (len(X), pred.n_trees)
+    # each tree's output: the value of the reached leaf; summed they are the raw scores
+    per_tree = pred.tree_values(X)
+    raw = np.tile(pred.base_score, (len(X), 1))
+    for t in range(pred.n_trees):
+        tr = pred.tree(t)
+        assert (tr["left"][leaves[:, t]] == -1).all()
+        np.testing.assert_array_equal(per_tree[:, t], tr["value"][leaves[:, t]])
+        raw[:, tr["output"]] += per_tree[:, t]
+    np.testing.assert_allclose(raw, pred.predict_raw(X), rtol=1e-12, atol=1e-12)
+    # MLlib leaf numbering: leaves left to right
+    ords = pred.leaf_ordinals()
+    tr = pred.tree(0)
+    inorder = []
+
+    def walk(node):
+        if tr["left"][node] < 0:
+            inorder.append(node)
+        else:
+            walk(tr["left"][node])
+            walk(tr["right"][node])
+
+    walk(0)
+    np.testing.assert_array_equal(ords[:tr["left"].size][inorder], np.arange(len(inorder)))
+    assert tr["depth"][0] == 0 and tr["depth"].max() <= 4
+    # the JSON dump holds the whole model: predicting from it gives the same raw scores
+    doc = json.loads(dump_json(pred.with_options(feature_names=[f"c{i}" for i in range(8)])))
+    assert doc["feature_names"][3] == "c3" and len(doc["trees"]) == pred.n_trees
+
+    def score(node, x):
+        while "leaf" not in node:
+            v = x[node["feature"]]
+            thr = np.inf if node["threshold"] == "inf" else node["threshold"]
+            nxt = node["missing"] if np.isnan(v) else (node["yes"] if v <= thr else node["no"])
+            node = next(c for c in node["children"] if c["nodeid"] == nxt)
+        return node["leaf"]
+
+    from_json = np.tile(doc["base_score"], (20, 1))
+    for t in doc["trees"]:
+        for i in range(20):
+            from_json[i, t["output"]] += score(t["root"], X[i])
+    np.testing.assert_allclose(from_json, pred.predict_raw(X[:20]), rtol=1e-12, atol=1e-12)
+    text = dump_text(pred, feature_names=[f"c{i}" for i in range(8)])
+    assert text.count("Tree ") == pred.n_trees and "(class 2, weight 1.0)" in text
+    assert text.count("Predict: ") == (pred.left < 0).sum()
+    assert "If (feature 0 (c0) <= " in text

@@ -188,3 +188,69 @@ def test_linear_svm_transform_through_a_directory_keeps_the_current_threshold(sp
     finally:
         spark.conf.unset(_serving.INLINE_CONF)
     assert got == [1.0, 0.0]  # margins 3.5 and 1.5 against the threshold 2
+
+
+def _every_kind_models():
+    """One small model of each predictor-backed kind, built by the kernels (no Spark fit)."""
+    from sklearn.tree import DecisionTreeClassifier as SkTree
+
+    from sparkxml import DecisionTreeClassificationModel, FMClassificationModel
+    from sparkxml.gbt import GBTClassificationModel
+    from sparkxml_kernels.fm.predictor import FMPredictor
+    from sparkxml_kernels.forest.predictor import ForestPredictor
+    from sparkxml_kernels.gbt import binning, booster
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 4))
+    X[::7, 2] = 0.0  # zeros: what a changed ``missing`` reads differently
+    y = ((X[:, 0] + X[:, 2]) > 0).astype(float)
+    edges = binning.edges_from_sketch(binning.sketch(X, np.ones(len(X)), 16), 16)
+    gbt, _ = booster.train(binning.bin_data(X, edges), y, None, edges,
+                           {"objective": "logistic", "maxIter": 3, "maxDepth": 3,
+                            "maxBins": 16})
+    t = SkTree(max_depth=4, random_state=0).fit(X, y).tree_
+    forest = ForestPredictor(t.children_left, t.children_right, t.feature, t.threshold,
+                             t.impurity, t.n_node_samples, t.weighted_n_node_samples,
+                             t.value.reshape(t.node_count, -1), np.array([0, t.node_count]),
+                             4, 2, "gini")
+    fm = FMPredictor(np.zeros(1), rng.normal(size=(1, 4)), rng.normal(size=(1, 4, 3)) * 0.3,
+                     "logistic", 4)
+    return X, {"gbt": GBTClassificationModel(gbt),
+               "tree": DecisionTreeClassificationModel(forest),
+               "fm": FMClassificationModel(fm)}
+
+
+def test_every_model_kind_transforms_the_same_from_its_directory(spark, tmp_path):
+    """GBT, trees/forests and FM models (and, above, FastXML and LinearSVC) read their
+    arrays in the tasks from the saved directory and predict what the closure-carried model
+    predicts, with the params set after loading (GBT's ``missing``)."""
+    from pyspark.ml.linalg import Vectors
+
+    X, models = _every_kind_models()
+    df = spark.createDataFrame([(Vectors.dense(r),) for r in X.tolist()], ["features"])
+    log = tmp_path / "loads.log"
+    wants = {}
+    for kind, model in models.items():
+        path = str(tmp_path / kind)
+        model.write().save(path)
+        loaded = type(model).load(path)
+        if kind == "gbt":
+            loaded.setMissing(0.0)
+        out = [c for c in loaded.transform(df).columns if c != "features"]
+        want = loaded.transform(df).select(*out).collect()  # small: inline
+        spark.conf.set(_serving.INLINE_CONF, "0")
+        spark.conf.set(_serving.LOAD_LOG_CONF, str(log))
+        try:
+            assert loaded._task_model(df).source == os.path.abspath(path), kind
+            got = loaded.transform(df).select(*out).collect()
+        finally:
+            spark.conf.unset(_serving.INLINE_CONF)
+            spark.conf.unset(_serving.LOAD_LOG_CONF)
+        assert got == want, kind
+        sources = {json.loads(line)["source"] for line in log.read_text().splitlines()}
+        assert os.path.abspath(path) in sources, kind
+        wants[kind] = want
+    # the changed ``missing`` mattered, so the directory-read predictor did apply it
+    default = models["gbt"].transform(df).select("probability").collect()
+    assert [tuple(r) for r in default] != [(r["probability"],) for r in wants["gbt"]]
+    model_cache.clear()

@@ -10,7 +10,9 @@ grower       one tree, depthwise or lossguide, data-parallel through a collectiv
 collective   LocalCollective (single process) and an in-process thread group
 loss         objectives: initial scores from reducible statistics, gradients
 metrics      evaluation metrics from reducible statistics
-predictor    flat-array tree ensembles on raw features; model arrays
+predictor    flat-array tree ensembles on raw features; model arrays; leaves, tree arrays
+shap         TreeSHAP feature contributions (and its exponential naive twin)
+dump         text (MLlib layout) and JSON dumps of an ensemble
 booster      the boosting loop (single process or one Spark task)
 ranking      lambdarank / pairwise objectives, ndcg@k / map@k metrics (LambdaMART)
 """

@@ -46,19 +46,25 @@ from ._input import csr_parts, dense, is_csr
 
 MISSING_BIN = 255
 MAX_REAL_BINS = 255
+# wide (uint16) bins, for trees that need a bin per distinct value: 65535 real bins, and
+# 65535 marks missing
+MISSING_BIN_WIDE = 65535
+MAX_REAL_BINS_WIDE = 65535
 SKETCH_FACTOR = 8
 
 
-def n_real_bins(max_bins: int) -> int:
-    """Real (non-missing) bins per feature for the ``maxBins`` parameter (2..256).
+def n_real_bins(max_bins: int, wide: bool = False) -> int:
+    """Real (non-missing) bins per feature for the ``maxBins`` parameter (2..256, or
+    2..65536 with ``wide``).
 
     ``maxBins`` counts the missing bin like XGBoost/LightGBM users expect: 256 means 255 real
     bins plus the missing bin 255.
     """
     max_bins = int(max_bins)
-    if not 2 <= max_bins <= 256:
-        raise ValueError(f"maxBins must be in [2, 256], got {max_bins}")
-    return min(max_bins, MAX_REAL_BINS)
+    hi = 65536 if wide else 256
+    if not 2 <= max_bins <= hi:
+        raise ValueError(f"maxBins must be in [2, {hi}], got {max_bins}")
+    return min(max_bins, MAX_REAL_BINS_WIDE if wide else MAX_REAL_BINS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,21 +323,24 @@ def merge_sketches(sketches) -> Sketch:
     return Sketch._from_summaries(summaries, exact, size)
 
 
-def edges_from_sketch(sketch: Sketch, max_bins: int) -> list:
+def edges_from_sketch(sketch: Sketch, max_bins: int, wide: bool = False) -> list:
     """Bin thresholds per feature (see the module docstring for the convention).
 
     Parameters
     ----------
     sketch : Sketch
     max_bins : int
-        2..256; a feature gets at most ``n_real_bins(max_bins)`` real bins.
+        2..256 (2..65536 with ``wide``); a feature gets at most ``n_real_bins(max_bins)`` real
+        bins.
+    wide : bool
+        Allow more than 255 real bins (``bin_data`` then returns uint16 bins).
 
     Returns
     -------
     list of float64 arrays
         ``edges[f]``, sorted, strictly increasing, length <= n_real_bins - 1.
     """
-    n_real = n_real_bins(max_bins)
+    n_real = n_real_bins(max_bins, wide)
     edges = []
     for f in range(sketch.n_features):
         s = sketch.feature(f)
@@ -430,8 +439,11 @@ def bin_data(X, edges) -> np.ndarray:
     Returns
     -------
     uint8 (n, d), C order
-        Bin ``b = #(edges[f] < x)``; 255 for missing.
+        Bin ``b = #(edges[f] < x)``; 255 for missing. When a feature has more than 254 edges
+        (``edges_from_sketch(..., wide=True)``), uint16 bins with 65535 for missing.
     """
+    if any(len(e) > MAX_REAL_BINS - 1 for e in edges):
+        return _bin_wide(X, edges)
     table = _edge_table(edges)
     if is_csr(X):
         indptr, indices, data, n, d = csr_parts(X)
@@ -449,13 +461,38 @@ def bin_data(X, edges) -> np.ndarray:
     return out
 
 
+def _bin_wide(X, edges) -> np.ndarray:
+    """uint16 bins (numpy's binary search per column; CSR input is densified)."""
+    if is_csr(X):
+        indptr, indices, data, n, d = csr_parts(X)
+        dense_X = np.zeros((n, d), FLOAT)
+        rows = np.repeat(np.arange(n), np.diff(indptr))
+        dense_X[rows, indices] = data
+        X = dense_X
+    X = dense(X)
+    if X.shape[1] != len(edges):
+        raise ValueError(f"X has {X.shape[1]} features, edges {len(edges)}")
+    out = np.empty(X.shape, np.uint16)
+    for f, e in enumerate(edges):
+        e = np.asarray(e, FLOAT)
+        if e.size > MAX_REAL_BINS_WIDE - 1:
+            raise ValueError(f"feature {f} has {e.size} edges; at most "
+                             f"{MAX_REAL_BINS_WIDE - 1}")
+        col = X[:, f]
+        b = np.searchsorted(e, col, side="left")
+        b[np.isnan(col)] = MISSING_BIN_WIDE
+        out[:, f] = b
+    return out
+
+
 def bin_data_naive(X, edges) -> np.ndarray:
     """Slow twin of :func:`bin_data` (dense input only), for tests."""
     X = dense(X)
-    out = np.empty(X.shape, BIN)
+    wide = any(len(e) > MAX_REAL_BINS - 1 for e in edges)
+    out = np.empty(X.shape, np.uint16 if wide else BIN)
     for f, e in enumerate(edges):
         col = X[:, f]
         b = np.searchsorted(np.asarray(e, FLOAT), col, side="left")
-        b[np.isnan(col)] = MISSING_BIN
+        b[np.isnan(col)] = MISSING_BIN_WIDE if wide else MISSING_BIN
         out[:, f] = b
     return out

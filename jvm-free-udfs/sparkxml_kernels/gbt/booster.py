@@ -45,7 +45,10 @@ class BoosterParams:
     colsampleByTree (1.0); seed (0); maxBins (256, checked only: the edges are given);
     objective ("squared_error" | "logistic" | "softmax" | registered); numClasses (softmax);
     earlyStoppingRounds (0 = off); evalMetric (None = the objective's default: rmse, logloss,
-    mlogloss); baseScore (None = from the data; else the raw base score of every output).
+    mlogloss); baseScore (None = from the data; else the raw base score of every output);
+    monotoneConstraints (None, or -1/0/1 per feature as XGBoost's ``monotone_constraints``);
+    scalePosWeight (1.0; logistic only: positive rows' gradients and hessians are multiplied
+    by it, as XGBoost's ``scale_pos_weight``).
     """
 
     maxIter: int = 100
@@ -66,6 +69,8 @@ class BoosterParams:
     earlyStoppingRounds: int = 0
     evalMetric: str | None = None
     baseScore: float | None = None
+    monotoneConstraints: tuple | None = None
+    scalePosWeight: float = 1.0
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -76,6 +81,8 @@ class BoosterParams:
         unknown = sorted(set(params) - known)
         if unknown:
             raise ValueError(f"unknown boosting parameters {unknown}; known: {sorted(known)}")
+        if params.get("monotoneConstraints") is not None:
+            params["monotoneConstraints"] = tuple(int(c) for c in params["monotoneConstraints"])
         p = cls(**params)
         if p.maxIter < 1:
             raise ValueError("maxIter must be >= 1")
@@ -85,13 +92,15 @@ class BoosterParams:
             raise ValueError("subsamplingRate and colsampleByTree must be in (0, 1]")
         if p.evalMetric is not None and p.evalMetric not in known_metrics():
             raise ValueError(f"evalMetric must be one of {known_metrics()}")
+        if not p.scalePosWeight > 0 or not np.isfinite(p.scalePosWeight):
+            raise ValueError(f"scalePosWeight must be finite and > 0, got {p.scalePosWeight}")
         n_real_bins(p.maxBins)
         return p
 
     def tree_params(self) -> TreeParams:
         return TreeParams(self.growPolicy, self.maxDepth, self.maxLeaves, self.stepSize,
                           SplitParams(self.regLambda, self.regAlpha, self.minSplitLoss,
-                                      self.minChildWeight))
+                                      self.minChildWeight), self.monotoneConstraints)
 
 
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -137,10 +146,34 @@ def _check_finite(tree, it: int, objective: str) -> None:
         raise ValueError(f"round {it}: objective {objective} produced non-finite leaf values "
                          f"(its gradients overflowed: labels, weights or label gains too "
                          f"large?); refusing to build a model that predicts NaN")
+def _initial_raw(n, K, base, margin, what):
+    """(n, K) raw scores to start from: the base score, or the given margins."""
+    raw = np.empty((n, K), FLOAT)
+    if margin is None:
+        raw[:] = base
+        return raw
+    m = np.asarray(margin, FLOAT)
+    if m.size != n * K:
+        raise ValueError(f"{what} has {m.size} values for {n} rows x {K} outputs")
+    raw[:] = m.reshape(n, K)
+    if not np.all(np.isfinite(raw)):
+        raise ValueError(f"{what} holds non-finite values")
+    return raw
+
+
+def _scaled_weights(y, w, scale_pos_weight, loss):
+    """Training weights with XGBoost's ``scale_pos_weight`` folded in (positives x it)."""
+    if scale_pos_weight == 1.0:
+        return w
+    if loss.name != "logistic":
+        raise ValueError(f"scalePosWeight applies to binary classification only, not "
+                         f"objective {loss.name}")
+    factor = np.where(y > 0.5, scale_pos_weight, 1.0)
+    return factor if w is None else w * factor
 
 
 def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callbacks=(),
-          row_ids=None, group_ptr=None):
+          row_ids=None, group_ptr=None, base_margin=None):
     """Boost trees on binned data.
 
     Parameters
@@ -151,7 +184,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     edges : list of d float64 arrays
     params : dict or BoosterParams (see :class:`BoosterParams`)
     collective : LocalCollective-like, optional
-    eval_sets : sequence of (X_binned, y, w[, group_ptr])
+    eval_sets : sequence of (X_binned, y, w[, group_ptr[, base_margin]])
         This worker's part of each evaluation set (binned with the same edges).
     callbacks : sequence of callables ``cb(iteration, history) -> bool``
         Called after every round on every rank; returning True stops training (must be
@@ -160,12 +193,17 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         Global row ids for row subsampling (default ``arange(n)``: single worker only).
     group_ptr : int64 (n_groups + 1,), optional
         Query groups for ranking losses.
+    base_margin : float64 (n,) or (n, n_outputs), optional
+        Raw scores the rows start from instead of the base score (XGBoost's
+        ``base_margin``; continued training passes the previous model's raw scores). The
+        returned model's ``base_score`` is still computed from the data (or ``baseScore``).
 
     Returns
     -------
     predictor : TreeEnsemblePredictor
     history : dict
-        ``metric`` name, ``eval`` (one list of per-round values per eval set),
+        ``metric`` name, ``eval`` (one list of per-round values per eval set), ``train``
+        (the metric on the training rows after each round; empty without a metric),
         ``best_iteration``, ``best_score``, ``n_rounds`` (rounds kept), ``rounds_run``,
         ``seconds``.
     """
@@ -186,26 +224,25 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
             raise ValueError("row subsampling on several workers needs global row_ids")
         row_ids = np.arange(n, dtype=np.int64)
     K = loss.n_outputs
+    w_grad = _scaled_weights(y, w, p.scalePosWeight, loss)
 
     if p.baseScore is not None:
         base = np.full(K, float(p.baseScore), FLOAT)
     else:
-        base = loss.init_from_stats(coll.allreduce_sum(loss.init_stats(y, w)))
+        base = loss.init_from_stats(coll.allreduce_sum(loss.init_stats(y, w_grad)))
     if not np.isfinite(base).all():
         raise ValueError(f"objective {loss.name}: the initial score {base.tolist()} is not "
                          f"finite (labels or weights too large?)")
-    raw = np.empty((n, K), FLOAT)
-    raw[:] = base
+    raw = _initial_raw(n, K, base, base_margin, "base_margin")
     g = np.empty((n, K), FLOAT)
     h = np.empty((n, K), FLOAT)
     one = K == 1
 
     evals = []
-    for es in eval_sets:
-        Xe, ye, we, ge = (tuple(es) + (None, None))[:4]
+    for i, es in enumerate(eval_sets):
+        Xe, ye, we, ge, me = (tuple(es) + (None, None))[:5]
         Xe = np.ascontiguousarray(Xe, np.uint8)
-        re = np.empty((Xe.shape[0], K), FLOAT)
-        re[:] = base
+        re = _initial_raw(Xe.shape[0], K, base, me, f"eval set {i}'s base_margin")
         evals.append((Xe, np.asarray(ye, FLOAT).reshape(-1), we, ge, re))
     metric = p.evalMetric or loss.default_metric()
     if p.earlyStoppingRounds > 0 and not evals:
@@ -215,15 +252,21 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
 
     grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll)
     trees = []
-    history = {"metric": metric, "eval": [[] for _ in evals], "best_iteration": None,
-               "best_score": None}
+    history = {"metric": metric, "eval": [[] for _ in evals], "train": [],
+               "best_iteration": None, "best_score": None}
     best_it, best = -1, None
     rounds_run = 0
-    for it in range(p.maxIter):
+
+    def gradients():
+        """Gradients of the current raw scores, and the training metric's statistics of
+        these scores when the loss can give them on the way (else None)."""
         if one:
-            loss.gradients(y, raw[:, 0], w, g[:, 0], h[:, 0], group_ptr)
-        else:
-            loss.gradients(y, raw, w, g, h, group_ptr)
+            return loss.gradients_and_stats(y, raw[:, 0], w_grad, g[:, 0], h[:, 0],
+                                            group_ptr, metric, w)
+        return loss.gradients_and_stats(y, raw, w_grad, g, h, group_ptr, metric, w)
+
+    gradients()
+    for it in range(p.maxIter):
         rows = sample_rows(p.seed, it, row_ids, p.subsamplingRate)
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
@@ -234,9 +277,14 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
                 re[:, k] += tree.value[route_binned(Xe, tree)]
             trees.append(tree)
         rounds_run = it + 1
-        for i, (_, ye, we, ge, re) in enumerate(evals):
-            s = metric_stats(metric, ye, re[:, 0] if one else re, we, ge)
-            history["eval"][i].append(metric_from_stats(metric, coll.allreduce_sum(s)))
+        # the next round's gradients, computed here so that the loss can give this round's
+        # training metric on the way (loss.gradients_and_stats); after the last round they
+        # only serve the metric, which costs the same as computing it alone
+        train_stats = gradients() if it + 1 < p.maxIter or metric is not None else None
+        if metric is not None:
+            if train_stats is None:
+                train_stats = metric_stats(metric, y, raw[:, 0] if one else raw, w, group_ptr)
+            _record_metrics(history, metric, coll, train_stats, evals, one)
         stop = False
         if evals:
             score = history["eval"][-1][-1]
@@ -259,3 +307,17 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     predictor = TreeEnsemblePredictor.from_trees(trees[:keep * K], K, base, loss.name, d)
     history["seconds"] = time.perf_counter() - t0
     return predictor, history
+
+
+def _record_metrics(history, metric, coll, train_stats, evals, one):
+    """Append this round's metric on the training rows (from their local ``train_stats``)
+    and on every eval set: all the statistics travel in ONE allreduce."""
+    parts = [np.asarray(train_stats, FLOAT)]
+    for _, ye, we, ge, re in evals:
+        parts.append(metric_stats(metric, ye, re[:, 0] if one else re, we, ge))
+    sizes = np.cumsum([0] + [a.size for a in parts])
+    total = coll.allreduce_sum(np.concatenate(parts))
+    values = [metric_from_stats(metric, total[a:b]) for a, b in zip(sizes[:-1], sizes[1:])]
+    history["train"].append(values[0])
+    for i, v in enumerate(values[1:]):
+        history["eval"][i].append(v)

@@ -44,7 +44,8 @@ from .._dtypes import FLOAT, INDEX, NODE
 from .collective import LocalCollective
 from .histogram import build_histogram_naive, build_histograms, interleave, n_hist_slots
 from .partition import partition_nodes, route_binned
-from .splitting import SplitParams, find_best_splits, find_best_splits_naive, leaf_weight
+from .splitting import (SplitParams, bounded_leaf_weight, check_monotone, find_best_splits,
+                        find_best_splits_naive, leaf_weight)
 
 HEADER = 4
 REC = 10
@@ -62,6 +63,7 @@ class TreeParams:
     max_leaves : int     lossguide only; 0 = unlimited
     learning_rate : float  leaf values are stored multiplied by it
     split : SplitParams
+    monotone : tuple of int, optional   per-feature monotone constraint (-1, 0, 1); None = none
     """
 
     grow_policy: str = "depthwise"
@@ -69,6 +71,7 @@ class TreeParams:
     max_leaves: int = 0
     learning_rate: float = 0.1
     split: SplitParams = field(default_factory=SplitParams)
+    monotone: tuple | None = None
 
     def __post_init__(self):
         if self.grow_policy not in ("depthwise", "lossguide"):
@@ -109,6 +112,24 @@ class Tree:
         return int((self.left < 0).sum())
 
 
+_UNBOUNDED = (-np.inf, np.inf)
+
+
+def child_bounds(constraint, bounds, w_left, w_right):
+    """Weight bounds of the two children of a node split on a feature with monotone
+    ``constraint`` (XGBoost's ``TreeEvaluator::AddSplit``): both inherit the node's
+    ``bounds``; an increasing split caps the left child and floors the right one at the mean
+    of the children's (clamped, unscaled) weights ``w_left``, ``w_right``; decreasing the
+    reverse."""
+    lo, hi = bounds
+    mid = 0.5 * (w_left + w_right)
+    if constraint > 0:
+        return (lo, mid), (mid, hi)
+    if constraint < 0:
+        return (mid, hi), (lo, mid)
+    return bounds, bounds
+
+
 class _State:
     """Per-tree growth state; identical on every rank except ``store``/``heap`` (rank 0)."""
 
@@ -116,6 +137,9 @@ class _State:
         self.feature, self.bin, self.threshold, self.default_left = [], [], [], []
         self.left, self.right, self.gain = [], [], []
         self.G, self.H, self.depth, self.start, self.end = [], [], [], [], []
+        # monotone constraints only: each node's weight bounds and its parent's (which clamp
+        # its own value, as XGBoost's ApplyTreeSplit does)
+        self.bounds, self.value_bounds = [], []
         self.add_node(0, 0, n_rows, 0.0, 0.0)
         self.pending = [(0, -1, -1)]        # (node to build, sibling, parent)
         self.n_leaves = 1
@@ -123,7 +147,9 @@ class _State:
         self.store = {}                     # node -> global histogram (rank 0)
         self.heap = []                      # lossguide candidates (rank 0)
 
-    def add_node(self, depth, start, end, G, H):
+    def add_node(self, depth, start, end, G, H, bounds=_UNBOUNDED, value_bounds=_UNBOUNDED):
+        self.bounds.append(bounds)
+        self.value_bounds.append(value_bounds)
         self.feature.append(-1)
         self.bin.append(-1)
         self.threshold.append(np.nan)
@@ -163,6 +189,7 @@ class TreeGrower:
             raise ValueError("binned, n_bins and edges disagree on the number of features")
         self.edges = edges
         self.params = params
+        self._mono = check_monotone(params.monotone, self.n_bins.size)
         self.collective = collective if collective is not None else LocalCollective()
         self.n_slots = n_hist_slots(self.n_bins)
         n = self.binned.shape[0]
@@ -265,9 +292,10 @@ class TreeGrower:
             st.store.pop(p, None)
         recs = []
         if cands:
+            bounds = None if self._mono is None else np.array([st.bounds[c] for c in cands])
             res = find_best_splits(level, np.array([[st.G[c], st.H[c]] for c in cands], FLOAT),
                                    self.n_bins, mask, self.params.split, self.edges,
-                                   EMPTY_REL * st.H[0])
+                                   EMPTY_REL * st.H[0], self._mono, bounds)
             for i, c in enumerate(cands):
                 if res.feature[i] < 0:
                     continue
@@ -321,8 +349,15 @@ class TreeGrower:
             p = int(r[0])
             depth = st.depth[p] + 1
             mid = int(starts[i] + n_left[i])
-            lc = st.add_node(depth, int(starts[i]), mid, float(r[6]), float(r[7]))
-            rc = st.add_node(depth, mid, int(ends[i]), float(r[8]), float(r[9]))
+            pb = st.bounds[p]
+            lb = rb = pb
+            if self._mono is not None:
+                sp = self.params.split
+                lb, rb = child_bounds(self._mono[int(r[1])], pb,
+                                      bounded_leaf_weight(r[6], r[7], sp, *pb),
+                                      bounded_leaf_weight(r[8], r[9], sp, *pb))
+            lc = st.add_node(depth, int(starts[i]), mid, float(r[6]), float(r[7]), lb, pb)
+            rc = st.add_node(depth, mid, int(ends[i]), float(r[8]), float(r[9]), rb, pb)
             st.feature[p], st.bin[p] = int(r[1]), int(r[2])
             st.default_left[p], st.threshold[p], st.gain[p] = int(r[3]), float(r[4]), float(r[5])
             st.left[p], st.right[p] = lc, rc
@@ -340,7 +375,10 @@ class TreeGrower:
             threshold=np.array(st.threshold, FLOAT),
             default_left=np.array(st.default_left, np.uint8),
             left=np.array(st.left, NODE), right=np.array(st.right, NODE),
-            value=np.array([leaf_weight(G, H, sp) * lr for G, H in zip(st.G, st.H)], FLOAT),
+            value=np.array([leaf_weight(G, H, sp) * lr for G, H in zip(st.G, st.H)]
+                           if self._mono is None else
+                           [bounded_leaf_weight(G, H, sp, *b) * lr
+                            for G, H, b in zip(st.G, st.H, st.value_bounds)], FLOAT),
             gain=np.array(st.gain, FLOAT), cover=np.array(st.H, FLOAT))
         n = self.binned.shape[0]
         leaf_index = np.empty(n, NODE)
@@ -380,11 +418,14 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
     depth = [0]
     split = [None]
     kids = {}
+    mono = grower._mono
+    bounds, value_bounds = [_UNBOUNDED], [_UNBOUNDED]
 
     def evaluate(c):
         h = build_histogram_naive(binned, node_rows[c], grad, hess, S)
         res = find_best_splits_naive(h[None], np.array([[G[c], H[c]]]), n_bins, mask,
-                                     params.split, edges, EMPTY_REL * H[0])
+                                     params.split, edges, EMPTY_REL * H[0], mono,
+                                     np.array([bounds[c]]))
         return None if res.feature[0] < 0 else (res.gain[0], int(res.feature[0]),
                                                 int(res.bin[0]), int(res.default_left[0]),
                                                 float(res.threshold[0]),
@@ -395,7 +436,13 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
         b = binned[node_rows[c], f].astype(np.int64)
         go = np.where(b == 255, bool(dl), b <= t)
         ids = []
-        for sel, sums in ((go, ls), (~go, rs)):
+        kid_bounds = (bounds[c], bounds[c])
+        if mono is not None:
+            w = [bounded_leaf_weight(*sums, params.split, *bounds[c]) for sums in (ls, rs)]
+            kid_bounds = child_bounds(mono[f], bounds[c], *w)
+        for sel, sums, kb in ((go, ls, kid_bounds[0]), (~go, rs, kid_bounds[1])):
+            bounds.append(kb)
+            value_bounds.append(bounds[c])
             node_rows.append(node_rows[c][sel])
             G.append(float(sums[0]))
             H.append(float(sums[1]))
@@ -446,6 +493,7 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
         left[c], right[c] = lc, rc
     sp = params.split
     tree = Tree(feature, bins, thr, dl, left, right,
-                np.array([leaf_weight(g, h, sp) * params.learning_rate for g, h in zip(G, H)]),
+                np.array([bounded_leaf_weight(g, h, sp, *b) * params.learning_rate
+                          for g, h, b in zip(G, H, value_bounds)]),
                 gain, np.array(H))
     return tree, route_binned(binned, tree)

@@ -14,18 +14,28 @@ calls; a ranking loss (LambdaMART) plugs in by subclassing :class:`Loss`, settin
   ``group_ptr`` (int64 (n_groups + 1,)) delimits query groups of consecutive rows; pointwise
   losses ignore it, a ranking loss computes its gradients group by group (a group never spans
   two workers);
-* ``transform(raw)`` -- predictions from raw scores (value, probability, class probabilities).
+* ``transform(raw)`` -- predictions from raw scores (value, probability, class probabilities);
+* ``gradients_and_stats(y, raw, w, out_g, out_h, group_ptr, metric, w_metric)`` -- the same
+  gradients, plus ``metrics.metric_stats(metric, y, raw, w_metric)`` of the SAME raw scores
+  when ``metric`` is the objective's own (rmse, logloss, mlogloss), else None. The booster
+  computes each round's training-set metric this way: the sigmoid/softmax the gradients
+  need is shared, so recording the training history costs one ``log1p`` per row.
 
 Hessians follow XGBoost: logistic max(p(1-p), 1e-16) w, softmax max(2 p(1-p), 1e-16) w.
+The logistic and softmax gradients are compiled loops (one pass per row, no temporaries).
 """
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .._dtypes import FLOAT
 
 _EPS_HESS = 1e-16
 _EPS_PROB = 1e-12
+_EPS_METRIC = 1e-15  # metrics.py clips probabilities to [eps, 1 - eps]
+_LOG_EPS = float(np.log(_EPS_METRIC))
+_LOG_1MEPS = float(np.log1p(-_EPS_METRIC))
 
 
 def _weights(w, n):
@@ -51,6 +61,11 @@ class Loss:
 
     def gradients(self, y, raw, w, out_g, out_h, group_ptr=None) -> None:
         raise NotImplementedError
+
+    def gradients_and_stats(self, y, raw, w, out_g, out_h, group_ptr, metric, w_metric):
+        """``gradients(...)``; returns None (subclasses fuse their own metric)."""
+        self.gradients(y, raw, w, out_g, out_h, group_ptr)
+        return None
 
     def transform(self, raw) -> np.ndarray:
         raise NotImplementedError
@@ -84,6 +99,15 @@ class SquaredError(Loss):
             np.multiply(out_g, w, out=out_g)
             out_h[:] = w
 
+    def gradients_and_stats(self, y, raw, w, out_g, out_h, group_ptr, metric, w_metric):
+        self.gradients(y, raw, w, out_g, out_h, group_ptr)
+        if metric != "rmse":
+            return None
+        # g = w (raw - y): sum w (raw - y)^2 = sum g^2 / w
+        weighted = w is not None
+        g = np.ascontiguousarray(out_g)  # a view for one output: contiguous, no copy
+        return np.array(_sq_sum(g, w if weighted else _ONE, weighted), FLOAT)
+
     def transform(self, raw):
         return np.asarray(raw, FLOAT)
 
@@ -107,13 +131,15 @@ class Logistic(Loss):
         return np.array([np.log(p / (1.0 - p))], FLOAT)
 
     def gradients(self, y, raw, w, out_g, out_h, group_ptr=None):
-        p = _sigmoid(raw)
-        np.subtract(p, y, out=out_g)
-        np.multiply(p, 1.0 - p, out=out_h)
-        np.maximum(out_h, _EPS_HESS, out=out_h)
-        if w is not None:
-            np.multiply(out_g, w, out=out_g)
-            np.multiply(out_h, w, out=out_h)
+        self.gradients_and_stats(y, raw, w, out_g, out_h, group_ptr, None, None)
+
+    def gradients_and_stats(self, y, raw, w, out_g, out_h, group_ptr, metric, w_metric):
+        want = metric == "logloss"
+        weighted = w is not None or (want and w_metric is not None)
+        wg, wm = _weight_args(w, w_metric if want else None, y.size, weighted)
+        s, ws = _logistic(np.asarray(y, FLOAT).reshape(-1), np.asarray(raw, FLOAT).reshape(-1),
+                          wg, wm, weighted, out_g, out_h, want)
+        return np.array([s, ws], FLOAT) if want else None
 
     def transform(self, raw):
         """Class probabilities, float64 (n, 2): [1 - p, p]."""
@@ -150,17 +176,15 @@ class Softmax(Loss):
         return np.log(np.maximum(prior, _EPS_PROB))
 
     def gradients(self, y, raw, w, out_g, out_h, group_ptr=None):
-        p = _softmax(raw)
-        lab = np.asarray(y).astype(np.int64).reshape(-1)
-        out_g[:] = p
-        out_g[np.arange(lab.size), lab] -= 1.0
-        np.multiply(p, 1.0 - p, out=out_h)
-        np.multiply(out_h, 2.0, out=out_h)
-        np.maximum(out_h, _EPS_HESS, out=out_h)
-        if w is not None:
-            wc = np.asarray(w, FLOAT).reshape(-1, 1)
-            np.multiply(out_g, wc, out=out_g)
-            np.multiply(out_h, wc, out=out_h)
+        self.gradients_and_stats(y, raw, w, out_g, out_h, group_ptr, None, None)
+
+    def gradients_and_stats(self, y, raw, w, out_g, out_h, group_ptr, metric, w_metric):
+        want = metric == "mlogloss"
+        weighted = w is not None or (want and w_metric is not None)
+        wg, wm = _weight_args(w, w_metric if want else None, len(y), weighted)
+        s, ws = _softmax_grad(np.asarray(y, FLOAT).reshape(-1), np.asarray(raw, FLOAT), wg, wm,
+                              weighted, out_g, out_h, want)
+        return np.array([s, ws], FLOAT) if want else None
 
     def transform(self, raw):
         """Class probabilities, float64 (n, K)."""
@@ -168,6 +192,89 @@ class Softmax(Loss):
 
     def default_metric(self):
         return "mlogloss"
+
+
+_ONE = np.ones(1, FLOAT)
+
+
+def _weight_args(w, w_metric, n, weighted):
+    """(gradient weights, metric weights) for the compiled kernels: arrays of n, or dummies
+    when nothing is weighted."""
+    if not weighted:
+        return _ONE, _ONE
+    wg = np.ones(n, FLOAT) if w is None else np.ascontiguousarray(w, FLOAT)
+    wm = np.ones(n, FLOAT) if w_metric is None else np.ascontiguousarray(w_metric, FLOAT)
+    return wg, wm
+
+
+@njit(cache=True, nogil=True)
+def _sq_sum(g, w, weighted):
+    s = 0.0
+    ws = 0.0
+    for i in range(g.shape[0]):
+        if not weighted:
+            s += g[i] * g[i]
+            ws += 1.0
+        elif w[i] > 0.0:
+            s += g[i] * g[i] / w[i]
+            ws += w[i]
+    return s, ws
+
+
+@njit(cache=True, nogil=True)
+def _logistic(y, raw, w, wm, weighted, g, h, want):
+    # p = sigmoid(raw) with exp of a negative argument only; with ``want``, also the log
+    # loss of these scores: log p and log(1 - p) from the same exp, clipped as metrics.py
+    s = 0.0
+    ws = 0.0
+    for i in range(y.shape[0]):
+        x = raw[i]
+        e = np.exp(-abs(x))
+        p = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+        wi = w[i] if weighted else 1.0
+        g[i] = (p - y[i]) * wi
+        hh = p * (1.0 - p)
+        h[i] = (hh if hh > _EPS_HESS else _EPS_HESS) * wi
+        if want:
+            l1pe = np.log1p(e)
+            lp = -l1pe if x >= 0.0 else x - l1pe          # log p
+            lq = -x - l1pe if x >= 0.0 else -l1pe         # log(1 - p)
+            lp = min(max(lp, _LOG_EPS), _LOG_1MEPS)
+            lq = min(max(lq, _LOG_EPS), _LOG_1MEPS)
+            mi = wm[i] if weighted else 1.0
+            s -= mi * (y[i] * lp + (1.0 - y[i]) * lq)
+            ws += mi
+    return s, ws
+
+
+@njit(cache=True, nogil=True)
+def _softmax_grad(y, raw, w, wm, weighted, g, h, want):
+    n, K = raw.shape
+    p = np.empty(K)
+    s = 0.0
+    ws = 0.0
+    for i in range(n):
+        m = raw[i, 0]
+        for k in range(1, K):
+            m = max(m, raw[i, k])
+        tot = 0.0
+        for k in range(K):
+            p[k] = np.exp(raw[i, k] - m)
+            tot += p[k]
+        lab = np.int64(y[i])
+        wi = w[i] if weighted else 1.0
+        for k in range(K):
+            pk = p[k] / tot
+            gk = pk - 1.0 if k == lab else pk
+            hk = 2.0 * pk * (1.0 - pk)
+            g[i, k] = gk * wi
+            h[i, k] = (hk if hk > _EPS_HESS else _EPS_HESS) * wi
+        if want:
+            mi = wm[i] if weighted else 1.0
+            # log p_y = (raw_y - max) - log(sum), clipped at eps as metrics.py
+            s -= mi * max(raw[i, lab] - m - np.log(tot), _LOG_EPS)
+            ws += mi
+    return s, ws
 
 
 def _sigmoid(x):

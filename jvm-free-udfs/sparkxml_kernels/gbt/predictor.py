@@ -19,11 +19,22 @@ n_outputs          int64 ()            1, or the number of classes for softmax
 base_score         float64 (n_outputs,)  initial raw score per output
 objective          str ()              "squared_error" | "logistic" | "softmax" | ...
 n_features         int64 ()            width of the training feature vectors
+missing            float64 ()          optional: the value that means "missing" besides NaN
+                                       (XGBoost's ``missing``; NaN or absent = NaN only)
+feature_names      str (n_features,)   optional: names used by dumps and importances
 =================  ==================  =====================================================
 
 Input: dense float64 (n, d) (NaN = missing) or CSR ``(indptr, indices, data, n_features)`` /
-scipy CSR (absent entries are 0.0, explicit NaN = missing). Rows are traversed by a compiled
-kernel, all trees for one row before the next row (the row stays in cache).
+scipy CSR (absent entries are 0.0, explicit NaN = missing). With ``missing`` set to a value
+``v``, entries equal to ``v`` are missing too (``v = 0.0``: absent CSR entries as well). Rows
+are traversed by a compiled kernel, all trees for one row before the next row (the row stays
+in cache). ``base_margin`` (XGBoost's): per-row raw scores that replace ``base_score``.
+
+Besides raw scores the predictor gives the leaf each row reaches in each tree
+(:meth:`~TreeEnsemblePredictor.predict_leaf`), each tree's output per row
+(:meth:`~TreeEnsemblePredictor.tree_values`, for staged evaluation), SHAP contributions
+(``shap.py``), one tree's arrays (:meth:`~TreeEnsemblePredictor.tree`) and text/JSON dumps
+(``dump.py``).
 """
 from __future__ import annotations
 
@@ -41,6 +52,7 @@ MAX_OUTPUTS = 10_000
 ARRAY_KEYS = ("feature", "threshold", "default_left", "left", "right", "value", "gain",
               "cover", "tree_offsets", "tree_outputs", "n_outputs", "base_score", "objective",
               "n_features")
+OPTIONAL_KEYS = ("tree_outputs", "missing", "feature_names")
 
 
 @njit(cache=True, nogil=True)
@@ -72,10 +84,11 @@ def _predict_dense(X, feature, threshold, default_left, left, right, value, tree
 
 
 @njit(cache=True, nogil=True)
-def _predict_csr(indptr, indices, data, n_features, feature, threshold, default_left, left,
-                 right, value, tree_offsets, tree_outputs, out):
-    # one dense row buffer of zeros (absent = 0.0): scatter a row, traverse, clear what was set
-    buf = np.zeros(n_features, np.float64)
+def _predict_csr(indptr, indices, data, n_features, absent, feature, threshold, default_left,
+                 left, right, value, tree_offsets, tree_outputs, out):
+    # one dense row buffer of `absent` (0.0, or NaN when 0 means missing): scatter a row,
+    # traverse, reset what was set
+    buf = np.full(n_features, absent)
     n_trees = tree_offsets.shape[0] - 1
     for i in range(indptr.shape[0] - 1):
         for k in range(indptr[i], indptr[i + 1]):
@@ -84,14 +97,24 @@ def _predict_csr(indptr, indices, data, n_features, feature, threshold, default_
             j = _leaf(buf, tree_offsets[t], feature, threshold, default_left, left, right)
             out[i, tree_outputs[t]] += value[j]
         for k in range(indptr[i], indptr[i + 1]):
-            buf[indices[k]] = 0.0
+            buf[indices[k]] = absent
+
+
+@njit(cache=True, nogil=True)
+def _predict_leaves(X, feature, threshold, default_left, left, right, tree_offsets, out):
+    for i in range(X.shape[0]):
+        x = X[i]
+        for t in range(tree_offsets.shape[0] - 1):
+            out[i, t] = _leaf(x, tree_offsets[t], feature, threshold, default_left, left,
+                              right) - tree_offsets[t]
 
 
 class TreeEnsemblePredictor:
     """Boosted trees as flat arrays (see the module docstring for the keys)."""
 
     def __init__(self, feature, threshold, default_left, left, right, value, gain, cover,
-                 tree_offsets, n_outputs, base_score, objective, n_features, tree_outputs=None):
+                 tree_offsets, n_outputs, base_score, objective, n_features, tree_outputs=None,
+                 missing=float("nan"), feature_names=None):
         self.feature = np.ascontiguousarray(feature, NODE)
         self.threshold = np.ascontiguousarray(threshold, FLOAT)
         self.default_left = np.ascontiguousarray(default_left, np.uint8)
@@ -109,6 +132,8 @@ class TreeEnsemblePredictor:
         self.tree_outputs = np.ascontiguousarray(
             np.arange(n_trees) % self.n_outputs if tree_outputs is None else tree_outputs,
             np.int32)
+        self.missing = float(missing)
+        self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
         self._check()
 
     def _check(self):
@@ -139,6 +164,9 @@ class TreeEnsemblePredictor:
             raise ValueError(f"a split uses feature {bad}, outside 0..{self.n_features - 1}")
         if not (np.isfinite(self.value[~internal]).all() and np.isfinite(self.base_score).all()):
             raise ValueError("leaf values or base_score are not finite")
+        if self.feature_names is not None and len(self.feature_names) != self.n_features:
+            raise ValueError(f"{len(self.feature_names)} feature names for {self.n_features} "
+                             f"features")
 
     # ----------------------------------------------------------------------------------------
     @classmethod
@@ -161,32 +189,65 @@ class TreeEnsemblePredictor:
     def to_arrays(self) -> dict:
         """Plain numpy arrays keyed as in the module docstring (npz/Arrow friendly, no
         objects: ``objective`` is a 0-d unicode array)."""
-        return {"feature": self.feature, "threshold": self.threshold,
-                "default_left": self.default_left, "left": self.left, "right": self.right,
-                "value": self.value, "gain": self.gain, "cover": self.cover,
-                "tree_offsets": self.tree_offsets, "tree_outputs": self.tree_outputs,
-                "n_outputs": np.asarray(self.n_outputs, np.int64),
-                "base_score": self.base_score, "objective": np.asarray(self.objective),
-                "n_features": np.asarray(self.n_features, np.int64)}
+        out = {"feature": self.feature, "threshold": self.threshold,
+               "default_left": self.default_left, "left": self.left, "right": self.right,
+               "value": self.value, "gain": self.gain, "cover": self.cover,
+               "tree_offsets": self.tree_offsets, "tree_outputs": self.tree_outputs,
+               "n_outputs": np.asarray(self.n_outputs, np.int64),
+               "base_score": self.base_score, "objective": np.asarray(self.objective),
+               "n_features": np.asarray(self.n_features, np.int64),
+               "missing": np.asarray(self.missing, FLOAT)}
+        if self.feature_names is not None:
+            out["feature_names"] = np.asarray(self.feature_names, dtype=str)
+        return out
 
     @classmethod
     def from_arrays(cls, arrays: dict) -> "TreeEnsemblePredictor":
-        missing = [k for k in ARRAY_KEYS if k not in arrays and k != "tree_outputs"]
+        missing = [k for k in ARRAY_KEYS if k not in arrays and k not in OPTIONAL_KEYS]
         if missing:
             raise ValueError(f"model arrays lack {missing}")
         names = ("feature", "threshold", "default_left", "left", "right", "value", "gain",
                  "cover", "tree_offsets", "base_score")
         kw = {k: arrays[k] for k in names}
+        fn = arrays.get("feature_names")
         return cls(n_outputs=int(arrays["n_outputs"]), objective=str(arrays["objective"]),
                    n_features=int(arrays["n_features"]), tree_outputs=arrays.get("tree_outputs"),
-                   **kw)
+                   missing=float(arrays.get("missing", np.nan)),
+                   feature_names=None if fn is None else [str(f) for f in np.ravel(fn)], **kw)
+
+    def with_options(self, missing=None, feature_names=None) -> "TreeEnsemblePredictor":
+        """A copy sharing the node arrays, with ``missing`` and/or ``feature_names`` set."""
+        a = self.to_arrays()
+        if missing is not None:
+            a["missing"] = np.asarray(float(missing))
+        if feature_names is not None:
+            a["feature_names"] = np.asarray(list(feature_names), dtype=str)
+        return TreeEnsemblePredictor.from_arrays(a)
+
+    def concat(self, other: "TreeEnsemblePredictor") -> "TreeEnsemblePredictor":
+        """This model's trees followed by ``other``'s, with this model's base score
+        (continued training appends the new rounds to the model it started from)."""
+        if (other.n_outputs, other.n_features, other.objective) != \
+                (self.n_outputs, self.n_features, self.objective):
+            raise ValueError(f"cannot append a model with (outputs, features, objective) "
+                             f"{(other.n_outputs, other.n_features, other.objective)} to one "
+                             f"with {(self.n_outputs, self.n_features, self.objective)}")
+        cat = {k: np.concatenate([getattr(self, k), getattr(other, k)])
+               for k in ("feature", "threshold", "default_left", "left", "right", "value",
+                         "gain", "cover", "tree_outputs")}
+        off = np.concatenate([self.tree_offsets, other.tree_offsets[1:] + self.tree_offsets[-1]])
+        return TreeEnsemblePredictor(tree_offsets=off, n_outputs=self.n_outputs,
+                                     base_score=self.base_score, objective=self.objective,
+                                     n_features=self.n_features, missing=self.missing,
+                                     feature_names=self.feature_names, **cat)
 
     @classmethod
     def from_directory(cls, path: str, meta: dict | None = None) -> "TreeEnsemblePredictor":
         """Load the arrays of a saved model directory (``sparkxml_kernels.load_model``)."""
         from ..persist import ModelFormatError, load_arrays
 
-        arrays = load_arrays(path, required=tuple(k for k in ARRAY_KEYS if k != "tree_outputs"))
+        arrays = load_arrays(path, required=tuple(k for k in ARRAY_KEYS
+                                                  if k not in OPTIONAL_KEYS))
         try:
             return cls.from_arrays(arrays)
         except (ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
@@ -197,35 +258,142 @@ class TreeEnsemblePredictor:
         return (self.feature, self.threshold, self.default_left, self.left, self.right,
                 self.value, self.tree_offsets, self.tree_outputs)
 
-    def predict_raw(self, X) -> np.ndarray:
-        """Raw scores: float64 (n,) for one output, (n, n_outputs) otherwise."""
+    def _start(self, n, base_margin) -> np.ndarray:
+        """(n, n_outputs) starting raw scores: the base score or the given margins."""
+        out = np.empty((n, self.n_outputs), FLOAT)
+        if base_margin is None:
+            out[:] = self.base_score
+        else:
+            m = np.asarray(base_margin, FLOAT)
+            if m.size != n * self.n_outputs:
+                raise ValueError(f"base_margin has {m.size} values for {n} rows x "
+                                 f"{self.n_outputs} outputs")
+            out[:] = m.reshape(n, self.n_outputs)
+        return out
+
+    def _missing_to_nan(self, X: np.ndarray) -> np.ndarray:
+        """Dense X with the model's ``missing`` value replaced by NaN (a copy, only when a
+        non-NaN ``missing`` is set and occurs)."""
+        if np.isnan(self.missing):
+            return X
+        hit = X == self.missing
+        if hit.any():
+            X = X.copy()
+            X[hit] = np.nan
+        return X
+
+    def dense_input(self, X) -> np.ndarray:
+        """Any accepted input as dense float64 (n, n_features) with missing values as NaN
+        (for the per-row explanations; ``predict_raw`` reads CSR directly)."""
         if is_csr(X):
             indptr, indices, data, n, d = csr_parts(X)
             self._check_width(d)
-            out = np.empty((n, self.n_outputs), FLOAT)
-            out[:] = self.base_score
-            _predict_csr(indptr, indices, data, max(d, self.n_features), *self._kernel_args(),
-                         out)
+            absent = np.nan if self.missing == 0.0 else 0.0
+            out = np.full((n, max(d, self.n_features)), absent)
+            rows = np.repeat(np.arange(n), np.diff(indptr))
+            out[rows, indices] = data
+            X = out
         else:
             X = dense(X)
             self._check_width(X.shape[1])
-            out = np.empty((X.shape[0], self.n_outputs), FLOAT)
-            out[:] = self.base_score
+        return self._missing_to_nan(X)
+
+    def predict_raw(self, X, base_margin=None) -> np.ndarray:
+        """Raw scores: float64 (n,) for one output, (n, n_outputs) otherwise.
+
+        ``base_margin`` (n,) or (n, n_outputs), optional: start from these raw scores instead
+        of ``base_score`` (XGBoost's ``base_margin``)."""
+        if is_csr(X):
+            indptr, indices, data, n, d = csr_parts(X)
+            self._check_width(d)
+            out = self._start(n, base_margin)
+            absent = 0.0
+            if not np.isnan(self.missing):
+                data = np.where(data == self.missing, np.nan, data)
+                absent = np.nan if self.missing == 0.0 else 0.0
+            _predict_csr(indptr, indices, data, max(d, self.n_features), absent,
+                         *self._kernel_args(), out)
+        else:
+            X = self._missing_to_nan(dense(X))
+            self._check_width(X.shape[1])
+            out = self._start(X.shape[0], base_margin)
             _predict_dense(X, *self._kernel_args(), out)
         return out[:, 0] if self.n_outputs == 1 else out
+
+    def predict_leaf(self, X) -> np.ndarray:
+        """int32 (n, n_trees): the tree-local node id of the leaf each row reaches in each
+        tree (XGBoost's ``pred_leaf``)."""
+        X = self.dense_input(X)
+        out = np.empty((X.shape[0], self.n_trees), np.int32)
+        _predict_leaves(X, self.feature, self.threshold, self.default_left, self.left,
+                        self.right, self.tree_offsets, out)
+        return out
+
+    def tree_values(self, X) -> np.ndarray:
+        """float64 (n, n_trees): each tree's output for each row (its reached leaf's
+        value); ``base_score + `` the sums over a round's trees give the staged raw scores."""
+        leaves = self.predict_leaf(X)
+        return self.value[leaves + self.tree_offsets[:-1].astype(np.int64)]
+
+    def leaf_ordinals(self) -> np.ndarray:
+        """int32 (N,): for every leaf its index among its tree's leaves counted left to
+        right (depth first, left child first: Spark MLlib's leaf numbering of ``leafCol``);
+        -1 on internal nodes."""
+        out = np.full(self.feature.size, -1, np.int32)
+        for t in range(self.n_trees):
+            base = int(self.tree_offsets[t])
+            stack, k = [0], 0
+            while stack:
+                node = stack.pop()
+                j = base + node
+                if self.left[j] < 0:
+                    out[j] = k
+                    k += 1
+                else:
+                    stack.append(int(self.right[j]))
+                    stack.append(int(self.left[j]))
+        return out
+
+    def tree(self, t: int) -> dict:
+        """Tree ``t``'s node arrays (tree-local node ids; node 0 is the root), for plots and
+        dumps: ``feature``, ``threshold``, ``default_left``, ``left``, ``right``, ``value``,
+        ``gain``, ``cover`` (see the module docstring), ``output`` (the class it adds to) and
+        ``depth`` (int32 per node)."""
+        if not 0 <= int(t) < self.n_trees:
+            raise IndexError(f"tree {t} out of range [0, {self.n_trees})")
+        a, b = int(self.tree_offsets[t]), int(self.tree_offsets[t + 1])
+        out = {k: getattr(self, k)[a:b].copy() for k in ("feature", "threshold",
+                                                         "default_left", "left", "right",
+                                                         "value", "gain", "cover")}
+        depth = np.zeros(b - a, np.int32)
+        for node in range(b - a):  # children always have larger ids than their parent
+            if out["left"][node] >= 0:
+                depth[out["left"][node]] = depth[out["right"][node]] = depth[node] + 1
+        out["depth"] = depth
+        out["output"] = int(self.tree_outputs[t])
+        return out
 
     def _check_width(self, d):
         if d < self.n_features:
             raise ValueError(f"X has {d} features; the model was trained on {self.n_features}")
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X, base_margin=None) -> np.ndarray:
         """Transformed predictions: the value (regression), class probabilities (n, 2) for
         logistic, (n, K) for softmax."""
-        return make_loss(self.objective, self.n_outputs).transform(self.predict_raw(X))
+        return make_loss(self.objective, self.n_outputs).transform(
+            self.predict_raw(X, base_margin))
+
+    def predict_contributions(self, X, base_margin=None) -> np.ndarray:
+        """SHAP values (TreeSHAP, ``shap.py``): float64 (n, n_features + 1) for one output,
+        (n, n_outputs, n_features + 1) otherwise; the last column is the bias (base score or
+        margin plus each tree's expected value). Rows sum to ``predict_raw``."""
+        from .shap import tree_shap
+
+        return tree_shap(self, self.dense_input(X), base_margin)
 
     def predict_raw_naive(self, X) -> np.ndarray:
         """Slow twin of :meth:`predict_raw` (dense input only)."""
-        X = dense(X)
+        X = self._missing_to_nan(dense(X))
         out = np.tile(self.base_score, (X.shape[0], 1))
         for i in range(X.shape[0]):
             for t in range(self.n_trees):
@@ -241,7 +409,8 @@ class TreeEnsemblePredictor:
     def feature_importances(self, kind: str = "gain", normalize: bool = True) -> np.ndarray:
         """Per-feature importance, float64 (n_features,).
 
-        kind : "gain" (total split gain, XGBoost's total_gain) or "split" (number of splits)
+        kind : "gain" (total split gain, XGBoost's total_gain), "split" (number of splits,
+            XGBoost's weight) or "cover" (total hessian cover of the splits, total_cover)
         normalize : divide by the sum (Spark ML's convention) when it is positive
         """
         internal = self.left >= 0
@@ -250,8 +419,10 @@ class TreeEnsemblePredictor:
             w = self.gain[internal]
         elif kind == "split":
             w = np.ones(f.size)
+        elif kind == "cover":
+            w = self.cover[internal]
         else:
-            raise ValueError(f"kind must be 'gain' or 'split', got {kind!r}")
+            raise ValueError(f"kind must be 'gain', 'split' or 'cover', got {kind!r}")
         imp = np.bincount(f, weights=w, minlength=self.n_features).astype(FLOAT)
         s = imp.sum()
         return imp / s if normalize and s > 0 else imp
@@ -266,4 +437,4 @@ class TreeEnsemblePredictor:
             self.feature[:e], self.threshold[:e], self.default_left[:e], self.left[:e],
             self.right[:e], self.value[:e], self.gain[:e], self.cover[:e],
             self.tree_offsets[:t + 1], self.n_outputs, self.base_score, self.objective,
-            self.n_features, self.tree_outputs[:t])
+            self.n_features, self.tree_outputs[:t], self.missing, self.feature_names)

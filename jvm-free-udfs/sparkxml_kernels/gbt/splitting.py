@@ -98,80 +98,144 @@ def leaf_weight(G: float, H: float, params: SplitParams) -> float:
 
 
 @njit(cache=True, nogil=True)
-def _find_splits(hists, sums, n_bins, feature_mask, lam, alpha, gamma, mcw, empty,
-                 out_feature, out_bin, out_dl, out_gain, out_left, out_right):
-    m, d, n_slots, _ = hists.shape
-    miss = n_slots - 1
-    for j in range(m):
-        G = sums[j, 0]
-        H = sums[j, 1]
-        parent = _score(G, H, lam, alpha, mcw)
-        tie = TIE_RTOL * parent
-        best = -np.inf
-        margin = -np.inf  # best + tolerance: the gain a candidate must exceed
-        bf = -1
-        bb = -1
-        bdl = 0
-        bgl = 0.0
-        bhl = 0.0
-        for f in range(d):
-            if feature_mask[f] == 0:
-                continue
-            nb = n_bins[f]
-            hf = hists[j, f]
-            # forward scan: missing values go right
-            gl = 0.0
-            hl = 0.0
-            for t in range(nb):
-                gl += hf[t, 0]
-                hl += hf[t, 1]
-                if hf[t, 1] <= empty:
+def _bounded_weight(g, h, lam, alpha, mcw, lo, hi):
+    """XGBoost's leaf weight under monotone constraints: clamped to the node's [lo, hi]."""
+    if h < mcw or h <= 0.0:
+        w = 0.0
+    else:
+        w = -_soft(g, alpha) / (h + lam)
+    if w < lo:
+        return lo
+    if w > hi:
+        return hi
+    return w
+
+
+@njit(cache=True, nogil=True)
+def _gain_given_weight(g, h, lam, w):
+    # XGBoost's CalcGainGivenWeight: the loss reduction of weight w (no L1 term), used for
+    # every node once a model has monotone constraints
+    if h <= 0.0:
+        return 0.0
+    return -(2.0 * g * w + (h + lam) * w * w)
+
+
+@njit(cache=True, nogil=True)
+def _constrained_gain(gl, hl, gr, hr, parent, lam, alpha, mcw, c, lo, hi):
+    """Gain of a candidate split under monotone constraints (before gamma); -inf when its
+    children's weights break the feature's constraint ``c``."""
+    wl = _bounded_weight(gl, hl, lam, alpha, mcw, lo, hi)
+    wr = _bounded_weight(gr, hr, lam, alpha, mcw, lo, hi)
+    if (c > 0 and wl > wr) or (c < 0 and wl < wr):
+        return -np.inf
+    return _gain_given_weight(gl, hl, lam, wl) + _gain_given_weight(gr, hr, lam, wr) - parent
+
+
+def _make_split_kernel(constrained: bool):
+    """The split-finding kernel, compiled twice: ``constrained`` is a compile-time constant,
+    so the kernel of unconstrained models carries none of the monotone-constraint code."""
+
+    @njit(cache=True, nogil=True)
+    def find_splits(hists, sums, n_bins, feature_mask, lam, alpha, gamma, mcw, empty,
+                    constraints, bounds,
+                    out_feature, out_bin, out_dl, out_gain, out_left, out_right):
+        m, d, n_slots, _ = hists.shape
+        miss = n_slots - 1
+        lo = -np.inf
+        hi = np.inf
+        c = 0
+        for j in range(m):
+            G = sums[j, 0]
+            H = sums[j, 1]
+            if constrained:
+                lo = bounds[j, 0]
+                hi = bounds[j, 1]
+                parent = _gain_given_weight(G, H, lam,
+                                            _bounded_weight(G, H, lam, alpha, mcw, lo, hi))
+            else:
+                parent = _score(G, H, lam, alpha, mcw)
+            tie = TIE_RTOL * abs(parent)
+            best = -np.inf
+            margin = -np.inf  # best + tolerance: the gain a candidate must exceed
+            bf = -1
+            bb = -1
+            bdl = 0
+            bgl = 0.0
+            bhl = 0.0
+            for f in range(d):
+                if feature_mask[f] == 0:
                     continue
-                gr = G - gl
-                hr = H - hl
-                if hl >= mcw and hr >= mcw:
-                    gain = _score(gl, hl, lam, alpha, mcw) + _score(gr, hr, lam, alpha, mcw) \
-                        - parent
-                    if gain > margin:
-                        best, bf, bb, bdl, bgl, bhl = gain, f, t, 0, gl, hl
-                        margin = best + tie + TIE_RTOL * abs(best)
-            if hf[miss, 1] > empty:
-                # backward scan: the right side accumulates from the top bin down, missing
-                # values stay on the left
-                gr = 0.0
-                hr = 0.0
-                for t in range(nb - 1, 0, -1):
-                    gr += hf[t, 0]
-                    hr += hf[t, 1]
+                if constrained:
+                    c = constraints[f]
+                nb = n_bins[f]
+                hf = hists[j, f]
+                # forward scan: missing values go right
+                gl = 0.0
+                hl = 0.0
+                for t in range(nb):
+                    gl += hf[t, 0]
+                    hl += hf[t, 1]
                     if hf[t, 1] <= empty:
                         continue
-                    gl = G - gr
-                    hl = H - hr
+                    gr = G - gl
+                    hr = H - hl
                     if hl >= mcw and hr >= mcw:
-                        gain = _score(gl, hl, lam, alpha, mcw) \
-                            + _score(gr, hr, lam, alpha, mcw) - parent
+                        if constrained:
+                            gain = _constrained_gain(gl, hl, gr, hr, parent, lam, alpha, mcw,
+                                                     c, lo, hi)
+                        else:
+                            gain = _score(gl, hl, lam, alpha, mcw) \
+                                + _score(gr, hr, lam, alpha, mcw) - parent
                         if gain > margin:
-                            best, bf, bb, bdl, bgl, bhl = gain, f, t - 1, 1, gl, hl
+                            best, bf, bb, bdl, bgl, bhl = gain, f, t, 0, gl, hl
                             margin = best + tie + TIE_RTOL * abs(best)
-        gain = best - gamma
-        if bf >= 0 and gain > K_RT_EPS:
-            out_feature[j] = bf
-            out_bin[j] = bb
-            out_dl[j] = bdl
-            out_gain[j] = gain
-            out_left[j, 0] = bgl
-            out_left[j, 1] = bhl
-            out_right[j, 0] = G - bgl
-            out_right[j, 1] = H - bhl
-        else:
-            out_feature[j] = -1
-            out_bin[j] = -1
-            out_dl[j] = 0
-            out_gain[j] = -np.inf
-            out_left[j, 0] = 0.0
-            out_left[j, 1] = 0.0
-            out_right[j, 0] = 0.0
-            out_right[j, 1] = 0.0
+                if hf[miss, 1] > empty:
+                    # backward scan: the right side accumulates from the top bin down,
+                    # missing values stay on the left
+                    gr = 0.0
+                    hr = 0.0
+                    for t in range(nb - 1, 0, -1):
+                        gr += hf[t, 0]
+                        hr += hf[t, 1]
+                        if hf[t, 1] <= empty:
+                            continue
+                        gl = G - gr
+                        hl = H - hr
+                        if hl >= mcw and hr >= mcw:
+                            if constrained:
+                                gain = _constrained_gain(gl, hl, gr, hr, parent, lam, alpha,
+                                                         mcw, c, lo, hi)
+                            else:
+                                gain = _score(gl, hl, lam, alpha, mcw) \
+                                    + _score(gr, hr, lam, alpha, mcw) - parent
+                            if gain > margin:
+                                best, bf, bb, bdl, bgl, bhl = gain, f, t - 1, 1, gl, hl
+                                margin = best + tie + TIE_RTOL * abs(best)
+            gain = best - gamma
+            if bf >= 0 and gain > K_RT_EPS:
+                out_feature[j] = bf
+                out_bin[j] = bb
+                out_dl[j] = bdl
+                out_gain[j] = gain
+                out_left[j, 0] = bgl
+                out_left[j, 1] = bhl
+                out_right[j, 0] = G - bgl
+                out_right[j, 1] = H - bhl
+            else:
+                out_feature[j] = -1
+                out_bin[j] = -1
+                out_dl[j] = 0
+                out_gain[j] = -np.inf
+                out_left[j, 0] = 0.0
+                out_left[j, 1] = 0.0
+                out_right[j, 0] = 0.0
+                out_right[j, 1] = 0.0
+
+    return find_splits
+
+
+_find_splits = _make_split_kernel(False)
+_find_splits_monotone = _make_split_kernel(True)
 
 
 @dataclass
@@ -202,8 +266,37 @@ def split_threshold(edges, f: int, t: int) -> float:
     return float(e[t]) if t < len(e) else float("inf")
 
 
+_NO_CONSTRAINTS = np.zeros(1, np.int8)
+_NO_BOUNDS = np.zeros((1, 2), FLOAT)
+
+
+def check_monotone(constraints, d: int):
+    """Monotone constraints as int8 (d,) (-1 decreasing, 0 none, 1 increasing), or None when
+    there are none. A shorter list is padded with 0 (as XGBoost's ``monotone_constraints``)."""
+    if constraints is None:
+        return None
+    c = np.asarray(list(constraints), dtype=np.float64).reshape(-1)
+    if c.size > d:
+        raise ValueError(f"monotoneConstraints has {c.size} entries for {d} features")
+    if not np.all(np.isin(c, (-1.0, 0.0, 1.0))):
+        raise ValueError(f"monotoneConstraints must hold -1, 0 or 1, got {c.tolist()}")
+    if not c.any():
+        return None
+    out = np.zeros(d, np.int8)
+    out[:c.size] = c.astype(np.int8)
+    return out
+
+
+def bounded_leaf_weight(G: float, H: float, params: SplitParams, lo: float = -np.inf,
+                        hi: float = np.inf) -> float:
+    """:func:`leaf_weight` clamped to ``[lo, hi]`` (a node's bounds under monotone
+    constraints, XGBoost's ``TreeEvaluator::CalcWeight``)."""
+    return min(max(leaf_weight(G, H, params), lo), hi)
+
+
 def find_best_splits(hists, sums, n_bins, feature_mask, params: SplitParams,
-                     edges=None, empty_hess: float = 0.0) -> SplitResult:
+                     edges=None, empty_hess: float = 0.0, monotone=None,
+                     bounds=None) -> SplitResult:
     """Best split of each of ``m`` nodes.
 
     Parameters
@@ -221,6 +314,13 @@ def find_best_splits(hists, sums, n_bins, feature_mask, params: SplitParams,
         When given, ``threshold`` holds raw thresholds.
     empty_hess : float
         Bins with hessian sum <= this count as empty (see the module docstring).
+    monotone : int8 (d,), optional
+        Monotone constraints (:func:`check_monotone`). When given, gains follow XGBoost's
+        ``TreeEvaluator`` for constrained models: children's weights are clamped to the
+        node's ``bounds``, a split whose left/right weights break its feature's direction is
+        rejected, and every gain is ``-(2 G w + (H + lambda) w^2)`` at the clamped weight.
+    bounds : float64 (m, 2), optional
+        [lower, upper] weight bound of each node (with ``monotone``; default unbounded).
 
     Returns
     -------
@@ -234,11 +334,19 @@ def find_best_splits(hists, sums, n_bins, feature_mask, params: SplitParams,
     gain = np.empty(m, FLOAT)
     left = np.empty((m, 2), FLOAT)
     right = np.empty((m, 2), FLOAT)
-    _find_splits(hists, np.ascontiguousarray(sums, FLOAT), np.asarray(n_bins, np.int32),
-                 np.asarray(feature_mask, np.uint8), float(params.reg_lambda),
-                 float(params.reg_alpha), float(params.min_split_loss),
-                 float(params.min_child_weight), float(empty_hess), feature, bins, dl, gain,
-                 left, right)
+    constrained = monotone is not None
+    if constrained:
+        constraints = np.ascontiguousarray(monotone, np.int8)
+        bounds = (np.tile([-np.inf, np.inf], (m, 1)) if bounds is None
+                  else np.ascontiguousarray(bounds, FLOAT).reshape(m, 2))
+    else:
+        constraints, bounds = _NO_CONSTRAINTS, _NO_BOUNDS
+    kernel = _find_splits_monotone if constrained else _find_splits
+    kernel(hists, np.ascontiguousarray(sums, FLOAT), np.asarray(n_bins, np.int32),
+           np.asarray(feature_mask, np.uint8), float(params.reg_lambda),
+           float(params.reg_alpha), float(params.min_split_loss),
+           float(params.min_child_weight), float(empty_hess), constraints, bounds, feature,
+           bins, dl, gain, left, right)
     thr = np.full(m, np.nan, FLOAT)
     if edges is not None:
         for j in np.flatnonzero(feature >= 0):
@@ -247,7 +355,8 @@ def find_best_splits(hists, sums, n_bins, feature_mask, params: SplitParams,
 
 
 def find_best_splits_naive(hists, sums, n_bins, feature_mask, params: SplitParams,
-                           edges=None, empty_hess: float = 0.0) -> SplitResult:
+                           edges=None, empty_hess: float = 0.0, monotone=None,
+                           bounds=None) -> SplitResult:
     """Slow twin of :func:`find_best_splits`: every candidate's sums recomputed from scratch."""
     lam, alpha = params.reg_lambda, params.reg_alpha
     gamma, mcw = params.min_split_loss, params.min_child_weight
@@ -258,13 +367,18 @@ def find_best_splits_naive(hists, sums, n_bins, feature_mask, params: SplitParam
         t = np.sign(g) * max(abs(g) - alpha, 0.0)
         return t * t / (h + lam)
 
+    def weight_gain(g, h, lo, hi):  # (clamped weight, XGBoost's gain given that weight)
+        w = bounded_leaf_weight(g, h, params, lo, hi)
+        return w, (0.0 if h <= 0 else -(2 * g * w + (h + lam) * w * w))
+
     m, d, n_slots, _ = hists.shape
     res = SplitResult(np.full(m, -1, NODE), np.full(m, -1, np.int32), np.full(m, np.nan),
                       np.zeros(m, np.uint8), np.full(m, -np.inf), np.zeros((m, 2)),
                       np.zeros((m, 2)))
     for j in range(m):
         G, H = sums[j]
-        parent = score(G, H)
+        lo, hi = (-np.inf, np.inf) if bounds is None else bounds[j]
+        parent = score(G, H) if monotone is None else weight_gain(G, H, lo, hi)[1]
         best = None
         for f in range(d):
             if not feature_mask[f]:
@@ -280,8 +394,14 @@ def find_best_splits_naive(hists, sums, n_bins, feature_mask, params: SplitParam
                 rsum = np.array([G, H]) - lsum
                 if lsum[1] < mcw or rsum[1] < mcw:
                     continue
-                g = score(*lsum) + score(*rsum) - parent
-                if best is None or g > best[0] + TIE_RTOL * (parent + abs(best[0])):
+                if monotone is None:
+                    g = score(*lsum) + score(*rsum) - parent
+                else:
+                    (wl, gl), (wr, gr) = weight_gain(*lsum, lo, hi), weight_gain(*rsum, lo, hi)
+                    if monotone[f] * (wr - wl) < 0:
+                        continue
+                    g = gl + gr - parent
+                if best is None or g > best[0] + TIE_RTOL * (abs(parent) + abs(best[0])):
                     best = (g, f, t, dleft, lsum, rsum)
         if best is not None and best[0] - gamma > K_RT_EPS:
             g, f, t, dleft, lsum, rsum = best

@@ -1,0 +1,263 @@
+"""Factorization machines beside myFM and Spark MLlib, in one run.
+
+    python benchmarks/fm.py [--a9a ../shared/data/a9a] [--workers 1 2] [--iters 200]
+                            [--ratings PATH [--test-fraction 0.1] [--rank 10]]
+                            [--generated] [--skip-mllib] [--seed 0]
+
+a9a (LIBSVM's binarised UCI Adult, labels -1/+1 mapped to 0/1), rank 8:
+
+* ``myFM`` 0.4 ``MyFMClassifier`` (Gibbs sampling, probit), ``--iters`` sweeps, its default of
+  keeping all samples but the first 5, one thread;
+* ``sparkxml FMClassifier`` -- defaults (solver "mcmc", the same sweeps and burn-in), Spark
+  local[2] with ``numWorkers`` barrier tasks (``--workers``), and the ``als`` / ``adamw``
+  solvers at their default settings;
+* ``Spark MLlib FMClassifier`` -- factorSize 8, maxIter 100, its other defaults (adamW,
+  stepSize 1.0, full batch), and stepSize 0.1;
+* ``sparkxml GBFMClassifier`` on a9a's 14 attribute fields (defaults: 100 stages), with the
+  chosen field pairs printed.
+
+Ratings (``--ratings PATH``: ``user,item,rating[,timestamp]`` CSV/TSV with or without a
+header, or MovieLens ``user::item::rating::timestamp``; ``--generated`` uses
+``sparkxml.synthetic.make_ratings`` instead): a random ``--test-fraction`` split (seed), users
+and items one-hot encoded into two fields by ``FieldEncoder`` (unseen ids in the test set get
+no feature, for every engine); RMSE of ``myFM MyFMRegressor`` (rank ``--rank``, ``--iters``
+sweeps, ``group_shapes`` = the two fields), ``sparkxml FMRegressor`` (mcmc, the same rank,
+sweeps and per-field hyper-priors; ``thinning`` raised on large data so that the kept samples
+stay under ~256 MB) and ``Spark MLlib FMRegressor`` (factorSize = rank, ``--mllib-iters``
+iterations (100), stepSize 0.01, regParam 0.01).
+
+Fit time is the wall time of the ``fit`` call (sparkxml: checks job + barrier stage; MLlib:
+its jobs), after a warm-up fit on a small slice that starts the Python workers and loads the
+numba cache. Test metrics are computed here with scikit-learn for every engine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+A9A = os.path.join(HERE, "..", "..", "shared", "data", "a9a")
+A9A_FIELDS = [0, 5, 13, 18, 34, 39, 46, 60, 66, 71, 73, 75, 77, 82]
+A9A_NAMES = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
+             "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
+             "hours-per-week", "native-country"]
+
+
+def session(workers):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(f"local[{max(2, max(workers))}]")
+             .appName("fm-bench").config("spark.ui.enabled", "false")
+             .config("spark.driver.memory", "4g")
+             .config("spark.driver.maxResultSize", "2g")
+             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def row(name, metric, fit, ref):
+    ratio = f"{fit / ref:.2f}" if ref else "-"
+    return f"| {name} | {metric:.4f} | {fit:.1f} | {ratio} |"
+
+
+# --------------------------------------------------------------------------- a9a
+def bench_a9a(args, spark):
+    import myfm
+    from pyspark.ml.classification import FMClassifier as MLlibFM
+    from sklearn.datasets import load_svmlight_file
+    from sklearn.metrics import roc_auc_score
+
+    from sparkxml import FMClassifier, GBFMClassifier
+    from sparkxml.datasets import from_csr
+
+    Xtr, ytr = load_svmlight_file(os.path.join(args.a9a, "a9a"), n_features=123)
+    Xte, yte = load_svmlight_file(os.path.join(args.a9a, "a9a.t"), n_features=123)
+    ytr, yte = (ytr > 0).astype(float), (yte > 0).astype(float)
+    train = from_csr(spark, Xtr.indptr, Xtr.indices, Xtr.data, 123,
+                     columns={"label": ytr}).cache()
+    test = from_csr(spark, Xte.indptr, Xte.indices, Xte.data, 123,
+                    columns={"label": yte}).cache()
+    train.count(), test.count()
+    rows = []
+
+    def auc_of(model):
+        p = np.array([r[0][1] for r in model.transform(test).select("probability").collect()])
+        return roc_auc_score(yte, p)
+
+    ref, t_ref = timed(lambda: myfm.MyFMClassifier(rank=8, random_seed=args.seed).fit(
+        Xtr, ytr.astype(int), n_iter=args.iters))
+    auc_ref = roc_auc_score(yte, ref.predict_proba(Xte))
+    rows.append(row(f"myFM MCMC ({args.iters} sweeps)", auc_ref, t_ref, t_ref))
+    FMClassifier(maxIter=6, burnIn=1, numWorkers=max(args.workers)).fit(train.limit(500))
+    fm_auc = None
+    for nw in args.workers:
+        m, t = timed(lambda: FMClassifier(maxIter=args.iters, numWorkers=nw,
+                                          seed=args.seed).fit(train))
+        a = auc_of(m)
+        fm_auc = a if fm_auc is None else fm_auc
+        rows.append(row(f"sparkxml FMClassifier mcmc, numWorkers={nw}", a, t, t_ref))
+    for solver in ("als", "adamw"):
+        m, t = timed(lambda: FMClassifier(solver=solver, maxIter=100 if solver == "als" else 20,
+                                          numWorkers=args.workers[0]).fit(train))
+        hist = m.summary.history
+        sweeps = len(hist.get("objective") or hist.get("loss") or [])
+        rows.append(row(f"sparkxml FMClassifier {solver} (defaults, {sweeps} "
+                        f"{'epochs' if solver == 'adamw' else 'sweeps'})", auc_of(m), t, t_ref))
+    m, t = timed(lambda: GBFMClassifier(fieldStarts=A9A_FIELDS,
+                                        numWorkers=args.workers[0]).fit(train))
+    gb_auc = auc_of(m)
+    rows.append(row("sparkxml GBFMClassifier (14 fields, 100 stages)", gb_auc, t, t_ref))
+    pairs = [(A9A_NAMES[s["fields"][0]], A9A_NAMES[s["fields"][1]]) for s in m.stages]
+    if not args.skip_mllib:
+        for step in (1.0, 0.1):
+            m, t = timed(lambda: MLlibFM(factorSize=8, maxIter=100, stepSize=step,
+                                         seed=args.seed).fit(train))
+            rows.append(row(f"Spark MLlib FMClassifier (adamW, stepSize {step})", auc_of(m), t,
+                            t_ref))
+    print("\na9a, rank 8 (test AUC; fit s; fit / myFM)\n")
+    print("| engine | test AUC | fit s | time / myFM |\n|---|---|---|---|")
+    print("\n".join(rows))
+    print(f"\nGBFM AUC - FM AUC = {gb_auc - fm_auc:+.4f}")
+    print("GBFM field pairs, first 20 stages:", pairs[:20])
+    uniq = sorted({tuple(sorted(p)) for p in pairs})
+    print(f"distinct pairs over all {len(pairs)} stages ({len(uniq)}):", uniq)
+
+
+# --------------------------------------------------------------------------- ratings
+def read_ratings(path):
+    """(users, items, ratings) from CSV/TSV (header optional) or MovieLens '::' files."""
+    import pandas as pd
+
+    with open(path, encoding="utf-8", errors="replace") as f:
+        first = f.readline()
+    if "::" in first:
+        df = pd.read_csv(path, sep=":", header=None, engine="c", dtype=str)
+        df = df.iloc[:, [0, 2, 4]]
+    else:
+        sep = "\t" if "\t" in first else ("," if "," in first else r"\s+")
+        head = first.replace("\t", ",").split(",")[:3] if sep != r"\s+" else first.split()[:3]
+        try:
+            float(head[2])
+            header = None
+        except (ValueError, IndexError):
+            header = 0
+        df = pd.read_csv(path, sep=sep, header=header, dtype=str,
+                         engine="c" if sep != r"\s+" else "python").iloc[:, :3]
+    df.columns = ["user", "item", "rating"]
+    return (df["user"].to_numpy(str), df["item"].to_numpy(str),
+            df["rating"].astype(float).to_numpy())
+
+
+def bench_ratings(args, spark):
+    import myfm
+    import scipy.sparse as sp
+    from pyspark.ml.regression import FMRegressor as MLlibFMR
+
+    from sparkxml import FieldEncoder, FMRegressor
+
+    if args.generated:
+        from sparkxml.synthetic import make_ratings
+
+        cols, r, _ = make_ratings(args.generated_rows, seed=args.seed)
+        users, items = cols["user"].astype(str), cols["item"].astype(str)
+        src = f"generated (make_ratings, {args.generated_rows} rows, noise 0.3)"
+    else:
+        users, items, r = read_ratings(args.ratings)
+        src = args.ratings
+    n = len(r)
+    rng = np.random.default_rng(args.seed)
+    is_test = rng.random(n) < args.test_fraction
+    import pandas as pd
+
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    df = spark.createDataFrame(pd.DataFrame({"user": users, "item": items, "rating": r,
+                                             "test": is_test})).repartition(4).cache()
+    df.count()
+    tr, te = df.filter("not test"), df.filter("test")
+    enc = FieldEncoder(inputCols=["user", "item"]).fit(tr)
+    train = enc.transform(tr).select("features", "rating").cache()
+    test = enc.transform(te).select("features", "rating").cache()
+    train.count(), test.count()
+    # the same one-hot matrices for myFM, from the encoder's vocabulary (unseen -> no feature)
+    voc = enc.vocabulary
+
+    def csr(mask):
+        ip, ix, dv, _ = voc.encode([users[mask], items[mask]])
+        return sp.csr_matrix((dv, ix, ip), shape=(int(mask.sum()), voc.n_features))
+
+    Xtr, Xte = csr(~is_test), csr(is_test)
+    ytr, yte = r[~is_test], r[is_test]
+    shapes = np.diff(voc.field_starts).tolist()
+    # MCMC models keep their samples (float32): thin so that they stay under ~256 MB
+    kept = args.iters - 5
+    thinning = max(1, int(np.ceil(kept * voc.n_features * (args.rank + 1) * 4 / (256 << 20))))
+    rows = []
+
+    def rmse_spark(model):
+        out = model.transform(test).select("prediction", "rating").toPandas()
+        return float(np.sqrt(np.mean((out["prediction"] - out["rating"]) ** 2)))
+
+    ref, t_ref = timed(lambda: myfm.MyFMRegressor(rank=args.rank, random_seed=args.seed).fit(
+        Xtr, ytr, n_iter=args.iters, group_shapes=shapes))
+    rm_ref = float(np.sqrt(np.mean((ref.predict(Xte) - yte) ** 2)))
+    rows.append(row(f"myFM MCMC (rank {args.rank}, {args.iters} sweeps)", rm_ref, t_ref, t_ref))
+    FMRegressor(labelCol="rating", maxIter=6, burnIn=1,
+                numWorkers=max(args.workers)).fit(train.limit(500))
+    for nw in args.workers:
+        m, t = timed(lambda: FMRegressor(labelCol="rating", factorSize=args.rank,
+                                         maxIter=args.iters, fieldStarts=enc.fieldStarts,
+                                         thinning=thinning, numWorkers=nw,
+                                         seed=args.seed).fit(train))
+        rows.append(row(f"sparkxml FMRegressor mcmc, numWorkers={nw}"
+                        + (f", thinning {thinning}" if thinning > 1 else ""), rmse_spark(m), t,
+                        t_ref))
+    if not args.skip_mllib:
+        m, t = timed(lambda: MLlibFMR(labelCol="rating", factorSize=args.rank,
+                                      maxIter=args.mllib_iters, stepSize=0.01, regParam=0.01,
+                                      seed=args.seed).fit(train))
+        rows.append(row(f"Spark MLlib FMRegressor (adamW, {args.mllib_iters} iterations, "
+                        f"stepSize 0.01, regParam 0.01)", rmse_spark(m), t, t_ref))
+    print(f"\nratings: {src}: {int((~is_test).sum())} train / {int(is_test.sum())} test rows, "
+          f"{shapes[0]} users, {shapes[1]} items (test RMSE; fit s; fit / myFM)\n")
+    print("| engine | test RMSE | fit s | time / myFM |\n|---|---|---|---|")
+    print("\n".join(rows))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--a9a", default=A9A)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ratings")
+    ap.add_argument("--generated", action="store_true")
+    ap.add_argument("--generated-rows", type=int, default=100000)
+    ap.add_argument("--test-fraction", type=float, default=0.1)
+    ap.add_argument("--rank", type=int, default=10)
+    ap.add_argument("--skip-a9a", action="store_true")
+    ap.add_argument("--skip-mllib", action="store_true")
+    ap.add_argument("--mllib-iters", type=int, default=100)
+    args = ap.parse_args()
+    spark = session(args.workers)
+    try:
+        if not args.skip_a9a:
+            bench_a9a(args, spark)
+        if args.ratings or args.generated:
+            bench_ratings(args, spark)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,340 @@
+"""Decision trees and random forests: sparkxml beside scikit-learn and Spark MLlib, one run.
+
+    python benchmarks/forests.py [--workers 2] [--repeats 3] [--trees 100]
+        [--synthetic-rows 1000000] [--synthetic-features 50] [--synthetic-trees 50]
+        [--synthetic-depth 10] [--mllib-synthetic-trees 5] [--skip exact pendigits synthetic
+        mllib sklearn]
+
+Parts (each can be skipped):
+
+exact      pendigits (../shared/data/pendigits) with DecisionTreeClassifier(maxDepth=64,
+           seed=0, numWorkers=W), gini and entropy, against scikit-learn's
+           DecisionTreeClassifier(random_state=0), compared node for node (feature, threshold,
+           impurity, n_node_samples, weighted_n_node_samples, value, children); and
+           scikit-learn's load_diabetes with DecisionTreeRegressor(maxBins=512) for
+           squared_error, friedman_mse and poisson.
+pendigits  RandomForestClassifier, ``trees`` trees, sqrt features, full depth: test accuracy
+           and fit time of scikit-learn (n_jobs=W, random_state=0), Spark MLlib
+           (numTrees=trees, maxDepth=30, maxBins=128, featureSubsetStrategy='sqrt') and
+           sparkxml (maxDepth=64, numWorkers=W; a warm-up fit first, then the median of
+           ``repeats`` fits). Ratio sparkxml / MLlib.
+synthetic  rows x features dense normal, binary target (benchmarks/gbt_synthetic.py's data),
+           ``synthetic-trees`` trees of depth ``synthetic-depth``, sqrt features, 256 bins:
+           fit time and peak memory of sparkxml (per worker: peak RSS of the task), scikit-learn
+           (n_jobs=W, in a subprocess: its peak RSS) and MLlib (``mllib-synthetic-trees`` trees,
+           extrapolated linearly to the tree count; the local JVM's peak RSS sampled every
+           0.2 s). Test accuracy on 20,000 held-out rows.
+
+Timings depend on the machine's load: read the ratios of runs made back to back.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gbt_synthetic import make_data  # noqa: E402  (the same data as the GBT benchmark)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "shared", "data")
+FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
+          "n_node_samples", "weighted_n_node_samples", "value")
+
+
+def spark_session(workers):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    return (SparkSession.builder.master(f"local[{workers}]").appName("forest-benchmark")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", "8g")
+            .config("spark.sql.shuffle.partitions", str(workers))
+            .getOrCreate())
+
+
+def frame(spark, X, y, parts):
+    from pyspark.ml.linalg import Vectors
+
+    rows = [(Vectors.dense(r), float(v)) for r, v in zip(X.tolist(), y.tolist())]
+    df = spark.createDataFrame(rows, ["features", "label"]).repartition(parts).cache()
+    df.count()
+    return df
+
+
+def accuracy(model, df):
+    from pyspark.ml.evaluation import MulticlassClassificationEvaluator
+
+    return MulticlassClassificationEvaluator(metricName="accuracy").evaluate(
+        model.transform(df))
+
+
+def same_tree(ours: dict, sk) -> str:
+    if ours["feature"].size != sk.node_count:
+        return f"DIFFERENT node count {ours['feature'].size} vs {sk.node_count}"
+    worst = 0.0
+    for f in FIELDS:
+        a, b = np.asarray(ours[f]), np.asarray(getattr(sk, f))
+        if a.shape != b.shape or (a.dtype.kind in "iu" and not np.array_equal(a, b)):
+            return f"DIFFERENT {f}"
+        if a.dtype.kind == "f" and not np.array_equal(a, b):
+            rel = float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300)))
+            worst = max(worst, rel)
+    return "identical" if worst == 0.0 else f"same structure, floats within {worst:.1e} rel."
+
+
+def jvm_children():
+    """PIDs of java processes started by this process (the local Spark JVM)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parts = f.read().split()
+            if int(parts[3]) == os.getpid() and "java" in parts[1]:
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+class RssSampler:
+    """Peak RSS of the given PIDs, sampled every 0.2 s while running."""
+
+    def __init__(self, pids):
+        self.pids, self.peak, self._stop = pids, 0, threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            total = 0
+            for pid in self.pids:
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        for line in f:
+                            if line.startswith("VmRSS:"):
+                                total += int(line.split()[1]) * 1024
+                except OSError:
+                    pass
+            self.peak = max(self.peak, total)
+            self._stop.wait(0.2)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+# ------------------------------------------------------------------------------ parts
+def part_exact(spark, W):
+    from sklearn.datasets import load_diabetes, load_svmlight_file
+    from sklearn.tree import DecisionTreeClassifier as SkTree
+    from sklearn.tree import DecisionTreeRegressor as SkReg
+
+    from sparkxml import DecisionTreeClassifier, DecisionTreeRegressor
+
+    X, y = load_svmlight_file(os.path.join(DATA, "pendigits", "pendigits"), n_features=16)
+    X, y = X.toarray(), y - 1
+    df = frame(spark, X, y, W)
+    print("\n== exactness: sparkxml DecisionTree* vs scikit-learn (node for node)")
+    for crit in ("gini", "entropy"):
+        t0 = time.perf_counter()
+        m = DecisionTreeClassifier(criterion=crit, maxDepth=64, seed=0, numWorkers=W).fit(df)
+        sec = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        sk = SkTree(criterion=crit, random_state=0).fit(X, y)
+        sk_sec = time.perf_counter() - t0
+        print(f"pendigits {crit:8s}: {m.treeArrays(0)['feature'].size} nodes, "
+              f"{same_tree(m.treeArrays(0), sk.tree_)}; fit {sec:.2f}s (sklearn {sk_sec:.3f}s)")
+    d = load_diabetes()
+    ddf = frame(spark, d.data, d.target, W)
+    for crit in ("squared_error", "friedman_mse", "poisson"):
+        m = DecisionTreeRegressor(criterion=crit, maxDepth=64, maxBins=512, seed=0,
+                                  numWorkers=W).fit(ddf)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            sk = SkReg(criterion=crit, random_state=0).fit(d.data, d.target)
+        print(f"diabetes {crit:13s}: {m.treeArrays(0)['feature'].size} nodes, "
+              f"{same_tree(m.treeArrays(0), sk.tree_)}")
+
+
+def part_pendigits(spark, W, T, repeats, skip_mllib, criterion):
+    from sklearn.datasets import load_svmlight_file
+    from sklearn.ensemble import RandomForestClassifier as SkRF
+
+    from sparkxml import RandomForestClassifier
+
+    X, y = load_svmlight_file(os.path.join(DATA, "pendigits", "pendigits"), n_features=16)
+    Xt, yt = load_svmlight_file(os.path.join(DATA, "pendigits", "pendigits.t"), n_features=16)
+    X, Xt, y, yt = X.toarray(), Xt.toarray(), y - 1, yt - 1
+    train, test = frame(spark, X, y, W), frame(spark, Xt, yt, W)
+    print(f"\n== pendigits random forest, {T} trees, sqrt features, full depth, {criterion}")
+    rows = []
+    t0 = time.perf_counter()
+    sk = SkRF(n_estimators=T, criterion=criterion, n_jobs=W, random_state=0).fit(X, y)
+    sk_sec = time.perf_counter() - t0
+    rows.append(("scikit-learn RandomForestClassifier", (sk.predict(Xt) == yt).mean(), sk_sec))
+    est = RandomForestClassifier(numTrees=T, maxDepth=64, criterion=criterion, numWorkers=W,
+                                 seed=0, featureSubsetStrategy="sqrt")
+    est.copy().setNumTrees(3).fit(train)  # warm-up: Python workers, numba kernels loaded
+    secs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        model = est.fit(train)
+        secs.append(time.perf_counter() - t0)
+    info = model.trainingInfo
+    ours = statistics.median(secs)
+    rows.append((f"sparkxml RandomForestClassifier, numWorkers={W}", accuracy(model, test),
+                 ours))
+    print(f"sparkxml fits {', '.join('%.2f' % s for s in secs)}s; last: checks "
+          f"{info['checksSeconds']:.2f}s, sketch {info['sketchSeconds']:.2f}s, barrier stage "
+          f"{info['trainingSeconds']:.2f}s; nodes {model.totalNumNodes}")
+    for i in info["workerInfo"]:
+        print(f"  rank {i['rank']}: rows {i['n_train']}, load {i['load_seconds']:.2f}s, train "
+              f"{i['train_seconds']:.2f}s, peer wait {i['peer_wait_seconds']:.2f}s, sent "
+              f"{i['bytes_sent'] / 2**20:.0f} MiB, peak RSS {i['peak_rss_bytes'] / 2**20:.0f} "
+              f"MiB, {i.get('forest_timing')}")
+    if not skip_mllib:
+        from pyspark.ml.classification import RandomForestClassifier as MLlibRF
+
+        t0 = time.perf_counter()
+        ml = MLlibRF(numTrees=T, maxDepth=30, maxBins=128, featureSubsetStrategy="sqrt",
+                     impurity=criterion, seed=0).fit(train)
+        ml_sec = time.perf_counter() - t0
+        rows.append(("Spark MLlib RandomForestClassifier (maxDepth 30, maxBins 128)",
+                     accuracy(ml, test), ml_sec))
+    print("\n| system | test accuracy | fit s | sparkxml time / theirs |\n|---|---|---|---|")
+    for name, acc, sec in rows:
+        print(f"| {name} | {100 * acc:.2f} % | {sec:.2f} | {ours / sec:.3f} |")
+
+
+def _sklearn_synthetic(n, d, T, depth, W):
+    """Run scikit-learn in a subprocess: (fit seconds, peak RSS bytes, test accuracy)."""
+    code = f"""
+import resource, sys, time
+sys.path.insert(0, {HERE!r})
+from gbt_synthetic import make_data
+from sklearn.ensemble import RandomForestClassifier
+X, y = make_data({n}, {d}); Xt, yt = make_data(20000, {d}, seed=1)
+t0 = time.perf_counter()
+m = RandomForestClassifier(n_estimators={T}, max_depth={depth}, max_features="sqrt",
+                           n_jobs={W}, random_state=0).fit(X, y)
+sec = time.perf_counter() - t0
+print(sec, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, (m.predict(Xt) == yt).mean())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return float(out[0]), int(out[1]), float(out[2])
+
+
+def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir,
+                   skip_sklearn=False):
+    import pandas as pd
+    from pyspark.ml.feature import VectorAssembler
+
+    from sparkxml import RandomForestClassifier
+
+    print(f"\n== synthetic {n} x {d}, {T} trees, depth {depth}, sqrt features, 256 bins")
+    X, y = make_data(n, d)
+    Xt, yt = make_data(20_000, d, seed=1)
+    path = os.path.join(workdir, f"forest_{n}x{d}.parquet")
+    cols = [f"f{j}" for j in range(d)]
+    if not os.path.exists(path):
+        pdf = pd.DataFrame(X, columns=cols)
+        pdf["label"] = y
+        for i in range(0, n, 200_000):
+            spark.createDataFrame(pdf.iloc[i:i + 200_000]).write.mode("append").parquet(path)
+    va = VectorAssembler(inputCols=cols, outputCol="features")
+    train = va.transform(spark.read.parquet(path)).select("features", "label") \
+        .repartition(W).cache()
+    train.count()
+    test = frame(spark, Xt, yt, W)
+    rows = []
+    est = RandomForestClassifier(numTrees=T, maxDepth=depth, maxBins=256, numWorkers=W,
+                                 seed=0, featureSubsetStrategy="sqrt")
+    est.copy().setNumTrees(2).setMaxDepth(3).fit(train.limit(5000))  # warm-up
+    t0 = time.perf_counter()
+    model = est.fit(train)
+    ours = time.perf_counter() - t0
+    info = model.trainingInfo
+    peak = max(i["peak_rss_bytes"] for i in info["workerInfo"])
+    grow = max(i["peak_rss_bytes"] - i["rss_start_bytes"] for i in info["workerInfo"])
+    rows.append((f"sparkxml RandomForestClassifier, numWorkers={W}", accuracy(model, test),
+                 ours, f"{peak / 2**20:.0f} MiB per worker task (+{grow / 2**20:.0f} MiB "
+                 f"during the task)"))
+    print(f"sparkxml: {ours:.2f}s (checks {info['checksSeconds']:.2f}s, sketch "
+          f"{info['sketchSeconds']:.2f}s, barrier stage {info['trainingSeconds']:.2f}s)")
+    for i in info["workerInfo"]:
+        print(f"  rank {i['rank']}: rows {i['n_train']}, binned {i['binned_bytes'] / 2**20:.0f}"
+              f" MiB, load {i['load_seconds']:.2f}s, train {i['train_seconds']:.2f}s, sent "
+              f"{i['bytes_sent'] / 2**20:.0f} MiB, peak RSS {i['peak_rss_bytes'] / 2**20:.0f} "
+              f"MiB, {i.get('forest_timing')}")
+    if not skip_sklearn:
+        sk_sec, sk_rss, sk_acc = _sklearn_synthetic(n, d, T, depth, W)
+        rows.append((f"scikit-learn RandomForestClassifier n_jobs={W}", sk_acc, sk_sec,
+                     f"{sk_rss / 2**20:.0f} MiB (process peak)"))
+    if not skip_mllib:
+        from pyspark.ml.classification import RandomForestClassifier as MLlibRF
+
+        with RssSampler(jvm_children()) as rss:
+            t0 = time.perf_counter()
+            ml = MLlibRF(numTrees=mllib_trees, maxDepth=depth, maxBins=256,
+                         featureSubsetStrategy="sqrt", seed=0).fit(train)
+            ml_sec = time.perf_counter() - t0
+        rows.append((f"Spark MLlib RandomForestClassifier ({mllib_trees} trees x "
+                     f"{T / mllib_trees:g})", accuracy(ml, test), ml_sec * T / mllib_trees,
+                     f"{rss.peak / 2**20:.0f} MiB (local JVM, driver + executor)"))
+    print("\n| system | test accuracy | fit s | sparkxml time / theirs | memory |\n"
+          "|---|---|---|---|---|")
+    for name, acc, sec, mem in rows:
+        print(f"| {name} | {100 * acc:.2f} % | {sec:.1f} | {ours / sec:.3f} | {mem} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--criterion", default="gini", choices=["gini", "entropy"])
+    ap.add_argument("--synthetic-rows", type=int, default=1_000_000)
+    ap.add_argument("--synthetic-features", type=int, default=50)
+    ap.add_argument("--synthetic-trees", type=int, default=50)
+    ap.add_argument("--synthetic-depth", type=int, default=10)
+    ap.add_argument("--mllib-synthetic-trees", type=int, default=5)
+    ap.add_argument("--skip", nargs="*", default=[],
+                    choices=["exact", "pendigits", "synthetic", "mllib", "sklearn"])
+    ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    spark = spark_session(args.workers)
+    try:
+        if "exact" not in args.skip:
+            part_exact(spark, args.workers)
+        if "pendigits" not in args.skip:
+            part_pendigits(spark, args.workers, args.trees, args.repeats, "mllib" in args.skip,
+                           args.criterion)
+        if "synthetic" not in args.skip:
+            part_synthetic(spark, args.workers, args.synthetic_rows, args.synthetic_features,
+                           args.synthetic_trees, args.synthetic_depth,
+                           args.mllib_synthetic_trees, "mllib" in args.skip, args.workdir,
+                           "sklearn" in args.skip)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+"""Factorization machines (Rendle 2010; libFM's ALS and MCMC learners, mini-batch AdamW) and
+Gradient Boosting Factorization Machines (Cheng et al., RecSys 2014). No pyspark.
+
+Modules, one responsibility each:
+
+rng        per-row random streams keyed by row identity, normal quantile, truncated normal
+layout     rows in key order, exclusive feature blocks, per-block entry lists
+cd         coordinate-update kernels (block sums, cache updates) shared by every solver
+solver     per-row caches, losses, the distributed exact block update
+als        coordinate descent (squared / logistic loss)
+mcmc       Gibbs sampling with Gaussian / Gamma hyper-priors (regression, probit)
+adamw      mini-batch AdamW
+gbfm       GBFM: greedy field-pair selection and stage fitting
+train      entry points for one process or one Spark task
+predictor  prediction kernels and model arrays (FM, GBFM)
+"""
+from .predictor import FMPredictor, GBFMPredictor
+
+__all__ = ["FMPredictor", "GBFMPredictor"]

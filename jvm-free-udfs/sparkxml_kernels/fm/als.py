@@ -1,0 +1,86 @@
+"""Factorization machines by coordinate descent ("als", libFM's ALS learner).
+
+Objective: (1/W) Σ_i w_i ℓ(y_i, ŷ_i) + regParam/2 (|w|² + |V|²), W = Σ_i w_i, with ℓ the
+squared error / 2 (regression) or the logistic loss (classification). Each parameter in turn is
+set by one Newton step on its coordinate (``cd.newton_update``), with the residuals and
+q_if = Σ_l v_lf x_il cached and moved after every block: for squared loss this is libFM's
+ALS (every step solves its coordinate exactly); for logistic loss the loss is re-expanded to
+second order at the start of every sweep (GLMNET's scheme: a Newton outer step solved by one
+sweep of coordinate descent). The intercept is not regularised.
+
+One sweep: w0, every w_j, then every v_jf factor by factor, block by block (exclusive blocks,
+see ``layout``: each block's steps equal the sequential ones). Training stops after
+``maxIter`` sweeps, or earlier when the objective at the start of a sweep decreased by less
+than ``tol`` (relative) over the previous sweep.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .._dtypes import FLOAT
+from .cd import FACTOR, LINEAR, factor_cache, newton_update
+from .rng import param_rng
+from .solver import (LOGISTIC, SQUARED, NewtonRule, RowCache, fm_predict_cached,
+                     residual_sums, total, update_blocks)
+
+__all__ = ["run_als", "init_params"]
+
+
+def init_params(seed: int, k: int, d: int, init_std: float):
+    """w0 = 0, w = 0, Vt ~ N(0, initStd²) (float64 (k, d)) from the shared generator."""
+    rng = param_rng(seed)
+    return 0.0, np.zeros(d, FLOAT), np.ascontiguousarray(
+        rng.normal(0.0, float(init_std), size=(k, d)), FLOAT)
+
+
+def run_als(data, y, weights, params: dict, coll):
+    """Coordinate descent on this rank's rows; every rank returns the same parameters.
+
+    Returns
+    -------
+    (samples dict with S = 1: w0 (1,), w float32 (1, d), V float32 (1, d, k)), history
+    """
+    k, d = int(params["factorSize"]), data.d
+    reg, tol = float(params["regParam"]), float(params["tol"])
+    loss = LOGISTIC if params["task"] == "classification" else SQUARED
+    fit_w0, fit_linear = bool(params["fitIntercept"]), bool(params["fitLinear"])
+    w0, w, Vt = init_params(int(params["seed"]), k, d, float(params["initStd"]))
+    Q = np.zeros((k, data.n), FLOAT)
+    factor_cache(data.indptr, data.indices, data.data, Vt, Q)
+    pred = np.empty(data.n, FLOAT)
+    fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
+    rows = RowCache(y, weights, loss, pred)
+    (W,) = total(coll, rows.w.sum())
+
+    rule = NewtonRule(W, reg)
+
+    blocks = range(data.n_blocks)
+    hist = {"objective": [], "seconds": []}
+    t0 = time.perf_counter()
+    prev = None
+    for _ in range(int(params["maxIter"])):
+        local = rows.relinearize()
+        (obj,) = total(coll, local)
+        obj = obj / max(W, 1e-300) + 0.5 * reg * (float(np.sum(w * w)) + float(np.sum(Vt * Vt)))
+        hist["objective"].append(float(obj))
+        if prev is not None and abs(prev - obj) <= tol * max(abs(prev), 1e-300):
+            break
+        prev = obj
+        if fit_w0:
+            c2 = rows.w if rows.c2 is None else rows.c2
+            A, G = total(coll, c2.sum(), (0.0 if rows.c1 is None else rows.c1.sum())
+                         + residual_sums(rows.r, c2)[1])
+            new = float(newton_update(np.array([w0]), np.array([A]), np.array([G]), W,
+                                      0.0)[0])
+            rows.r += new - w0
+            w0 = new
+        if fit_linear:
+            update_blocks(data, blocks, LINEAR, w, 0, None, None, rows, coll, rule)
+        for f in range(k):
+            update_blocks(data, blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll, rule)
+        hist["seconds"].append(time.perf_counter() - t0)
+    samples = {"w0": np.array([w0], FLOAT), "w": w.astype(np.float32)[None, :],
+               "V": Vt.T.astype(np.float32)[None, :, :]}
+    return samples, hist

@@ -1,0 +1,249 @@
+"""Gradient Boosting Factorization Machines (Cheng, Xia, Zhang, King, Lyu; RecSys 2014).
+
+Features are grouped in fields C_1..C_m (``fieldStarts``). The model starts from a constant
+ŷ_0 (the loss minimiser: mean label, or its log-odds) and adds one factorised interaction per
+stage s between a chosen pair of fields (p, q):
+
+    ŷ_s(x) = ŷ_{s-1}(x) + stepSize · Σ_{i∈C_p} Σ_{j∈C_q} x_i x_j ⟨V_p^i, V_q^j⟩.
+
+Each stage works on the second-order expansion of the loss at ŷ_{s-1} (gradient g_i and
+hessian h_i of each row, weighted; squared loss for regression, logistic for classification):
+
+1. **Greedy pair selection** (the paper's algorithm for a second-order term,
+   f(x) = q_p(x) q_q(x) with q_C(x) = Σ_{j∈C} θ_j x_j): first fit q_C alone to the gradient for
+   every field C, θ_j = -G_j / (H_j + λ), and pick p with the largest loss decrease
+   ½ Σ_j G_j² / (H_j + λ); then, with q_p fixed, fit the multiplier q_C of every other field,
+   θ_j = -Σ_i g_i q_p(x_i) x_ij / (Σ_i h_i q_p(x_i)² x_ij² + λ), and pick q the same way. Two
+   passes over the data and 2m candidates per stage, not m(m-1)/2 pairs. (The per-feature fits
+   are exact for fields whose features never share a row, such as one-hot columns; for others
+   they ignore the coupling between features of the field.)
+2. **Stage fit**: V_p, V_q (rank ``factorSize``) start from the greedy pair (θ_p, θ_q) as the
+   first factor (the others ~ N(0, initStd²)) and are fitted by ``maxIter`` sweeps of exact
+   coordinate descent (``cd`` CROSS mode, block by block as in ALS) on
+   Σ_i [g_i f_i + ½ h_i f_i²] / W + regParam/2 |V|².
+3. The stage is added with shrinkage ``stepSize``; the training loss decrease is its ``gain``.
+
+With a validation set, the validation loss (RMSE or log-loss) is tracked after every stage;
+``earlyStoppingRounds`` > 0 stops when it has not improved for that many stages, and the
+model keeps the best number of stages.
+
+Parameters are global and updated identically on every rank; each pass reduces per-feature
+sums with one all-reduce, so the model does not depend on the number of workers up to the
+rounding of those sums.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .._dtypes import FLOAT
+from .cd import CROSS, LINEAR, cross_cache, feature_stats
+from .layout import BlockedData, refine_blocks
+from .rng import param_rng
+from .solver import LOGISTIC, SQUARED, NewtonRule, loss_terms, total, update_blocks
+
+__all__ = ["run_gbfm", "field_gains", "greedy_pair"]
+
+
+class _StageRows:
+    """The caches of one stage fit: derivatives at ŷ_{s-1} (c1, c2) and the stage output r."""
+
+    def __init__(self, c1, c2, r):
+        self.c1, self.c2, self.r = c1, c2, r
+
+
+def field_gains(A, G, field_starts, W: float, reg: float) -> np.ndarray:
+    """Loss decrease of the best per-feature fit of each field: ½ Σ_j (G_j/W)² / (A_j/W + λ)."""
+    den = A / W + reg
+    g = np.where(den > 0, (G / W) ** 2 / np.where(den > 0, den, 1.0), 0.0) * 0.5
+    return np.add.reduceat(g, field_starts[:-1]) if g.size else np.zeros(0)
+
+
+def _coefs(A, G, W, reg):
+    den = A / W + reg
+    return np.where(den > 0, -(G / W) / np.where(den > 0, den, 1.0), 0.0)
+
+
+def greedy_pair(data: BlockedData, field_blocks, field_starts, c1, c2, W, reg, coll):
+    """The paper's greedy selection of (p, q) on this stage's gradient; returns
+    (p, q, θ_p, θ_q, gain of q_p alone, gain of q_p q_q)."""
+    d = data.d
+    ones = np.ones(data.n, FLOAT)
+    A = np.zeros(d, FLOAT)
+    G = np.zeros(d, FLOAT)
+    feature_stats(data.indptr, data.indices, data.data, c1, c2, ones, A, G)
+    s = np.asarray(coll.allreduce_sum(np.concatenate([A, G])), FLOAT)
+    A, G = s[:d], s[d:]
+    g1 = field_gains(A, G, field_starts, W, reg)
+    p = int(np.argmax(g1))
+    ps, pe = int(field_starts[p]), int(field_starts[p + 1])
+    theta_p = _coefs(A[ps:pe], G[ps:pe], W, reg)
+    f1 = np.zeros((1, data.n), FLOAT)
+    for b in field_blocks[p]:
+        _, _, lo, hi = data.block(b)
+        cross_cache(lo, hi, data.rows, data.feats, data.vals, ps, theta_p[None, :], f1)
+    A[:] = 0.0
+    G[:] = 0.0
+    # score partners on what q_p leaves: the gradient after the step-1 fit, c1 + c2 f1
+    feature_stats(data.indptr, data.indices, data.data, c1 + c2 * f1[0], c2, f1[0], A, G)
+    s = np.asarray(coll.allreduce_sum(np.concatenate([A, G])), FLOAT)
+    A, G = s[:d], s[d:]
+    g2 = field_gains(A, G, field_starts, W, reg)
+    g2[p] = -np.inf
+    q = int(np.argmax(g2))
+    qs, qe = int(field_starts[q]), int(field_starts[q + 1])
+    return p, q, theta_p, _coefs(A[qs:qe], G[qs:qe], W, reg), float(g1[p]), float(g2[q])
+
+
+def _stage_output(data, field_blocks, p, q, fs, Vp, Vq):
+    """(Qp, Qq, f): the two fields' embeddings of every row and the stage output Σ_f Qp Qq."""
+    k = Vp.shape[0]
+    Qp = np.zeros((k, data.n), FLOAT)
+    Qq = np.zeros((k, data.n), FLOAT)
+    for c, V, Q in ((p, Vp, Qp), (q, Vq, Qq)):
+        for b in field_blocks[c]:
+            _, _, lo, hi = data.block(b)
+            cross_cache(lo, hi, data.rows, data.feats, data.vals, int(fs[c]), V, Q)
+    return Qp, Qq, np.einsum("fi,fi->i", Qp, Qq) if data.n else np.zeros(0)
+
+
+def _init_score(loss, y, w, coll):
+    sw, swy = total(coll, float(w.sum()), float(np.sum(w * y)))
+    if sw <= 0:
+        raise ValueError("the training rows have no weight")
+    mean = swy / sw
+    if loss == SQUARED:
+        return mean
+    mean = min(max(mean, 1e-12), 1 - 1e-12)
+    return math.log(mean / (1.0 - mean))
+
+
+def _mean_loss(loss, pred, y, w):
+    c1 = np.empty(pred.size, FLOAT)
+    c2 = np.empty(pred.size, FLOAT)
+    return loss_terms(loss, pred, y, w, c1, c2), c1, c2
+
+
+def run_gbfm(train, valid, params: dict, coll):
+    """Boost GBFM stages on this rank's prepared rows (``train.Prepared``; ``valid`` may be
+    None); every rank returns the same model.
+
+    params: task, fieldStarts (list, first 0), numStages, stepSize, factorSize, maxIter,
+    regParam, initStd, seed, earlyStoppingRounds.
+
+    Returns (arrays of ``predictor.GBFMPredictor``, history dict).
+    """
+    d = train.d
+    fs = np.asarray(list(params["fieldStarts"]) + [d], np.int64)
+    m = fs.size - 1
+    if m < 2:
+        raise ValueError("GBFM needs at least two fields (fieldStarts)")
+    blocks = refine_blocks(train.segments, fs)
+    data = BlockedData(train.indptr, train.indices, train.data, d, blocks)
+    vdata = None if valid is None else BlockedData(valid.indptr, valid.indices, valid.data, d,
+                                                   blocks)
+    block_field = np.searchsorted(fs, blocks[:-1], side="right") - 1
+    field_blocks = [np.flatnonzero(block_field == c).tolist() for c in range(m)]
+    loss = LOGISTIC if params["task"] == "classification" else SQUARED
+    k, reg = int(params["factorSize"]), float(params["regParam"])
+    step, sweeps = float(params["stepSize"]), int(params["maxIter"])
+    stop_after = int(params.get("earlyStoppingRounds") or 0)
+    rng = param_rng(int(params["seed"]))
+    y = train.y
+    rw = np.ones(train.n, FLOAT) if train.w is None else train.w
+    (W,) = total(coll, float(rw.sum()))
+    w0 = _init_score(loss, y, rw, coll)
+    pred = np.full(train.n, w0, FLOAT)
+    if vdata is not None:
+        vy = valid.y
+        vw = np.ones(valid.n, FLOAT) if valid.w is None else valid.w
+        vpred = np.full(valid.n, w0, FLOAT)
+        (VW,) = total(coll, float(vw.sum()))
+    rule = NewtonRule(W, reg)
+    stages, Vs, lins, gains, sel_gains, first_gains = [], [], [], [], [], []
+    hist = {"train_loss": [], "valid_metric": [], "seconds": []}
+    best, best_at = np.inf, -1
+    t0 = time.perf_counter()
+    local_loss, c1, c2 = _mean_loss(loss, pred, y, rw)
+    (cur,) = total(coll, local_loss)
+    for s in range(int(params["numStages"])):
+        p, q, theta_p, theta_q, g1, g2 = greedy_pair(data, field_blocks, fs, c1, c2, W, reg,
+                                                     coll)
+        if not g2 > 1e-15:
+            break  # no field pair explains any of the remaining gradient
+        np_, nq = int(fs[p + 1] - fs[p]), int(fs[q + 1] - fs[q])
+        Vp = np.ascontiguousarray(rng.normal(0.0, float(params["initStd"]), (k, np_)), FLOAT)
+        Vq = np.ascontiguousarray(rng.normal(0.0, float(params["initStd"]), (k, nq)), FLOAT)
+        Vp[0], Vq[0] = theta_p, theta_q
+        lin_p, lin_q = theta_p.copy(), np.zeros(nq, FLOAT)
+        Qp, Qq, r = _stage_output(data, field_blocks, p, q, fs, Vp, Vq)
+        lp = np.zeros((1, data.n), FLOAT)
+        for b in field_blocks[p]:
+            _, _, lo, hi = data.block(b)
+            cross_cache(lo, hi, data.rows, data.feats, data.vals, int(fs[p]), lin_p[None, :], lp)
+        rows = _StageRows(c1, c2, np.ascontiguousarray(r + lp[0]))
+        for _ in range(sweeps):
+            update_blocks(data, field_blocks[p], LINEAR, lin_p, int(fs[p]), None, None, rows,
+                          coll, rule)
+            update_blocks(data, field_blocks[q], LINEAR, lin_q, int(fs[q]), None, None, rows,
+                          coll, rule)
+            for f in range(k):
+                update_blocks(data, field_blocks[p], CROSS, Vp[f], int(fs[p]), Qq[f], Qp[f],
+                              rows, coll, rule)
+                update_blocks(data, field_blocks[q], CROSS, Vq[f], int(fs[q]), Qp[f], Qq[f],
+                              rows, coll, rule)
+        Vp *= step
+        lin_p *= step
+        lin_q *= step
+        pred += step * rows.r
+        local_loss, c1, c2 = _mean_loss(loss, pred, y, rw)
+        vals = [local_loss]
+        if vdata is not None:
+            vpred += _stage_output(vdata, field_blocks, p, q, fs, Vp, Vq)[2]
+            vlin = np.zeros((1, vdata.n), FLOAT)
+            for c, lin in ((p, lin_p), (q, lin_q)):
+                for b in field_blocks[c]:
+                    _, _, lo, hi = vdata.block(b)
+                    cross_cache(lo, hi, vdata.rows, vdata.feats, vdata.vals, int(fs[c]),
+                                lin[None, :], vlin)
+            vpred += vlin[0]
+            vals.append(_mean_loss(loss, vpred, vy, vw)[0])
+        sums = total(coll, *vals)
+        new = sums[0]
+        stages.append((p, q))
+        Vs.append(np.concatenate([Vp.T, Vq.T]))
+        lins.append(np.concatenate([lin_p, lin_q]))
+        gains.append((cur - new) / W)
+        sel_gains.append(g2)
+        first_gains.append(g1)
+        cur = new
+        hist["train_loss"].append(new / W)
+        hist["seconds"].append(time.perf_counter() - t0)
+        if vdata is not None:
+            vm = sums[1] / max(VW, 1e-300)
+            metric = math.sqrt(2.0 * vm) if loss == SQUARED else vm
+            hist["valid_metric"].append(metric)
+            if metric < best - 1e-12:
+                best, best_at = metric, s
+            elif stop_after > 0 and s - best_at >= stop_after:
+                break
+    keep = len(stages)
+    if vdata is not None and stop_after > 0 and best_at >= 0:
+        keep = best_at + 1
+    offsets = np.zeros(keep + 1, np.int64)
+    offsets[1:] = np.cumsum([v.shape[0] for v in Vs[:keep]])
+    arrays = {
+        "w0": np.asarray(w0, FLOAT), "field_starts": fs,
+        "stage_fields": np.asarray(stages[:keep], np.int32).reshape(-1, 2),
+        "stage_offsets": offsets,
+        "stage_V": (np.concatenate(Vs[:keep]) if keep else np.zeros((0, k), FLOAT)),
+        "stage_lin": (np.concatenate(lins[:keep]) if keep else np.zeros(0, FLOAT)),
+        "stage_gain": np.asarray(gains[:keep], FLOAT),
+        "link": np.asarray("logistic" if loss == LOGISTIC else "identity"),
+        "n_features": np.asarray(d, np.int64)}
+    hist.update(selection_gain=sel_gains, first_field_gain=first_gains, stages_run=len(stages),
+                best_stage=(best_at if vdata is not None else len(stages) - 1),
+                n_blocks=int(data.n_blocks))
+    return arrays, hist

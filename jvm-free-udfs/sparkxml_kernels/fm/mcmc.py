@@ -1,0 +1,136 @@
+"""Bayesian factorization machines by Gibbs sampling (Rendle's MCMC in libFM, as myFM runs it).
+
+Model and priors (libFM, TIST 2012; the constants are myFM's defaults):
+
+* y_i ~ N(ŷ(x_i), 1 / (α w_i)) for regression (w_i: row weight, 1 by default: a row of
+  integer weight w is sampled as w copies of the row); for binary
+  classification a probit model: a latent z_i ~ N(ŷ(x_i), 1) with y_i = [z_i > 0], α = 1;
+* w0 ~ N(0, 1 / reg0) with reg0 = 1;
+* w_j ~ N(μ_w[g], 1/λ_w[g]) and v_jf ~ N(μ_v[g, f], 1/λ_v[g, f]), g the group of feature j
+  (``fieldStarts``; one group without);
+* α ~ Gamma(α0/2, β0/2), λ ~ Gamma(α0/2, β0/2), μ ~ N(μ0, 1/(γ0 λ)) with
+  α0 = β0 = γ0 = 1, μ0 = 0. Initial values: α = 1, λ = 1e-5, μ = 0, w = 0, v ~ N(0, initStd²).
+
+One sweep, in myFM's order: (classification) draw every z_i from its truncated normal; α; w0;
+λ_w, μ_w; every w_j; λ_v, μ_v; then every v_jf, factor by factor. Each parameter is drawn from
+its Gaussian full conditional (``cd.gaussian_update``) with the cached residuals and q_if,
+block by block (exclusive blocks, see ``layout``: a block's draws are independent given the
+rest, so drawing them together is the sequential sampler). Sweeps after ``burnIn`` are kept
+every ``thinning`` sweeps; the prediction averages over the kept samples.
+
+All draws of global parameters come from one PCG64 generator seeded with ``seed`` on every
+rank; latent z_i come from per-row uniforms (``rng``), so the chain does not depend on the
+number of workers (up to the rounding of the reduced sums).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .._dtypes import FLOAT
+from .cd import FACTOR, LINEAR, factor_cache
+from .rng import STREAM_PROBIT, param_rng, sample_probit_targets, uniforms
+from .solver import (SQUARED, GibbsRule, RowCache, fm_predict_cached, residual_sums, total,
+                     update_blocks)
+
+ALPHA_0 = BETA_0 = GAMMA_0 = 1.0
+MU_0 = 0.0
+REG_0 = 1.0
+LAMBDA_INIT = 1e-5
+
+__all__ = ["run_mcmc"]
+
+
+def _draw_lambda_mu(rng, values, group_of, n_groups, mu, lam):
+    """λ_g then μ_g of each group from the current values (myFM's order and formulas)."""
+    counts = np.bincount(group_of, minlength=n_groups).astype(FLOAT)
+    dev2 = np.bincount(group_of, weights=(values - mu[group_of]) ** 2, minlength=n_groups)
+    shape = (ALPHA_0 + counts) / 2.0
+    rate = (BETA_0 + dev2) / 2.0
+    lam[:] = rng.gamma(shape, 1.0 / rate)
+    sums = np.bincount(group_of, weights=values, minlength=n_groups)
+    prec = lam * (GAMMA_0 + counts)
+    mean = lam * (GAMMA_0 * MU_0 + sums) / prec
+    mu[:] = mean + rng.standard_normal(n_groups) / np.sqrt(prec)
+
+
+def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int):
+    """Run the Gibbs sampler on this rank's rows; every rank returns the same samples.
+
+    Parameters
+    ----------
+    data : layout.BlockedData
+    y, weights : float64 (n,) labels (0/1 for classification) and row weights (or None)
+    rids : int64 (n,) row identities (per-row random streams)
+    params : dict with factorSize, maxIter, burnIn, thinning, initStd, seed, task,
+        fitIntercept, fitLinear
+    group_of : int (d,) hyper-prior group of each feature
+
+    Returns
+    -------
+    (samples dict: w0 (S,), w float32 (S, d), V float32 (S, d, k)), history dict
+    """
+    k, d = int(params["factorSize"]), data.d
+    n_iter, burn, thin = int(params["maxIter"]), int(params["burnIn"]), int(params["thinning"])
+    classify = params["task"] == "classification"
+    fit_w0, fit_linear = bool(params["fitIntercept"]), bool(params["fitLinear"])
+    seed = int(params["seed"])
+    rng = param_rng(seed)
+    w0 = 0.0
+    w = np.zeros(d, FLOAT)
+    Vt = np.ascontiguousarray(rng.normal(0.0, float(params["initStd"]), size=(k, d)), FLOAT)
+    alpha = 1.0
+    lam_w, mu_w = np.full(n_groups, LAMBDA_INIT), np.zeros(n_groups)
+    lam_v, mu_v = np.full((k, n_groups), LAMBDA_INIT), np.zeros((k, n_groups))
+    Q = np.zeros((k, data.n), FLOAT)
+    factor_cache(data.indptr, data.indices, data.data, Vt, Q)
+    pred = np.empty(data.n, FLOAT)
+    fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
+    rows = RowCache(y, weights, SQUARED, pred)
+    z = np.empty(data.n, FLOAT)
+    (w_total,) = total(coll, rows.w.sum())
+    all_blocks = range(data.n_blocks)
+    samples_w0, samples_w, samples_V = [], [], []
+    hist = {"train_rmse": [], "alpha": [], "seconds": []}
+    t0 = time.perf_counter()
+    for it in range(n_iter):
+        if classify:
+            sample_probit_targets(rows.pred(), rows.y,
+                                  uniforms(seed, STREAM_PROBIT, it, rids), z)
+            rows.set_targets(z.copy())
+        sq, lin = total(coll, *residual_sums(rows.r, rows.c2))
+        if classify:
+            alpha = 1.0
+        else:
+            # a row of weight w counts as w copies of the row (shape: sum of weights)
+            alpha = float(rng.gamma((ALPHA_0 + w_total) / 2.0, 2.0 / (BETA_0 + sq)))
+            hist["train_rmse"].append(float(np.sqrt(sq / max(w_total, 1e-300))))
+        hist["alpha"].append(alpha)
+        if fit_w0:
+            prec = alpha * w_total + REG_0
+            new = alpha * (w0 * w_total - lin) / prec + rng.standard_normal() / np.sqrt(prec)
+            rows.r += new - w0
+            w0 = float(new)
+        if fit_linear:
+            _draw_lambda_mu(rng, w, group_of, n_groups, mu_w, lam_w)
+            update_blocks(data, all_blocks, LINEAR, w, 0, None, None, rows, coll,
+                          GibbsRule(alpha, lam_w[group_of], mu_w[group_of], rng))
+        for f in range(k):
+            _draw_lambda_mu(rng, Vt[f], group_of, n_groups, mu_v[f], lam_v[f])
+        for f in range(k):
+            update_blocks(data, all_blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll,
+                          GibbsRule(alpha, lam_v[f][group_of], mu_v[f][group_of], rng))
+        if it >= burn and (it - burn) % thin == 0:
+            samples_w0.append(w0)
+            samples_w.append(w.astype(np.float32))
+            samples_V.append(Vt.T.astype(np.float32))
+        hist["seconds"].append(time.perf_counter() - t0)
+    if not samples_w0:  # burnIn >= maxIter is refused by the params; keep the last state
+        samples_w0, samples_w, samples_V = [w0], [w.astype(np.float32)], \
+            [Vt.T.astype(np.float32)]
+    samples = {"w0": np.asarray(samples_w0, FLOAT), "w": np.stack(samples_w),
+               "V": np.stack(samples_V)}
+    hist.update(lambda_w=lam_w.tolist(), mu_w=mu_w.tolist(), lambda_v=lam_v.tolist(),
+                mu_v=mu_v.tolist(), n_samples=len(samples_w0))
+    return samples, hist

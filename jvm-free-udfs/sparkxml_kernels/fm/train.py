@@ -1,0 +1,124 @@
+"""Training entry points: what one process, or each task of a Spark barrier stage, runs.
+
+:func:`prepare` puts a worker's rows in a canonical order and finds the exclusive blocks;
+:func:`train_fm` and :func:`train_gbfm` then run the chosen solver through a collective
+(``LocalCollective`` in one process, the socket collective in a Spark task, or the in-process
+thread group in tests). Every rank returns the same model.
+
+Row order and identity: rows are sorted by their content key (int64, ``xxhash64`` of the row's
+columns computed in the JVM; ties keep their arrival order and are exact duplicates), and each
+row's random streams are keyed by (key, occurrence among equal keys). With the data partitioned
+by key, one worker and several see the same rows with the same random numbers, and a model
+differs between worker counts only by the rounding of the per-block sums.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._dtypes import FLOAT, INDEX, INDPTR
+from .layout import (BlockedData, check_sorted_indices, exclusive_segments, next_cooccurring,
+                     sort_rows)
+from .rng import occurrences, row_ids
+from .solver import allreduce_min
+
+__all__ = ["prepare", "train_fm", "groups_from_field_starts", "SOLVERS"]
+
+SOLVERS = ("mcmc", "als", "adamw")
+
+
+class Prepared:
+    """A worker's rows after :func:`prepare`: CSR in key order, labels, weights, row ids,
+    global blocks."""
+
+    def __init__(self, indptr, indices, data, y, w, keys, rids, d, segments):
+        self.indptr, self.indices, self.data = indptr, indices, data
+        self.y, self.w, self.keys, self.rids = y, w, keys, rids
+        self.d = int(d)
+        self.segments = segments
+
+    @property
+    def n(self) -> int:
+        return self.indptr.size - 1
+
+    def subset(self, mask: np.ndarray) -> "Prepared":
+        """The rows where ``mask`` is true (order kept)."""
+        idx = np.flatnonzero(mask)
+        ip, ix, dv = sort_rows(self.indptr, self.indices, self.data, idx)
+        return Prepared(ip, ix, dv, self.y[idx], None if self.w is None else self.w[idx],
+                        self.keys[idx], self.rids[idx], self.d, self.segments)
+
+
+def prepare(indptr, indices, data, y, w, keys, d: int, coll, rank: int = 0, world: int = 1,
+            column: str = "features", extra=None):
+    """Sort a worker's rows by key, check them, and compute the global exclusive segments.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR of this worker's rows (any order)
+    y, w : float64 (n,) labels and weights (w may be None)
+    keys : int64 (n,) content keys
+    d : int, the vector size (global)
+    extra : optional array (n,) carried along in the same order (e.g. a validation flag)
+
+    Returns
+    -------
+    Prepared (and the reordered ``extra`` when given)
+    """
+    keys = np.asarray(keys, np.int64)
+    order = np.argsort(keys, kind="stable")
+    indptr, indices, data = sort_rows(np.asarray(indptr, INDPTR), np.asarray(indices, INDEX),
+                                      np.asarray(data, FLOAT), order)
+    check_sorted_indices(indptr, indices, data, column)
+    keys = keys[order]
+    y = np.ascontiguousarray(np.asarray(y, FLOAT)[order])
+    w = None if w is None else np.ascontiguousarray(np.asarray(w, FLOAT)[order])
+    rids = row_ids(keys, occurrences(keys))
+    nxt = allreduce_min(coll, next_cooccurring(indptr, indices, int(d)), rank, world)
+    segments = exclusive_segments(nxt, int(d))
+    prep = Prepared(indptr, indices, data, y, w, keys, rids, d, segments)
+    if extra is not None:
+        return prep, np.asarray(extra)[order]
+    return prep
+
+
+def groups_from_field_starts(field_starts, d: int):
+    """(group of each feature int64 (d,), number of groups): fields, or one group."""
+    if field_starts is None or len(field_starts) == 0:
+        return np.zeros(d, np.int64), 1
+    fs = np.asarray(list(field_starts) + [d], np.int64)
+    return np.repeat(np.arange(fs.size - 1), np.diff(fs)), fs.size - 1
+
+
+def train_fm(prep: Prepared, params: dict, coll):
+    """Train a factorization machine on this worker's prepared rows.
+
+    Parameters
+    ----------
+    params : dict
+        solver ("mcmc" | "als" | "adamw"), task ("regression" | "classification"),
+        factorSize, maxIter, regParam, initStd, seed, burnIn, thinning, stepSize,
+        miniBatchFraction, tol, fitIntercept, fitLinear, fieldStarts (list or None).
+
+    Returns
+    -------
+    (arrays, history): ``predictor.FMPredictor`` arrays (the same on every rank) and a dict.
+    """
+    from . import adamw, als, mcmc
+
+    data = BlockedData(prep.indptr, prep.indices, prep.data, prep.d, prep.segments)
+    solver = params["solver"]
+    if solver == "mcmc":
+        group_of, n_groups = groups_from_field_starts(params.get("fieldStarts"), prep.d)
+        samples, hist = mcmc.run_mcmc(data, prep.y, prep.w, prep.rids, params, coll, group_of, n_groups)
+        link = "probit" if params["task"] == "classification" else "identity"
+    elif solver == "als":
+        samples, hist = als.run_als(data, prep.y, prep.w, params, coll)
+        link = "logistic" if params["task"] == "classification" else "identity"
+    elif solver == "adamw":
+        samples, hist = adamw.run_adamw(data, prep.y, prep.w, prep.rids, params, coll)
+        link = "logistic" if params["task"] == "classification" else "identity"
+    else:
+        raise ValueError(f"unknown solver {solver!r}; use one of {list(SOLVERS)}")
+    arrays = dict(samples, link=np.asarray(link), n_features=np.asarray(prep.d, np.int64))
+    hist["n_blocks"] = int(data.n_blocks)
+    return arrays, hist

@@ -1,0 +1,15 @@
+"""Decision trees and random forests with scikit-learn's criteria (no pyspark).
+
+criteria     gini, entropy, squared_error, friedman_mse, poisson on per-node sums
+histogram    per-node statistic histograms (uint8/uint16 bins), node partitioning
+splitter     scikit-learn's BestSplitter replayed on binned sums; forest feature draws
+tree         scikit-learn ``tree_`` arrays, split settings
+builder      one tree grown through a collective, exactly as scikit-learn grows it
+forest       many trees grown level-wise through a collective; bootstrap from row hashes
+bins         exact bins and their values
+predictor    forests of ``tree_`` arrays: predict, probabilities, importances, model files
+"""
+from .criteria import CRITERIA, criterion_id
+from .tree import SplitParams, TreeArrays
+
+__all__ = ["CRITERIA", "criterion_id", "SplitParams", "TreeArrays"]

@@ -1,0 +1,298 @@
+"""One decision tree grown node by node through a collective, replaying scikit-learn.
+
+Every rank holds its own rows (binned features, classes or targets, weights). Rank 0 drives
+scikit-learn's builder -- ``DepthFirstTreeBuilder`` (a stack: pop a node, test the leaf rules,
+search its split, push right then left child) or, with ``max_leaf_nodes``,
+``BestFirstTreeBuilder`` (a max-heap on improvement, ordered as libstdc++'s
+``push_heap``/``pop_heap`` order equal improvements) -- with the splitter state that makes its
+trees what they are: the xorshift state seeded from ``random_state``, and the ``features`` /
+``constant_features`` arrays carried from node to node (``splitter.split_node``).
+
+One collective round per split node: the ranks send the histogram of the split's smaller child
+(their rows), rank 0 sums it, derives the sibling by subtraction, continues the depth-first
+walk until the next node that splits and sends that decision back. Node numbering, impurities,
+sample counts and values are scikit-learn's (``tree.TreeArrays``); with integer weights (and
+integer targets for regression) every sum is exact, so the tree does not depend on how rows
+are spread over ranks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .criteria import EPSILON, impurity, improvement, is_classification, n_stats, node_weight
+from .histogram import build_histograms, partition_nodes
+from .splitter import split_node
+from .tree import NodeList, SplitParams, node_value, split_threshold
+
+_DONE, _SPLIT = 0.0, 1.0
+
+
+class _Record:
+    __slots__ = ("slot", "hist", "depth", "parent", "is_left", "impurity", "n_constant",
+                 "node", "split", "improvement", "is_leaf")
+
+    def __init__(self, slot, depth, parent, is_left, imp, n_constant):
+        self.slot, self.depth, self.parent, self.is_left = slot, depth, parent, is_left
+        self.impurity, self.n_constant = imp, n_constant
+        self.hist = None
+        self.node = -1
+        self.split = None
+        self.improvement = 0.0
+        self.is_leaf = True
+
+
+# ------------------------------------------------------------------ libstdc++ heap order
+def _push_heap(h, item):
+    h.append(item)
+    _sift_up(h, len(h) - 1, 0, item)
+
+
+def _sift_up(h, hole, top, item):
+    parent = (hole - 1) // 2
+    while hole > top and h[parent].improvement < item.improvement:
+        h[hole] = h[parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    h[hole] = item
+
+
+def _pop_heap(h):
+    """std::pop_heap then pop_back: the max, removed; the rest re-heaped as libstdc++ does."""
+    n = len(h)
+    if n > 1:
+        value = h[n - 1]
+        h[n - 1] = h[0]
+        length, hole, child = n - 1, 0, 0
+        while child < (length - 1) // 2:
+            child = 2 * (child + 1)
+            if h[child].improvement < h[child - 1].improvement:
+                child -= 1
+            h[hole] = h[child]
+            hole = child
+        if (length & 1) == 0 and child == (length - 2) // 2:
+            child = 2 * (child + 1)
+            h[hole] = h[child - 1]
+            hole = child - 1
+        _sift_up(h, hole, 0, value)
+    return h.pop()
+
+
+class TreeDriver:
+    """Rank 0's side: scikit-learn's builder over summed histograms (``__call__`` is the
+    collective's ``decide``)."""
+
+    def __init__(self, params: SplitParams, d: int, n_slots: int, vals: np.ndarray, edges,
+                 rand_state: int):
+        self.p = params
+        self.d, self.n_slots = d, n_slots
+        self.S = n_stats(params.criterion, params.n_classes)
+        self.vals = np.ascontiguousarray(vals, np.float64)
+        self.edges = edges
+        self.state = np.array([rand_state], np.uint32)
+        self.features = np.arange(d, dtype=np.int64)
+        self.constant = np.zeros(d, np.int64)
+        self.fmap = np.arange(d, dtype=np.int64)
+        self.nodes = NodeList(params.n_classes if is_classification(params.criterion) else 1)
+        self.bins = np.empty(n_slots, np.int64)
+        self.st = np.empty((n_slots, self.S))
+        self.w_total = None
+        self.min_wleaf = 0.0
+        self.n_slot_ids = 1
+        self.stack = []
+        self.heap = []
+        self.pending = None
+        self.max_split_nodes = params.max_leaf_nodes - 1
+        self.best_first = params.max_leaf_nodes > 0
+
+    # -------------------------------------------------------------- collective entry
+    def __call__(self, summed: np.ndarray) -> np.ndarray:
+        h = summed.reshape(self.d, self.n_slots, self.S)
+        if self.w_total is None:  # the root's histogram
+            total = h[0].sum(axis=0)
+            self.w_total = node_weight(self.p.criterion, total)
+            self.min_wleaf = self.p.min_weight_fraction * self.w_total
+            root = _Record(0, 0, -1, False, np.inf, 0)
+            root.hist = h.copy()
+            if self.best_first:
+                self._add_split_node(root, first=True)
+                _push_heap(self.heap, root)
+            else:
+                self.stack.append(root)
+        else:
+            self._children_arrived(h)
+        return self._best_first_walk() if self.best_first else self._depth_first_walk()
+
+    def _children_arrived(self, built):
+        parent, left, right, built_left = self.pending
+        other = parent.hist - built
+        left.hist, right.hist = (built, other) if built_left else (other, built)
+        left.hist = np.ascontiguousarray(left.hist)
+        right.hist = np.ascontiguousarray(right.hist)
+        parent.hist = None
+        self.pending = None
+        if self.best_first:
+            for rec in (left, right):
+                self._add_split_node(rec, first=False)
+                _push_heap(self.heap, rec)
+
+    # -------------------------------------------------------------- node evaluation
+    def _totals(self, rec):
+        total = rec.hist[0].sum(axis=0)
+        return total, float(total[0]), node_weight(self.p.criterion, total)
+
+    def _leaf_by_rules(self, rec, n, w):
+        p = self.p
+        return (rec.depth >= p.max_depth or n < p.min_samples_split
+                or n < 2 * p.min_samples_leaf or w < 2 * self.min_wleaf)
+
+    def _search(self, rec, total, w, n_known):
+        """Split search; returns (feature, bl, br, left sums, n_constant) or None."""
+        p = self.p
+        out_left = np.zeros(self.S)
+        max_f = p.max_features if p.max_features > 0 else self.d
+        f, bl, br, n_const = split_node(
+            0, p.criterion, rec.hist, self.fmap, np.zeros((1, 1), np.uint8),
+            np.zeros(1, np.int32), 0, 0, np.zeros((1, self.S)), self.vals, total, w,
+            self.features, self.constant, n_known, max_f, float(p.min_samples_leaf),
+            self.min_wleaf, self.state, self.bins, self.st, out_left)
+        if f < 0:
+            return None, n_const
+        return (int(f), int(bl), int(br), out_left), n_const
+
+    def _evaluate(self, rec, total, w, n_known):
+        """Search, then scikit-learn's post-search leaf test; fills rec.split etc."""
+        crit = self.p.criterion
+        found, n_const = self._search(rec, total, w, n_known)
+        rec.n_constant = n_const
+        if found is None:
+            return False
+        f, bl, br, left = found
+        right = total - left
+        wl = node_weight(crit, left)
+        wr = w - wl
+        il = impurity(crit, left, wl)
+        ir = impurity(crit, right, wr)
+        imp = improvement(crit, self.w_total, w, rec.impurity, left, right, wl, wr, il, ir)
+        if imp + EPSILON < self.p.min_impurity_decrease:
+            return False
+        rec.split = (f, bl, br, il, ir, float(left[0]), float(right[0]))
+        rec.improvement = imp
+        return True
+
+    def _add(self, rec, total, n, w, split):
+        rec.node = self.nodes.add(rec.parent, rec.is_left, n, w, rec.impurity,
+                                  node_value(self.p.criterion, total, w))
+        if split:
+            f, bl, br = rec.split[:3]
+            self.nodes.set_split(rec.node, f, split_threshold(f, bl, br, self.vals, self.edges))
+
+    def _children(self, rec):
+        f, bl, br, il, ir, nl, nr = rec.split
+        left = _Record(self.n_slot_ids, rec.depth + 1, rec.node, True, il, rec.n_constant)
+        right = _Record(self.n_slot_ids + 1, rec.depth + 1, rec.node, False, ir,
+                        rec.n_constant)
+        self.n_slot_ids += 2
+        build_left = nl <= nr
+        self.pending = (rec, left, right, build_left)
+        dec = np.array([_SPLIT, rec.slot, f, bl, 1.0 if build_left else 0.0, left.slot,
+                        right.slot])
+        return left, right, dec
+
+    # -------------------------------------------------------------- the two builders
+    def _depth_first_walk(self):
+        crit = self.p.criterion
+        while self.stack:
+            rec = self.stack.pop()
+            total, n, w = self._totals(rec)
+            is_leaf = self._leaf_by_rules(rec, n, w)
+            if rec.node == -1 and rec.parent == -1 and rec.depth == 0:
+                rec.impurity = impurity(crit, total, w)
+            is_leaf = is_leaf or rec.impurity <= EPSILON
+            split = False
+            if not is_leaf:
+                split = self._evaluate(rec, total, w, rec.n_constant)
+            self._add(rec, total, n, w, split)
+            if split:
+                left, right, dec = self._children(rec)
+                self.stack.append(right)
+                self.stack.append(left)
+                return dec
+            rec.hist = None
+        return np.array([_DONE])
+
+    def _add_split_node(self, rec, first):
+        crit = self.p.criterion
+        total, n, w = self._totals(rec)
+        if first:
+            rec.impurity = impurity(crit, total, w)
+        is_leaf = self._leaf_by_rules(rec, n, w) or rec.impurity <= EPSILON
+        split = False
+        if not is_leaf:
+            split = self._evaluate(rec, total, w, 0)
+        rec.is_leaf = not split
+        if not split:
+            rec.improvement = 0.0
+        self._add(rec, total, n, w, split)
+
+    def _best_first_walk(self):
+        while self.heap:
+            rec = _pop_heap(self.heap)
+            if rec.is_leaf or self.max_split_nodes <= 0:
+                self.nodes.set_leaf(rec.node)
+                rec.hist = None
+                continue
+            self.max_split_nodes -= 1
+            _, _, dec = self._children(rec)
+            return dec
+        return np.array([_DONE])
+
+
+def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, edges,
+              rand_state: int = 1):
+    """Grow one tree over the rows of every rank (call on every rank, in lockstep).
+
+    Parameters
+    ----------
+    binned : uint8 / uint16 (n, d) this rank's binned rows
+    cls : int32 (n,) class ids (classification) ; y, ylny_ : float64 (n,) target, y·ln y
+    rw : float64 (n,) row weights (rows with 0 take no part)
+    params : SplitParams
+    collective : object with ``reduce_and_decide``
+    vals : float64 (d, n_slots) exact bin values (NaN: not exact); edges : list of bin edges
+    rand_state : scikit-learn's splitter seed (``splitter.sklearn_seed(random_state)``)
+
+    Returns
+    -------
+    TreeArrays on rank 0, None elsewhere.
+    """
+    n, d = binned.shape
+    n_slots = vals.shape[1]
+    crit = params.criterion
+    S = n_stats(crit, params.n_classes)
+    part = np.flatnonzero(rw > 0).astype(np.int32)
+    scratch = np.empty(part.size, np.int32)
+    starts, ends = {0: 0}, {0: part.size}
+    counts = np.ones((1, n), np.uint8)
+    feats = np.arange(d, dtype=np.int64)[None, :]
+    zero = np.zeros(1, np.int64)
+    driver = TreeDriver(params, d, n_slots, vals, edges, rand_state) \
+        if collective.rank == 0 else None
+
+    def hist_of(slot):
+        h = np.zeros((1, d, n_slots, S))
+        build_histograms(crit, binned, part, [starts[slot]], [ends[slot]], feats, zero, counts,
+                         cls, y, ylny_, rw, h)
+        return h
+
+    local = hist_of(0)
+    while True:
+        dec = collective.reduce_and_decide(local.reshape(-1), driver)
+        if dec[0] == _DONE:
+            break
+        slot, f, b, build_left, ls, rs = (int(v) for v in dec[1:7])
+        s, e = starts.pop(slot), ends.pop(slot)
+        nl = int(partition_nodes(binned, part, [s], [e], [f], [b], scratch)[0])
+        starts[ls], ends[ls] = s, s + nl
+        starts[rs], ends[rs] = s + nl, e
+        local = hist_of(ls if build_left else rs)
+    return driver.nodes.arrays() if driver is not None else None

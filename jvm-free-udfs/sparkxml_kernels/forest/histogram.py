@@ -1,0 +1,173 @@
+"""Per-node statistic histograms for the criteria, and node partitioning.
+
+A node's histogram is float64 ``hist[k, slot, S]`` over the node's ``k`` selected features
+(all features for a single tree, the drawn subset in a forest): slot = the row's bin (uint8 or
+uint16 binned data, no missing bin: trees refuse NaN), S sums as in ``criteria``. Several
+nodes built in one call are ``(m, k, n_slots, S)``, C order, so they concatenate into one
+reduce.
+
+A row's weight in tree ``t`` is ``rw[r] * counts[t, r]``: its sample (and class) weight times
+its bootstrap count (all ones for a single tree). Rows whose weight is 0 are never in a node.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .criteria import ENTROPY
+
+
+@njit(cache=True, nogil=True)
+def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw, out):
+    # flat offsets (unsigned: no wraparound checks) instead of per-update array views
+    classification = crit <= ENTROPY
+    m, k, n_slots, S = out.shape
+    flat = out.reshape(-1)
+    fs = np.uint64(n_slots * S)
+    ss = np.uint64(S)
+    for j in range(m):
+        t = node_tree[j]
+        node_base = np.uint64(j * k) * fs
+        kk = 0
+        while kk < k and feats[j, kk] >= 0:
+            kk += 1
+        for i in range(starts[j], ends[j]):
+            r = part[i]
+            w = rw[r] * counts[t, r]
+            base = node_base
+            if classification:
+                c = np.uint64(1 + cls[r])
+                for fi in range(kk):
+                    o = base + np.uint64(binned[r, feats[j, fi]]) * ss
+                    flat[o] += 1.0
+                    flat[o + c] += w
+                    base += fs
+            else:
+                yr = y[r]
+                wy = w * yr
+                wyy = wy * yr
+                wl = w * ylny[r]
+                for fi in range(kk):
+                    o = base + np.uint64(binned[r, feats[j, fi]]) * ss
+                    flat[o] += 1.0
+                    flat[o + np.uint64(1)] += w
+                    flat[o + np.uint64(2)] += wy
+                    flat[o + np.uint64(3)] += wyy
+                    flat[o + np.uint64(4)] += wl
+                    base += fs
+
+
+def build_histograms(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny,
+                     rw, out):
+    """Add the histograms of ``m`` nodes to ``out`` (m, k, n_slots, S) (zero it first).
+
+    Parameters
+    ----------
+    crit : criterion id (``criteria``)
+    binned : uint8 or uint16 (n, d)
+    part : int32 row indices; node j owns ``part[starts[j]:ends[j]]``
+    feats : int64 (m, k) features of each node (-1 pads a shorter list)
+    node_tree : int64 (m,) tree of each node (row of ``counts``)
+    counts : uint8 (T, n) bootstrap counts; cls int32 (n,) classes (classification);
+    y, ylny : float64 (n,) target and y·ln y (regression); rw : float64 (n,) row weights
+    """
+    _build(crit, binned, part, np.asarray(starts, np.int64), np.asarray(ends, np.int64),
+           np.ascontiguousarray(feats, np.int64), np.asarray(node_tree, np.int64), counts, cls,
+           y, ylny, rw, out)
+
+
+def build_histograms_naive(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y,
+                           ylny, rw, n_slots, S):
+    """Slow twin of :func:`build_histograms`: returns a fresh array."""
+    m, k = np.asarray(feats).shape
+    out = np.zeros((m, k, n_slots, S))
+    for j in range(m):
+        for i in range(starts[j], ends[j]):
+            r = part[i]
+            w = rw[r] * counts[node_tree[j], r]
+            for fi in range(k):
+                f = feats[j][fi]
+                if f < 0:
+                    break
+                h = out[j, fi, int(binned[r, f])]
+                h[0] += 1
+                if crit <= ENTROPY:
+                    h[1 + cls[r]] += w
+                else:
+                    h[1:5] += [w, w * y[r], w * y[r] * y[r], w * ylny[r]]
+    return out
+
+
+def row_stats(crit, n_classes, cls, y, ylny, w) -> np.ndarray:
+    """Per-row sums (n, S) (count 1, then the weighted statistics), for one-process growth."""
+    n = w.shape[0]
+    if crit <= ENTROPY:
+        out = np.zeros((n, n_classes + 1))
+        out[:, 0] = 1.0
+        out[np.arange(n), 1 + cls] = w
+        return out
+    out = np.empty((n, 5))
+    out[:, 0] = 1.0
+    out[:, 1] = w
+    out[:, 2] = w * y
+    out[:, 3] = out[:, 2] * y
+    out[:, 4] = w * ylny
+    return out
+
+
+def ylny(y) -> np.ndarray:
+    """y·ln y with 0·ln 0 = 0 (poisson's node loss)."""
+    y = np.asarray(y, np.float64)
+    pos = y > 0
+    out = np.zeros_like(y)
+    out[pos] = y[pos] * np.log(y[pos])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def split_slice(binned, part, scratch, s, e, f, t):
+    """Reorder ``part[s:e]`` stably into [bin of f <= t | rest]; returns the left count."""
+    nl = 0
+    nr = 0
+    for i in range(s, e):
+        r = part[i]
+        if binned[r, f] <= t:
+            part[s + nl] = r
+            nl += 1
+        else:
+            scratch[nr] = r
+            nr += 1
+    for i in range(nr):
+        part[s + nl + i] = scratch[i]
+    return nl
+
+
+@njit(cache=True, nogil=True)
+def _partition(binned, part, scratch, starts, ends, features, bins, n_left):
+    for j in range(starts.shape[0]):
+        n_left[j] = split_slice(binned, part, scratch, starts[j], ends[j], features[j], bins[j])
+
+
+def partition_nodes(binned, part, starts, ends, features, bins, scratch=None) -> np.ndarray:
+    """Split node slices in place into [bin <= bins[j] | rest], both sides keeping their order;
+    returns the number of rows going left per node (int64 (m,))."""
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    if scratch is None:
+        scratch = np.empty(int((ends - starts).max()) if starts.size else 0, part.dtype)
+    n_left = np.empty(starts.size, np.int64)
+    _partition(binned, part, scratch, starts, ends, np.asarray(features, np.int64),
+               np.asarray(bins, np.int64), n_left)
+    return n_left
+
+
+def partition_nodes_naive(binned, part, starts, ends, features, bins):
+    """Slow twin of :func:`partition_nodes` (returns (new part, n_left))."""
+    part = np.array(part)
+    n_left = np.zeros(len(starts), np.int64)
+    for j, (s, e) in enumerate(zip(starts, ends)):
+        rows = part[s:e]
+        go = np.asarray(binned)[rows, features[j]] <= bins[j]
+        part[s:e] = np.concatenate([rows[go], rows[~go]])
+        n_left[j] = go.sum()
+    return part, n_left

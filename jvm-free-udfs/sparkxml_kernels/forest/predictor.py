@@ -1,0 +1,210 @@
+"""Forests of scikit-learn ``tree_`` arrays: prediction without Spark, and model files.
+
+Model arrays (``ForestPredictor.to_arrays()``; the same keys in a saved model's
+``data/``, see ``sparkxml_kernels.persist``), all trees concatenated, node ids tree-local:
+
+=========================  ==================  ================================================
+key                        dtype, shape        meaning
+=========================  ==================  ================================================
+children_left, _right      int64 (N,)          child ids within the tree, -1 on leaves
+feature                    int64 (N,)          split feature, -2 on leaves
+threshold                  float64 (N,)        float32(x) <= threshold goes left
+impurity                   float64 (N,)        node impurity
+n_node_samples             int64 (N,)          training rows in the node
+weighted_n_node_samples    float64 (N,)        their weight (bootstrap counts included)
+value                      float64 (N, K)      class fractions, or the mean (K = 1)
+tree_offsets               int64 (T + 1,)      tree t is nodes [tree_offsets[t], [t+1])
+n_features                 int64 ()            width of the training vectors
+n_classes                  int64 ()            classes (0 for regression)
+criterion                  str ()              the training criterion
+=========================  ==================  ================================================
+
+Prediction rounds features to float32 first, as scikit-learn does. A classifier's probability
+is the mean of the trees' leaf class fractions (scikit-learn's ``predict_proba``); a
+regressor's prediction the mean of the leaf means. ``tree_arrays(i)`` gives tree i in
+scikit-learn's ``tree_`` layout (``value`` shaped (N_i, 1, K)).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..gbt._input import csr_parts, dense, is_csr
+from .tree import FIELDS, TreeArrays
+
+ARRAY_KEYS = ("children_left", "children_right", "feature", "threshold", "impurity",
+              "n_node_samples", "weighted_n_node_samples", "value", "tree_offsets",
+              "n_features", "n_classes", "criterion")
+
+
+@njit(cache=True, nogil=True)
+def _leaves(X, left, right, feature, threshold, offsets, out):
+    for i in range(X.shape[0]):
+        for t in range(offsets.shape[0] - 1):
+            base = offsets[t]
+            node = 0
+            while left[base + node] >= 0:
+                j = base + node
+                if np.float32(X[i, feature[j]]) <= threshold[j]:
+                    node = left[j]
+                else:
+                    node = right[j]
+            out[i, t] = base + node
+
+
+class ForestPredictor:
+    """One or many trees (see the module docstring)."""
+
+    def __init__(self, children_left, children_right, feature, threshold, impurity,
+                 n_node_samples, weighted_n_node_samples, value, tree_offsets, n_features,
+                 n_classes, criterion):
+        self.children_left = np.ascontiguousarray(children_left, np.int64)
+        self.children_right = np.ascontiguousarray(children_right, np.int64)
+        self.feature = np.ascontiguousarray(feature, np.int64)
+        self.threshold = np.ascontiguousarray(threshold, np.float64)
+        self.impurity = np.ascontiguousarray(impurity, np.float64)
+        self.n_node_samples = np.ascontiguousarray(n_node_samples, np.int64)
+        self.weighted_n_node_samples = np.ascontiguousarray(weighted_n_node_samples,
+                                                            np.float64)
+        value = np.asarray(value, np.float64)
+        self.value = np.ascontiguousarray(value.reshape(value.shape[0], -1))
+        self.tree_offsets = np.ascontiguousarray(tree_offsets, np.int64)
+        self.n_features = int(n_features)
+        self.n_classes = int(n_classes)
+        self.criterion = str(criterion)
+        self._check()
+
+    def _check(self):
+        N = self.feature.size
+        for name in ("children_left", "children_right", "threshold", "impurity",
+                     "n_node_samples", "weighted_n_node_samples"):
+            if getattr(self, name).size != N:
+                raise ValueError(f"model array {name} has {getattr(self, name).size} entries, "
+                                 f"feature has {N}")
+        if self.value.shape[0] != N or self.value.shape[1] != max(self.n_classes, 1):
+            raise ValueError(f"model array value has shape {self.value.shape}, expected "
+                             f"({N}, {max(self.n_classes, 1)})")
+        off = self.tree_offsets
+        if off.size < 2 or off[0] != 0 or off[-1] != N or np.any(np.diff(off) < 1):
+            raise ValueError("tree_offsets are inconsistent with the node arrays")
+        sizes = np.repeat(np.diff(off), np.diff(off))
+        inner = self.children_left >= 0
+        bad = (np.any(self.children_left[inner] >= sizes[inner])
+               or np.any(self.children_right[inner] >= sizes[inner])
+               or np.any(self.children_right[inner] < 0)
+               or np.any((self.feature[inner] < 0) | (self.feature[inner] >= self.n_features)))
+        if bad:
+            raise ValueError("model node arrays are corrupt (child or feature out of range)")
+
+    @classmethod
+    def from_trees(cls, trees, n_features, n_classes, criterion):
+        """Concatenate ``TreeArrays``."""
+        off = np.zeros(len(trees) + 1, np.int64)
+        off[1:] = np.cumsum([t.node_count for t in trees])
+        cat = {f: np.concatenate([getattr(t, f) for t in trees]) for f in FIELDS}
+        cat["value"] = cat["value"].reshape(cat["value"].shape[0], -1)
+        return cls(tree_offsets=off, n_features=n_features, n_classes=n_classes,
+                   criterion=criterion, **cat)
+
+    @property
+    def n_trees(self) -> int:
+        return self.tree_offsets.size - 1
+
+    def tree_arrays(self, i: int) -> TreeArrays:
+        if not 0 <= i < self.n_trees:
+            raise IndexError(f"tree {i} out of range [0, {self.n_trees})")
+        a, b = self.tree_offsets[i], self.tree_offsets[i + 1]
+        v = self.value[a:b]
+        return TreeArrays(self.children_left[a:b].copy(), self.children_right[a:b].copy(),
+                          self.feature[a:b].copy(), self.threshold[a:b].copy(),
+                          self.impurity[a:b].copy(), self.n_node_samples[a:b].copy(),
+                          self.weighted_n_node_samples[a:b].copy(),
+                          v.reshape(v.shape[0], 1, v.shape[1]).copy())
+
+    # ------------------------------------------------------------------ persistence
+    def to_arrays(self) -> dict:
+        out = {k: getattr(self, k) for k in ARRAY_KEYS[:9]}
+        out.update(n_features=np.asarray(self.n_features, np.int64),
+                   n_classes=np.asarray(self.n_classes, np.int64),
+                   criterion=np.asarray(self.criterion))
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict) -> "ForestPredictor":
+        missing = [k for k in ARRAY_KEYS if k not in arrays]
+        if missing:
+            raise ValueError(f"model arrays lack {missing}")
+        kw = {k: arrays[k] for k in ARRAY_KEYS[:9]}
+        return cls(n_features=int(arrays["n_features"]), n_classes=int(arrays["n_classes"]),
+                   criterion=str(arrays["criterion"]), **kw)
+
+    @classmethod
+    def from_directory(cls, path: str, meta: dict | None = None) -> "ForestPredictor":
+        """Load the arrays of a saved model directory (``sparkxml_kernels.load_model``)."""
+        from ..persist import ModelFormatError, load_arrays
+
+        arrays = load_arrays(path, required=ARRAY_KEYS)
+        try:
+            return cls.from_arrays(arrays)
+        except ValueError as e:
+            raise ModelFormatError(f"{path}: {e}") from None
+
+    # ------------------------------------------------------------------ prediction
+    def _dense(self, X):
+        if is_csr(X):
+            indptr, indices, data, n, d = csr_parts(X)
+            out = np.zeros((n, d))
+            out[np.repeat(np.arange(n), np.diff(indptr)), indices] = data
+            X = out
+        X = dense(X)
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"X has {X.shape[1]} features; the model was trained on "
+                             f"{self.n_features}")
+        return X
+
+    def apply(self, X) -> np.ndarray:
+        """Leaf node (global index) of each row in each tree: int64 (n, T)."""
+        X = self._dense(X)
+        out = np.empty((X.shape[0], self.n_trees), np.int64)
+        _leaves(X, self.children_left, self.children_right, self.feature, self.threshold,
+                self.tree_offsets, out)
+        return out
+
+    def predict_values(self, X) -> np.ndarray:
+        """Mean over trees of the leaf values: (n, K) class probabilities, or (n,) means."""
+        leaves = self.apply(X)
+        v = self.value[leaves].mean(axis=1) if leaves.size else np.zeros(
+            (leaves.shape[0], self.value.shape[1]))
+        return v if self.n_classes else v[:, 0]
+
+    def predict(self, X) -> np.ndarray:
+        """Class ids (the most probable, lowest on ties) or regression values."""
+        v = self.predict_values(X)
+        return np.argmax(v, axis=1).astype(np.float64) if self.n_classes else v
+
+    def predict_values_naive(self, X) -> np.ndarray:
+        """Slow twin of :meth:`predict_values`."""
+        X = self._dense(X)
+        acc = np.zeros((X.shape[0], self.value.shape[1]))
+        for i in range(X.shape[0]):
+            for t in range(self.n_trees):
+                tr = self.tree_arrays(t)
+                node = 0
+                while tr.children_left[node] >= 0:
+                    go = np.float32(X[i, tr.feature[node]]) <= tr.threshold[node]
+                    node = tr.children_left[node] if go else tr.children_right[node]
+                acc[i] += tr.value[node, 0]
+        acc /= self.n_trees
+        return acc if self.n_classes else acc[:, 0]
+
+    def feature_importances(self) -> np.ndarray:
+        """scikit-learn's: the mean over trees (with a split) of each tree's normalised
+        weighted impurity decrease, normalised to sum 1."""
+        imps = [self.tree_arrays(t).feature_importances(self.n_features)
+                for t in range(self.n_trees)
+                if self.tree_offsets[t + 1] - self.tree_offsets[t] > 1]
+        if not imps:
+            return np.zeros(self.n_features)
+        m = np.mean(imps, axis=0)
+        s = m.sum()
+        return m / s if s > 0 else m

@@ -1,0 +1,330 @@
+"""Best-split search on binned node statistics, replaying scikit-learn's BestSplitter.
+
+A feature's statistics in a node arrive either as a dense histogram row ``(n_slots, S)`` (the
+distributed engine: sums reduced over workers) or as the node's rows themselves (a subtree
+grown in one process: the rows are sorted by bin). Both are turned into the same compact form
+-- the node's non-empty bins in ascending order with their sums -- and scanned by one kernel,
+so both give the same split for the same sums.
+
+What is replayed from scikit-learn (``tree/_splitter.pyx``, ``tree/_utils.pyx``):
+
+* features are visited in a Fisher-Yates order drawn with its xorshift ``our_rand_r`` and
+  ``rand_int(low, high) = low + r % (high - low)``; features known to be constant in the parent
+  are drawn but skipped, features found constant are moved aside and passed to the children
+  (``features`` / ``constant_features`` persist across nodes exactly as the splitter's arrays
+  do); the search goes on past ``max_features`` until one non-constant feature was seen;
+* a feature is constant when its largest value in the node is within 1e-7 (float32) of the
+  smallest; candidate positions skip neighbours within 1e-7 (``FEATURE_THRESHOLD``);
+* ``min_samples_leaf`` then ``min_weight_leaf`` reject candidates; a candidate wins only when
+  its proxy is strictly greater than the best so far (ties go to the first visited).
+
+Forests use ``draw_subset``: ``mtry`` features by the same Fisher-Yates draws from a state
+hashed from (seed, tree, node), evaluated in draw order; a node whose drawn features are all
+constant becomes a leaf (as in Spark MLlib), so the subset does not depend on the data and the
+same node gets the same features whether it is grown distributed or in one process.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .criteria import node_weight, proxy
+
+RAND_R_MAX = 0x7FFFFFFF
+FEATURE_THRESHOLD = np.float32(1e-7)
+
+
+@njit(cache=True, nogil=True)
+def our_rand_r(state):
+    """scikit-learn's xorshift32 step on ``state`` (uint32 array of one); returns the draw."""
+    s = np.uint32(state[0])
+    if s == 0:
+        s = np.uint32(1)
+    s ^= np.uint32(s << np.uint32(13))
+    s ^= np.uint32(s >> np.uint32(17))
+    s ^= np.uint32(s << np.uint32(5))
+    state[0] = s
+    return np.int64(s % np.uint32(0x80000000))
+
+
+@njit(cache=True, nogil=True)
+def rand_int(low, high, state):
+    return low + our_rand_r(state) % (high - low)
+
+
+def sklearn_seed(random_state: int) -> int:
+    """The splitter's initial ``rand_r_state`` for ``random_state`` (an int), as scikit-learn
+    draws it: ``RandomState(random_state).randint(0, RAND_R_MAX)``."""
+    return int(np.random.RandomState(int(random_state)).randint(0, RAND_R_MAX))
+
+
+@njit(cache=True, nogil=True)
+def mix64(x):
+    """splitmix64 finaliser: a well-mixed uint64 from a uint64."""
+    z = np.uint64(x) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def child_key(key, is_left):
+    """Node key of a child from its parent's key: the path from the root, hashed."""
+    return mix64(np.uint64(key) * np.uint64(3) + np.uint64(1 + is_left))
+
+
+@njit(cache=True, nogil=True)
+def node_state(seed, tree, key, out):
+    """Seed the xorshift state ``out`` (uint32 (1,)) for node ``key`` of ``tree``."""
+    h = mix64(mix64(np.uint64(seed) ^ (np.uint64(tree) << np.uint64(32))) ^ np.uint64(key))
+    s = np.uint32(h & np.uint64(0xFFFFFFFF))
+    out[0] = s if s != 0 else np.uint32(1)
+
+
+@njit(cache=True, nogil=True)
+def draw_subset(d, mtry, state, out):
+    """First ``mtry`` features of a Fisher-Yates permutation of 0..d-1 drawn as scikit-learn's
+    splitter draws (without constant bookkeeping); ``out`` int64 (>= mtry,). Returns mtry."""
+    feats = np.arange(d)
+    f_i = d
+    for k in range(mtry):
+        j = rand_int(0, f_i, state)
+        f_i -= 1
+        t = feats[f_i]
+        feats[f_i] = feats[j]
+        feats[j] = t
+        out[k] = feats[f_i]
+    return mtry
+
+
+# ------------------------------------------------------------------------------ compaction
+@njit(cache=True, nogil=True)
+def compact_hist(h, bins_out, st_out):
+    """Non-empty bins (count > 0) of one feature's histogram ``h`` (n_slots, S), ascending."""
+    m = 0
+    S = h.shape[1]
+    for b in range(h.shape[0]):
+        if h[b, 0] > 0.0:
+            bins_out[m] = b
+            for s in range(S):
+                st_out[m, s] = h[b, s]
+            m += 1
+    return m
+
+
+@njit(cache=True, nogil=True)
+def compact_rows(binned, rows, s, e, f, rs, bins_out, st_out):
+    """Non-empty bins of feature ``f`` over ``rows[s:e]`` with the sums of their rows' stats
+    ``rs`` (n, S), ascending (the rows sorted by bin, stably)."""
+    n = e - s
+    keys = np.empty(n, np.int64)
+    for i in range(n):
+        keys[i] = binned[rows[s + i], f]
+    if n <= 64:  # small nodes (most of them): a stable insertion sort, no allocation
+        order = np.empty(n, np.int64)
+        for i in range(n):
+            k = keys[i]
+            j = i
+            while j > 0 and keys[order[j - 1]] > k:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = i
+    else:
+        order = np.argsort(keys, kind="mergesort")
+    S = rs.shape[1]
+    m = 0
+    prev = -1
+    for i in range(n):
+        k = order[i]
+        b = keys[k]
+        if b != prev:
+            bins_out[m] = b
+            for t in range(S):
+                st_out[m, t] = 0.0
+            m += 1
+            prev = b
+        r = rows[s + k]
+        for t in range(S):
+            st_out[m - 1, t] += rs[r, t]
+    return m
+
+
+# ------------------------------------------------------------------------------ scan
+@njit(cache=True, nogil=True)
+def is_constant(bins, m, vals):
+    """scikit-learn's test: max value <= min value + 1e-7 in float32 (one bin, or exact bins
+    whose values are that close). ``vals`` float64 (n_slots,), NaN where unknown."""
+    if m <= 1:
+        return True
+    hi = vals[bins[m - 1]]
+    lo = vals[bins[0]]
+    if np.isnan(hi) or np.isnan(lo):
+        return False
+    return np.float32(hi) <= np.float32(lo) + FEATURE_THRESHOLD
+
+
+@njit(cache=True, nogil=True)
+def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, left, right,
+                 best_left):
+    """Scan the candidate positions of one feature (compact sums ``st[:m]``).
+
+    Returns (position i or -1, proxy): the left side holds the first ``i + 1`` non-empty bins.
+    ``best`` is the proxy to beat (strictly); ``best_left`` receives the winner's left sums.
+    """
+    S = st.shape[1]
+    for t in range(S):
+        left[t] = 0.0
+    best_i = -1
+    for i in range(m - 1):
+        for t in range(S):
+            left[t] += st[i, t]
+        a = vals[bins[i]]
+        b = vals[bins[i + 1]]
+        if not (np.isnan(a) or np.isnan(b)):
+            if np.float32(b) <= np.float32(a) + FEATURE_THRESHOLD:
+                continue
+        n_left = left[0]
+        n_right = total[0] - left[0]
+        if n_left < min_leaf or n_right < min_leaf:
+            continue
+        wl = node_weight(crit, left)
+        wr = wn - wl
+        if wl < min_wleaf or wr < min_wleaf:
+            continue
+        for t in range(S):
+            right[t] = total[t] - left[t]
+        p = proxy(crit, left, right, wl, wr)
+        if p > best:
+            best = p
+            best_i = i
+            for t in range(S):
+                best_left[t] = left[t]
+    return best_i, best
+
+
+# ------------------------------------------------------------------------------ node search
+@njit(cache=True, nogil=True)
+def _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st):
+    if mode == 0:
+        return compact_hist(hist[fmap[f]], bins, st)
+    return compact_rows(binned, rows, s, e, f, rs, bins, st)
+
+
+@njit(cache=True, nogil=True)
+def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, features,
+               constant_features, n_known, max_features, min_leaf, min_wleaf, state,
+               bins, st, out_left):
+    """scikit-learn's ``node_split_best`` over binned sums (see the module docstring).
+
+    Parameters
+    ----------
+    mode : 0 (histograms ``hist[fmap[f]]``, (n_slots, S) each) or 1 (rows ``rows[s:e]`` of
+        ``binned`` with per-row sums ``rs``)
+    vals : float64 (d, n_slots)
+        Raw value of each exact bin (float32-rounded), NaN where a bin is not one value.
+    total : float64 (S,) node sums; wn its weight
+    features, constant_features : int64 (d,), persistent across nodes (mutated)
+    n_known : constant features known from the parent
+    state : uint32 (1,) xorshift state (advanced)
+    bins, st : scratch (n_slots,), (n_slots, S); out_left : (S,) the best split's left sums
+
+    Returns
+    -------
+    (feature or -1, left bin, right bin, n_total_constants)
+        The split sends bins <= left bin of ``feature`` left; ``right bin`` is the next
+        non-empty bin (both ends of the threshold's midpoint).
+    """
+    d = features.shape[0]
+    S = total.shape[0]
+    left = np.empty(S)
+    right = np.empty(S)
+    f_i = d
+    n_visited = 0
+    n_found = 0
+    n_drawn = 0
+    n_total = n_known
+    best = -np.inf
+    best_f = -1
+    best_bl = -1
+    best_br = -1
+    while f_i > n_total and (n_visited < max_features
+                             or n_visited <= n_found + n_drawn):
+        n_visited += 1
+        f_j = rand_int(n_drawn, f_i - n_found, state)
+        if f_j < n_known:
+            t = features[n_drawn]
+            features[n_drawn] = features[f_j]
+            features[f_j] = t
+            n_drawn += 1
+            continue
+        f_j += n_found
+        f = features[f_j]
+        m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
+        if is_constant(bins, m, vals[f]):
+            t = features[f_j]
+            features[f_j] = features[n_total]
+            features[n_total] = t
+            n_found += 1
+            n_total += 1
+            continue
+        f_i -= 1
+        t = features[f_i]
+        features[f_i] = features[f_j]
+        features[f_j] = t
+        i, best = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf, min_wleaf,
+                               best, left, right, out_left)
+        if i >= 0:
+            best_f, best_bl, best_br = f, bins[i], bins[i + 1]
+    for k in range(n_known):
+        features[k] = constant_features[k]
+    for k in range(n_known, n_known + n_found):
+        constant_features[k] = features[k]
+    return best_f, best_bl, best_br, n_total
+
+
+@njit(cache=True, nogil=True)
+def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, subset, k,
+                 min_leaf, min_wleaf, bins, st, out_left):
+    """Forest split search over the drawn ``subset[:k]`` in order (constant ones skipped).
+    Returns (feature or -1, left bin, right bin)."""
+    S = total.shape[0]
+    left = np.empty(S)
+    right = np.empty(S)
+    best = -np.inf
+    best_f = -1
+    best_bl = -1
+    best_br = -1
+    for j in range(k):
+        f = subset[j]
+        m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
+        if is_constant(bins, m, vals[f]):
+            continue
+        i, best = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf, min_wleaf,
+                               best, left, right, out_left)
+        if i >= 0:
+            best_f, best_bl, best_br = f, bins[i], bins[i + 1]
+    return best_f, best_bl, best_br
+
+
+# ------------------------------------------------------------------------------ naive twin
+def best_split_naive(crit, binned, rows, y, w, features_order, n_classes, min_leaf, min_wleaf):
+    """Slow twin of the scan: the best split over ``features_order`` (visited in that order,
+    strictly better wins) by brute force over every threshold between distinct bins, with the
+    proxy computed from the rows (``criteria.proxy_naive``). Returns (feature, left bin) or
+    (-1, -1). No 1e-7 neighbour rule (bins are compared as integers)."""
+    from .criteria import proxy_naive
+
+    best, bf, bb = -np.inf, -1, -1
+    rows = np.asarray(rows)
+    for f in features_order:
+        b = np.asarray(binned)[rows, f].astype(np.int64)
+        for t in np.unique(b)[:-1]:
+            L, R = rows[b <= t], rows[b > t]
+            if len(L) < min_leaf or len(R) < min_leaf:
+                continue
+            if w[L].sum() < min_wleaf or w[R].sum() < min_wleaf:
+                continue
+            p = proxy_naive(crit, y[L], w[L], y[R], w[R], n_classes)
+            if p > best:
+                best, bf, bb = p, int(f), int(t)
+    return bf, bb

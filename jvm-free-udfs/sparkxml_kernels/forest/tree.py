@@ -1,0 +1,163 @@
+"""Tree arrays in scikit-learn's ``tree_`` layout, and the split settings every grower uses.
+
+A grown tree is a ``TreeArrays`` (node ids: depth-first preorder, left child first, as
+scikit-learn's ``DepthFirstTreeBuilder`` numbers them):
+
+=========================  ===================  ==============================================
+array                      dtype, shape         meaning
+=========================  ===================  ==============================================
+children_left / _right     int64 (N,)           child ids, -1 on leaves
+feature                    int64 (N,)           split feature, -2 on leaves
+threshold                  float64 (N,)         x <= threshold goes left, -2.0 on leaves
+impurity                   float64 (N,)         the criterion's node impurity
+n_node_samples             int64 (N,)           training rows in the node (weight > 0)
+weighted_n_node_samples    float64 (N,)         their total weight
+value                      float64 (N, 1, K)    class fractions (K classes) or the mean (K=1)
+=========================  ===================  ==============================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .criteria import is_classification
+
+TREE_LEAF = -1
+TREE_UNDEFINED = -2
+FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
+          "n_node_samples", "weighted_n_node_samples", "value")
+
+
+@dataclass
+class SplitParams:
+    """What decides whether and where a node splits (scikit-learn's names in comments)."""
+
+    criterion: int
+    n_classes: int = 0                 # K (classification), 0 for regression
+    max_depth: int = 2**31 - 1         # max_depth
+    min_samples_split: int = 2         # min_samples_split (raised to 2 * min_samples_leaf)
+    min_samples_leaf: int = 1          # min_samples_leaf
+    min_weight_fraction: float = 0.0   # min_weight_fraction_leaf
+    min_impurity_decrease: float = 0.0
+    max_features: int = 0              # features drawn per node (0: all)
+    max_leaf_nodes: int = 0            # best-first growth when > 0
+
+    def __post_init__(self):
+        self.min_samples_split = max(int(self.min_samples_split), 2 * int(self.min_samples_leaf))
+
+
+class NodeList:
+    """Nodes appended one by one (the order becomes the node ids)."""
+
+    def __init__(self, n_values: int):
+        self.k = n_values
+        self.cols = {f: [] for f in FIELDS if f != "value"}
+        self.value = []
+
+    def add(self, parent, is_left, n, w, imp, value) -> int:
+        i = len(self.value)
+        c = self.cols
+        c["children_left"].append(TREE_LEAF)
+        c["children_right"].append(TREE_LEAF)
+        c["feature"].append(TREE_UNDEFINED)
+        c["threshold"].append(float(TREE_UNDEFINED))
+        c["impurity"].append(float(imp))
+        c["n_node_samples"].append(int(round(n)))
+        c["weighted_n_node_samples"].append(float(w))
+        self.value.append(np.asarray(value, np.float64).reshape(self.k))
+        if parent >= 0:
+            c["children_left" if is_left else "children_right"][parent] = i
+        return i
+
+    def set_split(self, i, feature, threshold):
+        self.cols["feature"][i] = int(feature)
+        self.cols["threshold"][i] = float(threshold)
+
+    def set_leaf(self, i):
+        self.cols["feature"][i] = TREE_UNDEFINED
+        self.cols["threshold"][i] = float(TREE_UNDEFINED)
+        self.cols["children_left"][i] = TREE_LEAF
+        self.cols["children_right"][i] = TREE_LEAF
+
+    def arrays(self) -> "TreeArrays":
+        c = self.cols
+        return TreeArrays(
+            np.asarray(c["children_left"], np.int64), np.asarray(c["children_right"], np.int64),
+            np.asarray(c["feature"], np.int64), np.asarray(c["threshold"], np.float64),
+            np.asarray(c["impurity"], np.float64), np.asarray(c["n_node_samples"], np.int64),
+            np.asarray(c["weighted_n_node_samples"], np.float64),
+            np.asarray(self.value, np.float64).reshape(len(self.value), 1, self.k))
+
+
+@dataclass
+class TreeArrays:
+    children_left: np.ndarray
+    children_right: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    impurity: np.ndarray
+    n_node_samples: np.ndarray
+    weighted_n_node_samples: np.ndarray
+    value: np.ndarray
+
+    @property
+    def node_count(self) -> int:
+        return int(self.feature.size)
+
+    def as_dict(self) -> dict:
+        return {f: getattr(self, f) for f in FIELDS}
+
+    def feature_importances(self, n_features: int, normalize: bool = True) -> np.ndarray:
+        """scikit-learn's ``compute_feature_importances``: Σ over splits of
+        w·imp - w_L·imp_L - w_R·imp_R, divided by the root weight, normalised to sum 1."""
+        imp = np.zeros(n_features)
+        L, R = self.children_left, self.children_right
+        w, im = self.weighted_n_node_samples, self.impurity
+        for i in np.flatnonzero(L >= 0):
+            imp[self.feature[i]] += (w[i] * im[i] - w[L[i]] * im[L[i]] - w[R[i]] * im[R[i]])
+        imp /= w[0]
+        s = imp.sum()
+        if normalize and s > 0:
+            imp /= s
+        return imp
+
+    def renumber_preorder(self) -> "TreeArrays":
+        """The same tree with ids in depth-first preorder, left child first."""
+        order = []
+        stack = [0]
+        L, R = self.children_left, self.children_right
+        while stack:
+            i = stack.pop()
+            order.append(i)
+            if L[i] >= 0:
+                stack.append(R[i])
+                stack.append(L[i])
+        order = np.asarray(order, np.int64)
+        new = np.empty(order.size, np.int64)
+        new[order] = np.arange(order.size)
+
+        def child(a):
+            a = a[order]
+            return np.where(a >= 0, new[np.maximum(a, 0)], a)
+
+        return TreeArrays(child(L), child(R), self.feature[order], self.threshold[order],
+                          self.impurity[order], self.n_node_samples[order],
+                          self.weighted_n_node_samples[order], self.value[order])
+
+
+def node_value(crit: int, total: np.ndarray, w: float) -> np.ndarray:
+    """A node's value from its sums: class fractions, or the weighted mean."""
+    if is_classification(crit):
+        return total[1:] / w
+    return np.array([total[2] / w])
+
+
+def split_threshold(f: int, bl: int, br: int, vals: np.ndarray, edges) -> float:
+    """Threshold between the node's non-empty bins ``bl`` < ``br`` of feature ``f``: the
+    midpoint of their values when the bins are exact (scikit-learn's a/2 + b/2 of float32
+    values), else the upper edge of bin ``bl``."""
+    a, b = vals[f, bl], vals[f, br]
+    if np.isnan(a) or np.isnan(b):
+        return float(edges[f][bl])
+    return float(a / 2.0 + b / 2.0)

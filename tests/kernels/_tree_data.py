@@ -1,0 +1,36 @@
+"""Shared data for the tree kernel tests: pendigits and diabetes, binned as the trees bin."""
+import os
+
+import numpy as np
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+
+
+def pendigits(split="pendigits"):
+    """pendigits (svmlight, labels 1..10 -> 0..9, 16 integer features)."""
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(os.path.join(DATA, "pendigits", split), n_features=16)
+    return X.toarray(), (y - 1).astype(np.int64)
+
+
+def binned(X, max_bins=65536):
+    from sparkxml_kernels.forest import bins
+    from sparkxml_kernels.gbt import binning
+
+    edges, vals = bins.exact_edges(X, max_bins)
+    return binning.bin_data(bins.as_float32(X), edges), edges, vals
+
+
+def assert_same_tree(ours, sk_tree, rtol=0.0):
+    """Node for node: structure, features and counts exactly; floats exactly (rtol=0) or to
+    rtol."""
+    assert ours.node_count == sk_tree.node_count
+    for f in ("children_left", "children_right", "feature", "n_node_samples"):
+        np.testing.assert_array_equal(getattr(ours, f), getattr(sk_tree, f), err_msg=f)
+    for f in ("threshold", "impurity", "weighted_n_node_samples", "value"):
+        a, b = getattr(ours, f), getattr(sk_tree, f)
+        if rtol:
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-12, err_msg=f)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f)

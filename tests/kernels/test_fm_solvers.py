@@ -1,0 +1,230 @@
+"""FM / GBFM solvers: exactness of the block updates, worker-count invariance, the anchors
+(myFM) and the planted-interaction data set."""
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparkxml.synthetic import make_ratings, one_hot_fields
+from sparkxml_kernels.collective import LocalCollective
+from sparkxml_kernels.fm import train as T
+from sparkxml_kernels.fm.als import init_params
+from sparkxml_kernels.fm.fields import FieldVocabulary
+from sparkxml_kernels.fm.gbfm import run_gbfm
+from sparkxml_kernels.fm.predictor import FMPredictor, GBFMPredictor
+from sparkxml_kernels.gbt.collective import InProcessGroup
+
+from test_fm_kernels import _one_hot
+
+BASE = dict(factorSize=3, maxIter=3, regParam=0.01, initStd=0.1, seed=7, burnIn=1, thinning=1,
+            stepSize=0.01, miniBatchFraction=0.25, tol=0.0, fitIntercept=True, fitLinear=True,
+            fieldStarts=None)
+
+
+def _fit(X, y, params, workers=1, w=None, valid=None, kind="fm"):
+    """Train with ``workers`` thread ranks (rows dealt round-robin); rank 0's arrays."""
+    keys = (np.arange(X.shape[0]) * 2654435761) % 1000003
+    if workers == 1:
+        parts = [np.arange(X.shape[0])]
+    else:
+        parts = [np.arange(r, X.shape[0], workers) for r in range(workers)]
+    group = InProcessGroup(workers) if workers > 1 else None
+    out = [None] * workers
+
+    def run(rank):
+        coll = LocalCollective() if group is None else group.collective(rank)
+        idx = parts[rank]
+        Xr = X[idx]
+        prep = T.prepare(Xr.indptr, Xr.indices, Xr.data, y[idx], None if w is None else w[idx],
+                         keys[idx], X.shape[1], coll, rank, workers,
+                         extra=None if valid is None else valid[idx])
+        if kind == "fm":
+            out[rank] = T.train_fm(prep, params, coll)
+        else:
+            prep, v = prep if valid is not None else (prep, None)
+            tr = prep if v is None else prep.subset(~v)
+            va = None if v is None else prep.subset(v)
+            out[rank] = run_gbfm(tr, va, params, coll)
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out[0]
+
+
+# --------------------------------------------------------------------------- exactness
+def _naive_als(X, y, params, loss, sweeps):
+    """Plain sequential coordinate descent, one parameter at a time in index order (libFM's
+    ALS; for logistic loss on the quadratic expansion at each sweep's start)."""
+    X = X.toarray()
+    n, d = X.shape
+    k, reg = params["factorSize"], params["regParam"]
+    w0, w, Vt = init_params(params["seed"], k, d, params["initStd"])
+    V = Vt.T.copy()
+
+    def pred():
+        q = X @ V
+        return w0 + X @ w + 0.5 * ((q ** 2).sum(1) - ((X ** 2) @ (V ** 2)).sum(1))
+
+    W = float(n)
+    for _ in range(sweeps):
+        p0 = pred()
+        if loss == "squared":
+            c1, c2 = p0 - y, np.ones(n)
+        else:
+            s = 1 / (1 + np.exp(-p0))
+            c1, c2 = s - y, np.maximum(s * (1 - s), 1e-16)
+        r = np.zeros(n)
+
+        def step(theta, h, regj):
+            nonlocal r
+            A, G = float(c2 @ (h * h)), float((c1 + c2 * r) @ h)
+            new = theta - (G / W + regj * theta) / (A / W + regj) if A / W + regj > 0 else theta
+            r = r + (new - theta) * h
+            return new
+
+        w0 = step(w0, np.ones(n), 0.0)
+        for j in range(d):
+            w[j] = step(w[j], X[:, j], reg)
+        for f in range(k):
+            for j in range(d):
+                q = X @ V[:, f]
+                V[j, f] = step(V[j, f], X[:, j] * (q - V[j, f] * X[:, j]), reg)
+    return w0, w, V
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_block_updates_equal_sequential_coordinate_descent(task):
+    X, _ = _one_hot(120, [3, 4, 2], seed=11, extra_dense=1)
+    r = np.random.default_rng(0)
+    y = r.normal(size=120) if task == "regression" else (r.random(120) > 0.5).astype(float)
+    params = dict(BASE, solver="als", task=task, maxIter=3)
+    arrays, hist = _fit(X, y, params)
+    assert hist["n_blocks"] == 4  # three one-hot fields and the dense column
+    w0, w, V = _naive_als(X, y, params, "squared" if task == "regression" else "logistic", 3)
+    np.testing.assert_allclose(arrays["w0"][0], w0, rtol=1e-6)
+    np.testing.assert_allclose(arrays["w"][0], w, rtol=1e-5, atol=1e-6)  # stored as float32
+    np.testing.assert_allclose(arrays["V"][0], V, rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- workers
+@pytest.mark.parametrize("solver,task", [("mcmc", "regression"), ("mcmc", "classification"),
+                                         ("als", "classification"), ("adamw", "regression")])
+def test_two_workers_train_the_same_model_as_one(solver, task):
+    X, _ = _one_hot(400, [5, 6, 3], seed=12, extra_dense=1)
+    r = np.random.default_rng(1)
+    y = X @ r.normal(size=X.shape[1]) + 0.1 * r.normal(size=400)
+    if task == "classification":
+        y = (y > np.median(y)).astype(float)
+    params = dict(BASE, solver=solver, task=task, maxIter=12)
+    one, h1 = _fit(X, y, params, workers=1)
+    two, h2 = _fit(X, y, params, workers=2)
+    three, _ = _fit(X, y, params, workers=3)
+    for key in ("w0", "w", "V"):
+        # identical up to the rounding of the per-block sums (float32 storage: ~1e-7)
+        np.testing.assert_allclose(two[key], one[key], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(three[key], one[key], rtol=1e-5, atol=1e-6)
+    assert h1["n_blocks"] == h2["n_blocks"]
+
+
+def test_gbfm_two_workers_and_early_stopping():
+    cols, rating, _ = make_ratings(3000, n_users=40, n_items=30, seed=3)
+    ip, ix, dv, d, fs = one_hot_fields(cols)
+    X = sp.csr_matrix((dv, ix, ip), shape=(len(rating), d))
+    valid = np.arange(len(rating)) % 5 == 0
+    params = dict(task="regression", fieldStarts=fs, numStages=12, stepSize=0.3, factorSize=3,
+                  maxIter=2, regParam=1e-4, initStd=0.01, seed=1, earlyStoppingRounds=2)
+    one, h1 = _fit(X, rating, params, 1, valid=valid, kind="gbfm")
+    two, h2 = _fit(X, rating, params, 2, valid=valid, kind="gbfm")
+    np.testing.assert_array_equal(one["stage_fields"], two["stage_fields"])
+    np.testing.assert_allclose(one["stage_V"], two["stage_V"], rtol=1e-7, atol=1e-9)
+    assert len(h1["valid_metric"]) == h1["stages_run"]
+    best = int(np.argmin(h1["valid_metric"]))
+    assert one["stage_fields"].shape[0] == best + 1  # truncated to the best stage
+
+
+# --------------------------------------------------------------------------- planted data
+def test_gbfm_selects_the_planted_pairs_and_fm_recovers_the_ratings():
+    cols, rating, planted = make_ratings(20000, seed=0)
+    ip, ix, dv, d, fs = one_hot_fields(cols)
+    X = sp.csr_matrix((dv, ix, ip), shape=(len(rating), d))
+    names = list(cols)
+    tr, te = slice(0, 16000), slice(16000, None)
+    gb, hist = _fit(X[tr], rating[tr], dict(task="regression", fieldStarts=fs, numStages=8,
+                                            stepSize=0.3, factorSize=4, maxIter=3,
+                                            regParam=1e-4, initStd=0.01, seed=0), kind="gbfm")
+    pairs = {frozenset((names[p], names[q])) for p, q in gb["stage_fields"]}
+    assert pairs == {frozenset(p) for p in planted}, gb["stage_fields"]
+    fm, _ = _fit(X[tr], rating[tr], dict(BASE, solver="mcmc", task="regression", factorSize=6,
+                                         maxIter=60, burnIn=10, fieldStarts=fs))
+    rmse = np.sqrt(np.mean((FMPredictor.from_arrays(fm).predict(X[te]) - rating[te]) ** 2))
+    assert rmse < 0.35, rmse  # the noise is 0.3: what a perfect model reaches
+    gb_rmse = np.sqrt(np.mean((GBFMPredictor.from_arrays(gb).predict(X[te]) - rating[te]) ** 2))
+    assert gb_rmse < np.std(rating[te]) * 0.7
+
+
+def test_mcmc_matches_myfm_on_ratings_and_probit():
+    myfm = pytest.importorskip("myfm")
+    cols, rating, _ = make_ratings(6000, n_users=100, n_items=60, seed=5)
+    ip, ix, dv, d, fs = one_hot_fields(cols)
+    X = sp.csr_matrix((dv, ix, ip), shape=(len(rating), d))
+    tr, te = slice(0, 5000), slice(5000, None)
+    ours, _ = _fit(X[tr], rating[tr], dict(BASE, solver="mcmc", task="regression",
+                                           factorSize=4, maxIter=60, burnIn=5))
+    rm_ours = np.sqrt(np.mean((FMPredictor.from_arrays(ours).predict(X[te]) - rating[te]) ** 2))
+    ref = myfm.MyFMRegressor(rank=4, random_seed=0).fit(X[tr], rating[tr], n_iter=60,
+                                                        n_kept_samples=55)
+    rm_ref = np.sqrt(np.mean((ref.predict(X[te]) - rating[te]) ** 2))
+    assert abs(rm_ours - rm_ref) < 0.02, (rm_ours, rm_ref)
+    from sklearn.metrics import roc_auc_score
+
+    yb = (rating > np.median(rating)).astype(float)
+    ours, _ = _fit(X[tr], yb[tr], dict(BASE, solver="mcmc", task="classification",
+                                       factorSize=4, maxIter=60, burnIn=5))
+    auc = roc_auc_score(yb[te], FMPredictor.from_arrays(ours).predict(X[te])[:, 1])
+    ref = myfm.MyFMClassifier(rank=4, random_seed=0).fit(X[tr], yb[tr].astype(int), n_iter=60,
+                                                         n_kept_samples=55)
+    auc_ref = roc_auc_score(yb[te], ref.predict_proba(X[te]))
+    assert abs(auc - auc_ref) < 0.01, (auc, auc_ref)
+
+
+# --------------------------------------------------------------------------- fields
+def test_field_vocabulary_encodes_keep_skip_error():
+    import pyarrow as pa
+
+    voc = FieldVocabulary([np.array(["b", "a"]), np.array([10, 20, 30]),
+                           np.array(["x", "y"])], ["s", "i", "l"])
+    assert voc.field_starts.tolist() == [0, 2, 5, 7]
+    cols = [pa.array(["a", None, "zz"]), pa.array([30, 10, 10], pa.int32()),
+            pa.array([["y", "x", "y"], [], None])]
+    ip, ix, dv, keep = voc.encode(cols, "keep")
+    assert ip.tolist() == [0, 4, 5, 6] and ix.tolist() == [1, 4, 5, 6, 2, 2]
+    assert keep.all() and np.all(dv == 1.0)
+    ip, ix, _, keep = voc.encode(cols, "skip")
+    assert keep.tolist() == [True, False, False] and ip.tolist() == [0, 4]
+    with pytest.raises(ValueError, match="column 's' holds a null"):
+        voc.encode(cols, "error")
+    with pytest.raises(ValueError, match="'zz', unseen"):
+        voc.encode([pa.array(["a", "a", "zz"])] + cols[1:], "error")
+    again = FieldVocabulary.from_arrays(voc.to_arrays())
+    np.testing.assert_array_equal(again.encode(cols)[1], voc.encode(cols)[1])
+
+
+@pytest.mark.parametrize("solver,task", [("als", "classification"), ("mcmc", "regression")])
+def test_integer_row_weights_equal_repeated_rows(solver, task):
+    X, _ = _one_hot(150, [4, 3], seed=13)
+    r = np.random.default_rng(2)
+    y = X @ r.normal(size=X.shape[1]) + 0.1 * r.normal(size=150)
+    if task == "classification":
+        y = (y > np.median(y)).astype(float)
+    w = r.integers(1, 3, 150).astype(float)
+    rep = np.repeat(np.arange(150), w.astype(int))
+    params = dict(BASE, solver=solver, task=task, maxIter=4, burnIn=0)
+    weighted, _ = _fit(X, y, params, w=w)
+    repeated, _ = _fit(X[rep], y[rep], params)
+    # the same objective (ALS) or the same full conditionals and draws (MCMC)
+    for key in ("w0", "w", "V"):
+        np.testing.assert_allclose(weighted[key], repeated[key], rtol=1e-4, atol=1e-5)

@@ -1,0 +1,123 @@
+"""Single trees equal scikit-learn's node for node (its splitter's draws replayed)."""
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.datasets import load_diabetes  # noqa: E402
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor  # noqa: E402
+
+from sparkxml_kernels.forest import builder, criteria, histogram  # noqa: E402
+from sparkxml_kernels.forest.splitter import our_rand_r, sklearn_seed  # noqa: E402
+from sparkxml_kernels.forest.tree import SplitParams  # noqa: E402
+from sparkxml_kernels.gbt.collective import InProcessGroup, LocalCollective  # noqa: E402
+
+from _tree_data import assert_same_tree, binned, pendigits  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pen():
+    X, y = pendigits()
+    return X, y, binned(X)
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    d = load_diabetes()
+    return d.data, d.target, binned(d.data)
+
+
+def _grow(Xb, y, edges, vals, crit, seed=0, world=1, weights=None, **kw):
+    c = criteria.criterion_id(crit)
+    K = int(y.max()) + 1 if criteria.is_classification(c) else 0
+    p = SplitParams(c, n_classes=K, **kw)
+    yy = np.asarray(y, np.float64)
+    w = np.ones(len(y)) if weights is None else weights
+    if world == 1:
+        return builder.grow_tree(Xb, y.astype(np.int32), yy, histogram.ylny(yy), w, p,
+                                 LocalCollective(), vals, edges, sklearn_seed(seed))
+    group, out, errs = InProcessGroup(world, timeout=60), [None] * world, []
+
+    def run(r):
+        idx = np.arange(r, len(y), world)
+        try:
+            out[r] = builder.grow_tree(Xb[idx], y[idx].astype(np.int32), yy[idx],
+                                       histogram.ylny(yy[idx]), w[idx], p, group.collective(r),
+                                       vals, edges, sklearn_seed(seed))
+        except BaseException as e:  # pragma: no cover - reported below
+            errs.append(e)
+            group.abort()
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errs, errs
+    return out[0]
+
+
+def test_our_rand_r_matches_sklearn_xorshift():
+    state = np.array([sklearn_seed(0)], np.uint32)
+    s = int(state[0])
+    for _ in range(5):
+        s ^= (s << 13) & 0xFFFFFFFF
+        s ^= s >> 17
+        s ^= (s << 5) & 0xFFFFFFFF
+        assert our_rand_r(state) == s % (1 << 31)
+
+
+@pytest.mark.parametrize("crit", ["gini", "entropy"])
+def test_pendigits_full_depth_two_workers_equals_sklearn(pen, crit):
+    X, y, (Xb, edges, vals) = pen
+    ours = _grow(Xb, y, edges, vals, crit, world=2)
+    sk = DecisionTreeClassifier(criterion=crit, random_state=0).fit(X, y).tree_
+    assert_same_tree(ours, sk)
+    assert ours.node_count == {"gini": 563, "entropy": 485}[crit]
+
+
+@pytest.mark.parametrize("crit", ["squared_error", "friedman_mse", "poisson"])
+def test_diabetes_regression_two_workers_equals_sklearn(diabetes, crit):
+    X, y, (Xb, edges, vals) = diabetes
+    assert Xb.dtype == np.uint16  # 302 distinct values: wide bins
+    ours = _grow(Xb, y, edges, vals, crit, world=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # friedman_mse -> squared_error
+        sk = DecisionTreeRegressor(criterion=crit, random_state=0).fit(X, y).tree_
+    # poisson's impurity comes from sums (sum wy ln y - sum wy ln mean): equal up to rounding
+    assert_same_tree(ours, sk, rtol=1e-8 if crit == "poisson" else 0.0)
+
+
+@pytest.mark.parametrize("kw, skw", [
+    (dict(max_leaf_nodes=40), dict(max_leaf_nodes=40)),
+    (dict(max_features=4, max_depth=12), dict(max_features=4, max_depth=12)),
+    (dict(min_samples_leaf=5, min_samples_split=7, max_depth=9),
+     dict(min_samples_leaf=5, min_samples_split=7, max_depth=9)),
+    (dict(min_impurity_decrease=0.001), dict(min_impurity_decrease=0.001)),
+    (dict(min_weight_fraction=0.01, max_leaf_nodes=100, max_features=3),
+     dict(min_weight_fraction_leaf=0.01, max_leaf_nodes=100, max_features=3)),
+])
+def test_options_equal_sklearn(pen, kw, skw):
+    X, y, (Xb, edges, vals) = pen
+    for seed in (0, 3):
+        ours = _grow(Xb, y, edges, vals, "entropy", seed=seed, **kw)
+        sk = DecisionTreeClassifier(criterion="entropy", random_state=seed, **skw).fit(X, y)
+        assert_same_tree(ours, sk.tree_)
+
+
+def test_integer_sample_weights_equal_sklearn(pen):
+    X, y, (Xb, edges, vals) = pen
+    w = (np.arange(len(y)) % 3).astype(np.float64)  # zeros too: those rows take no part
+    ours = _grow(Xb, y, edges, vals, "gini", weights=w, max_depth=10)
+    sk = DecisionTreeClassifier(random_state=0, max_depth=10).fit(X, y, sample_weight=w)
+    assert_same_tree(ours, sk.tree_)
+
+
+def test_feature_importances_equal_sklearn(pen):
+    X, y, (Xb, edges, vals) = pen
+    ours = _grow(Xb, y, edges, vals, "gini", max_depth=8)
+    sk = DecisionTreeClassifier(random_state=0, max_depth=8).fit(X, y)
+    np.testing.assert_allclose(ours.feature_importances(16), sk.feature_importances_,
+                               rtol=1e-12, atol=1e-15)

@@ -1,0 +1,173 @@
+"""Decision trees and random forests on local[2]: scikit-learn's trees node for node,
+determinism across workers and partitioning, persistence, Pipelines and tuning, bad input."""
+import os
+
+import numpy as np
+import pytest
+from pyspark.ml import Pipeline, PipelineModel
+from pyspark.ml.evaluation import MulticlassClassificationEvaluator
+from pyspark.ml.linalg import Vectors
+from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+
+import sparkxml_kernels
+from sparkxml import (DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier,
+                      RandomForestRegressor)
+from sparkxml.forest import RandomForestClassificationModel
+from sparkxml.tree import DecisionTreeClassificationModel
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.datasets import load_diabetes, load_svmlight_file  # noqa: E402
+from sklearn.tree import DecisionTreeClassifier as SkTree  # noqa: E402
+from sklearn.tree import DecisionTreeRegressor as SkTreeRegressor  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "pendigits")
+FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
+          "n_node_samples", "weighted_n_node_samples", "value")
+
+
+def _frame(spark, X, y, parts=2):
+    rows = [(Vectors.dense(r), float(v)) for r, v in zip(X.tolist(), y.tolist())]
+    return spark.createDataFrame(rows, ["features", "label"]).repartition(parts).cache()
+
+
+@pytest.fixture(scope="module")
+def pen(spark):
+    X, y = load_svmlight_file(os.path.join(DATA, "pendigits"), n_features=16)
+    Xt, yt = load_svmlight_file(os.path.join(DATA, "pendigits.t"), n_features=16)
+    X, Xt, y, yt = X.toarray(), Xt.toarray(), y - 1, yt - 1
+    return X, y, Xt, yt, _frame(spark, X, y), _frame(spark, Xt, yt)
+
+
+@pytest.mark.parametrize("crit", ["gini", "entropy"])
+def test_decision_tree_equals_sklearn_node_for_node(pen, crit):
+    X, y, _, _, train, _ = pen
+    model = DecisionTreeClassifier(criterion=crit, maxDepth=64, seed=0,
+                                   numWorkers=2).fit(train)
+    assert [i["world_size"] for i in model.trainingInfo["workerInfo"]] == [2, 2]
+    sk = SkTree(criterion=crit, random_state=0).fit(X, y)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    np.testing.assert_allclose(model.featureImportances.toArray(), sk.feature_importances_,
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_regression_tree_equals_sklearn_on_diabetes(spark):
+    d = load_diabetes()
+    df = _frame(spark, d.data, d.target)
+    model = DecisionTreeRegressor(maxDepth=64, maxBins=512, numWorkers=2).fit(df)
+    sk = SkTreeRegressor(random_state=0).fit(d.data, d.target).tree_
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk, f), err_msg=f)
+    pred = np.array([r[0] for r in model.transform(df).select("prediction").collect()])
+    order = np.array([r[0].toArray() for r in df.select("features").collect()])
+    np.testing.assert_array_equal(pred, sk.predict(order.astype(np.float32)).ravel())
+
+
+@pytest.fixture(scope="module")
+def forest_model(pen):
+    return RandomForestClassifier(numTrees=12, maxDepth=64, seed=5, numWorkers=2,
+                                  oobScore=True).fit(pen[4])
+
+
+def test_forest_accuracy_oob_outputs_and_importances(pen, forest_model):
+    _, _, Xt, yt, _, test = pen
+    out = forest_model.transform(test)
+    acc = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(out)
+    assert acc > 0.95, acc
+    assert 0.93 < forest_model.outOfBagScore < 1.0
+    row = out.select("rawPrediction", "probability", "prediction").first()
+    np.testing.assert_allclose(row[0].toArray() / 12, row[1].toArray(), rtol=1e-12)
+    assert row[2] == float(np.argmax(row[1].toArray()))
+    assert forest_model.getNumTrees == 12 and forest_model.numClasses == 10
+    assert forest_model.featureImportances.toArray().sum() == pytest.approx(1.0)
+    t3 = forest_model.treeArrays(3)
+    inner = np.flatnonzero(t3["children_left"] >= 0)
+    np.testing.assert_array_equal(t3["children_left"][inner], inner + 1)  # preorder
+
+
+def test_forest_same_model_any_workers_and_partitioning(pen, forest_model, spark):
+    train = pen[4]
+    other = RandomForestClassifier(numTrees=12, maxDepth=64, seed=5, numWorkers=1,
+                                   oobScore=True).fit(train.repartition(3))
+    a, b = forest_model.predictor.to_arrays(), other.predictor.to_arrays()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert other.outOfBagScore == forest_model.outOfBagScore
+
+
+def test_save_load_pipeline_and_kernel_loader(pen, forest_model, tmp_path):
+    train, test = pen[4], pen[5]
+    path = str(tmp_path / "rf")
+    forest_model.write().save(path)
+    forest_model.write().overwrite().save(path)
+    loaded = RandomForestClassificationModel.load(path)
+    assert loaded.outOfBagScore == forest_model.outOfBagScore
+    rows = forest_model.transform(test).select("features", "probability").collect()
+    p1 = np.array([r[1].toArray() for r in rows])
+    p2 = np.array([r[1].toArray() for r in loaded.transform(test).select(
+        "features", "probability").collect()])
+    np.testing.assert_array_equal(p1, p2)
+    pred = sparkxml_kernels.load_model(path)
+    X_rows = np.array([r[0].toArray() for r in rows])
+    np.testing.assert_array_equal(pred.predict_values(X_rows), p1)
+    assert pred.tree_arrays(0).node_count == forest_model.treeArrays(0)["feature"].size
+    with pytest.raises(sparkxml_kernels.ModelFormatError):
+        DecisionTreeClassificationModel.load(path)  # a forest is not a tree model
+    pipe = Pipeline(stages=[DecisionTreeClassifier(maxDepth=4, numWorkers=1)]).fit(train)
+    ppath = str(tmp_path / "pipe")
+    pipe.write().save(ppath)
+    again = PipelineModel.load(ppath)
+    assert again.stages[0].treeArrays(0)["feature"].size == \
+        pipe.stages[0].treeArrays(0)["feature"].size
+
+
+def test_cross_validator_and_regression_forest(spark):
+    from pyspark.ml.evaluation import RegressionEvaluator
+
+    d = load_diabetes()
+    df = _frame(spark, d.data, d.target)
+    dt = DecisionTreeRegressor(maxDepth=3, numWorkers=1)
+    grid = ParamGridBuilder().addGrid(dt.minInstancesPerNode, [1, 20]).build()
+    cv = CrossValidator(estimator=dt, estimatorParamMaps=grid, numFolds=2, seed=3,
+                        evaluator=RegressionEvaluator(metricName="r2")).fit(df)
+    assert max(cv.avgMetrics) > 0.2
+    assert cv.bestModel.treeArrays(0)["feature"].size <= 15
+    m = RandomForestRegressor(numTrees=10, maxDepth=6, criterion="poisson", numWorkers=2,
+                              oobScore=True, featureSubsetStrategy="0.5").fit(df)
+    assert 0.2 < m.outOfBagScore < 0.7
+
+
+def test_bad_input_and_params(spark):
+    nan = spark.createDataFrame([(Vectors.dense([1.0, float("nan")]), 0.0),
+                                 (Vectors.dense([2.0, 1.0]), 1.0)], ["features", "label"])
+    with pytest.raises(ValueError, match="featuresCol: column 'features' holds the value nan"):
+        DecisionTreeClassifier(numWorkers=1).fit(nan)
+    neg = spark.createDataFrame([(Vectors.dense([1.0]), -1.0), (Vectors.dense([2.0]), 3.0)],
+                                ["features", "label"])
+    with pytest.raises(ValueError, match="criterion 'poisson' needs y >= 0"):
+        DecisionTreeRegressor(criterion="poisson", numWorkers=1).fit(neg)
+    with pytest.raises(ValueError, match="does not apply to classification"):
+        DecisionTreeClassifier(criterion="squared_error", numWorkers=1).fit(nan)
+    with pytest.raises(ValueError, match="maxLeafNodes"):
+        RandomForestClassifier(maxLeafNodes=10, numWorkers=1).fit(nan)
+    with pytest.raises(ValueError, match="oobScore=True needs bootstrap"):
+        RandomForestClassifier(oobScore=True, bootstrap=False, numWorkers=1).fit(neg)
+    with pytest.raises(ValueError, match="maxBins=70000 is invalid"):
+        DecisionTreeClassifier(maxBins=70000)._validate_params()
+    with pytest.raises(ValueError, match="featureSubsetStrategy='half' is invalid"):
+        RandomForestClassifier(featureSubsetStrategy="half")._validate_params()
+    DecisionTreeClassifier(maxBins=300)._validate_params()  # trees allow wide bins
+    with pytest.raises(ValueError, match="labelCol"):
+        DecisionTreeClassifier(numWorkers=1, labelCol="nope").fit(neg)
+
+
+def test_balanced_class_weights(spark):
+    imb = spark.createDataFrame([(Vectors.dense([float(i)]), float(i < 5)) for i in range(40)],
+                                ["features", "label"])
+    tree = DecisionTreeClassifier(classWeight="balanced", maxDepth=1, numWorkers=1).fit(imb)
+    arrays = tree.treeArrays(0)
+    np.testing.assert_allclose(arrays["value"][0, 0], [0.5, 0.5])  # n / (K * count) weights
+    assert arrays["weighted_n_node_samples"][0] == pytest.approx(40.0)
+    assert arrays["threshold"][0] == 4.5
