@@ -76,11 +76,12 @@ class ModelFormatError(ValueError):
 # ---------------------------------------------------------------------------- paths
 def pyarrow_path(path: str) -> str:
     """``path`` as pyarrow can open it: ``dbfs:/x`` and ``dbfs:///x`` -> ``/dbfs/x`` (the
-    Databricks FUSE mount), ``file:/x`` and ``file:///x`` -> ``/x``, ``s3a://``/``s3n://`` ->
+    Databricks FUSE mount) but ``dbfs:/Volumes/x`` -> ``/Volumes/x`` (Unity Catalog volumes
+    have their own mount), ``file:/x`` and ``file:///x`` -> ``/x``, ``s3a://``/``s3n://`` ->
     ``s3://``."""
     if path.startswith("dbfs:"):
         rest = path[len("dbfs:"):].lstrip("/")
-        return f"{DBFS_FUSE}/{rest}"
+        return f"/{rest}" if rest.startswith("Volumes/") else f"{DBFS_FUSE}/{rest}"
     if path.startswith("file:/") and not path.startswith("file://") \
             or path.startswith("file:///"):
         return "/" + path[len("file:"):].lstrip("/")

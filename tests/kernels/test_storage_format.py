@@ -94,6 +94,7 @@ def test_format_version_1_directories_still_load(tmp_path):
     ("dbfs:/models/m", "/dbfs/models/m"), ("dbfs:///models/m", "/dbfs/models/m"),
     ("file:/tmp/m", "/tmp/m"), ("file:///tmp/m", "/tmp/m"), ("s3a://bucket/m", "s3://bucket/m"),
     ("s3n://bucket/m", "s3://bucket/m"), ("/Volumes/c/s/v/m", "/Volumes/c/s/v/m"),
+    ("dbfs:/Volumes/c/s/v/m", "/Volumes/c/s/v/m"),
     ("relative/m", "relative/m"), ("hdfs://nn:8020/m", "hdfs://nn:8020/m")])
 def test_paths_as_pyarrow_opens_them(given, opened):
     assert persist.pyarrow_path(given) == opened

@@ -254,3 +254,28 @@ def test_every_model_kind_transforms_the_same_from_its_directory(spark, tmp_path
     default = models["gbt"].transform(df).select("probability").collect()
     assert [tuple(r) for r in default] != [(r["probability"],) for r in wants["gbt"]]
     model_cache.clear()
+
+
+class _FakeSession:
+    """What ``_storage.route`` asks a classic session: its conf (no JVM needed)."""
+
+    def __init__(self, conf):
+        self.conf = type("Conf", (), {"get": lambda _, k, d=None: conf.get(k, d)})()
+
+
+def test_routes_for_databricks_and_hadoop_paths(monkeypatch):
+    monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
+    dbx = _FakeSession({"spark.databricks.clusterUsageTags.clusterId": "0101-abc"})
+    monkeypatch.setitem(_storage._local_default_fs, id(dbx), False)  # DBFS is the default fs
+    assert _storage.route("/dbfs/models/m", dbx) == ("spark", "dbfs:/models/m")
+    assert _storage.route("/Volumes/c/s/v/m", dbx) == ("spark", "/Volumes/c/s/v/m")
+    assert _storage.route("models/m", dbx) == ("spark", "models/m")  # what Spark reads there
+    for uri in ("dbfs:/m", "s3a://b/m", "wasbs://c@a.blob.core.windows.net/m", "hdfs:///m",
+                "file:///tmp/m"):
+        assert _storage.route(uri, dbx) == ("spark", uri)
+    local = _FakeSession({})
+    monkeypatch.setitem(_storage._local_default_fs, id(local), True)
+    assert _storage.route("/tmp/m", local) == ("pyarrow", "/tmp/m")
+    assert _storage.route("C:/tmp/m", local) == ("pyarrow", "C:/tmp/m")  # a drive, no scheme
+    assert _storage.route("/dbfs/m", local) == ("spark", "/dbfs/m")  # not on Databricks
+    assert _storage.route("/tmp/m", None) == ("pyarrow", "/tmp/m")  # no session
