@@ -4,7 +4,12 @@ the task closure (as before) and with a ``ModelHandle`` (the executors read the 
 directory), and how often each Python worker loads the model. All in one run.
 
     .venv/bin/python benchmarks/model_serving.py [--target-mb 320] [--rows 1000]
-        [--server-memory 4g] [--skip-inline-run]
+        [--server-memory 4g] [--skip-inline-run] [--only formats|classic|connect]
+
+Three parts, each in a process of its own: ``formats`` (below), ``classic`` (the transform
+time in a classic ``local[2]`` session, the model read from its directory by the tasks
+against the model carried in the task closure, alternating, the same rows collected), and
+``connect``:
 
 The model: a FastXML forest trained by the kernel on generated data with wide leaves (maxLeaf
 100, labelsPerLeaf 1000), its trees repeated until the arrays reach ``--target-mb`` (a forest
@@ -14,10 +19,10 @@ then transformed twice with the default settings: the executors read the saved d
 Every model load in a Python worker appends a line to a load log
 (``spark.sparkxml.modelLoadLog``): the run reports loads per worker process and how many
 decoded the parquet data (node-cache misses) rather than mapping the decoded copy. The same
+model is then saved over Connect (through the server's DataFrame writers). Last, the same
 transform with ``spark.sparkxml.inlineModelBytes`` above the model's size puts the forest in
-the closure: its plan is measured and, unless ``--skip-inline-run``, executed. Finally the
-model is saved over Connect (through the server's DataFrame writers) and its save time
-reported.
+the closure: its plan is measured and, unless ``--skip-inline-run``, executed (given
+``--inline-timeout`` seconds; the server's log is searched for an OutOfMemoryError).
 
 ``--only formats`` (run first by default, in its own process) measures what the on-disk format
 and its two transports cost, for the trained 4-tree model (about 1 MiB) and the large one:
@@ -228,6 +233,87 @@ def run_formats(args, work):
         print(f"| {label} | {op} | {sec:.3f} | {'' if mb is None else f'{mb:.1f}'} |")
 
 
+def run_classic(args, work):
+    """Transform time in a classic ``local[2]`` session: the model read from its directory
+    by the tasks against the model in the task closure (PySpark broadcasts a large pickled
+    closure; every Python worker unpickles it), the same rows collected, alternating."""
+    from pyspark.sql import SparkSession
+
+    from sparkxml.datasets import from_csr
+    from sparkxml.fastxml import FastXMLModel
+    from sparkxml.synthetic import csr_rows
+
+    model, base_model, (X, Y, d), _ = build_model(args.target_mb)
+    nbytes = sum(a.nbytes for a in model._arrays.values())
+    path = os.path.join(work, "fastxml_model")
+    model.write().save(path)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARKXML_MODEL_CACHE_DIR"] = os.path.join(work, "node-cache")
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.driver.memory", args.server_memory).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    log = os.path.join(work, "loads.log")
+    spark.conf.set("spark.sparkxml.modelLoadLog", log)
+    loaded = FastXMLModel.load(path)
+    (ti, tj, tv), _ = csr_rows(X, Y, 6000 - args.rows, 6000)
+    test = from_csr(spark, ti, tj, tv, d, numPartitions=4).cache()
+    test.count()
+    res = {"model_mb": nbytes / 2**20, "load_average": os.getloadavg()}
+    handle_out = loaded.transform(test)
+    spark.conf.set("spark.sparkxml.inlineModelBytes", str(nbytes + 1))
+    inline_out = loaded.transform(test)  # the closure is fixed when the plan is built
+    spark.conf.unset("spark.sparkxml.inlineModelBytes")
+    res["handle_s"], res["inline_s"] = [], []
+    got = {}
+    for _ in range(args.repeats):  # alternating, so both see the same machine load
+        for key, df in (("handle_s", handle_out), ("inline_s", inline_out)):
+            t = time.perf_counter()
+            got[key] = sorted(map(tuple, df.select("prediction", "scores").collect()))
+            res[key].append(time.perf_counter() - t)
+    res["same_predictions"] = got["handle_s"] == got["inline_s"]
+    loads = [json.loads(line) for line in open(log)]
+    res["loads_per_worker_process"] = {}
+    for e in loads:
+        res["loads_per_worker_process"][e["pid"]] = \
+            res["loads_per_worker_process"].get(e["pid"], 0) + 1
+    res["node_cache_misses"] = sum(e["node_cache"] == "miss" for e in loads)
+    res["load_seconds"] = [e["seconds"] for e in loads]
+    spark.stop()
+    print(json.dumps(res, indent=1, default=str))
+    print(f"\n| {res['model_mb']:.0f} MiB model, classic local[2], {args.rows} rows | "
+          f"read from its directory | in the task closure |\n|---|---|---|")
+    for i in range(args.repeats):
+        print(f"| collect {i + 1} (s) | {res['handle_s'][i]:.1f} | {res['inline_s'][i]:.1f} |")
+
+
+def _inline_run(df, timeout: float, server_dir: str) -> str:
+    """Collect ``df`` in a daemon thread for at most ``timeout`` seconds (a client whose
+    server died keeps retrying); what happened, with the server log's OutOfMemoryError."""
+    import threading
+
+    out = {}
+
+    def run():
+        t = time.perf_counter()
+        try:
+            df.select("prediction", "scores").collect()
+            out["r"] = f"ok in {time.perf_counter() - t:.1f} s"
+        except Exception as e:  # noqa: BLE001 - reported
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            out["r"] = (f"failed after {time.perf_counter() - t:.1f} s: {type(e).__name__}: "
+                        f"{first[:300]}")
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(timeout)
+    result = out.get("r", f"no answer after {timeout:.0f} s")
+    oom = [ln.strip() for f in glob.glob(f"{server_dir}/logs/*.out") for ln in open(f)
+           if "OutOfMemoryError" in ln]
+    if oom:
+        result += f"; the server logged {len(oom)} OutOfMemoryError lines: {oom[0][:200]}"
+    return result
+
+
 def plan_bytes(df) -> int:
     return df._plan.to_proto(df.sparkSession.client).ByteSize()
 
@@ -238,14 +324,15 @@ def main():
     ap.add_argument("--rows", type=int, default=1000, help="rows transformed")
     ap.add_argument("--server-memory", default="4g")
     ap.add_argument("--skip-inline-run", action="store_true")
+    ap.add_argument("--inline-timeout", type=float, default=600)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", choices=["formats", "connect"], default=None)
+    ap.add_argument("--only", choices=["formats", "classic", "connect"], default=None)
     args = ap.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="sparkxml-serving-")
     os.makedirs(work, exist_ok=True)
     if args.only is None:  # each part in a process of its own (classic, then Connect)
-        for part in ("formats", "connect"):
+        for part in ("formats", "classic", "connect"):
             subprocess.run([sys.executable, __file__, *sys.argv[1:], "--only", part,
                             "--workdir", os.path.join(work, part)], check=True)
         if not args.workdir:
@@ -253,6 +340,9 @@ def main():
         return
     if args.only == "formats":
         run_formats(args, work)
+        return
+    if args.only == "classic":
+        run_classic(args, work)
         return
     res = {"load_average": os.getloadavg()}
 
@@ -294,7 +384,7 @@ def main():
         out = loaded.transform(test)
         res["plan_bytes_handle"] = plan_bytes(out)
         times = []
-        for _ in range(2):
+        for _ in range(args.repeats):
             t = time.perf_counter()
             rows = out.select("prediction", "scores").collect()
             times.append(time.perf_counter() - t)
@@ -312,7 +402,13 @@ def main():
             per_pid[e["pid"]] = per_pid.get(e["pid"], 0) + 1
         res["loads_per_worker_process"] = per_pid
         res["node_cache_misses"] = sum(e["node_cache"] == "miss" for e in loads)
+        t = time.perf_counter()
+        loaded.write().save("saved_over_connect")  # relative: the server's directory
+        res["save_over_connect_s"] = time.perf_counter() - t
+        print("RESULT-SO-FAR " + json.dumps({k: v for k, v in res.items() if k != "loads"},
+                                            default=str), flush=True)
 
+        # last: with the forest in the closure, a server may not survive it
         spark.conf.set("spark.sparkxml.inlineModelBytes", str(nbytes + 1))
         inline = loaded.transform(test)
         t = time.perf_counter()
@@ -322,20 +418,9 @@ def main():
             res["plan_bytes_inline"] = f"{type(e).__name__}: {str(e)[:200]}"
         res["inline_plan_serialise_s"] = time.perf_counter() - t
         if not args.skip_inline_run:
-            t = time.perf_counter()
-            try:
-                inline.select("prediction").count()
-                res["inline_run"] = f"ok in {time.perf_counter() - t:.1f} s"
-            except Exception as e:  # noqa: BLE001 - reported
-                first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-                res["inline_run"] = (f"failed after {time.perf_counter() - t:.1f} s: "
-                                     f"{type(e).__name__}: {first[:300]}")
-        spark.conf.unset("spark.sparkxml.inlineModelBytes")
-
-        t = time.perf_counter()
-        loaded.write().save("saved_over_connect")  # relative: the server's directory
-        res["save_over_connect_s"] = time.perf_counter() - t
-        spark.stop()
+            res["inline_run"] = _inline_run(inline, args.inline_timeout, server_dir)
+        else:
+            spark.stop()
     print(json.dumps({k: v for k, v in res.items() if k != "loads"}, indent=1, default=str))
     print("\nloads (one line per model load in a Python worker):")
     for e in res["loads"]:
@@ -351,6 +436,8 @@ def main():
           f"{res['node_cache_misses']} |")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
+    sys.stdout.flush()
+    os._exit(0)  # a Connect client whose server died keeps non-daemon gRPC threads alive
 
 
 if __name__ == "__main__":
