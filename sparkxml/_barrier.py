@@ -31,6 +31,7 @@ they must capture plain values, never an Estimator (``self``).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -39,6 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
+
+from sparkxml_kernels.array_chunks import array_from_bytes, binary_array, iter_chunks
 
 from ._compat import to_arrow
 
@@ -68,8 +71,9 @@ def encode_arrays(rank: int, arrays: dict | None, info: dict | None) -> pa.Recor
     """Rows (rank, name, dtype, shape, part, data) for ``arrays`` plus one JSON ``info`` row,
     as ONE batch (see :func:`encode_array_batches` for results that may exceed 2 GB).
 
-    Unicode/object arrays are refused (only fixed-size numeric/bool/bytes dtypes travel);
-    0-d unicode arrays (e.g. an objective name) travel as their UTF-8 text with dtype 'U'.
+    The chunking is ``sparkxml_kernels.array_chunks``' (also the saved-model format):
+    unicode/object arrays are refused, 0-d unicode arrays (e.g. an objective name) travel as
+    their UTF-8 text with dtype 'U'.
     """
     (batch,) = encode_array_batches(rank, arrays, info, max_batch_bytes=1 << 62)
     return batch
@@ -88,35 +92,21 @@ def encode_array_batches(rank: int, arrays: dict | None, info: dict | None,
         batch = pa.RecordBatch.from_arrays(
             [pa.array([r[i] for r in rows], t) for i, t in enumerate(
                 (pa.int32(), pa.string(), pa.string(),
-                 pa.list_(pa.field("element", pa.int64(), False)), pa.int32(), pa.binary()))],
-            schema=_ARROW_SCHEMA)
+                 pa.list_(pa.field("element", pa.int64(), False)), pa.int32()))]
+            + [binary_array([r[5] for r in rows])], schema=_ARROW_SCHEMA)
         rows, size = [], 0
         return batch
 
-    def add(name, dtype, shape, payload):
-        nonlocal size
-        mv = memoryview(payload).cast("B")
-        for i, start in enumerate(range(0, max(len(mv), 1), CHUNK_BYTES)):
-            chunk = bytes(mv[start:start + CHUNK_BYTES])
-            if rows and size + len(chunk) > max_batch_bytes:
-                yield flush()
-            rows.append((rank, name, dtype, list(shape), i, chunk))
-            size += len(chunk)
-
-    for name, a in (arrays or {}).items():
-        a = np.asarray(a)
-        if a.dtype.kind == "U":
-            if a.ndim != 0:
-                raise TypeError(f"array {name!r}: only 0-d unicode arrays can travel")
-            yield from add(name, "U", (), str(a).encode("utf-8"))
-        elif a.dtype.kind == "O":
-            raise TypeError(f"array {name!r} has dtype object")
-        else:
-            shape = a.shape  # (np.ascontiguousarray would turn 0-d into 1-d)
-            a = np.ascontiguousarray(a).reshape(-1)
-            yield from add(name, a.dtype.str, shape, a.view(np.uint8))
+    chunks = iter_chunks(arrays or {}, CHUNK_BYTES)
     if with_info:
-        yield from add(_INFO, "json", (), json.dumps(info or {}, default=float).encode("utf-8"))
+        info_raw = np.frombuffer(json.dumps(info or {}, default=float).encode("utf-8"),
+                                 np.uint8)
+        chunks = itertools.chain(chunks, [(_INFO, "json", (), 0, info_raw)])
+    for name, dtype, shape, part, data in chunks:
+        if rows and size + data.size > max_batch_bytes:
+            yield flush()
+        rows.append((rank, name, dtype, list(shape), part, data))
+        size += data.size
     if rows:
         yield flush()
 
@@ -140,11 +130,8 @@ def decode_ranks(table: pa.Table) -> tuple[dict, dict]:
         payload = b"".join(parts[i] for i in sorted(parts))
         if name == _INFO:
             infos[r] = json.loads(payload.decode("utf-8"))
-        elif dt == "U":
-            arrays.setdefault(r, {})[name] = np.asarray(payload.decode("utf-8"))
         else:
-            arrays.setdefault(r, {})[name] = np.frombuffer(
-                payload, dtype=np.dtype(dt)).reshape(shape).copy()
+            arrays.setdefault(r, {})[name] = array_from_bytes(dt, shape, payload)
     return arrays, infos
 
 

@@ -18,8 +18,9 @@ from sparkxml_kernels.gbt import dump as _dump
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, OPTIONAL_KEYS, TreeEnsemblePredictor
 
-from ._gbt_tasks import (_batch_features, _make_predict_fn, _margin_column, _scores,
-                         _spec_columns, predict_from_probability)
+from ._gbt_tasks import (_batch_features, _make_predict_fn, _margin_column,
+                         _predictor_with_missing, _scores, _spec_columns,
+                         predict_from_probability)
 from ._progress import FitProgress
 from ._engine import _X_COL  # the dense-array copy of a vector column for the tasks
 from ._gbt_summary import GBTTrainingSummary
@@ -216,8 +217,7 @@ class _GBTModelBase(SparkXMLPredictorModel):
             if name in fields:
                 raise ValueError(f"output column '{name}' already exists in the DataFrame")
         margin = self._margin_col(fields)
-        arrays = self._predictor.to_arrays()
-        arrays["missing"] = np.asarray(float(self.getMissing()))
+        handle = self._task_model(dataset)  # not the trees themselves: see sparkxml._serving
         schema = T.StructType(list(dataset.schema.fields)
                               + [T.StructField(n, self._output_type(k)) for n, k in outs])
         drop = []
@@ -230,8 +230,9 @@ class _GBTModelBase(SparkXMLPredictorModel):
             dataset = dataset.withColumn(_M_COL, vector_to_array(F.col(margin)))
             margin = _M_COL
             drop.append(_M_COL)
-        options = {"margin_col": margin, "thresholds": self._thresholds()}
-        predict = _make_predict_fn(arrays, spec, self.numFeatures, [k for _, k in outs],
+        options = {"margin_col": margin, "thresholds": self._thresholds(),
+                   "missing": float(self.getMissing())}
+        predict = _make_predict_fn(handle, spec, self.numFeatures, [k for _, k in outs],
                                    [n for n, _ in outs], drop, options)
         return dataset.mapInArrow(predict, schema)
 
@@ -280,9 +281,8 @@ class _GBTModelBase(SparkXMLPredictorModel):
                         .alias(_M_COL))
         if spec["kind"] == "vector":
             spec = {"kind": "vector", "col": _X_COL}
-        arrays = self._predictor.to_arrays()
-        arrays["missing"] = np.asarray(float(self.getMissing()))
-        fn = _make_staged_fn(arrays, spec, self.numFeatures, label, weight,
+        fn = _make_staged_fn(self._task_model(dataset), float(self.getMissing()), spec,
+                             self.numFeatures, label, weight,
                              None if margin is None else _M_COL, metric)
         with FitProgress(dataset.sparkSession, self).phase("evaluate"):
             rows = dataset.select(*cols).mapInArrow(fn, "stats binary").collect()
@@ -318,11 +318,12 @@ def _feature_names(dataset, spec, d):
     return [n if n else f"f{i}" for i, n in enumerate(names)]
 
 
-def _make_staged_fn(arrays, spec, n_features, label, weight, margin_col, metric):
-    """Per partition: the metric's summable statistics after every round, float64 (R, S)."""
+def _make_staged_fn(handle, missing, spec, n_features, label, weight, margin_col, metric):
+    """Per partition: the metric's summable statistics after every round, float64 (R, S).
+    ``handle``: the model's ``ModelHandle``; ``missing``: the model's missing value."""
 
     def staged(batches):
-        pred = TreeEnsemblePredictor.from_arrays(arrays)
+        pred = _predictor_with_missing(handle, missing)
         K = pred.n_outputs
         R = pred.n_trees // K
         total = None

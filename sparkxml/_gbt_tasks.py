@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
+from sparkxml_kernels.model_cache import as_handle
 
 from ._barrier import encode_arrays
 
@@ -430,16 +431,26 @@ def _output_arrays(pred, X, margin, kinds, thresholds=None, ordinals=None):
     return out
 
 
-def _make_predict_fn(arrays, spec, n_features, kinds, names, drop=(), options=None):
+def _predictor_with_missing(handle, missing: float):
+    """The handle's ``TreeEnsemblePredictor`` with the model's current ``missing`` value,
+    built once per Python worker (``missing`` is a param: it may differ from the saved one)."""
+    return handle.build(("TreeEnsemblePredictor", missing), lambda a: TreeEnsemblePredictor
+                        .from_arrays({**a, "missing": np.asarray(missing)}))
+
+
+def _make_predict_fn(model, spec, n_features, kinds, names, drop=(), options=None):
     """The ``mapInArrow`` function of a model's transform: input columns (but those in
-    ``drop``) + outputs ``kinds`` named ``names``. ``options``: ``margin_col`` (base
-    margins), ``thresholds`` (classifier)."""
+    ``drop``) + outputs ``kinds`` named ``names``. ``model``: a ``ModelHandle`` (or the
+    arrays). ``options``: ``margin_col`` (base margins), ``thresholds`` (classifier),
+    ``missing`` (the value read as missing; the saved one when absent)."""
     opts = dict(options or {})
     drop = set(drop or ())
     margin_col, thresholds = opts.get("margin_col"), opts.get("thresholds")
+    handle, missing = as_handle(model), opts.get("missing")
 
     def predict(batches):
-        pred = TreeEnsemblePredictor.from_arrays(arrays)
+        pred = handle.build("TreeEnsemblePredictor", TreeEnsemblePredictor.from_arrays) \
+            if missing is None else _predictor_with_missing(handle, missing)
         ordinals = pred.leaf_ordinals() if "leaf" in kinds else None
         for b in batches:
             keep = [i for i, n in enumerate(b.schema.names) if n not in drop]

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml_kernels import arrow_io
+from sparkxml_kernels.model_cache import as_handle
 
 from ._gbt_tasks import _dense_vectors
 
@@ -242,13 +243,18 @@ def make_train_fn(cfg: dict, fcol: str, lcol: str):
     return train_fn
 
 
-def make_predict_fn(arrays: dict, fcol: str, raw_col: str | None, pred_col: str | None):
-    """``mapInArrow`` function of ``LinearSVCModel.transform``: input columns + outputs."""
+def make_predict_fn(arrays, fcol: str, raw_col: str | None, pred_col: str | None,
+                    threshold: float | None = None):
+    """``mapInArrow`` function of ``LinearSVCModel.transform``: input columns + outputs.
+    ``arrays``: the model's ``ModelHandle`` (or its arrays); ``threshold`` overrides the
+    saved one."""
+    handle = as_handle(arrays)
 
     def predict(batches):
         from sparkxml_kernels.linear.predictor import LinearSVCPredictor
 
-        model = LinearSVCPredictor.from_arrays(arrays)
+        model = handle.build(("LinearSVCPredictor", threshold),
+                             lambda a: LinearSVCPredictor.from_arrays(a, threshold=threshold))
         d = model.n_features
         for b in batches:
             cols = list(b.columns)

@@ -189,8 +189,10 @@ class FastXMLModel(SparkXMLModel, _FastXMLParams):
 
     Save format
     -----------
-    ``path/metadata/part-00000``: Spark ML metadata JSON (class, uid, params) with
-    ``formatVersion`` 1 and ``modelKind`` "fastxml". ``path/data/arrays.npz``: ``n_features``,
+    ``path/metadata/part-*``: Spark ML metadata JSON (class, uid, params) with
+    ``formatVersion`` 2, ``modelKind`` "fastxml", ``saveId`` and the arrays' manifest;
+    ``path/data/*.parquet``: the arrays in chunk rows (``sparkxml_kernels.persist``; version 1
+    directories, ``data/arrays.npz``, still load). The arrays: ``n_features``,
     ``n_labels``, ``bias`` (0-d) and the forest: ``tree_ids`` int32 (T,), ``tree_offsets``
     int64 (T+1,), ``children`` int32 (M, 2) [positive, negative] child ids local to the tree
     (-1 for leaves), separator weights CSR over nodes ``w_indptr`` int64 (M+1,), ``w_index``
@@ -293,12 +295,15 @@ class FastXMLModel(SparkXMLModel, _FastXMLParams):
         n_features = self.numFeatures
         self.predictor  # fails here, on the driver, when the params do not fit the arrays
         cls, args = self._predictor_spec()
+        extra = args[1:]
+        key = (cls.__module__, cls.__qualname__, extra)
+        handle = self._task_model(dataset)  # not the forest itself: see sparkxml._serving
         out_fields = [T.StructField(pcol, T.ArrayType(T.IntegerType())),
                       T.StructField(scol, T.ArrayType(T.FloatType()))]
         schema = T.StructType(list(dataset.schema.fields) + out_fields)
 
         def predict(batches):
-            predictor = cls(*args)
+            predictor = handle.build(key, lambda arrays: cls(arrays, *extra))
             for b in batches:
                 xi, xj, xv, _ = arrow_io.vectors_to_csr(b.column(fcol), fcol,
                                                         num_features=n_features)

@@ -548,10 +548,11 @@ class GBTRegressionModel(_GBTModelBase, _GBTParams):
     ``toDebugString`` / ``dump(format)``, ``featureImportances`` /
     ``getFeatureImportances(importanceType)``, ``featureNames``, ``summary``.
 
-    Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "gbt") and
-    ``path/data/arrays.npz`` with the arrays of ``sparkxml_kernels.gbt.predictor`` (trees as
-    flat node arrays, base score, objective, ``missing``, ``feature_names``) plus the
-    training summary's ``summary.*`` arrays; ``sparkxml_kernels.load_model(path)`` serves it.
+    Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "gbt") and ``path/data/``
+    (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with the arrays of
+    ``sparkxml_kernels.gbt.predictor`` (trees as flat node arrays, base score, objective,
+    ``missing``, ``feature_names``) plus the training summary's ``summary.*`` arrays;
+    ``sparkxml_kernels.load_model(path)`` serves it.
     """
 
     def _outputs(self):

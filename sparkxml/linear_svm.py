@@ -325,8 +325,9 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
 
     Save format
     -----------
-    ``path/metadata/part-00000``: Spark ML metadata JSON with ``formatVersion`` 1 and
-    ``modelKind`` "linear_svm". ``path/data/arrays.npz``: ``coefficient_matrix`` float64
+    ``path/metadata/part-*``: Spark ML metadata JSON with ``formatVersion`` 2 and
+    ``modelKind`` "linear_svm"; ``path/data/``: the arrays as parquet chunk rows
+    (``sparkxml_kernels.persist``): ``coefficient_matrix`` float64
     (K, d) (K = 1 for two classes: the weights of class 1), ``intercepts`` float64 (K,),
     ``num_classes`` int64 (), ``threshold`` float64 () (the threshold when saved), and the
     summary: ``summary.primal``, ``summary.dual``, ``summary.gap`` float64 (rounds + 1,
@@ -440,11 +441,13 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
         for c in (raw_col, pred_col):
             if c in dataset.columns:
                 raise ValueError(f"output column '{c}' already exists in the DataFrame")
-        arrays = self.predictor.to_arrays()
+        threshold = float(self.getThreshold())
+        handle = self._task_model(dataset)  # see sparkxml._serving
         schema = T.StructType(list(dataset.schema.fields)
                               + [T.StructField(raw_col, VectorUDT()),
                                  T.StructField(pred_col, T.DoubleType())])
-        return dataset.mapInArrow(make_predict_fn(arrays, fcol, raw_col, pred_col), schema)
+        return dataset.mapInArrow(make_predict_fn(handle, fcol, raw_col, pred_col, threshold),
+                                  schema)
 
 
 def _one_row(features, d):

@@ -158,7 +158,7 @@ class PfastreXMLModel(FastXMLModel, _PfastreXMLParams):
 
     Save format
     -----------
-    As ``FastXMLModel`` with ``modelKind`` "pfastrexml", plus in ``path/data/arrays.npz``:
+    As ``FastXMLModel`` with ``modelKind`` "pfastrexml", plus the arrays
     ``inv_prop`` float32 (L,) the inverse propensities used in training, and the tail
     centroids as CSR over labels ``tail_indptr`` int64 (L+1,), ``tail_index`` int32 (feature
     id, ``n_features`` being the bias, ascending), ``tail_value`` float32 (all three empty

@@ -1,7 +1,7 @@
 """Tree-ensemble prediction on raw features (no binning at predict time).
 
 Model arrays (``TreeEnsemblePredictor.to_arrays()``; the same keys in a saved model's
-``data/arrays.npz``):
+``data/``, see ``sparkxml_kernels.persist``):
 
 =================  ==================  =====================================================
 key                dtype, shape        meaning
@@ -243,7 +243,7 @@ class TreeEnsemblePredictor:
 
     @classmethod
     def from_directory(cls, path: str, meta: dict | None = None) -> "TreeEnsemblePredictor":
-        """Load ``path/data/arrays.npz`` of a saved model (``sparkxml_kernels.load_model``)."""
+        """Load the arrays of a saved model directory (``sparkxml_kernels.load_model``)."""
         from ..persist import ModelFormatError, load_arrays
 
         arrays = load_arrays(path, required=tuple(k for k in ARRAY_KEYS
