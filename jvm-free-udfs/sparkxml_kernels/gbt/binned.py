@@ -512,3 +512,19 @@ def route_binned_any_naive(binned, tree, rows=None) -> np.ndarray:
             node = tree.left[node] if go else tree.right[node]
         out.append(node)
     return np.array(out, NODE)
+
+
+def concat_rows(parts):
+    """Row-concatenate binned blocks of one kind (dense arrays of one dtype, or SparseBinned
+    with the same default bins)."""
+    if len(parts) == 1:
+        return parts[0]
+    if not is_sparse(parts[0]):
+        return np.concatenate(parts)
+    ptrs, off = [np.zeros(1, INDPTR)], 0
+    for p in parts:
+        ptrs.append(p.indptr[1:] + off)
+        off += int(p.indptr[-1])
+    return SparseBinned(np.concatenate(ptrs), np.concatenate([p.indices for p in parts]),
+                        np.concatenate([p.bins for p in parts]), parts[0].default_bin,
+                        parts[0].n_features)
