@@ -80,3 +80,19 @@ def test_wide_sparse_vectors_train_what_the_kernels_train(spark):
     out = model.transform(df).select("probability").collect()
     np.testing.assert_allclose([r.probability[1] for r in out], ref.predict(X)[:, 1],
                                rtol=1e-9)
+
+
+def test_nominal_vector_attributes_are_categorical(spark):
+    from pyspark.ml.feature import StringIndexer, VectorAssembler
+
+    from sparkxml._gbt_features import categorical_features
+
+    df = spark.createDataFrame([("a", 1.0, 0.5), ("b", 2.0, 1.5), ("a", 3.0, 2.5)],
+                               ["s", "x", "z"])
+    df = StringIndexer(inputCol="s", outputCol="s_idx").fit(df).transform(df)
+    df = VectorAssembler(inputCols=["x", "s_idx", "z"], outputCol="features").transform(df)
+    spec = {"kind": "vector", "col": "features"}
+    assert categorical_features(df, spec, None, 3) == [1]
+    assert categorical_features(df, spec, ["z"], 3) == [1, 2]
+    with pytest.raises(ValueError, match="'nope' is not an attribute name"):
+        categorical_features(df, spec, ["nope"], 3)
