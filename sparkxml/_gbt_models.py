@@ -66,6 +66,10 @@ class TreeView:
 
     @property
     def toDebugString(self) -> str:
+        internal = self.arrays["left"] >= 0
+        if np.isnan(self.arrays["threshold"][internal]).any():  # category-set splits
+            raise ValueError("toDebugString is not supported for trees with categorical "
+                             "splits (categoricalCols)")
         lines = _dump._tree_lines(self.arrays, self.featureNames, 2)
         return (f"Tree {self.index} (output {self.output}): depth={self.depth}, "
                 f"numNodes={self.numNodes}\n" + "\n".join(lines) + "\n")

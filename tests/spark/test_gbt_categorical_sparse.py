@@ -25,7 +25,8 @@ def _cat_frame(spark, n=800, seed=0):
 def test_categorical_cols_fit_save_load(spark, tmp_path):
     df, pdf = _cat_frame(spark)
     model = GBTRegressor(featuresCols=["c1", "c2", "x"], labelCol="y", maxIter=8,
-                         numWorkers=2, catSmooth=1.0, categoricalCols=["c1", "c2"]).fit(df)
+                         numWorkers=2, catSmooth=1.0, categoricalCols=["c1", "c2"],
+                         maxBins=300).fit(df)  # uint16 bins: x gets ~300
     assert model.predictor.has_categorical
     X = pdf[["c1", "c2", "x"]].to_numpy(float)
     y = pdf["y"].to_numpy()
@@ -43,6 +44,8 @@ def test_categorical_cols_fit_save_load(spark, tmp_path):
     np.testing.assert_array_equal(loaded.predict_raw(X), model.predictor.predict_raw(X))
     with pytest.raises(ValueError, match="categorical"):
         model.toDebugString
+    with pytest.raises(ValueError, match="categorical"):
+        model.trees[0].toDebugString
 
 
 def test_categorical_input_errors(spark):
