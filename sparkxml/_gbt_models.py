@@ -18,6 +18,7 @@ from sparkxml_kernels.gbt import dump as _dump
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, OPTIONAL_KEYS, TreeEnsemblePredictor
 
+from ._gbt_features import SPARSE_MIN_FEATURES
 from ._gbt_tasks import (_batch_features, _make_predict_fn, _margin_column,
                          _predictor_with_missing, _scores, _spec_columns,
                          predict_from_probability)
@@ -66,6 +67,10 @@ class TreeView:
 
     @property
     def toDebugString(self) -> str:
+        internal = self.arrays["left"] >= 0
+        if np.isnan(self.arrays["threshold"][internal]).any():  # category-set splits
+            raise ValueError("toDebugString is not supported for trees with categorical "
+                             "splits (categoricalCols)")
         lines = _dump._tree_lines(self.arrays, self.featureNames, 2)
         return (f"Tree {self.index} (output {self.output}): depth={self.depth}, "
                 f"numNodes={self.numNodes}\n" + "\n".join(lines) + "\n")
@@ -221,7 +226,9 @@ class _GBTModelBase(SparkXMLPredictorModel):
         schema = T.StructType(list(dataset.schema.fields)
                               + [T.StructField(n, self._output_type(k)) for n, k in outs])
         drop = []
-        if spec["kind"] == "vector":
+        if spec["kind"] == "vector" and self.numFeatures >= SPARSE_MIN_FEATURES:
+            spec = dict(spec, sparse=True)  # the VectorUDT struct: stored entries only
+        elif spec["kind"] == "vector":
             # the task reads the features as a dense array made in the JVM (_feature_exprs)
             dataset = dataset.withColumn(_X_COL, vector_to_array(F.col(spec["col"])))
             spec = {"kind": "vector", "col": _X_COL}
