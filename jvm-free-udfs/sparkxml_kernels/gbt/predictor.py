@@ -466,7 +466,8 @@ class TreeEnsemblePredictor:
 
     def tree_values(self, X) -> np.ndarray:
         """float64 (n, n_trees): each tree's output for each row (its reached leaf's
-        value); ``base_score + `` the sums over a round's trees give the staged raw scores."""
+        value); ``base_score`` plus the sums over each round's trees gives the staged raw
+        scores."""
         leaves = self.predict_leaf(X)
         return self.value[leaves + self.tree_offsets[:-1].astype(np.int64)]
 
@@ -551,9 +552,13 @@ class TreeEnsemblePredictor:
     def feature_importances(self, kind: str = "gain", normalize: bool = True) -> np.ndarray:
         """Per-feature importance, float64 (n_features,).
 
-        kind : "gain" (total split gain, XGBoost's total_gain), "split" (number of splits,
-            XGBoost's weight) or "cover" (total hessian cover of the splits, total_cover)
-        normalize : divide by the sum (Spark ML's convention) when it is positive
+        Parameters
+        ----------
+        kind : {"gain", "split", "cover"}
+            "gain": total split gain (XGBoost's total_gain); "split": number of splits
+            (XGBoost's weight); "cover": total hessian cover of the splits (total_cover).
+        normalize : bool
+            Divide by the sum (Spark ML's convention) when it is positive.
         """
         internal = self.left >= 0
         f = self.feature[internal]
