@@ -112,9 +112,13 @@ def encode_array_batches(rank: int, arrays: dict | None, info: dict | None,
 
 
 def decode_arrays(table: pa.Table) -> tuple[dict, list]:
-    """Inverse of ``encode_arrays`` over all ranks: (rank 0's arrays, [info of each rank])."""
+    """Inverse of ``encode_arrays`` over all ranks: (the lowest rank's arrays, normally rank
+    0's, [info of each rank])."""
     arrays, infos = decode_ranks(table)
-    return arrays.get(0, {}), [infos[r] for r in sorted(infos)]
+    # the lowest rank present: rank 0 of a barrier stage, or the one partition a sketch
+    # task's rows were filtered to
+    first = min(arrays) if arrays else None
+    return (arrays[first] if arrays else {}), [infos[r] for r in sorted(infos)]
 
 
 def decode_ranks(table: pa.Table) -> tuple[dict, dict]:
