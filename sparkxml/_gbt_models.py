@@ -230,7 +230,8 @@ class _GBTModelBase(SparkXMLPredictorModel):
             dataset = dataset.withColumn(_M_COL, vector_to_array(F.col(margin)))
             margin = _M_COL
             drop.append(_M_COL)
-        options = {"margin_col": margin, "thresholds": self._thresholds()}
+        options = {"margin_col": margin, "thresholds": self._thresholds(),
+                   "nthread": self._opt(self.nthread) if self.hasParam("nthread") else None}
         predict = _make_predict_fn(arrays, spec, self.numFeatures, [k for _, k in outs],
                                    [n for n, _ in outs], drop, options)
         return dataset.mapInArrow(predict, schema)

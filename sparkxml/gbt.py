@@ -57,11 +57,11 @@ from .params import (HasBaseMarginCol, HasColsampleByTree, HasEarlyStoppingRound
                      HasEvalMetric, HasFeaturesCol, HasFeaturesCols, HasGrowPolicy,
                      HasInitModel, HasLabelCol, HasLeafCol, HasMaxBins, HasMaxDepth, HasMaxIter,
                      HasMaxLeaves, HasMinChildWeight, HasMinSplitLoss, HasMissing,
-                     HasMonotoneConstraints, HasNumClasses, HasNumWorkers, HasPredContribCol,
-                     HasPredictionCol, HasProbabilityCol, HasRawPredictionCol, HasRegAlpha,
-                     HasRegLambda, HasScalePosWeight, HasSeed, HasStepSize, HasSubsamplingRate,
-                     HasThresholds, HasTimeoutSeconds, HasValidationIndicatorCol, HasVerbose,
-                     HasWeightCol)
+                     HasMonotoneConstraints, HasNthread, HasNumClasses, HasNumWorkers,
+                     HasPredContribCol, HasPredictionCol, HasProbabilityCol,
+                     HasRawPredictionCol, HasRegAlpha, HasRegLambda, HasScalePosWeight,
+                     HasSeed, HasStepSize, HasSubsamplingRate, HasThresholds,
+                     HasTimeoutSeconds, HasValidationIndicatorCol, HasVerbose, HasWeightCol)
 # shared with LambdaMART, trees and forests; still importable from here
 from ._engine import (_check_schema, _check_slots, _data_checks,  # noqa: F401
                       _feature_exprs, _finite, _needs_repartition, _sketch_pass,
@@ -82,7 +82,7 @@ class _GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                  HasSubsamplingRate, HasColsampleByTree, HasSeed, HasNumWorkers,
                  HasValidationIndicatorCol, HasEarlyStoppingRounds, HasEvalMetric,
                  HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
-                 HasPredContribCol, HasLeafCol):
+                 HasPredContribCol, HasLeafCol, HasNthread):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -115,12 +115,12 @@ _COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predi
                   "colsampleByTree", "seed", "numWorkers", "validationIndicatorCol",
                   "earlyStoppingRounds", "evalMetric", "timeoutSeconds", "missing",
                   "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
-                  "verbose", "initModel")
+                  "verbose", "initModel", "nthread")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses", "thresholds",
                       "scalePosWeight")
 # what a fitted model lets you change before transform
 _MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol", "leafCol",
-                 "missing", "baseMarginCol")
+                 "missing", "baseMarginCol", "nthread")
 
 
 def _add_setters(cls, names):
@@ -157,6 +157,8 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             "monotoneConstraints": self._opt(self.monotoneConstraints) or None,
             "scalePosWeight": (float(self.getScalePosWeight())
                                if self.hasParam("scalePosWeight") else 1.0),
+            # None: the task's spark.task.cpus (_gbt_tasks._task_threads)
+            "nthread": self._opt(self.nthread),
         }
 
     def _fit_validated(self, dataset):
@@ -199,7 +201,8 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             with progress.phase("train"):
                 result = run_barrier_training(
                     df, n_workers,
-                    _make_load_fn(spec, label, weight, valid, edges, d, options=engine["load"]),
+                    _make_load_fn(spec, label, weight, valid, edges, d,
+                                  options=dict(engine["load"], nthread=params["nthread"])),
                     _make_train_fn(edges, params, fault, progress=progress.task_spec()),
                     timeout_s=self.getTimeoutSeconds(),
                     # the sketch ran on the training rows only: with a validation column its

@@ -245,7 +245,7 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
             result = run_barrier_training(
                 frame.select(*proj, group, _KEY), n_workers,
                 _make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group,
-                              options=engine["load"]),
+                              options=dict(engine["load"], nthread=params["nthread"])),
                 _make_train_fn(edges, params, fault, ranking, progress.task_spec()),
                 timeout_s=self.getTimeoutSeconds(), repartition=False,
                 on_addresses=_address_hook(fault))

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .._dtypes import BIN, FLOAT, INDPTR
 from ._input import csr_parts, dense, is_csr
@@ -414,6 +414,19 @@ def _bin_dense(X, table, out):
                 out[i, f] = _bin_value(x, table[f])
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _bin_dense_parallel(X, table, out):
+    # rows are independent: the same bins as _bin_dense, split over threads
+    n, d = X.shape
+    for i in prange(n):
+        for f in range(d):
+            x = X[i, f]
+            if np.isnan(x):
+                out[i, f] = 255
+            else:
+                out[i, f] = _bin_value(x, table[f])
+
+
 @njit(cache=True, nogil=True)
 def _bin_csr(indptr, indices, data, table, out):
     # out is pre-filled with each feature's bin of 0.0 (absent entries)
@@ -428,13 +441,16 @@ def _bin_csr(indptr, indices, data, table, out):
                 out[i, f] = _bin_value(x, table[f])
 
 
-def bin_data(X, edges) -> np.ndarray:
+def bin_data(X, edges, n_threads=1) -> np.ndarray:
     """Map raw features to bins.
 
     Parameters
     ----------
     X : float64 (n, d) array (NaN = missing) or CSR (absent = 0.0, explicit NaN = missing)
     edges : list of d float64 arrays, from :func:`edges_from_sketch`
+    n_threads : int
+        Threads for dense uint8 input (``threads.use_threads`` sets numba's pool first);
+        the bins do not depend on it.
 
     Returns
     -------
@@ -457,7 +473,7 @@ def bin_data(X, edges) -> np.ndarray:
     if X.shape[1] != len(edges):
         raise ValueError(f"X has {X.shape[1]} features, edges {len(edges)}")
     out = np.empty(X.shape, BIN)
-    _bin_dense(X, table, out)
+    (_bin_dense_parallel if n_threads > 1 else _bin_dense)(X, table, out)
     return out
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._dtypes import FLOAT, INDEX
+from ..threads import check_threads, use_threads
 from .binning import n_bins_from_edges, n_real_bins
 from .collective import LocalCollective
 from .grower import TreeGrower, TreeParams
@@ -48,7 +49,9 @@ class BoosterParams:
     mlogloss); baseScore (None = from the data; else the raw base score of every output);
     monotoneConstraints (None, or -1/0/1 per feature as XGBoost's ``monotone_constraints``);
     scalePosWeight (1.0; logistic only: positive rows' gradients and hessians are multiplied
-    by it, as XGBoost's ``scale_pos_weight``).
+    by it, as XGBoost's ``scale_pos_weight``); nthread (1: threads for histogram building
+    and partitioning in this process or task, as XGBoost's ``nthread``; the model is the
+    same whatever its value).
     """
 
     maxIter: int = 100
@@ -71,6 +74,7 @@ class BoosterParams:
     baseScore: float | None = None
     monotoneConstraints: tuple | None = None
     scalePosWeight: float = 1.0
+    nthread: int = 1
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -95,6 +99,7 @@ class BoosterParams:
         if not p.scalePosWeight > 0 or not np.isfinite(p.scalePosWeight):
             raise ValueError(f"scalePosWeight must be finite and > 0, got {p.scalePosWeight}")
         n_real_bins(p.maxBins)
+        check_threads(p.nthread)
         return p
 
     def tree_params(self) -> TreeParams:
@@ -250,7 +255,8 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     if evals and metric is None:
         raise ValueError(f"objective {p.objective} has no default metric: set evalMetric")
 
-    grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll)
+    grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
+                        use_threads(p.nthread))
     trees = []
     history = {"metric": metric, "eval": [[] for _ in evals], "train": [],
                "best_iteration": None, "best_score": None}

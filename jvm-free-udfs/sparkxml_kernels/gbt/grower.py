@@ -178,9 +178,13 @@ class TreeGrower:
         Bin edges, for raw thresholds.
     params : TreeParams
     collective : LocalCollective-like, optional
+    n_threads : int
+        Threads for histogram building and partitioning (set numba's pool first with
+        ``threads.use_threads``); trees are identical whatever ``n_threads``.
     """
 
-    def __init__(self, binned, n_bins, edges, params: TreeParams, collective=None):
+    def __init__(self, binned, n_bins, edges, params: TreeParams, collective=None,
+                 n_threads=1):
         self.binned = np.ascontiguousarray(binned, np.uint8)
         if self.binned.ndim != 2:
             raise ValueError("binned must be 2-D (n, d)")
@@ -192,6 +196,7 @@ class TreeGrower:
         self._mono = check_monotone(params.monotone, self.n_bins.size)
         self.collective = collective if collective is not None else LocalCollective()
         self.n_slots = n_hist_slots(self.n_bins)
+        self.n_threads = int(n_threads)
         n = self.binned.shape[0]
         self._partition = np.empty(n, INDEX)
         self._scratch = np.empty(n, INDEX)
@@ -244,7 +249,7 @@ class TreeGrower:
             build_histograms(binned, self._partition,
                              [st.start[b] for b, _, _ in st.pending],
                              [st.end[b] for b, _, _ in st.pending],
-                             gradhess, local, hist_features)
+                             gradhess, local, hist_features, self.n_threads)
             dec = self.collective.reduce_and_decide(local.reshape(-1), decide)
             self._apply(st, np.asarray(dec, FLOAT))
             st.round += 1
@@ -343,7 +348,7 @@ class TreeGrower:
         ends = np.array([st.end[c] for c in nodes], np.int64)
         n_left = partition_nodes(self.binned, self._partition, self._scratch, starts, ends,
                                  recs[:, 1].astype(np.int32), recs[:, 2].astype(np.int32),
-                                 recs[:, 3].astype(np.uint8))
+                                 recs[:, 3].astype(np.uint8), self.n_threads)
         pending = []
         for i, r in enumerate(recs):
             p = int(r[0])
@@ -393,12 +398,12 @@ class TreeGrower:
 
 
 def grow_tree(binned, grad, hess, edges, params: TreeParams, collective=None, rows=None,
-              feature_mask=None, n_bins=None):
+              feature_mask=None, n_bins=None, n_threads=1):
     """One-shot helper: ``TreeGrower(...).grow(grad, hess, rows, feature_mask)``."""
     if n_bins is None:
         n_bins = np.array([len(e) + 1 for e in edges], np.int32)
-    return TreeGrower(binned, n_bins, edges, params, collective).grow(grad, hess, rows,
-                                                                      feature_mask)
+    return TreeGrower(binned, n_bins, edges, params, collective,
+                      n_threads).grow(grad, hess, rows, feature_mask)
 
 
 def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
