@@ -409,6 +409,12 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
         Continue training from a fitted model of the same kind (or its saved path), as
         XGBoost's ``xgb_model``: the new rounds start from its raw scores and the returned
         model holds its trees followed by the new ones. Same features, objective, classes.
+    nthread : int, optional
+        Threads each training task uses for binning, histogram building and partitioning,
+        and each transform task for prediction (as XGBoost's ``nthread``). Unset: the task's
+        ``spark.task.cpus`` (read in the task, as xgboost.spark does). The model is the same
+        whatever its value. Give a task the cores, e.g. ``spark.task.cpus=4`` with
+        ``numWorkers`` = executors, or ``nthread`` <= the cores an executor has per task.
 
     Examples
     --------
@@ -426,7 +432,7 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                 leafCol=None, verbose=0, initModel=None):
+                 leafCol=None, verbose=0, initModel=None, nthread=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -438,7 +444,7 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                   earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                  leafCol=None, verbose=0, initModel=None):
+                  leafCol=None, verbose=0, initModel=None, nthread=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -480,7 +486,8 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                  seed=0, numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
                  evalMetric=None, numClasses=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                 leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0):
+                 leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0,
+                 nthread=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -494,7 +501,8 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                   earlyStoppingRounds=0, evalMetric=None, numClasses=None,
                   timeoutSeconds=600.0, missing=None, baseMarginCol=None,
                   monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,
-                  initModel=None, thresholds=None, scalePosWeight=1.0):
+                  initModel=None, thresholds=None, scalePosWeight=1.0,
+                  nthread=None):
         return self._set_params(**self._input_kwargs)
 
     @property
