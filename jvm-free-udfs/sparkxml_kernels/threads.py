@@ -43,3 +43,13 @@ def use_threads(n_threads) -> int:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         numba.set_num_threads(n)
     return n
+
+
+# below this many rows a parallel region costs more than it saves (thread wake-ups, and on a
+# busy machine waiting for a descheduled thread): the serial kernel runs instead
+MIN_PARALLEL_ROWS = 32768
+
+
+def worth_threads(lengths) -> bool:
+    """Whether a call over row ranges of these ``lengths`` (int array) should go parallel."""
+    return int(lengths.sum()) >= MIN_PARALLEL_ROWS

@@ -14,6 +14,12 @@ from sparkxml_kernels.gbt.partition import partition_nodes, partition_nodes_naiv
 N_THREADS = (2, 3)
 
 
+@pytest.fixture(autouse=True)
+def _parallel_even_when_small(monkeypatch):
+    # the kernels go serial below MIN_PARALLEL_ROWS rows; these tests use small data
+    monkeypatch.setattr(threads, "MIN_PARALLEL_ROWS", 0)
+
+
 def _binned(seed=0, n=4000, n_bins=(255, 3, 17, 1, 64, 2, 255)):
     rng = np.random.default_rng(seed)
     nb = np.array(n_bins, np.int32)

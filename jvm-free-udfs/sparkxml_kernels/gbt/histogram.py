@@ -30,6 +30,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .._dtypes import BIN, FLOAT, INDEX
+from ..threads import worth_threads
 
 # rows ahead whose gradients and bins are prefetched while a node's rows are accumulated
 PREFETCH_ROWS = 12
@@ -152,6 +153,7 @@ def _accumulate_block(binned, partition, s, e, features, lo, hi, gh, h, miss_cod
     d = binned.shape[1]
     n_slots = np.uint64(h.shape[0] // d)
     miss = n_slots - np.uint64(1)
+    mc = np.uint64(miss_code)  # unsigned like the bins: int64 vs uint64 compares as float
     bflat = binned.reshape(-1)
     contiguous = features[hi - 1] - features[lo] == hi - 1 - lo  # a run of features
     f0 = np.uint64(features[lo])
@@ -169,9 +171,9 @@ def _accumulate_block(binned, partition, s, e, features, lo, hi, gh, h, miss_cod
             for f in range(f0, f1):
                 k0 = np.uint64(binned[r0, f])
                 k1 = np.uint64(binned[r1, f])
-                if k0 == miss_code:
+                if k0 == mc:
                     k0 = miss
-                if k1 == miss_code:
+                if k1 == mc:
                     k1 = miss
                 h[base + k0] += v0
                 h[base + k1] += v1
@@ -182,7 +184,7 @@ def _accumulate_block(binned, partition, s, e, features, lo, hi, gh, h, miss_cod
             base = f0 * n_slots
             for f in range(f0, f1):
                 k = np.uint64(binned[r, f])
-                if k == miss_code:
+                if k == mc:
                     k = miss
                 h[base + k] += v
                 base += n_slots
@@ -194,7 +196,7 @@ def _accumulate_block(binned, partition, s, e, features, lo, hi, gh, h, miss_cod
             for fi in range(lo, hi):
                 f = np.uint64(features[fi])
                 k = np.uint64(binned[r, f])
-                if k == miss_code:
+                if k == mc:
                     k = miss
                 h[f * n_slots + k] += v
 
@@ -257,7 +259,7 @@ def build_histograms(binned, partition, starts, ends, gradhess, hist_out, featur
             _complex_view(gradhess, gradhess.shape[0]).reshape(-1),
             _complex_view(hist_out, m))
     n_blocks = min(int(n_threads), args[4].size)
-    if n_blocks > 1 and m:
+    if n_blocks > 1 and m and worth_threads(args[3] - args[2]):
         _build_histograms_parallel(*args, n_blocks, missing_code(binned))
     else:
         _build_histograms(*args)

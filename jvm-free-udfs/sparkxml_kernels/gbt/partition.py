@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._dtypes import BIN, INDEX, NODE
+from ..threads import worth_threads
 from .histogram import PREFETCH_ROWS, prefetch
 
 
@@ -63,7 +64,7 @@ def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features
     # fixed pieces of each node's slice (so the result does not depend on the threads):
     # 1. each piece marks its rows' sides (the scattered reads of the split byte) and counts
     #    them; 2. prefix sums give each piece its place on both sides; 3. pieces scatter into
-    #    scratch, then copy back.
+    #    scratch, which is copied back.
     m = starts.shape[0]
     first = np.empty(m + 1, np.int64)  # first piece of node j
     first[0] = 0
@@ -121,12 +122,8 @@ def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features
             else:
                 scratch[rp] = partition[i]
                 rp += 1
-    for q in prange(n_pieces):
-        j = node_of[q]
-        a = starts[j] + (q - first[j]) * chunk
-        z = min(a + chunk, ends[j])
-        for i in range(a, z):
-            partition[i] = scratch[i]
+    for j in range(m):  # a copy: memory-bound, no faster on more threads
+        partition[starts[j]:ends[j]] = scratch[starts[j]:ends[j]]
 
 
 def partition_nodes(binned, partition, scratch, starts, ends, features, bins, default_left,
@@ -157,7 +154,7 @@ def partition_nodes(binned, partition, scratch, starts, ends, features, bins, de
     args = (binned, partition, scratch, np.asarray(starts, np.int64),
             np.asarray(ends, np.int64), np.asarray(features, np.int32),
             np.asarray(bins, np.int32), np.asarray(default_left, np.uint8))
-    if n_threads > 1 and len(starts):
+    if n_threads > 1 and len(starts) and worth_threads(args[4] - args[3]):
         if scratch.size < partition.size:
             raise ValueError("the parallel partition needs scratch as long as partition")
         _partition_nodes_parallel(*args, np.iinfo(binned.dtype).max, PARTITION_CHUNK,
