@@ -89,6 +89,26 @@ def test_parallel_binning_equals_naive():
     assert np.array_equal(binning.bin_data(X, edges), ref)
 
 
+def test_grid_binning_is_exact_on_hard_values():
+    # the lookup grid (binning.GRID_CELLS) against numpy's binary search: values on the
+    # edges and next to them, crowded and huge edges, -0.0, infinities, constant features
+    rng = np.random.default_rng(6)
+    n = 20000
+    cols = [rng.standard_normal(n), np.exp(4 * rng.standard_normal(n)),
+            rng.integers(0, 3, n).astype(float), np.full(n, 2.5),
+            np.concatenate([rng.standard_normal(n - 4), [1e300, -1e300, 0.0, -0.0]]),
+            rng.standard_normal(n) * 1e-300,
+            np.concatenate([rng.standard_normal(n - 2), [np.inf, -np.inf]])]
+    X = np.column_stack(cols)
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    probes = np.concatenate([np.concatenate([e, np.nextafter(e, np.inf), np.nextafter(
+        e, -np.inf)]) for e in edges] + [[np.inf, -np.inf, np.nan, 0.0, -0.0]])
+    Xp = np.vstack([X, np.tile(probes[:, None], (1, X.shape[1]))])
+    ref = binning.bin_data_naive(Xp, edges)
+    assert np.array_equal(binning.bin_data(Xp, edges), ref)
+    assert np.array_equal(binning.bin_data(Xp, edges, threads.use_threads(2)), ref)
+
+
 def _data(n=3000, d=8, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
