@@ -31,6 +31,7 @@ they must capture plain values, never an Estimator (``self``).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -40,9 +41,12 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from sparkxml_kernels.array_chunks import array_from_bytes, binary_array, iter_chunks
+
 from ._compat import to_arrow
 
 CHUNK_BYTES = 64 << 20
+BATCH_BYTES = 512 << 20  # data a result batch carries at most (Arrow: < 2 GB a column)
 
 RESULT_SCHEMA = T.StructType([
     T.StructField("rank", T.IntegerType(), False),
@@ -64,62 +68,71 @@ _INFO = "__info__"
 
 
 def encode_arrays(rank: int, arrays: dict | None, info: dict | None) -> pa.RecordBatch:
-    """Rows (rank, name, dtype, shape, part, data) for ``arrays`` plus one JSON ``info`` row.
+    """Rows (rank, name, dtype, shape, part, data) for ``arrays`` plus one JSON ``info`` row,
+    as ONE batch (see :func:`encode_array_batches` for results that may exceed 2 GB).
 
-    Unicode/object arrays are refused (only fixed-size numeric/bool/bytes dtypes travel);
-    0-d unicode arrays (e.g. an objective name) travel as their UTF-8 text with dtype 'U'.
+    The chunking is ``sparkxml_kernels.array_chunks``' (also the saved-model format):
+    unicode/object arrays are refused, 0-d unicode arrays (e.g. an objective name) travel as
+    their UTF-8 text with dtype 'U'.
     """
-    ranks, names, dtypes, shapes, parts, datas = [], [], [], [], [], []
+    (batch,) = encode_array_batches(rank, arrays, info, max_batch_bytes=1 << 62)
+    return batch
 
-    def add(name, dtype, shape, payload):
-        mv = memoryview(payload).cast("B")
-        n = len(mv)
-        for i, start in enumerate(range(0, max(n, 1), CHUNK_BYTES)):
-            ranks.append(rank)
-            names.append(name)
-            dtypes.append(dtype)
-            shapes.append(list(shape))
-            parts.append(i)
-            datas.append(bytes(mv[start:start + CHUNK_BYTES]))
 
-    for name, a in (arrays or {}).items():
-        a = np.asarray(a)
-        if a.dtype.kind == "U":
-            if a.ndim != 0:
-                raise TypeError(f"array {name!r}: only 0-d unicode arrays can travel")
-            add(name, "U", (), str(a).encode("utf-8"))
-        elif a.dtype.kind == "O":
-            raise TypeError(f"array {name!r} has dtype object")
-        else:
-            shape = a.shape  # (np.ascontiguousarray would turn 0-d into 1-d)
-            a = np.ascontiguousarray(a).reshape(-1)
-            add(name, a.dtype.str, shape, a.view(np.uint8))
-    add(_INFO, "json", (), json.dumps(info or {}, default=float).encode("utf-8"))
-    return pa.RecordBatch.from_arrays(
-        [pa.array(ranks, pa.int32()), pa.array(names, pa.string()),
-         pa.array(dtypes, pa.string()),
-         pa.array(shapes, pa.list_(pa.field("element", pa.int64(), False))),
-         pa.array(parts, pa.int32()), pa.array(datas, pa.binary())],
-        schema=_ARROW_SCHEMA)
+def encode_array_batches(rank: int, arrays: dict | None, info: dict | None,
+                         max_batch_bytes: int = BATCH_BYTES, with_info: bool = True):
+    """:func:`encode_arrays` as a stream of batches of at most ``max_batch_bytes`` of data
+    each (one chunk of ``CHUNK_BYTES`` at least): an Arrow binary column holds at most 2 GB
+    a batch, so a model of any size travels. ``with_info=False`` leaves out the info row."""
+    rows: list = []
+    size = 0
+
+    def flush():
+        nonlocal rows, size
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array([r[i] for r in rows], t) for i, t in enumerate(
+                (pa.int32(), pa.string(), pa.string(),
+                 pa.list_(pa.field("element", pa.int64(), False)), pa.int32()))]
+            + [binary_array([r[5] for r in rows])], schema=_ARROW_SCHEMA)
+        rows, size = [], 0
+        return batch
+
+    chunks = iter_chunks(arrays or {}, CHUNK_BYTES)
+    if with_info:
+        info_raw = np.frombuffer(json.dumps(info or {}, default=float).encode("utf-8"),
+                                 np.uint8)
+        chunks = itertools.chain(chunks, [(_INFO, "json", (), 0, info_raw)])
+    for name, dtype, shape, part, data in chunks:
+        if rows and size + data.size > max_batch_bytes:
+            yield flush()
+        rows.append((rank, name, dtype, list(shape), part, data))
+        size += data.size
+    if rows:
+        yield flush()
 
 
 def decode_arrays(table: pa.Table) -> tuple[dict, list]:
     """Inverse of ``encode_arrays`` over all ranks: (rank 0's arrays, [info of each rank])."""
-    cols = table.to_pydict()
+    arrays, infos = decode_ranks(table)
+    return arrays.get(0, {}), [infos[r] for r in sorted(infos)]
+
+
+def decode_ranks(table: pa.Table) -> tuple[dict, dict]:
+    """Inverse of ``encode_arrays`` keeping every rank: ({rank: arrays}, {rank: info})."""
+    cols = table.select(["rank", "name", "dtype", "shape", "part", "data"]).to_pydict()
     pieces: dict = {}
     for r, name, dt, shape, part, data in zip(cols["rank"], cols["name"], cols["dtype"],
                                               cols["shape"], cols["part"], cols["data"]):
         pieces.setdefault((r, name), (dt, tuple(shape), {}))[2][part] = data
-    arrays, infos = {}, {}
+    arrays: dict = {}
+    infos: dict = {}
     for (r, name), (dt, shape, parts) in pieces.items():
         payload = b"".join(parts[i] for i in sorted(parts))
         if name == _INFO:
             infos[r] = json.loads(payload.decode("utf-8"))
-        elif dt == "U":
-            arrays[name] = np.asarray(payload.decode("utf-8"))
         else:
-            arrays[name] = np.frombuffer(payload, dtype=np.dtype(dt)).reshape(shape).copy()
-    return arrays, [infos[r] for r in sorted(infos)]
+            arrays.setdefault(r, {})[name] = array_from_bytes(dt, shape, payload)
+    return arrays, infos
 
 
 def rss_bytes() -> int:
@@ -196,12 +209,14 @@ def attempt_key(authkey: bytes, messages) -> bytes:
 
 
 def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
-                      on_addresses=None):
+                      on_addresses=None, stream: bool = False):
     """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring).
 
     ``on_addresses(rank, addresses)`` (tests only) runs in each task once the addresses are
     exchanged, before the ranks connect; it may return objects to ``close()`` when the task
-    ends.
+    ends. ``stream=True``: ``train_fn(state, collective, rank, world_size)`` is a generator
+    of Arrow record batches in the caller's own output schema, yielded while the collective
+    is open (the caller then reports its own diagnostics).
     """
 
     def task(batches):
@@ -244,6 +259,9 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
                 t_gather = 0.0
                 coll = LocalCollective()
             t_connected = time.perf_counter() - t0
+            if stream:
+                yield from train_fn(state, coll, rank, world)
+                return
             t1 = time.perf_counter()
             arrays, info = train_fn(state, coll, rank, world)
             t_train = time.perf_counter() - t1
@@ -264,7 +282,7 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
                     bytes_sent=getattr(coll, "bytes_sent", 0),
                     bytes_received=getattr(coll, "bytes_received", 0),
                     peer_wait_seconds=getattr(coll, "wait_seconds", 0.0))
-        yield encode_arrays(rank, arrays if rank == 0 else None, info)
+        yield from encode_array_batches(rank, arrays if rank == 0 else None, info)
 
     return task
 

@@ -41,6 +41,8 @@ def _feature_exprs(spec):
     array<double> in the JVM (``vector_to_array``; ~6x cheaper to ship through Arrow than the
     VectorUDT struct, and the binned matrix is dense anyway); numeric columns become double."""
     if spec["kind"] == "vector":
+        if spec.get("sparse"):  # wide vectors ship their stored entries (_gbt_features)
+            return [F.col(spec["col"])]
         return [vector_to_array(F.col(spec["col"])).alias(spec["col"])]
     return [F.col(c).cast("double").alias(c) for c in spec["cols"]]
 
@@ -74,7 +76,9 @@ def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         aggs += [F.sum(F.col(valid).isNull().cast("long")).alias("valid_null"),
                  F.sum(F.col(valid).cast("long")).alias("n_valid")]
     aggs.append(F.sum(F.when(train, wexpr).otherwise(0.0)).alias("weight_train"))
-    if spec["kind"] == "vector":
+    if spec.get("sparse"):  # (no dense arrays in the JVM: tasks check the sizes)
+        aggs.append(F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"))
+    elif spec["kind"] == "vector":
         # (null first: vector_to_array fails on a null vector with a bare JVM error)
         size = F.when(F.col(spec["col"]).isNotNull(),
                       F.size(vector_to_array(F.col(spec["col"]))))
@@ -106,6 +110,10 @@ def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         if r["features_null"]:
             raise ValueError(f"featuresCol: column '{spec['col']}' has {r['features_null']} "
                              f"null vector(s)")
+        if spec.get("sparse"):
+            from ._gbt_features import vector_width
+
+            r["d_min"] = r["d_max"] = vector_width(dataset, spec["col"])
         if r["d_min"] != r["d_max"]:
             raise ValueError(f"featuresCol: column '{spec['col']}' holds vectors of different "
                              f"sizes: {r['d_min']} and {r['d_max']}")

@@ -18,6 +18,14 @@ Row order decides the trees, so it must not depend on how Spark delivered the ro
 - ``rowOrder="input"``: rows keep the DataFrame's order (``monotonically_increasing_id``), the
   order of a file read in order, which is what the authors' C++ trains on. It changes when the
   DataFrame is repartitioned.
+
+Which training runs (``trainingMode``): the data pass measures the rows, and
+:func:`estimate_task_bytes` says what a task holding all of them needs. "auto" replicates when
+that fits a task's memory (:func:`task_memory`) and otherwise trains data-parallel
+(``sparkxml._fastxml_dist``); "replicated" fails early with the figures when it does not fit.
+Trees come back as chunked binary rows (``_barrier.encode_array_batches``: no cell over 64 MB,
+no Arrow batch over 512 MB), so a forest of any size reaches the driver (within
+``spark.driver.maxResultSize``).
 """
 from __future__ import annotations
 
@@ -29,9 +37,19 @@ from sparkxml_kernels import arrow_io
 from sparkxml_kernels.fastxml import forest as kforest
 from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, propensity_weights, tail_centroids
 
+from ._barrier import (RESULT_SCHEMA, decode_ranks, encode_array_batches, peak_rss_bytes,
+                       reset_peak_rss, rss_bytes)
+from ._compat import to_arrow
+from ._fastxml_dist import fit_distributed
 from ._progress import FitProgress
 from ._spark_utils import parse_bytes, partition_keys, physical_memory_bytes
 from .session import default_parallelism
+
+# Address space a Python worker takes before any training data: the interpreter, numpy,
+# pyarrow, numba and the loaded kernels (measured: VmPeak of a worker after a FastXML fit,
+# WORKER_OVERHEAD_NOTE). Spark enforces spark.executor.pyspark.memory as the worker's
+# address-space limit (RLIMIT_AS), so only the rest is there for the data.
+WORKER_OVERHEAD_BYTES = 1792 << 20
 
 # The arrays a forest is made of (see sparkxml_kernels.fastxml.forest) and their dtypes.
 FOREST_DTYPES = {
@@ -133,104 +151,144 @@ def tail_bytes(stats: dict) -> int:
     return 8 * entries + 16 * stats["nnz_y"]
 
 
-def check_memory(spark, stats: dict, workers: int, who: str = "FastXML",
-                 extra_bytes: int = 0) -> None:
-    need = estimate_task_bytes(stats["rows"], stats["nnz_x"], stats["nnz_y"],
-                               stats["n_features"], stats["n_labels"]) + extra_bytes
+def task_memory(spark, workers: int) -> tuple[int, int, str]:
+    """(bytes a training task may use for its data, the limit it comes from, where from).
+
+    ``spark.executor.pyspark.memory`` when set (less ``WORKER_OVERHEAD_BYTES``, the worker's
+    own address space: Spark enforces the setting as RLIMIT_AS); in local mode without it,
+    this machine's memory / numWorkers (every task runs here at once); on a cluster without
+    it, the driver machine's memory, assumed per executor.
+    """
     conf = spark.conf.get("spark.executor.pyspark.memory", None)
     master = spark.conf.get("spark.master", "") or ""
     if conf:
-        have, where = parse_bytes(conf), "spark.executor.pyspark.memory"
-    elif master.startswith("local"):
-        # Local mode: every task runs on this machine at once.
+        limit = parse_bytes(conf)
+        return (max(0, limit - WORKER_OVERHEAD_BYTES), limit,
+                f"spark.executor.pyspark.memory, less about "
+                f"{WORKER_OVERHEAD_BYTES >> 20} MiB for the Python worker itself")
+    if master.startswith("local"):
         have = physical_memory_bytes() // max(1, workers)
-        where = f"this machine's memory / numWorkers={workers}"
-    else:
-        have, where = physical_memory_bytes(), "the driver machine's memory (assumed per executor)"
+        return have, have, f"this machine's memory / numWorkers={workers}"
+    have = physical_memory_bytes()
+    return have, have, "the driver machine's memory (assumed per executor)"
+
+
+def replicated_bytes(stats: dict, extra_bytes: int = 0) -> int:
+    """What one replicated training task needs (:func:`estimate_task_bytes` + extras)."""
+    return estimate_task_bytes(stats["rows"], stats["nnz_x"], stats["nnz_y"],
+                               stats["n_features"], stats["n_labels"]) + extra_bytes
+
+
+def check_memory(spark, stats: dict, workers: int, who: str = "FastXML",
+                 extra_bytes: int = 0) -> None:
+    """Raise MemoryError, with the figures, when a replicated task cannot hold the data."""
+    need = replicated_bytes(stats, extra_bytes)
+    have, limit, where = task_memory(spark, workers)
     if need > have:
         raise MemoryError(
-            f"{who}: each training task holds the whole training set ({stats['rows']} rows, "
-            f"{stats['nnz_x']} feature non-zeros, {stats['nnz_y']} labels) and needs about "
-            f"{need / 2**20:.0f} MiB, but only {have / 2**20:.0f} MiB is available ({where}). "
-            f"Lower numWorkers, raise spark.executor.pyspark.memory, or subsample the data.")
+            f"{who}: each replicated training task holds the whole training set "
+            f"({stats['rows']} rows, {stats['nnz_x']} feature non-zeros, {stats['nnz_y']} "
+            f"labels) and needs about {need / 2**20:.0f} MiB, but only {limit / 2**20:.0f} MiB "
+            f"is available ({where}). Use trainingMode='distributed' (or 'auto'), lower "
+            f"numWorkers, raise spark.executor.pyspark.memory, or subsample the data.")
 
 
 def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
     """Train ``est``'s forest on ``dataset``; return (forest, extra arrays, n_features,
-    n_labels).
+    n_labels, info).
 
     ``propensity``: None (FastXML: nDCG, unit label weights) or (A, B) (PfastreXML: DCG with
     the inverse propensities as label weights); ``tail``: also compute the tail centroids.
-    ``est`` supplies the FastXML params (columns, numTrees, seed, ...).
+    ``est`` supplies the FastXML params (columns, numTrees, seed, trainingMode, ...).
+    ``info``: the mode that ran and its memory figures (diagnostics).
     """
     fcol, lcol = est.getFeaturesCol(), est.getLabelsCol()
     spark = dataset.sparkSession
     num_trees = est.getNumTrees()
-    workers = (est.getNumWorkers() if est.isDefined(est.numWorkers)
-               else default_parallelism(spark))
-    workers = max(1, min(workers, num_trees))
+    requested = (est.getNumWorkers() if est.isDefined(est.numWorkers)
+                 else default_parallelism(spark))
+    requested = max(1, requested)
+    workers = min(requested, num_trees)
 
     data = ordered_rows(dataset, fcol, lcol, est.getRowOrder())
     with FitProgress(spark, est, est.getVerbose()) as progress:
         with progress.phase("checks"):
             stats = data_stats(data, fcol, lcol, who)
-        check_memory(spark, stats, workers, who, tail_bytes(stats) if tail else 0)
-        with progress.phase("train"):
-            out = _train(spark, est, data, stats, workers, who, propensity, tail,
-                         progress.task_spec(per_task=True))
+        extra_bytes = tail_bytes(stats) if tail else 0
+        need = replicated_bytes(stats, extra_bytes)
+        have, limit, _ = task_memory(spark, workers)
+        mode = est.getTrainingMode()
+        if mode == "auto":
+            mode = "replicated" if need <= have else "distributed"
+        info = {"mode": mode, "replicated_task_bytes": need, "task_memory_bytes": have,
+                "memory_limit_bytes": limit}
+        params = dict(seed=int(est.getSeed()), max_leaf=est.getMaxLeaf(),
+                      labels_per_leaf=est.getLabelsPerLeaf(),
+                      log_loss_coeff=float(est.getLogLossCoeff()), bias=float(est.getBias()))
+        n_features, n_labels = stats["n_features"], stats["n_labels"]
+        if mode == "distributed":
+            have_d, _, _ = task_memory(spark, requested)
+            avg = (lambda rows: estimate_task_bytes(
+                rows, stats["nnz_x"] * rows / max(stats["rows"], 1),
+                stats["nnz_y"] * rows / max(stats["rows"], 1), n_features, n_labels))
+            with progress.phase("train"):
+                forest, extra, more = fit_distributed(
+                    data, stats, params, num_trees, requested, have_d, avg, fcol, lcol,
+                    propensity, tail, who, progress.task_spec())
+            info.update(more, task_memory_bytes=have_d, workers=requested)
+            unit = "tree top"
+        else:
+            check_memory(spark, stats, workers, who, extra_bytes)
+            with progress.phase("train"):
+                forest, extra, tasks = _fit_replicated(
+                    spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
+                    propensity, tail, who, progress.task_spec(per_task=True))
+            info.update(workers=workers, tasks=tasks)
+            unit = "tree"
         if progress.verbose > 0 and not progress.live_lines:
             progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
-                                unit="tree")
-    return out
+                                unit=unit)
+    return forest, extra, n_features, n_labels, info
 
 
-def _train(spark, est, data, stats, workers, who, propensity, tail, progress):
-    fcol, lcol = est.getFeaturesCol(), est.getLabelsCol()
-    num_trees = est.getNumTrees()
-
+def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
+                    propensity, tail, who, progress=None):
     keys = partition_keys(workers)
     groups = spark.createDataFrame([(k,) for k in keys], "_g long")
-    params = dict(seed=int(est.getSeed()), max_leaf=est.getMaxLeaf(),
-                  labels_per_leaf=est.getLabelsPerLeaf(),
-                  log_loss_coeff=float(est.getLogLossCoeff()), bias=float(est.getBias()))
     trees_of = {k: np.arange(p, num_trees, workers, dtype=np.int32) for p, k in enumerate(keys)}
-    n_features, n_labels = stats["n_features"], stats["n_labels"]
     extra_key = keys[0] if propensity is not None else None
-    train = _make_train_fn(trees_of, n_features, n_labels, params, fcol, lcol, propensity,
-                           tail, extra_key, progress)
-    names = list(FOREST_DTYPES) + list(EXTRA_DTYPES)
-    schema = ", ".join(f"{name} binary" for name in names)
-    rows = (data.crossJoin(groups).repartition(workers, "_g")
-            .mapInArrow(train, schema).collect())
-    parts = [{name: np.frombuffer(r[name], dtype=dt) for name, dt in FOREST_DTYPES.items()}
-             for r in rows]
-    for p in parts:
-        p["children"] = p["children"].reshape(-1, 2)
+    train = _make_train_fn(trees_of, keys, n_features, n_labels, params, fcol, lcol,
+                           propensity, tail, extra_key, progress)
+    table = to_arrow(data.crossJoin(groups).repartition(workers, "_g")
+                     .mapInArrow(train, RESULT_SCHEMA))
+    per_task, infos = decode_ranks(table)
+    parts = [{name: a[name] for name in FOREST_DTYPES} for a in per_task.values()]
     forest = kforest.sort_forest(kforest.concat_forests(parts))
     if len(forest["tree_ids"]) != num_trees:
         raise RuntimeError(f"{who}: expected {num_trees} trees back from the training tasks, "
                            f"got {len(forest['tree_ids'])}")
     extra = {}
     if propensity is not None:
-        first = [r for r in rows if len(r["inv_prop"])]
+        first = [a for a in per_task.values() if "inv_prop" in a]
         if len(first) != 1:
             raise RuntimeError(f"{who}: expected the label weights from one training task, "
                                f"got {len(first)}")
-        extra = {name: np.frombuffer(first[0][name], dtype=dt).copy()
-                 for name, dt in EXTRA_DTYPES.items()}
-    return forest, extra, n_features, n_labels
+        extra = {name: first[0][name] for name in EXTRA_DTYPES if name in first[0]}
+        if not tail:
+            extra.update({k: np.zeros(0, EXTRA_DTYPES[k]) for k in TAIL_KEYS})
+    return forest, extra, [infos[r] for r in sorted(infos)]
 
 
-def _make_train_fn(trees_of: dict, n_features: int, n_labels: int, params: dict, fcol: str,
-                   lcol: str, propensity, tail: bool, extra_key, progress=None):
+def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
+                   fcol: str, lcol: str, propensity, tail: bool, extra_key, progress=None):
     # Plain locals only: the closure is pickled to the tasks.
-    names = list(FOREST_DTYPES) + list(EXTRA_DTYPES)
-    dtypes = dict(FOREST_DTYPES, **EXTRA_DTYPES)
-    out_schema = pa.schema([(n, pa.binary()) for n in names])
+    rank_of = {k: p for p, k in enumerate(keys)}
 
     def train(batches):
         from sparkxml_kernels.progress import ProgressReporter
 
+        reset_ok = reset_peak_rss()
+        rss0 = rss_bytes()
         by_group: dict = {}
         for b in batches:
             if b.num_rows == 0:
@@ -258,7 +316,7 @@ def _make_train_fn(trees_of: dict, n_features: int, n_labels: int, params: dict,
                         out.update(tail_centroids(xi, xj, xv, yi, yj, n_features, n_labels,
                                                   params["bias"]))
             trees = trees_of[key]
-            reporter = ProgressReporter(progress, list(trees_of).index(key))
+            reporter = ProgressReporter(progress, rank_of[key])
             if reporter.enabled:  # one tree at a time (tree t depends on (seed, t) only)
                 done = []
                 for i in range(len(trees)):
@@ -270,12 +328,13 @@ def _make_train_fn(trees_of: dict, n_features: int, n_labels: int, params: dict,
             else:
                 out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
                                                 trees, **kw))
-            yield pa.RecordBatch.from_pydict(
-                {n: [np.ascontiguousarray(out.get(n, np.zeros(0)), dtype=dtypes[n]).tobytes()]
-                 for n in names}, schema=out_schema)
+            yield from encode_array_batches(rank_of[key], out, {
+                "rows": len(xi) - 1, "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": rss0,
+                "peak_rss_is_task_local": reset_ok})
 
     return train
 
 
 __all__ = ["FOREST_DTYPES", "EXTRA_DTYPES", "TAIL_KEYS", "check_memory", "data_stats",
-           "estimate_task_bytes", "fit_forest", "ordered_rows", "tail_bytes"]
+           "estimate_task_bytes", "fit_forest", "ordered_rows", "replicated_bytes", "tail_bytes",
+           "task_memory"]

@@ -238,7 +238,7 @@ class FMModelBase(SparkXMLPredictorModel):
         schema = T.StructType(list(dataset.schema.fields)
                               + [T.StructField(n, VectorUDT() if k in ("raw", "prob")
                                                else T.DoubleType()) for n, k in outs])
-        fn = make_predict_fn(self._model_kind, self._predictor.to_arrays(), fcol,
+        fn = make_predict_fn(self._model_kind, self._task_model(dataset), fcol,
                              self.numFeatures, self._task != "regression",
                              [k for _, k in outs], [n for n, _ in outs])
         return dataset.mapInArrow(fn, schema)

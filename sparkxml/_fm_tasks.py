@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml_kernels import arrow_io
+from sparkxml_kernels.model_cache import as_handle
 
 from ._gbt_tasks import _column, _dense_vectors
 
@@ -162,14 +163,16 @@ def output_arrays(raw, pred, classification: bool, kinds):
     return out
 
 
-def make_predict_fn(kind: str, arrays: dict, fcol: str, d: int, classification: bool, kinds,
+def make_predict_fn(kind: str, model, fcol: str, d: int, classification: bool, kinds,
                     names):
-    """The ``mapInArrow`` function of a model's transform: input columns + outputs."""
+    """The ``mapInArrow`` function of a model's transform: input columns + outputs
+    (``model``: a ``ModelHandle`` or the arrays)."""
+    handle = as_handle(model)
 
     def predict(batches):
         from sparkxml_kernels.fm.predictor import FMPredictor, GBFMPredictor
 
-        P = (FMPredictor if kind == "fm" else GBFMPredictor).from_arrays(arrays)
+        P = handle.build(kind, (FMPredictor if kind == "fm" else GBFMPredictor).from_arrays)
         for b in batches:
             indptr, indices, data, _ = arrow_io.vectors_to_csr(_column(b, fcol), fcol,
                                                                num_features=d,

@@ -18,8 +18,10 @@ from sparkxml_kernels.gbt import dump as _dump
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, OPTIONAL_KEYS, TreeEnsemblePredictor
 
-from ._gbt_tasks import (_batch_features, _make_predict_fn, _margin_column, _scores,
-                         _spec_columns, predict_from_probability)
+from ._gbt_features import SPARSE_MIN_FEATURES
+from ._gbt_tasks import (_batch_features, _make_predict_fn, _margin_column,
+                         _predictor_with_missing, _scores, _spec_columns,
+                         predict_from_probability)
 from ._progress import FitProgress
 from ._engine import _X_COL  # the dense-array copy of a vector column for the tasks
 from ._gbt_summary import GBTTrainingSummary
@@ -65,6 +67,10 @@ class TreeView:
 
     @property
     def toDebugString(self) -> str:
+        internal = self.arrays["left"] >= 0
+        if np.isnan(self.arrays["threshold"][internal]).any():  # category-set splits
+            raise ValueError("toDebugString is not supported for trees with categorical "
+                             "splits (categoricalCols)")
         lines = _dump._tree_lines(self.arrays, self.featureNames, 2)
         return (f"Tree {self.index} (output {self.output}): depth={self.depth}, "
                 f"numNodes={self.numNodes}\n" + "\n".join(lines) + "\n")
@@ -216,12 +222,13 @@ class _GBTModelBase(SparkXMLPredictorModel):
             if name in fields:
                 raise ValueError(f"output column '{name}' already exists in the DataFrame")
         margin = self._margin_col(fields)
-        arrays = self._predictor.to_arrays()
-        arrays["missing"] = np.asarray(float(self.getMissing()))
+        handle = self._task_model(dataset)  # not the trees themselves: see sparkxml._serving
         schema = T.StructType(list(dataset.schema.fields)
                               + [T.StructField(n, self._output_type(k)) for n, k in outs])
         drop = []
-        if spec["kind"] == "vector":
+        if spec["kind"] == "vector" and self.numFeatures >= SPARSE_MIN_FEATURES:
+            spec = dict(spec, sparse=True)  # the VectorUDT struct: stored entries only
+        elif spec["kind"] == "vector":
             # the task reads the features as a dense array made in the JVM (_feature_exprs)
             dataset = dataset.withColumn(_X_COL, vector_to_array(F.col(spec["col"])))
             spec = {"kind": "vector", "col": _X_COL}
@@ -231,8 +238,9 @@ class _GBTModelBase(SparkXMLPredictorModel):
             margin = _M_COL
             drop.append(_M_COL)
         options = {"margin_col": margin, "thresholds": self._thresholds(),
+                   "missing": float(self.getMissing()),
                    "nthread": self._opt(self.nthread) if self.hasParam("nthread") else None}
-        predict = _make_predict_fn(arrays, spec, self.numFeatures, [k for _, k in outs],
+        predict = _make_predict_fn(handle, spec, self.numFeatures, [k for _, k in outs],
                                    [n for n, _ in outs], drop, options)
         return dataset.mapInArrow(predict, schema)
 
@@ -281,9 +289,8 @@ class _GBTModelBase(SparkXMLPredictorModel):
                         .alias(_M_COL))
         if spec["kind"] == "vector":
             spec = {"kind": "vector", "col": _X_COL}
-        arrays = self._predictor.to_arrays()
-        arrays["missing"] = np.asarray(float(self.getMissing()))
-        fn = _make_staged_fn(arrays, spec, self.numFeatures, label, weight,
+        fn = _make_staged_fn(self._task_model(dataset), float(self.getMissing()), spec,
+                             self.numFeatures, label, weight,
                              None if margin is None else _M_COL, metric)
         with FitProgress(dataset.sparkSession, self).phase("evaluate"):
             rows = dataset.select(*cols).mapInArrow(fn, "stats binary").collect()
@@ -319,11 +326,12 @@ def _feature_names(dataset, spec, d):
     return [n if n else f"f{i}" for i, n in enumerate(names)]
 
 
-def _make_staged_fn(arrays, spec, n_features, label, weight, margin_col, metric):
-    """Per partition: the metric's summable statistics after every round, float64 (R, S)."""
+def _make_staged_fn(handle, missing, spec, n_features, label, weight, margin_col, metric):
+    """Per partition: the metric's summable statistics after every round, float64 (R, S).
+    ``handle``: the model's ``ModelHandle``; ``missing``: the model's missing value."""
 
     def staged(batches):
-        pred = TreeEnsemblePredictor.from_arrays(arrays)
+        pred = _predictor_with_missing(handle, missing)
         K = pred.n_outputs
         R = pred.n_trees // K
         total = None

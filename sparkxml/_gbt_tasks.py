@@ -15,9 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkxml_kernels.arrow_io import vectors_to_csr
+from sparkxml_kernels.gbt import binned as gbt_binned
 from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
+from sparkxml_kernels.model_cache import as_handle
 from sparkxml_kernels.threads import max_threads, use_threads
 
 from ._barrier import encode_arrays
@@ -60,7 +63,20 @@ def _array_features(col, name: str, d: int) -> np.ndarray:
 def _batch_features(batch, spec, n_features, missing=float("nan")):
     """The batch's features as dense float64 (n, d); NaN (or a null column value) = missing,
     and so is ``missing`` (the ``missing`` param) when it is not NaN. ``spec["float32"]``
-    (trees) rounds them to float32 first, as scikit-learn's trees do."""
+    (trees) rounds them to float32 first, as scikit-learn's trees do. ``spec["sparse"]``
+    (a wide vector column shipped as the VectorUDT struct, ``sparkxml._gbt_features``):
+    CSR ``(indptr, indices, data, d)`` instead, absent entries 0.0."""
+    if spec.get("sparse"):
+        indptr, indices, data, _ = vectors_to_csr(_column(batch, spec["col"]), spec["col"],
+                                                  n_features, np.float64)
+        if not np.isnan(missing):
+            if missing == 0.0:
+                raise ValueError("missing=0.0 (absent entries missing) is not supported for "
+                                 "vector columns wide enough to be read sparse")
+            data[data == missing] = np.nan
+        if spec.get("float32"):
+            data = data.astype(np.float32).astype(np.float64)
+        return indptr, indices, data, n_features
     if spec["kind"] == "vector":
         X = _array_features(_column(batch, spec["col"]), spec["col"], n_features)
     else:
@@ -114,7 +130,7 @@ def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=Non
 
         def flush():
             if xs:
-                X = np.concatenate(xs) if len(xs) > 1 else xs[0]
+                X = _concat_features(xs)
                 sketches.append(binning.sketch(X, np.concatenate(ws), max_bins, size))
                 xs.clear()
                 ws.clear()
@@ -125,7 +141,7 @@ def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=Non
             xs.append(_batch_features(b, spec, n_features, missing))
             ws.append(np.ones(b.num_rows) if weight is None else _float_column(b, weight))
             n += b.num_rows
-            held += b.num_rows * max(n_features, 1)
+            held += _n_values(xs[-1])
             if held >= chunk_values:
                 flush()
                 held = 0
@@ -138,6 +154,25 @@ def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=Non
                                           "seconds": time.perf_counter() - t_start})
 
     return sketch_task
+
+
+def _n_values(X) -> int:
+    """Values a feature block holds: stored entries of CSR, rows x d of dense."""
+    return int(X[0][-1]) if isinstance(X, tuple) else int(X.size)
+
+
+def _concat_features(xs):
+    """Row-concatenate dense blocks or CSR tuples (indptr, indices, data, d)."""
+    if len(xs) == 1:
+        return xs[0]
+    if not isinstance(xs[0], tuple):
+        return np.concatenate(xs)
+    ptrs, off = [np.zeros(1, np.int64)], 0
+    for p, _, _, _ in xs:
+        ptrs.append(p[1:] + off)
+        off += int(p[-1])
+    return (np.concatenate(ptrs), np.concatenate([x[1] for x in xs]),
+            np.concatenate([x[2] for x in xs]), xs[0][3])
 
 
 def _spec_columns(spec):
@@ -153,7 +188,10 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
     holds ``group_ptr``, and the validation tuple gets the validation rows' own as a fourth
     element. ``options`` (dict, all optional): ``missing`` (value read as NaN),
     ``margin_col`` + ``n_outputs`` (a base-margin column), ``init`` (model arrays to
-    continue from: its raw scores on these rows become the starting margins), ``nthread``
+    continue from: its raw scores on these rows become the starting margins), ``categories``
+    (list of d: None or a categorical feature's category values; kept in the state for the
+    booster). Rows are binned by ``binned.bin_matrix``: dense uint8 as before, uint16 above
+    255 bins, sparse for a sparse-shipped vector column (``sparkxml._gbt_features``), ``nthread``
     (threads for binning; None: the task's cores, :func:`_task_threads`). With margins
     the state holds ``margin`` and the validation tuple gets the validation rows' margins as
     a fifth element.
@@ -162,6 +200,8 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
     missing = float(opts.get("missing", float("nan")))
     margin_col, k_out, init = opts.get("margin_col"), int(opts.get("n_outputs", 1)), \
         opts.get("init")
+    categories = opts.get("categories")
+    sparse = bool(spec.get("sparse"))
 
     def load(batches, rank, world):
         n_threads = use_threads(_task_threads(opts.get("nthread")))
@@ -177,7 +217,8 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
                 continue
             X = _batch_features(b, spec, n_features, missing)
             t2 = time.perf_counter()
-            parts["X"].append(binning.bin_data(X, edges, n_threads))
+            parts["X"].append(gbt_binned.bin_matrix(X, edges, categories, sparse=sparse,
+                                                      n_threads=n_threads))
             if margin_col is not None or init_pred is not None:
                 m = None if margin_col is None else _margin_column(b, margin_col, k_out)
                 if init_pred is not None:
@@ -199,8 +240,7 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
                 g = _column(b, group)
                 parts["g"].append(g.take(pa.array(np.arange(len(g), dtype=np.int64))))
         d = n_features
-        Xb = (np.concatenate(parts["X"]) if len(parts["X"]) > 1 else parts["X"][0]) \
-            if parts["X"] else np.zeros((0, d), np.uint8)
+        Xb = gbt_binned.concat_rows(parts["X"]) if parts["X"] else np.zeros((0, d), np.uint8)
         parts["X"] = None
         y = np.concatenate(parts["y"]) if parts["y"] else np.zeros(0)
         w = np.concatenate(parts["w"]) if parts["w"] else None
@@ -218,16 +258,16 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
                 g = pa.chunked_array(parts["g"]).combine_chunks()
                 codes = np.asarray(pc.dictionary_encode(g).indices.to_numpy(
                     zero_copy_only=False), np.int64)
-        state = {"valid": None, "timing": timing}
+        state = {"valid": None, "timing": timing, "categories": categories}
         if valid is not None:
             if v is None:
                 v = np.zeros(0, bool)
             tr = ~v
-            state["valid"] = (np.ascontiguousarray(Xb[v]), y[v], None if w is None else w[v],
+            state["valid"] = (gbt_binned.take_rows(Xb, v), y[v], None if w is None else w[v],
                               None if codes is None else group_ptr_from_sorted_ids(codes[v]),
                               None if margin is None else margin[v])
             if not tr.all():
-                Xb, y, ids = np.ascontiguousarray(Xb[tr]), y[tr], ids[tr]
+                Xb, y, ids = gbt_binned.take_rows(Xb, tr), y[tr], ids[tr]
                 w = None if w is None else w[tr]
                 codes = None if codes is None else codes[tr]
                 margin = None if margin is None else margin[tr]
@@ -286,7 +326,8 @@ def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
             pred, hist = booster.train(state["X"], state["y"], state["w"], edges, p,
                                        collective=coll, eval_sets=evals, callbacks=callbacks,
                                        row_ids=state["ids"], group_ptr=group_ptr,
-                                       base_margin=state.get("margin"))
+                                       base_margin=state.get("margin"),
+                                       categories=state.get("categories"))
         finally:
             reporter.close()
         n, d = state["X"].shape
@@ -446,18 +487,28 @@ def _output_arrays(pred, X, margin, kinds, thresholds=None, ordinals=None, n_thr
     return out
 
 
-def _make_predict_fn(arrays, spec, n_features, kinds, names, drop=(), options=None):
+def _predictor_with_missing(handle, missing: float):
+    """The handle's ``TreeEnsemblePredictor`` with the model's current ``missing`` value,
+    built once per Python worker (``missing`` is a param: it may differ from the saved one)."""
+    return handle.build(("TreeEnsemblePredictor", missing), lambda a: TreeEnsemblePredictor
+                        .from_arrays({**a, "missing": np.asarray(missing)}))
+
+
+def _make_predict_fn(model, spec, n_features, kinds, names, drop=(), options=None):
     """The ``mapInArrow`` function of a model's transform: input columns (but those in
-    ``drop``) + outputs ``kinds`` named ``names``. ``options``: ``margin_col`` (base
-    margins), ``thresholds`` (classifier), ``nthread`` (threads for the raw scores; None:
-    the task's cores)."""
+    ``drop``) + outputs ``kinds`` named ``names``. ``model``: a ``ModelHandle`` (or the
+    arrays). ``options``: ``margin_col`` (base margins), ``thresholds`` (classifier),
+    ``missing`` (the value read as missing; the saved one when absent), ``nthread``
+    (threads for the raw scores; None: the task's cores)."""
     opts = dict(options or {})
     drop = set(drop or ())
     margin_col, thresholds = opts.get("margin_col"), opts.get("thresholds")
+    handle, missing = as_handle(model), opts.get("missing")
 
     def predict(batches):
         n_threads = use_threads(_task_threads(opts.get("nthread")))
-        pred = TreeEnsemblePredictor.from_arrays(arrays)
+        pred = handle.build("TreeEnsemblePredictor", TreeEnsemblePredictor.from_arrays) \
+            if missing is None else _predictor_with_missing(handle, missing)
         ordinals = pred.leaf_ordinals() if "leaf" in kinds else None
         for b in batches:
             keep = [i for i, n in enumerate(b.schema.names) if n not in drop]

@@ -17,12 +17,14 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml_kernels import arrow_io
+from sparkxml_kernels.model_cache import as_handle
 
 from ._gbt_tasks import _dense_vectors
 
 F_COL, Y_COL, W_COL, K_COL, B_COL = "f", "y", "w", "k", "b"
-# per rank: error flag, rows, smallest and largest vector size, largest label
-_NSTAT = 5
+# per rank: error flag, rows, smallest and largest vector size, largest label, rows of
+# positive weight
+_NSTAT = 6
 
 
 def _column(table, name):
@@ -34,8 +36,7 @@ def _numbers(col) -> np.ndarray:
 
 
 def _check_features(data, fcol):
-    """The first non-finite feature value of this task, as a message (labels and weights are
-    checked by the driver's aggregate job before the stage)."""
+    """The first non-finite feature value of this task, as a message."""
     badx = ~np.isfinite(data)
     if badx.any():
         return (f"featuresCol: column '{fcol}' holds the value "
@@ -43,63 +44,152 @@ def _check_features(data, fcol):
     return None
 
 
-def make_load_fn(fcol: str, wcol: str | None):
-    """Arrow batches -> (CSR, labels, weights, keys, blocks) of this task, or an error."""
+def _check_labels(col, lcol):
+    """(labels float64, message of the first bad one or None): labels must be integers >= 0."""
+    if col.null_count:
+        return None, f"labelCol: column '{lcol}' has {col.null_count} null value(s)"
+    y = _numbers(col)
+    bad = ~np.isfinite(y)
+    if bad.any():
+        return None, (f"labelCol: column '{lcol}' holds the non-finite value "
+                      f"{float(y[np.flatnonzero(bad)[0]])!r}")
+    bad = (y != np.floor(y)) | (y < 0)
+    if bad.any():
+        return None, (f"labelCol: column '{lcol}' holds the value "
+                      f"{float(y[np.flatnonzero(bad)[0]])!r}; class labels must be integers "
+                      f"0, 1, ..., numClasses-1")
+    return y, None
+
+
+def _check_weights(col, wcol):
+    """(weights float64, message of the first bad one or None): finite and >= 0."""
+    if col.null_count:
+        return None, f"weightCol: column '{wcol}' has {col.null_count} null value(s)"
+    w = _numbers(col)
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        return None, (f"weightCol: column '{wcol}' holds the value "
+                      f"{float(w[np.flatnonzero(bad)[0]])!r}; weights must be finite and >= 0")
+    return w, None
+
+
+# bound on K x d weights of a multiclass model (2 GiB of float64): a stray large label must
+# not allocate a huge model before it is reported
+MAX_WEIGHTS = 1 << 28
+
+
+def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept: bool,
+                 cs: bool):
+    """Arrow batches -> this task's ``LinearData`` (or an error), one batch at a time; the
+    labels, weights and vectors are checked on the way (the first bad value is named).
+
+    The stage sorts each partition by (block, key) in the JVM, so every batch is turned into
+    numpy pieces and released at once, and the pieces are written in order into the final
+    arrays (``sparkxml_kernels.linear.data.RowsBuilder``): the Python worker never holds the
+    Arrow input and the CSR together. The kernels are warmed up here too, while the tasks
+    wait for each other's addresses.
+    """
 
     def load(batches, rank, world):
+        from sparkxml_kernels.linear import data as kdata
+        from sparkxml_kernels.linear import solver
+
         t0 = time.perf_counter()
-        tables = [b for b in batches if b.num_rows]
-        state = {"error": None, "n": 0, "d": -1}
-        if not tables:
-            state.update(csr=(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0)),
-                         y=np.zeros(0), w=None if wcol is None else np.zeros(0),
-                         keys=np.zeros(0, np.int64), blocks=np.zeros(0, np.int64))
-            return state
-        t = pa.Table.from_batches(tables).combine_chunks()
-        del tables
-        try:
-            indptr, indices, data, d = arrow_io.vectors_to_csr(_column(t, F_COL), fcol,
-                                                               value_dtype=np.float64)
-        except (ValueError, TypeError) as e:
-            msg = str(e)
-            state["error"] = msg if msg.startswith("featuresCol") else f"featuresCol: {msg}"
-            return state
-        y = _numbers(_column(t, Y_COL))
-        w = _numbers(_column(t, W_COL)) if wcol is not None else None
-        state["error"] = _check_features(data, fcol)
-        state.update(csr=(indptr, indices, data), y=y, w=w, n=int(y.size), d=int(d),
-                     keys=np.array(_column(t, K_COL).to_numpy(zero_copy_only=False), np.int64),
-                     blocks=np.array(_column(t, B_COL).to_numpy(zero_copy_only=False),
-                                     np.int64),
-                     load_seconds=time.perf_counter() - t0)
+        pool = pa.default_memory_pool()
+        # sizes first (offsets only), so that the CSR is written once, where it belongs
+        held, rows, nnz = [], 0, 0
+        for b in batches:
+            if b.num_rows:
+                held.append(b)
+                rows += b.num_rows
+                nnz += _stored_values(_column(b, F_COL))
+        del batches
+        builder = kdata.RowsBuilder(C, fit_intercept, rows, nnz)
+        state = {"error": None, "n": 0, "d": -1, "ymax": -1.0}
+        for i in range(len(held)):
+            b, held[i] = held[i], None  # the batch goes once written
+            if state["error"] is not None:
+                continue
+            try:
+                indptr, indices, data, d = arrow_io.vectors_to_csr(
+                    _column(b, F_COL), fcol, value_dtype=np.float64)
+            except (ValueError, TypeError) as e:
+                msg = str(e)
+                state["error"] = msg if msg.startswith("featuresCol") else f"featuresCol: {msg}"
+                continue
+            if state["d"] >= 0 and d != state["d"]:
+                state["error"] = (f"featuresCol: column '{fcol}' holds vectors of different "
+                                  f"sizes: {min(d, state['d'])} and {max(d, state['d'])}")
+                continue
+            state["d"] = d
+            y, state["error"] = _check_labels(_column(b, Y_COL), lcol)
+            w = None
+            if state["error"] is None and wcol is not None:
+                w, state["error"] = _check_weights(_column(b, W_COL), wcol)
+            state["error"] = state["error"] or _check_features(data, fcol)
+            if state["error"] is not None:
+                continue
+            builder.add(indptr, indices, data, y.astype(np.int32), w,
+                        _column(b, K_COL).to_numpy(zero_copy_only=False),
+                        _column(b, B_COL).to_numpy(zero_copy_only=False), d)
+            state["n"] += int(y.size)
+            state["ymax"] = max(state["ymax"], float(y.max()))
+            del b, indptr, indices, data
+            pool.release_unused()  # hand the batch's memory back to the system
+        if state["error"] is None:
+            state["ld"] = builder.finish(max(state["d"], 0))
+            state["in_order"] = builder.in_order
+        del builder
+        solver.warm_up(False)
+        if cs:  # (Crammer-Singer's kernels too: used when the data has more than two classes)
+            solver.warm_up(True)
+        state["load_seconds"] = time.perf_counter() - t0
         return state
 
     return load
+
+
+def _stored_values(col) -> int:
+    """Entries stored in a VectorUDT Arrow column (from the list offsets, no data read)."""
+    vals = col.field("values")
+    if len(vals) == 0:
+        return 0
+    offsets = vals.offsets
+    return int(offsets[len(vals)].as_py() - offsets[0].as_py())
 
 
 def _agree(state, coll, rank, world):
     """Every rank's (error, rows, sizes, label max) on every rank, exactly (one allreduce)."""
     mine = np.zeros((world, _NSTAT))
     n = state["n"]
-    ymax = float(state["y"].max()) if n and state["error"] is None else -1.0
+    ymax = state["ymax"] if n and state["error"] is None else -1.0
+    kept = state["ld"].n if state["error"] is None else 0
     mine[rank] = [1.0 if state["error"] else 0.0, n, state["d"] if n else np.inf,
-                  state["d"] if n else -1.0, ymax]
+                  state["d"] if n else -1.0, ymax, kept]
     allst = coll.allreduce_sum(mine)
     return allst
 
 
-def make_train_fn(cfg: dict, fcol: str):
+def make_train_fn(cfg: dict, fcol: str, lcol: str):
     """The barrier task's training function: checks agreed by all ranks, then CoCoA+
     (``sparkxml_kernels.linear.solver.train``). Problems with the data are returned as
-    ``info['error']`` (never raised) so that Spark does not retry the stage for them."""
+    ``info['error']`` (never raised) so that Spark does not retry the stage for them (the
+    driver raises the first rank's).
+
+    ``cfg["multi_class"]`` is the mode used when the labels show more than two classes; the
+    number of classes (the largest label + 1) and the local passes are settled here."""
 
     def train_fn(state, coll, rank, world):
+        from sparkxml_kernels.linear import data as kdata
         from sparkxml_kernels.linear import solver
 
         allst = _agree(state, coll, rank, world)
-        info = {"n_rows": int(state["n"])}
+        info = {"n_rows": int(state["n"]), "rows_in_key_order": bool(state.get("in_order"))}
         if allst[:, 0].any():
             info["error"] = state["error"]
+            return None, info
+        if int(allst[:, 1].sum()) and not int(allst[:, 5].sum()):
+            info["error"] = "no training rows with a positive weight"
             return None, info
         n_total = int(allst[:, 1].sum())
         if n_total == 0:
@@ -113,18 +203,24 @@ def make_train_fn(cfg: dict, fcol: str):
         d = int(dmax)
         label_max = int(allst[:, 4].max())
         c = dict(cfg)
-        if c["multi_class"] == "binary":
-            c["n_classes"] = 2
-        else:
-            c["n_classes"] = max(label_max + 1, 2)
-        indptr, indices, data = state["csr"]
-        ld = solver.prepare(indptr, indices, data, state["y"].astype(np.int32), state["w"],
-                            state["keys"], state["blocks"], float(c["C"]),
-                            bool(c["fit_intercept"]), d)
-        state.clear()  # the raw copies are no longer needed
+        c["n_classes"] = max(label_max + 1, 2)
+        if c["n_classes"] == 2:
+            c["multi_class"] = "binary"
+        elif c["n_classes"] * (d + 1) > MAX_WEIGHTS:
+            info["error"] = (f"labelCol: column '{lcol}' holds the label {label_max}: "
+                             f"{c['n_classes']} classes x {d} features is more weights than "
+                             f"{MAX_WEIGHTS}; labels must be 0, 1, ..., numClasses-1")
+            return None, info
+        c["local_passes"] = solver.default_local_passes(c["num_blocks"], c["multi_class"])
+        ld = state.pop("ld")
+        if ld.n == 0:  # no rows here: the width is the others'
+            ld = kdata.RowsBuilder(c["C"], c["fit_intercept"]).finish(d)
+        state.clear()
         res = solver.train(ld, c, coll)
         info.update(rounds=res.rounds, local_passes=res.local_passes,
-                    local_steps=res.local_steps, train_loop_seconds=res.seconds,
+                    local_steps=res.local_steps, polishes=res.polishes,
+                    polish_rows=res.polish_rows, train_loop_seconds=res.seconds,
+                    **{f"{k}_seconds": v for k, v in res.timings.items()},
                     csr_bytes=int(ld.indptr.nbytes + ld.indices.nbytes + ld.data.nbytes),
                     data_bytes=ld.nbytes(), blocks=[int(b) for b in ld.block_ids])
         arrays = None
@@ -147,13 +243,18 @@ def make_train_fn(cfg: dict, fcol: str):
     return train_fn
 
 
-def make_predict_fn(arrays: dict, fcol: str, raw_col: str | None, pred_col: str | None):
-    """``mapInArrow`` function of ``LinearSVCModel.transform``: input columns + outputs."""
+def make_predict_fn(arrays, fcol: str, raw_col: str | None, pred_col: str | None,
+                    threshold: float | None = None):
+    """``mapInArrow`` function of ``LinearSVCModel.transform``: input columns + outputs.
+    ``arrays``: the model's ``ModelHandle`` (or its arrays); ``threshold`` overrides the
+    saved one."""
+    handle = as_handle(arrays)
 
     def predict(batches):
         from sparkxml_kernels.linear.predictor import LinearSVCPredictor
 
-        model = LinearSVCPredictor.from_arrays(arrays)
+        model = handle.build(("LinearSVCPredictor", threshold),
+                             lambda a: LinearSVCPredictor.from_arrays(a, threshold=threshold))
         d = model.n_features
         for b in batches:
             cols = list(b.columns)

@@ -259,7 +259,8 @@ class _TreeEstimator(SparkXMLEstimator):
 class _TreeModel(SparkXMLModel):
     """Fitted trees: ``transform`` adds Spark ML's outputs; scikit-learn's arrays per tree.
 
-    Save format (``modelKind`` "forest"): ``data/arrays.npz`` holds the
+    Save format (``modelKind`` "forest"): ``data/`` (parquet chunk rows,
+    ``sparkxml_kernels.persist``) holds the
     ``sparkxml_kernels.forest.predictor`` arrays (every tree in scikit-learn's ``tree_``
     layout, concatenated, with ``tree_offsets``), plus ``oob_score`` (0-d, forests fitted with
     ``oobScore``). ``sparkxml_kernels.load_model(path)`` returns a ``ForestPredictor``.
@@ -336,11 +337,11 @@ class _TreeModel(SparkXMLModel):
     def _transform_validated(self, dataset):
         if self._predictor is None:
             raise RuntimeError("this model has no trees (was it constructed directly?)")
-        arrays = self._predictor.to_arrays()
+        handle = self._task_model(dataset)  # not the trees themselves: see sparkxml._serving
         d = self.numFeatures
         return _transform_with(
             dataset, self._features_spec(), self._outputs(),
-            lambda spec, kinds, names, drop: _make_tree_predict_fn(arrays, spec, d, kinds,
+            lambda spec, kinds, names, drop: _make_tree_predict_fn(handle, spec, d, kinds,
                                                                    names, drop))
 
 

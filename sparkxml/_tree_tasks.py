@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml_kernels.forest.predictor import ForestPredictor
+from sparkxml_kernels.model_cache import as_handle
 
 from ._gbt_tasks import _batch_features, _dense_vectors
 
@@ -97,11 +98,13 @@ def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
     return out
 
 
-def _make_tree_predict_fn(arrays, spec, n_features, kinds, names, drop=None):
-    """The ``mapInArrow`` function of a tree/forest model's transform."""
+def _make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
+    """The ``mapInArrow`` function of a tree/forest model's transform (``model``: a
+    ``ModelHandle`` or the arrays)."""
+    handle = as_handle(model)
 
     def predict(batches):
-        pred = ForestPredictor.from_arrays(arrays)
+        pred = handle.build("ForestPredictor", ForestPredictor.from_arrays)
         single = pred.n_trees == 1
         for b in batches:
             keep = [i for i, nm in enumerate(b.schema.names) if nm != drop]

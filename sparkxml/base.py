@@ -1,13 +1,39 @@
 """What every sparkxml Estimator and Model shares: validation, param copying, persistence.
 
 Persistence writes ``path/metadata`` in Spark ML's ``DefaultParamsWriter`` format (plus
-``formatVersion`` and ``modelKind``) and ``path/data/arrays.npz`` (models only), through
-``sparkxml_kernels.persist`` so that:
+``formatVersion``, ``modelKind`` and a ``saveId``) and, for models, ``path/data/`` (the arrays
+as parquet chunk rows); see ``sparkxml_kernels.persist`` for the format and
+``sparkxml._storage`` for how it travels, so that:
 
-- ``write().overwrite()`` never touches the JVM (it works over Spark Connect);
-- a failed save leaves nothing that loads (write to a hidden sibling, then rename);
+- a model lands where Spark writes (through Spark over Connect and for URIs, through pyarrow
+  for local paths in classic sessions), and ``write().overwrite()`` never needs the JVM;
+- a failed save leaves nothing that loads (data first, metadata with the save id last);
 - ``sparkxml_kernels.load_model(path)`` reads the same directory without Spark;
-- a saved Pipeline holding sparkxml stages loads with ``PipelineModel.load``.
+- a saved Pipeline holding sparkxml stages loads with ``PipelineModel.load``, also over
+  Spark Connect (pyspark loads a Python stage by importing the class named in its metadata
+  and calling its ``load(path)``, which reads through the active session).
+
+A model subclass implements ``_save_arrays() -> dict`` (plain numpy arrays),
+``_from_arrays(arrays, path)`` (classmethod; raise ``ModelFormatError`` naming ``path`` for
+inconsistent arrays), and sets ``_required_arrays`` and ``_model_kind``; it then saves and
+loads through every transport without further code.
+
+Transform without the model in the closure (opt in): in ``_transform_validated`` call
+``handle = self._task_model(dataset)`` and let the task function capture ``handle`` (never
+``self``); in the task, ``handle.build(key, factory)`` returns ``factory(arrays)`` built once
+per Python worker (``key``: a hashable of the other values the factory uses, e.g. params), or
+``handle.arrays()`` the arrays themselves. Small models still travel inline; large ones are
+read by the executors from the saved directory, memory-mapped; see ``sparkxml._serving``::
+
+    handle = self._task_model(dataset)
+    extra = (int(self.getTopK()),)
+
+    def predict(batches):
+        predictor = handle.build(("MyPredictor", extra), lambda a: MyPredictor(a, *extra))
+        for b in batches:
+            yield ...
+
+    return dataset.mapInArrow(predict, schema)
 """
 from __future__ import annotations
 
@@ -22,6 +48,7 @@ from pyspark.ml.util import MLReadable, MLReader, MLWritable, MLWriter
 
 from sparkxml_kernels import persist
 
+from . import _storage
 from .params import validate_params
 
 
@@ -53,7 +80,10 @@ class SparkXMLWriter(MLWriter):
         meta = persist.metadata_json(_class_name(inst), inst.uid, params, defaults,
                                      model_kind=inst._model_kind,
                                      spark_version=pyspark.__version__)
-        persist.save_directory(path, meta, arrays, overwrite=self.shouldOverwrite)
+        spark = getattr(self, "_sparkSession", None) or _storage.active_session()
+        stored = _storage.save(spark, path, meta, arrays, overwrite=self.shouldOverwrite)
+        if isinstance(inst, SparkXMLModel):
+            inst._stored = stored
 
     def saveImpl(self, path: str) -> None:  # pragma: no cover - save() does it all
         self.save(path)
@@ -74,15 +104,16 @@ class SparkXMLReader(MLReader):
             raise persist.as_format_error(path, e) from (e if isinstance(e, OSError) else None)
 
     def _load(self, path: str):
-        meta = persist.load_metadata(path, expected_class=_class_name(self.cls))
-        persist.check_sparkxml(meta, path)
-        if issubclass(self.cls, SparkXMLModel):
-            if meta["modelKind"] != self.cls._model_kind:
-                raise persist.ModelFormatError(
-                    f"{path}/metadata is corrupt: modelKind {meta['modelKind']!r} for a "
-                    f"{self.cls.__name__} (expected {self.cls._model_kind!r})")
-            inst = self.cls._from_arrays(persist.load_arrays(path, self.cls._required_arrays),
-                                         path)
+        if not isinstance(path, str) or not path:
+            raise TypeError(f"path must be a non-empty string, got {path!r}")
+        spark = getattr(self, "_sparkSession", None) or _storage.active_session()
+        is_model = issubclass(self.cls, SparkXMLModel)
+        meta, arrays, stored = _storage.load(
+            spark, path, _class_name(self.cls), self.cls._required_arrays if is_model else (),
+            model_kind=self.cls._model_kind if is_model else None)
+        if is_model:
+            inst = self.cls._from_arrays(arrays, path)
+            inst._stored = stored
         else:
             inst = self.cls()
         inst._resetUid(meta["uid"])
@@ -176,9 +207,19 @@ class SparkXMLEstimator(Estimator, SparkXMLParams):
 
 
 class SparkXMLModel(Model, SparkXMLParams):
-    """Shared Model logic. Subclasses implement ``_save_arrays`` and ``_from_arrays``."""
+    """Shared Model logic. Subclasses implement ``_save_arrays`` and ``_from_arrays``; see
+    the module docstring for persistence and ``_task_model``."""
 
     _required_arrays: tuple = ()
+    # where the arrays were last saved to / loaded from (a sparkxml._storage.StoredModel)
+    _stored = None
+
+    def _task_model(self, dataset):
+        """A ``sparkxml_kernels.model_cache.ModelHandle`` to this model's arrays for the
+        tasks of a transform over ``dataset`` (see ``sparkxml._serving``)."""
+        from ._serving import task_handle
+
+        return task_handle(self, dataset)
 
     def _save_arrays(self) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -18,11 +18,12 @@ from ._fastxml_fit import check_memory as _check_memory  # noqa: F401  (tests im
 from ._spark_utils import check_int_array_column, check_vector_column
 from .base import SparkXMLEstimator, SparkXMLModel
 from .params import (HasFeaturesCol, HasLabelsCol, HasNumTrees, HasNumWorkers,
-                     HasPredictionCol, HasRowOrder, HasScoresCol, HasSeed, HasTopK, HasVerbose)
+                     HasPredictionCol, HasRowOrder, HasScoresCol, HasSeed, HasTopK,
+                     HasTrainingMode, HasVerbose)
 
 
 class _FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
-                     HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder):
+                     HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode):
     maxLeaf = Param(Params._dummy(), "maxLeaf", "a node with at most this many training points "
                     "is a leaf (>= 1)", typeConverter=TypeConverters.toInt)
     labelsPerLeaf = Param(Params._dummy(), "labelsPerLeaf", "labels kept in each leaf's "
@@ -38,7 +39,8 @@ class _FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCo
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelsCol="labels", predictionCol="prediction",
                          scoresCol="scores", topK=5, numTrees=50, maxLeaf=10, labelsPerLeaf=100,
-                         logLossCoeff=1.0, bias=1.0, seed=0, rowOrder="content")
+                         logLossCoeff=1.0, bias=1.0, seed=0, rowOrder="content",
+                         trainingMode="auto")
 
     def getMaxLeaf(self) -> int:
         return self.getOrDefault(self.maxLeaf)
@@ -81,8 +83,18 @@ class FastXML(SparkXMLEstimator, _FastXMLParams, HasVerbose):
         "input": the DataFrame's own order (what the authors' C++ sees in a file); it
         changes with the partitioning. See ``sparkxml._fastxml_fit``.
     numWorkers : int, optional
-        Spark tasks the trees are spread over (default: the session's default parallelism,
-        at most numTrees). Each task holds the whole training set in memory.
+        Spark tasks training runs on (default: the session's default parallelism). Replicated
+        training spreads the trees over at most numTrees tasks, each holding the whole
+        training set; distributed training gives each task a shard of the rows.
+    trainingMode : str, default "auto"
+        "replicated", "distributed" or "auto" (replicated when the estimated memory of a task
+        holding the whole training set fits the task, else distributed). Distributed training
+        grows the top levels of every tree with all tasks together, in one barrier stage,
+        until every node of a level holds at most min(rows / numWorkers, what one task's
+        memory holds) rows; those levels are the replicated trees' nodes exactly. Each node
+        of that level is then grown by one task from its own random stream, so the subtrees
+        below differ from the replicated ones (the model then depends on numWorkers through
+        that row limit). See ``sparkxml._fastxml_dist``.
     topK, predictionCol, scoresCol
         Copied to the model; see ``FastXMLModel``.
     verbose : int, default 0
@@ -99,7 +111,8 @@ class FastXML(SparkXMLEstimator, _FastXMLParams, HasVerbose):
 
     def __init__(self, *, featuresCol=None, labelsCol=None, predictionCol=None, scoresCol=None,
                  topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
-                 bias=None, seed=None, numWorkers=None, rowOrder=None, verbose=None):
+                 bias=None, seed=None, numWorkers=None, rowOrder=None, trainingMode=None,
+                 verbose=None):
         super().__init__()
         self._setDefault(verbose=0)
         self._set_params(**self._input_kwargs_of(locals()))
@@ -134,8 +147,12 @@ class FastXML(SparkXMLEstimator, _FastXMLParams, HasVerbose):
 
     def setRowOrder(self, value: str):
         return self._set(rowOrder=value)
+
     def setVerbose(self, value: int):
         return self._set(verbose=value)
+
+    def setTrainingMode(self, value: str):
+        return self._set(trainingMode=value)
 
     def setTopK(self, value: int):
         return self._set(topK=value)
@@ -156,8 +173,10 @@ class FastXML(SparkXMLEstimator, _FastXMLParams, HasVerbose):
     def _fit_validated(self, dataset):
         check_vector_column(dataset, self.getFeaturesCol())
         check_int_array_column(dataset, self.getLabelsCol())
-        forest, _, n_features, n_labels = fit_forest(self, dataset, type(self).__name__)
-        return FastXMLModel._create(forest, n_features, n_labels, float(self.getBias()))
+        forest, _, n_features, n_labels, info = fit_forest(self, dataset, type(self).__name__)
+        model = FastXMLModel._create(forest, n_features, n_labels, float(self.getBias()))
+        model._training_info = info
+        return model
 
 
 class FastXMLModel(SparkXMLModel, _FastXMLParams):
@@ -170,8 +189,10 @@ class FastXMLModel(SparkXMLModel, _FastXMLParams):
 
     Save format
     -----------
-    ``path/metadata/part-00000``: Spark ML metadata JSON (class, uid, params) with
-    ``formatVersion`` 1 and ``modelKind`` "fastxml". ``path/data/arrays.npz``: ``n_features``,
+    ``path/metadata/part-*``: Spark ML metadata JSON (class, uid, params) with
+    ``formatVersion`` 2, ``modelKind`` "fastxml", ``saveId`` and the arrays' manifest;
+    ``path/data/*.parquet``: the arrays in chunk rows (``sparkxml_kernels.persist``; version 1
+    directories, ``data/arrays.npz``, still load). The arrays: ``n_features``,
     ``n_labels``, ``bias`` (0-d) and the forest: ``tree_ids`` int32 (T,), ``tree_offsets``
     int64 (T+1,), ``children`` int32 (M, 2) [positive, negative] child ids local to the tree
     (-1 for leaves), separator weights CSR over nodes ``w_indptr`` int64 (M+1,), ``w_index``
@@ -188,6 +209,9 @@ class FastXMLModel(SparkXMLModel, _FastXMLParams):
         self._arrays: dict = {}
         self._predictor = None
         self._predictor_key = None
+        # diagnostics of the fit that made this model (mode, memory figures, task peaks);
+        # not saved
+        self._training_info: dict = {}
 
     @classmethod
     def _create(cls, forest: dict, n_features: int, n_labels: int, bias: float):
@@ -271,12 +295,15 @@ class FastXMLModel(SparkXMLModel, _FastXMLParams):
         n_features = self.numFeatures
         self.predictor  # fails here, on the driver, when the params do not fit the arrays
         cls, args = self._predictor_spec()
+        extra = args[1:]
+        key = (cls.__module__, cls.__qualname__, extra)
+        handle = self._task_model(dataset)  # not the forest itself: see sparkxml._serving
         out_fields = [T.StructField(pcol, T.ArrayType(T.IntegerType())),
                       T.StructField(scol, T.ArrayType(T.FloatType()))]
         schema = T.StructType(list(dataset.schema.fields) + out_fields)
 
         def predict(batches):
-            predictor = cls(*args)
+            predictor = handle.build(key, lambda arrays: cls(arrays, *extra))
             for b in batches:
                 xi, xj, xv, _ = arrow_io.vectors_to_csr(b.column(fcol), fcol,
                                                         num_features=n_features)

@@ -116,7 +116,8 @@ class FieldEncoder(SparkXMLEstimator, _FieldEncoderParams):
 class FieldEncoderModel(SparkXMLModel, _FieldEncoderParams):
     """Fitted :class:`FieldEncoder`.
 
-    Save format: ``path/metadata`` (``modelKind`` "fields") and ``path/data/arrays.npz`` with
+    Save format: ``path/metadata`` (``modelKind`` "fields") and ``path/data/`` (the
+    arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with
     ``field_starts`` int64 (m+1,), ``n_columns``, and per column c ``vocab_c`` (int64 or
     unicode categories, in field order) and ``name_c``. ``sparkxml_kernels.load_model(path)``
     returns a ``FieldVocabulary`` whose ``encode(columns)`` gives the CSR rows without Spark.

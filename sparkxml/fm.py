@@ -211,12 +211,13 @@ add_setters(FMClassifier, _PARAMS + _CLASSIFIER_PARAMS)
 
 
 class _FMModel(FMModelBase):
-    """Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "fm") and
-    ``path/data/arrays.npz`` with ``w0`` float64 (S,), ``w`` float32 (S, d), ``V`` float32
-    (S, d, k), ``link`` ("identity" | "probit" | "logistic"), ``n_features``, plus
-    ``summary.*`` training history. S = 1 (als, adamw) or the number of MCMC samples kept: the
-    prediction is the mean over the samples of link(ŷ_s) (``sparkxml_kernels.fm.predictor``),
-    so an MCMC model holds S x d x (k + 1) float32 values."""
+    """Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "fm") and ``path/data/``
+    (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with ``w0`` float64 (S,),
+    ``w`` float32 (S, d), ``V`` float32 (S, d, k), ``link`` ("identity" | "probit" |
+    "logistic"), ``n_features``, plus ``summary.*`` training history. S = 1 (als, adamw) or the
+    number of MCMC samples kept: the prediction is the mean over the samples of link(ŷ_s)
+    (``sparkxml_kernels.fm.predictor``), so an MCMC model holds S x d x (k + 1) float32
+    values."""
 
     _model_kind = "fm"
     _predictor_class = FMPredictor

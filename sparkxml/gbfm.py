@@ -187,10 +187,11 @@ add_setters(GBFMClassifier, _PARAMS + _CLASSIFIER_PARAMS)
 
 class _GBFMModel(FMModelBase):
     """Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "gbfm") and
-    ``path/data/arrays.npz`` with ``w0``, ``field_starts`` int64 (m+1,), ``stage_fields``
-    int32 (S, 2), ``stage_offsets`` int64 (S+1,), ``stage_V`` float64 (R, k), ``stage_lin``
-    float64 (R,), ``stage_gain`` float64 (S,), ``link``, ``n_features`` (see
-    ``sparkxml_kernels.fm.predictor``), plus ``summary.*`` training history."""
+    ``path/data/`` (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with
+    ``w0``, ``field_starts`` int64 (m+1,), ``stage_fields`` int32 (S, 2), ``stage_offsets``
+    int64 (S+1,), ``stage_V`` float64 (R, k), ``stage_lin`` float64 (R,), ``stage_gain``
+    float64 (S,), ``link``, ``n_features`` (see ``sparkxml_kernels.fm.predictor``), plus
+    ``summary.*`` training history."""
 
     _model_kind = "gbfm"
     _predictor_class = GBFMPredictor

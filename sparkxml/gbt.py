@@ -42,7 +42,6 @@ from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS, TreeEnsemblePredictor
 from sparkxml_kernels.gbt.splitting import check_monotone
 
@@ -57,11 +56,14 @@ from .params import (HasBaseMarginCol, HasColsampleByTree, HasEarlyStoppingRound
                      HasEvalMetric, HasFeaturesCol, HasFeaturesCols, HasGrowPolicy,
                      HasInitModel, HasLabelCol, HasLeafCol, HasMaxBins, HasMaxDepth, HasMaxIter,
                      HasMaxLeaves, HasMinChildWeight, HasMinSplitLoss, HasMissing,
-                     HasMonotoneConstraints, HasNthread, HasNumClasses, HasNumWorkers,
-                     HasPredContribCol, HasPredictionCol, HasProbabilityCol,
-                     HasRawPredictionCol, HasRegAlpha, HasRegLambda, HasScalePosWeight,
-                     HasSeed, HasStepSize, HasSubsamplingRate, HasThresholds,
-                     HasTimeoutSeconds, HasValidationIndicatorCol, HasVerbose, HasWeightCol)
+                     HasMonotoneConstraints, HasNumClasses, HasNumWorkers, HasPredContribCol,
+                     HasPredictionCol, HasProbabilityCol, HasRawPredictionCol, HasRegAlpha,
+                     HasRegLambda, HasScalePosWeight, HasSeed, HasStepSize, HasSubsamplingRate,
+                     HasThresholds, HasTimeoutSeconds, HasValidationIndicatorCol, HasVerbose,
+                     HasWeightCol)
+from .params import (HasCategoricalCols, HasCatL2, HasCatSmooth, HasMaxCatThreshold,
+                     HasMaxCatToOnehot, HasNthread)
+from . import _gbt_features
 # shared with LambdaMART, trees and forests; still importable from here
 from ._engine import (_check_schema, _check_slots, _data_checks,  # noqa: F401
                       _feature_exprs, _finite, _needs_repartition, _sketch_pass,
@@ -82,7 +84,8 @@ class _GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                  HasSubsamplingRate, HasColsampleByTree, HasSeed, HasNumWorkers,
                  HasValidationIndicatorCol, HasEarlyStoppingRounds, HasEvalMetric,
                  HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
-                 HasPredContribCol, HasLeafCol, HasNthread):
+                 HasPredContribCol, HasLeafCol, HasCategoricalCols, HasMaxCatToOnehot,
+                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -90,7 +93,8 @@ class _GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                          growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                          minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                          colsampleByTree=1.0, seed=0, earlyStoppingRounds=0,
-                         timeoutSeconds=600.0, missing=float("nan"))
+                         timeoutSeconds=600.0, missing=float("nan"), maxCatToOnehot=4,
+                         catSmooth=10.0, catL2=10.0, maxCatThreshold=32)
 
     def _features_spec(self) -> dict:
         if self.isSet(self.featuresCols) and self.getFeaturesCols():
@@ -115,7 +119,8 @@ _COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predi
                   "colsampleByTree", "seed", "numWorkers", "validationIndicatorCol",
                   "earlyStoppingRounds", "evalMetric", "timeoutSeconds", "missing",
                   "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
-                  "verbose", "initModel", "nthread")
+                  "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
+                  "catL2", "maxCatThreshold", "nthread")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses", "thresholds",
                       "scalePosWeight")
 # what a fitted model lets you change before transform
@@ -157,6 +162,8 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             "monotoneConstraints": self._opt(self.monotoneConstraints) or None,
             "scalePosWeight": (float(self.getScalePosWeight())
                                if self.hasParam("scalePosWeight") else 1.0),
+            "maxCatToOnehot": self.getMaxCatToOnehot(), "catSmooth": self.getCatSmooth(),
+            "catL2": self.getCatL2(), "maxCatThreshold": self.getMaxCatThreshold(),
             # None: the task's spark.task.cpus (_gbt_tasks._task_threads)
             "nthread": self._opt(self.nthread),
         }
@@ -168,6 +175,7 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         weight = self._opt(self.weightCol) or None
         valid = self._opt(self.validationIndicatorCol) or None
         self._check_schema(dataset, spec, label, weight, valid)
+        spec = _gbt_features.with_sparse(dataset, spec)
         if self.getEarlyStoppingRounds() > 0 and valid is None:
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
         self._check_policy()
@@ -189,7 +197,8 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             edges, infos, sketch_seconds = self._sketch_phase(progress, dataset, spec, weight,
                                                               valid, stats, engine)
             params = dict(self._booster_params(max_bins), objective=objective,
-                          numClasses=n_classes, evalMetric=metric)
+                          numClasses=n_classes, evalMetric=metric,
+                          categoricalFeatures=engine["cat_ids"] or None)
             cols = _feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
             if weight is not None:
                 cols.append(F.col(weight).cast("double").alias(weight))
@@ -219,11 +228,14 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         """The sketch job as the fit's "sketch" phase: (bin edges, per-partition infos,
         seconds)."""
         t0 = time.perf_counter()
+        sketch_bins, size = _gbt_features.sketch_args(self.getMaxBins())
         with progress.phase("sketch"):
-            sketch, infos = _sketch_pass(frame, spec, weight, valid, stats, self.getMaxBins(),
-                                         self.getSeed(),
+            sketch, infos = _sketch_pass(frame, spec, weight, valid, stats, sketch_bins,
+                                         self.getSeed(), size=size,
                                          missing=engine["load"]["missing"])
-        edges = binning.edges_from_sketch(sketch, self.getMaxBins())
+        edges, cats = _gbt_features.edges_and_categories(sketch, self.getMaxBins(),
+                                                         engine["cat_ids"], engine["names"])
+        engine["load"]["categories"] = cats
         return edges, infos, time.perf_counter() - t0
 
     def _margin_checks(self, dataset) -> dict:
@@ -282,7 +294,15 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         init = self._init_predictor(d, objective, k)
         load = {"missing": float(self.getMissing()), "margin_col": name or None,
                 "n_outputs": k, "init": None if init is None else init.to_arrays()}
-        return {"load": load, "cols": cols, "init": init,
+        cat_ids = _gbt_features.categorical_features(dataset, spec,
+                                                     self._opt(self.categoricalCols), d)
+        if cat_ids and self._opt(self.monotoneConstraints):
+            mono = list(self.getMonotoneConstraints())
+            bad = [f for f in cat_ids if f < len(mono) and mono[f]]
+            if bad:
+                raise ValueError(f"monotoneConstraints: categorical feature {bad[0]} cannot "
+                                 f"have a monotone constraint")
+        return {"load": load, "cols": cols, "init": init, "cat_ids": cat_ids,
                 "names": _feature_names(dataset, spec, d)}
 
     def _init_predictor(self, d, objective, k):
@@ -361,7 +381,8 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
         Leaf limit for ``growPolicy='lossguide'`` (0 = none).
     growPolicy : {"depthwise", "lossguide"}, default "depthwise"
     maxBins : int, default 256
-        Histogram bins per feature, 2..256 (256 = 255 value bins + missing).
+        Histogram bins per feature, 2..65536 (256 = 255 value bins + missing; above 256 the
+        bins are uint16, e.g. for categorical features with many categories).
     regLambda, regAlpha : float, default 1.0, 0.0
         L2 / L1 regularisation of leaf weights.
     minSplitLoss : float, default 0.0
@@ -409,6 +430,21 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
         Continue training from a fitted model of the same kind (or its saved path), as
         XGBoost's ``xgb_model``: the new rounds start from its raw scores and the returned
         model holds its trees followed by the new ones. Same features, objective, classes.
+    categoricalCols : list of str, optional
+        Features split as categories, LightGBM-style (categories sorted by gradient / hessian,
+        scanned from both ends; ``sparkxml_kernels.gbt.categorical``): names in
+        ``featuresCols``, or ML attribute names of the vector column, whose nominal
+        attributes are categorical too. Integer values in [0, 2**31 - 1), at most as many
+        categories as real bins (255 for maxBins 256; raise maxBins for more); NaN and
+        categories unseen at fit go right.
+    maxCatToOnehot, catSmooth, catL2, maxCatThreshold : default 4, 10.0, 10.0, 32
+        LightGBM's ``max_cat_to_onehot``, ``cat_smooth`` (here in hessian units), ``cat_l2``
+        and ``max_cat_threshold``.
+
+    A vector column of 1024 slots or more travels to the tasks sparse (its stored entries)
+    and is binned into sparse storage (``sparkxml._gbt_features``): memory grows with the
+    non-zeros. Models with categorical splits predict, save and load as the others; SHAP
+    (``predContribCol``) and dumps refuse them.
     nthread : int, optional
         Threads each training task uses for binning, histogram building and partitioning,
         and each transform task for prediction (as XGBoost's ``nthread``). Unset: the task's
@@ -432,7 +468,8 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                 leafCol=None, verbose=0, initModel=None, nthread=None):
+                 leafCol=None, verbose=0, initModel=None, categoricalCols=None,
+                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -444,7 +481,8 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                   earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                  leafCol=None, verbose=0, initModel=None, nthread=None):
+                  leafCol=None, verbose=0, initModel=None, categoricalCols=None,
+                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -487,7 +525,8 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                  evalMetric=None, numClasses=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0,
-                 nthread=None):
+                 categoricalCols=None, maxCatToOnehot=4, catSmooth=10.0, catL2=10.0,
+                 maxCatThreshold=32, nthread=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -501,8 +540,8 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                   earlyStoppingRounds=0, evalMetric=None, numClasses=None,
                   timeoutSeconds=600.0, missing=None, baseMarginCol=None,
                   monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,
-                  initModel=None, thresholds=None, scalePosWeight=1.0,
-                  nthread=None):
+                  initModel=None, thresholds=None, scalePosWeight=1.0, categoricalCols=None,
+                  maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -559,10 +598,11 @@ class GBTRegressionModel(_GBTModelBase, _GBTParams):
     ``toDebugString`` / ``dump(format)``, ``featureImportances`` /
     ``getFeatureImportances(importanceType)``, ``featureNames``, ``summary``.
 
-    Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "gbt") and
-    ``path/data/arrays.npz`` with the arrays of ``sparkxml_kernels.gbt.predictor`` (trees as
-    flat node arrays, base score, objective, ``missing``, ``feature_names``) plus the
-    training summary's ``summary.*`` arrays; ``sparkxml_kernels.load_model(path)`` serves it.
+    Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "gbt") and ``path/data/``
+    (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with the arrays of
+    ``sparkxml_kernels.gbt.predictor`` (trees as flat node arrays, base score, objective,
+    ``missing``, ``feature_names``) plus the training summary's ``summary.*`` arrays;
+    ``sparkxml_kernels.load_model(path)`` serves it.
     """
 
     def _outputs(self):

@@ -10,13 +10,14 @@ a constant feature 1.0 whose weight is the intercept and is regularised like the
 corresponds to ``C = 1 / (regParam * sum of weights)`` (with its ``standardization=False``).
 More than two classes: one-vs-rest (K binary problems in the same rounds) or Crammer-Singer.
 
-A fit runs two Spark jobs:
+A fit runs at most two Spark jobs:
 
-1. a checks job: one SQL aggregate (JVM only): row count, label and weight checks (the first
-   offending value named), null vectors;
-2. ONE barrier stage (``sparkxml._barrier``): every task turns its rows into CSR, agrees with
-   the others on the feature count (non-finite values and mixed vector sizes are reported
-   from there, without a Spark retry), then trains by CoCoA+
+1. with the default ``numBlocks`` only: ``count()``, the rows that set the blocks;
+2. ONE barrier stage (``sparkxml._barrier``): every task turns its rows into CSR and checks
+   its labels, weights and vectors, the tasks agree on the feature count, the classes and any
+   error (the first offending value is named: null, negative, non-integer or non-finite
+   labels, null, negative or non-finite weights, null vectors, non-finite values, mixed
+   vector sizes; reported as one error, without a Spark retry), then train by CoCoA+
    (``sparkxml_kernels.linear.solver``) over the socket collective; rank 0 returns the model.
 
 Determinism: every row gets a content key, ``xxhash64`` of (features, label, weight) computed
@@ -29,6 +30,7 @@ differently.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from pyspark import keyword_only
@@ -36,6 +38,7 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, Vectors, VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkxml_kernels.linear import solver
 from sparkxml_kernels.linear.predictor import LinearSVCPredictor
 
 from ._barrier import run_barrier_training
@@ -43,7 +46,7 @@ from ._linear_svm_tasks import (B_COL, F_COL, K_COL, W_COL, Y_COL, make_load_fn,
                                 make_predict_fn, make_train_fn)
 from ._spark_utils import check_vector_column, partition_keys
 from .base import SparkXMLEstimator, SparkXMLModel
-from .gbt import _add_setters, _check_slots, _data_checks
+from .gbt import _add_setters, _check_slots
 from .params import (HasC, HasFeaturesCol, HasFitIntercept, HasLabelCol, HasLoss,
                      HasMarginThreshold, HasMaxIter, HasMultiClass, HasNumBlocks, HasNumWorkers,
                      HasPredictionCol, HasRawPredictionCol, HasSchedule, HasSeed,
@@ -52,20 +55,31 @@ from .session import default_parallelism
 
 __all__ = ["LinearSVC", "LinearSVCModel", "LinearSVCTrainingSummary"]
 
-# numBlocks = 0: one block per this many rows. A block is CoCoA+'s unit of parallelism, and
-# CoCoA+ needs more rounds as blocks are added (sigma' = numBlocks), so blocks are only made
-# where the data is large enough for parallel local work to pay.
+# numBlocks = 0: one block below MIN_ROWS_TWO_BLOCKS rows, else max(2, ceil(rows / 1M)).
+# A block is CoCoA+'s unit of parallelism (numWorkers <= numBlocks), and blocks cost work:
+# CoCoA+ charges each block's change of w at sigma' = numBlocks, so rounds and total passes
+# grow with blocks (a9a, 2 / 4 / 8 blocks: 4 / 5 / 9 rounds for hinge; a generated 200k x 100k
+# problem, squared hinge: 70 passes in one block, 124 / 322 / 648 passes over 2 / 4 / 8
+# blocks; README). So data of a moderate size gets two blocks (two workers really train,
+# about as fast as one block), and more only where a block holds a million rows. The count
+# never depends on numWorkers: the model stays the same for any numWorkers and partitioning.
+MIN_ROWS_TWO_BLOCKS = 16_384
 ROWS_PER_BLOCK = 1_000_000
-# local DCD passes per block and round: one block solves to tol; several blocks gain more
-# from frequent exchanges than from solving stale subproblems precisely
-_LOCAL_PASSES_ONE_BLOCK = 1000
-_LOCAL_PASSES = 5
+
+
+def default_num_blocks(n_rows: int) -> int:
+    """Blocks used when numBlocks = 0: 1 below 16384 rows, else max(2, ceil(rows / 1e6))."""
+    if n_rows < MIN_ROWS_TWO_BLOCKS:
+        return 1
+    return int(max(2, math.ceil(n_rows / ROWS_PER_BLOCK)))
 
 
 class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol,
                        HasRawPredictionCol, HasMaxIter, HasTol, HasFitIntercept,
                        HasMarginThreshold, HasSeed, HasNumWorkers, HasTimeoutSeconds, HasC,
                        HasLoss, HasMultiClass, HasSchedule, HasNumBlocks):
+    _rules_prefix = "svm"  # params.RULES["svm:loss"], ...: LinearSVC's own ranges
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -98,7 +112,8 @@ class LinearSVCTrainingSummary:
     numFreeSV, numBoundedSV : list of int
         Support vectors per problem: 0 < alpha < C, and alpha = C (squared hinge has no bound).
     trainingSeconds : float
-        Wall time of the barrier stage; ``checksSeconds`` of the checks job.
+        Wall time of the barrier stage; ``checksSeconds`` of the row count before it (0 when
+        ``numBlocks`` is set: no job before training).
     workerInfo : list of dict
         Per rank: rows, blocks, CSR bytes, peak RSS, rounds, local passes, timings.
     """
@@ -159,10 +174,12 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         Append a constant feature 1.0; its weight is the intercept and IS regularised
         (liblinear's ``-B 1``), unlike MLlib's.
     tol : float, default 1e-3
-        Stop when the duality gap <= tol * primal objective (each problem); also the local
-        solvers' KKT tolerance (Shark's accuracy; liblinear's eps).
+        (>= 0) Stop when the duality gap <= tol * primal objective (each problem; 0 runs
+        maxIter rounds); also the local solvers' KKT tolerance (Shark's accuracy;
+        liblinear's eps).
     maxIter : int, default 100
-        Maximum CoCoA+ rounds (with one block, one round runs DCD to tol).
+        Maximum CoCoA+ rounds (one block: rounds of 10 DCD passes, the gap checked after
+        each; Crammer-Singer: one round to liblinear's stopping rule).
     multiClass : {"ovr", "crammer_singer"}, default "ovr"
         Used when there are more than two classes. Crammer-Singer always uses liblinear's
         sequential dual method schedule (random permutation with shrinking).
@@ -170,12 +187,13 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         Binary and OVR coordinate order: Shark QpBoxLinear's gain-based preferences, or
         liblinear's random permutation with shrinking.
     numBlocks : int, default 0
-        CoCoA+ blocks (sigma' = numBlocks); 0 = ceil(rows / 1,000,000). The model depends on
-        numBlocks and seed, never on numWorkers or the input's partitioning. More blocks allow
-        more parallel workers but need more rounds.
+        CoCoA+ blocks (sigma' = numBlocks); 0 = one block below 16384 rows, else
+        max(2, ceil(rows / 1,000,000)). The model depends on numBlocks and seed, never on
+        numWorkers or the input's partitioning. More blocks allow more parallel workers but
+        need more rounds and more work in all.
     numWorkers : int, optional
-        Barrier tasks (default: the session's parallelism), at most numBlocks; each runs
-        whole blocks.
+        Barrier tasks (default: the session's parallelism, at most numBlocks); each runs
+        whole blocks. Asking for more workers than blocks warns and uses numBlocks tasks.
     seed : int, default 0
         Drives every block's coordinate order in every round.
     threshold : float, default 0.0
@@ -227,47 +245,58 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
                                 f"{fields[name].simpleString()}")
         n_workers = self._opt(self.numWorkers)
         t0 = time.perf_counter()
-        stats = _data_checks(dataset, {"kind": "columns", "cols": []}, lcol, wcol, None,
-                             "classification",
-                             extra={"features_null": F.sum(F.col(fcol).isNull().cast("long"))})
-        if stats["extra"]["features_null"]:
-            raise ValueError(f"featuresCol: column '{fcol}' has "
-                             f"{stats['extra']['features_null']} null vector(s)")
-        if stats["weight_train"] <= 0:
-            raise ValueError("no training rows with a positive weight")
+        blocks = self.getNumBlocks()
+        if not blocks:
+            # the one job before training, and only for the default blocks: the row count.
+            # Labels, weights and vectors are checked by the training tasks, before any
+            # training, which saves a separate aggregate job (~1-2 s of Spark scheduling).
+            n_rows = dataset.count()
+            if n_rows == 0:
+                raise ValueError("the training DataFrame is empty")
+            blocks = default_num_blocks(n_rows)
         checks_seconds = time.perf_counter() - t0
-        n_classes = max(2, int(stats["label_max"]) + 1)
-        mode = "binary" if n_classes == 2 else self.getMultiClass()
-        blocks = self.getNumBlocks() or max(1, math.ceil(stats["n"] / ROWS_PER_BLOCK))
         if n_workers is None:
-            n_workers = default_parallelism(spark)
+            n_workers = min(default_parallelism(spark), blocks)
+        elif int(n_workers) > blocks:
+            warnings.warn(f"LinearSVC: numWorkers={n_workers} but the data has {blocks} "
+                          f"CoCoA+ block(s) (numBlocks={self.getNumBlocks()}; 0 = 1 below "
+                          f"{MIN_ROWS_TWO_BLOCKS} rows, else max(2, ceil(rows / "
+                          f"{ROWS_PER_BLOCK}))): training runs on {blocks} task(s); set "
+                          f"numBlocks to use more", stacklevel=2)
         n_workers = max(1, min(int(n_workers), blocks))
         _check_slots(spark, n_workers)
-        cfg = dict(loss=self.getLoss(), multi_class=mode, schedule=self.getSchedule(),
-                   tol=float(self.getTol()), max_iter=int(self.getMaxIter()),
-                   local_passes=_LOCAL_PASSES_ONE_BLOCK if blocks == 1 else _LOCAL_PASSES,
-                   num_blocks=int(blocks), seed=int(self.getSeed()), C=float(self.getC()),
+        # multi_class: used when the tasks find more than two classes
+        cfg = dict(loss=self.getLoss(), multi_class=self.getMultiClass(),
+                   schedule=self.getSchedule(), tol=float(self.getTol()),
+                   max_iter=int(self.getMaxIter()), num_blocks=int(blocks),
+                   seed=int(self.getSeed()), C=float(self.getC()),
                    fit_intercept=bool(self.getFitIntercept()))
         df = _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers)
-        result = run_barrier_training(df, n_workers, make_load_fn(fcol, wcol),
-                                      make_train_fn(cfg, fcol),
+        result = run_barrier_training(df, n_workers,
+                                      make_load_fn(fcol, lcol, wcol, cfg["C"],
+                                                   cfg["fit_intercept"],
+                                                   cfg["multi_class"] == "crammer_singer"),
+                                      make_train_fn(cfg, fcol, lcol),
                                       timeout_s=self.getTimeoutSeconds(), repartition=False)
         errors = [i["error"] for i in result.infos if i.get("error")]
         if errors:
             raise ValueError(errors[0])
+        if not result.infos:  # (Spark ran no task: an empty input may plan no partitions)
+            raise ValueError("the training DataFrame is empty")
         if "coefficient_matrix" not in result.arrays:
             raise RuntimeError("LinearSVC: the training stage returned no model")
         a = result.arrays
         predictor = LinearSVCPredictor(a["coefficient_matrix"], a["intercepts"],
                                        int(a["num_classes"]), float(self.getThreshold()))
         summary = LinearSVCTrainingSummary(a, result.seconds, result.infos, checks_seconds)
+        mode = "binary" if predictor.num_classes == 2 else cfg["multi_class"]
         return LinearSVCModel(predictor, summary, mode)
 
 
 def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
     """The training columns plus content key and block, hash-partitioned so that task r
     holds the blocks b with b mod n_workers == r (``partition_keys`` gives keys that Spark's
-    hash partitioning sends to a chosen partition)."""
+    hash partitioning sends to a chosen partition), each partition sorted by (block, key)."""
     cols = [F.col(fcol).alias(F_COL), F.col(lcol).cast("double").alias(Y_COL)]
     hashed = [F.col(fcol), F.col(lcol).cast("double")]
     if wcol is not None:
@@ -278,8 +307,10 @@ def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
     pkeys = partition_keys(n_workers)
     owner = F.element_at(F.array(*[F.lit(int(k)) for k in pkeys]),
                          (F.col(B_COL) % F.lit(n_workers)).cast("int") + F.lit(1))
+    # sorted by (block, key) inside each task: the task builds its CSR in arrival order
     return (df.withColumn("__owner", owner)
-            .repartition(n_workers, "__owner").drop("__owner"))
+            .repartition(n_workers, "__owner").drop("__owner")
+            .sortWithinPartitions(B_COL, K_COL))
 
 
 _add_setters(LinearSVC, _PARAMS)
@@ -294,8 +325,9 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
 
     Save format
     -----------
-    ``path/metadata/part-00000``: Spark ML metadata JSON with ``formatVersion`` 1 and
-    ``modelKind`` "linear_svm". ``path/data/arrays.npz``: ``coefficient_matrix`` float64
+    ``path/metadata/part-*``: Spark ML metadata JSON with ``formatVersion`` 2 and
+    ``modelKind`` "linear_svm"; ``path/data/``: the arrays as parquet chunk rows
+    (``sparkxml_kernels.persist``): ``coefficient_matrix`` float64
     (K, d) (K = 1 for two classes: the weights of class 1), ``intercepts`` float64 (K,),
     ``num_classes`` int64 (), ``threshold`` float64 () (the threshold when saved), and the
     summary: ``summary.primal``, ``summary.dual``, ``summary.gap`` float64 (rounds + 1,
@@ -409,11 +441,13 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
         for c in (raw_col, pred_col):
             if c in dataset.columns:
                 raise ValueError(f"output column '{c}' already exists in the DataFrame")
-        arrays = self.predictor.to_arrays()
+        threshold = float(self.getThreshold())
+        handle = self._task_model(dataset)  # see sparkxml._serving
         schema = T.StructType(list(dataset.schema.fields)
                               + [T.StructField(raw_col, VectorUDT()),
                                  T.StructField(pred_col, T.DoubleType())])
-        return dataset.mapInArrow(make_predict_fn(arrays, fcol, raw_col, pred_col), schema)
+        return dataset.mapInArrow(make_predict_fn(handle, fcol, raw_col, pred_col, threshold),
+                                  schema)
 
 
 def _one_row(features, d):

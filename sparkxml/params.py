@@ -192,7 +192,8 @@ HasGrowPolicy = _simple_mixin(
     "HasGrowPolicy", "growPolicy", "'depthwise' (split every node of a level) or 'lossguide' "
     "(split the leaf with the highest gain first)", TypeConverters.toString, "getGrowPolicy")
 HasMaxBins = _simple_mixin(
-    "HasMaxBins", "maxBins", "maximum number of histogram bins per feature (2..256)",
+    "HasMaxBins", "maxBins", "maximum number of histogram bins per feature (2..65536; above "
+    "256 the bins are uint16)",
     TypeConverters.toInt, "getMaxBins")
 HasRegLambda = _simple_mixin(
     "HasRegLambda", "regLambda", "L2 regularisation of leaf weights (>= 0)",
@@ -239,7 +240,7 @@ RULES.update({
     "maxDepth": _ge(0),
     "maxLeaves": _ge(0),
     "growPolicy": _one_of("depthwise", "lossguide"),
-    "maxBins": _between(2, 256),
+    "maxBins": _between(2, 65536),  # above 256: uint16 bins (issue 14)
     "regLambda": _ge(0.0),
     "regAlpha": _ge(0.0),
     "minSplitLoss": _ge(0.0),
@@ -346,19 +347,23 @@ HasSchedule = _simple_mixin(
     TypeConverters.toString, "getSchedule")
 HasNumBlocks = _simple_mixin(
     "HasNumBlocks", "numBlocks", "number of CoCoA+ blocks the rows are hashed into (>= 0; 0 = "
-    "one per million rows); the model depends on it, never on numWorkers",
+    "1 below 16384 rows, else max(2, ceil(rows / 1e6))); the model depends on it, never on "
+    "numWorkers",
     TypeConverters.toInt, "getNumBlocks")
 HasMarginThreshold = _simple_mixin(
     "HasMarginThreshold", "threshold", "binary prediction is 1 when the margin w.x + b > "
     "threshold (finite)", TypeConverters.toFloat, "getThreshold")
 
+# Under the "svm:" prefix (LinearSVC's ``_rules_prefix``): names such as loss, threshold and C
+# mean other things, with other ranges, in other estimators (a probability threshold lies in
+# [0, 1]). tol has one rule for LinearSVC and FM (below): 0 runs maxIter rounds.
 RULES.update({
-    "C": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
-    "loss": _one_of("hinge", "squared_hinge"),
-    "multiClass": _one_of("ovr", "crammer_singer"),
-    "schedule": _one_of("shark", "permutation"),
-    "numBlocks": _ge(0),
-    "threshold": _finite(),
+    "svm:C": ((lambda v: math.isfinite(v) and v > 0), "must be finite and > 0"),
+    "svm:loss": _one_of("hinge", "squared_hinge"),
+    "svm:multiClass": _one_of("ovr", "crammer_singer"),
+    "svm:schedule": _one_of("shark", "permutation"),
+    "svm:numBlocks": _ge(0),
+    "svm:threshold": _finite(),
 })
 
 
@@ -604,6 +609,65 @@ RULES.update({
     "predContribCol": _nonempty(),
     "leafCol": _nonempty(),
     "thresholds": _thresholds(),
+})
+
+
+# ---------------------------------------------------------------- FastXML / PfastreXML training mode
+# (issue 14: XML models larger than one task)
+HasTrainingMode = _simple_mixin(
+    "HasTrainingMode", "trainingMode", "how the trees are trained: 'replicated' (every task "
+    "holds the whole training set and grows whole trees), 'distributed' (every task holds a "
+    "shard of the rows; the top levels of every tree are grown by all tasks together until "
+    "a node fits one task, then each such subtree is grown by one task) or 'auto' "
+    "(replicated when the estimated per-task memory fits, else distributed)",
+    TypeConverters.toString, "getTrainingMode")
+
+RULES.update({
+    "trainingMode": _one_of("auto", "replicated", "distributed"),
+})
+
+
+# --------------------------------------------------------------------------------------------
+# GBT categorical features (issue 14: GBTRegressor / GBTClassifier / LambdaMART): LightGBM's
+# categorical knobs under camelCase names (sparkxml_kernels.gbt.categorical)
+
+
+def _str_list():
+    return ((lambda v: isinstance(v, list) and all(isinstance(c, str) and c for c in v)),
+            "must be a list of feature names")
+
+
+HasCategoricalCols = _simple_mixin(
+    "HasCategoricalCols", "categoricalCols", "features split as categories (LightGBM-style "
+    "splits on categories sorted by gradient statistics): names in featuresCols, or names "
+    "of the vector column's ML attributes; a vector column's nominal attributes (e.g. from "
+    "StringIndexer + VectorAssembler) are categorical too. Values must be integers in "
+    "[0, 2**31 - 1), at most as many distinct ones as maxBins has real bins (255 for "
+    "256)", TypeConverters.toListString,
+    "getCategoricalCols")
+HasMaxCatToOnehot = _simple_mixin(
+    "HasMaxCatToOnehot", "maxCatToOnehot", "a categorical feature with at most this many "
+    "categories splits one category against the rest (LightGBM's max_cat_to_onehot; >= 1)",
+    TypeConverters.toInt, "getMaxCatToOnehot")
+HasCatSmooth = _simple_mixin(
+    "HasCatSmooth", "catSmooth", "added to a category's hessian sum when categories are "
+    "sorted by gradient / hessian; categories with a smaller hessian sum are left out of the "
+    "search (LightGBM's cat_smooth, which counts rows; >= 0)", TypeConverters.toFloat,
+    "getCatSmooth")
+HasCatL2 = _simple_mixin(
+    "HasCatL2", "catL2", "extra L2 regularisation in the gain of many-vs-many categorical "
+    "splits (LightGBM's cat_l2; >= 0)", TypeConverters.toFloat, "getCatL2")
+HasMaxCatThreshold = _simple_mixin(
+    "HasMaxCatThreshold", "maxCatThreshold", "most categories on the left of a many-vs-many "
+    "categorical split (LightGBM's max_cat_threshold; >= 1)", TypeConverters.toInt,
+    "getMaxCatThreshold")
+
+RULES.update({
+    "categoricalCols": _str_list(),
+    "maxCatToOnehot": _ge(1),
+    "catSmooth": _ge(0.0),
+    "catL2": _ge(0.0),
+    "maxCatThreshold": _ge(1),
 })
 
 

@@ -82,7 +82,8 @@ class PfastreXML(FastXML, _PfastreXMLParams):
 
     Every FastXML param applies with the same meaning and default (``numTrees`` 50,
     ``maxLeaf`` 10, ``labelsPerLeaf`` 100, ``logLossCoeff`` 1, ``bias`` 1, ``seed``,
-    ``numWorkers``, ``rowOrder``, columns, ``topK``); see ``FastXML``. In addition:
+    ``numWorkers``, ``rowOrder``, ``trainingMode``, columns, ``topK``); see ``FastXML``. In
+    addition:
 
     Parameters
     ----------
@@ -117,7 +118,8 @@ class PfastreXML(FastXML, _PfastreXMLParams):
 
     def __init__(self, *, featuresCol=None, labelsCol=None, predictionCol=None, scoresCol=None,
                  topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
-                 bias=None, seed=None, numWorkers=None, rowOrder=None, propensityA=None,
+                 bias=None, seed=None, numWorkers=None, rowOrder=None, trainingMode=None,
+                 propensityA=None,
                  propensityB=None, tailClassifiers=None, gamma=None, alpha=None,
                  numCandidates=None, verbose=None):
         super().__init__()
@@ -137,10 +139,12 @@ class PfastreXML(FastXML, _PfastreXMLParams):
             raise ValueError(f"PfastreXML: propensityB={B} must be > -1 (the propensities use "
                              f"(B + 1)^A)")
         tail = bool(self.getTailClassifiers())
-        forest, extra, n_features, n_labels = fit_forest(self, dataset, "PfastreXML",
-                                                         propensity=(A, B), tail=tail)
-        return PfastreXMLModel._create(forest, n_features, n_labels, float(self.getBias()),
-                                       extra)
+        forest, extra, n_features, n_labels, info = fit_forest(
+            self, dataset, "PfastreXML", propensity=(A, B), tail=tail)
+        model = PfastreXMLModel._create(forest, n_features, n_labels, float(self.getBias()),
+                                        extra)
+        model._training_info = info
+        return model
 
 
 class PfastreXMLModel(FastXMLModel, _PfastreXMLParams):
@@ -154,7 +158,7 @@ class PfastreXMLModel(FastXMLModel, _PfastreXMLParams):
 
     Save format
     -----------
-    As ``FastXMLModel`` with ``modelKind`` "pfastrexml", plus in ``path/data/arrays.npz``:
+    As ``FastXMLModel`` with ``modelKind`` "pfastrexml", plus the arrays
     ``inv_prop`` float32 (L,) the inverse propensities used in training, and the tail
     centroids as CSR over labels ``tail_indptr`` int64 (L+1,), ``tail_index`` int32 (feature
     id, ``n_features`` being the bias, ascending), ``tail_value`` float32 (all three empty

@@ -231,7 +231,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
         edges, _, sketch_seconds = self._sketch_phase(progress, frame, spec, weight, valid,
                                                       stats, engine)
         params = dict(self._booster_params(self.getMaxBins()),
-                      evalMetric=self.getOrDefault(self.evalMetric))
+                      evalMetric=self.getOrDefault(self.evalMetric),
+                      categoricalFeatures=engine["cat_ids"] or None)
         ranking = {"objective": self.getObjective(), "truncation": self.getNdcgTruncation(),
                    "label_gain": label_gain, "sigma": self.getSigma(),
                    "norm": self.getLambdarankNorm()}

@@ -32,7 +32,10 @@ def load_model(path: str) -> Any:
     Parameters
     ----------
     path : str
-        Local path or URI of a directory written by ``Model.write().save(path)``.
+        A directory written by ``Model.write().save(path)`` (formatVersion 1 or 2), as
+        pyarrow reaches it: a local path (also Databricks' ``/dbfs/...`` and ``/Volumes/...``
+        FUSE paths), ``file://``, ``dbfs:/`` (read through ``/dbfs``), or a ``pyarrow.fs``
+        URI (``hdfs://``, ``s3://`` and ``s3a://``, ``gs://``, ``abfs://``).
 
     Returns
     -------

@@ -178,11 +178,17 @@ class LocalCollective:
     def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
         return np.array(arr, copy=True)
 
-    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
-        return np.asarray(decide(np.array(local, copy=True)), dtype=np.float64).ravel()
+    def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
+        local = local if consume else np.array(local, copy=True)
+        return np.asarray(decide(local), dtype=np.float64).ravel()
 
     def broadcast(self, arr: np.ndarray | None) -> np.ndarray:
         return np.asarray(arr, dtype=np.float64).ravel().copy()
+
+    def ordered_fold(self, init: np.ndarray, add) -> np.ndarray:
+        acc = np.array(init, copy=True, order="C")
+        add(acc)
+        return acc
 
     def barrier(self) -> None:
         return None
@@ -551,9 +557,13 @@ class SocketCollective:
             self._buffers = {key: buf}  # keep one size: levels repeat the same shapes
         return buf.view(like.dtype).reshape(like.shape)
 
-    def _reduce_to_root(self, local: np.ndarray) -> np.ndarray:
-        """Sum ``local`` over the subtree of this rank; rank 0 ends with the total."""
-        acc = np.array(local, copy=True, order="C")
+    def _reduce_to_root(self, local: np.ndarray, consume: bool = False) -> np.ndarray:
+        """Sum ``local`` over the subtree of this rank; rank 0 ends with the total.
+        ``consume``: add into ``local`` itself (a C-contiguous array the caller gives up)."""
+        if consume and local.flags.c_contiguous and local.flags.writeable:
+            acc = local
+        else:
+            acc = np.array(local, copy=True, order="C")
         if self._child_ranks:
             buf = self._buffer(acc)
             for child in self._child_ranks:  # fixed order: deterministic sums
@@ -596,13 +606,15 @@ class SocketCollective:
             self._send(self._children[child], total)
         return total
 
-    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
+    def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
         """Sum ``local`` onto rank 0, which calls ``decide(summed)``; all ranks get the result.
 
         ``decide`` must return a 1-D float64 array (any length). If it raises on rank 0, the
         other ranks raise ``RuntimeError`` with its message (and rank 0 re-raises it).
+        ``consume=True``: ``local`` may be summed into in place (no copy of a large payload;
+        the caller must not use it afterwards).
         """
-        summed = self._reduce_to_root(np.asarray(local))
+        summed = self._reduce_to_root(np.asarray(local), consume)
         if self.rank == 0:
             try:
                 dec = np.ascontiguousarray(np.asarray(decide(summed), dtype=np.float64).ravel())
@@ -626,6 +638,45 @@ class SocketCollective:
                 self._bcast_payload(_OK + dec.tobytes())
             return dec
         return self._unframe(self._bcast_payload(None), "broadcast")
+
+    def ordered_fold(self, init: np.ndarray, add) -> np.ndarray:
+        """Fold ``add`` over the ranks in rank order; every rank gets the final accumulator.
+
+        Rank 0 starts from a copy of ``init`` and calls ``add(acc)`` (which updates ``acc`` in
+        place); rank 1 then receives that ``acc`` and calls its own ``add``, and so on up to the
+        last rank, whose ``acc`` is returned on every rank. When each rank's ``add`` adds its
+        rows' terms one by one and the ranks hold consecutive rows, the result is the
+        sequential sum over all rows, bit for bit, whatever the number of ranks (a tree
+        reduction would round differently). On arrival ``acc`` holds the fold over the lower
+        ranks, so an ``add`` can also read its exclusive prefix there.
+
+        ``init`` must have the same shape and dtype on every rank (only rank 0's values are
+        used). The accumulator travels the binomial tree depth first (each subtree is a
+        contiguous rank range, children in increasing order): 2 (world_size - 1) messages in
+        sequence, then the result goes down to the ranks that have not seen it.
+        """
+        last = self.world_size - 1
+
+        def holds_last(r):  # r's subtree is [r, r + lowbit(r)); rank 0's is every rank
+            return r == 0 or r <= last < r + (r & -r)
+
+        if self._parent is None:
+            acc = np.array(init, copy=True, order="C")
+        else:
+            acc = np.empty_like(np.asarray(init), order="C")
+            self._recv_exact(self._parent, acc, "an ordered fold")
+        add(acc)
+        for child in self._child_ranks:
+            self._send(self._children[child], acc)
+            self._recv_exact(self._children[child], acc, "an ordered fold")
+        if self._parent is not None:
+            self._send(self._parent, acc)
+            if not holds_last(self.rank):
+                self._recv_exact(self._parent, acc, "an ordered fold's result")
+        for child in self._child_ranks:
+            if not holds_last(child):
+                self._send(self._children[child], acc)
+        return acc
 
     def barrier(self) -> None:
         """Return once every rank has called ``barrier``."""

@@ -33,3 +33,24 @@ def test_fastxml_over_connect(spark_connect, tmp_path):
     a = pipe.transform(test).select("prediction").collect()
     b = again.transform(test).select("prediction").collect()
     assert a == b
+
+
+def test_fastxml_distributed_over_connect(spark_connect):
+    import numpy as np
+
+    from sparkxml_kernels.fastxml.forest import take_trees
+
+    X, Y = make_multilabel(n_rows=600, n_features=300, n_labels=40, seed=5)
+    train = rows_frame(spark_connect, X, Y, 0, 600, 300)
+    rep = FastXML(numTrees=2, numWorkers=2, seed=1).fit(train)
+    dis = FastXML(numTrees=2, numWorkers=2, seed=1, trainingMode="distributed").fit(train)
+    info = dis._training_info
+    assert info["mode"] == "distributed" and dis.trees == 2
+    # the barrier stage ran over Connect: each root was grown data-parallel, and it is the
+    # replicated tree's root
+    for t, k in enumerate(info["top_nodes_per_tree"]):
+        assert k >= 1
+        a, b = take_trees(rep._arrays, [t]), take_trees(dis._arrays, [t])
+        np.testing.assert_array_equal(a["children"][0], b["children"][0])
+        n = a["w_indptr"][1]
+        np.testing.assert_array_equal(a["w_value"][:n], b["w_value"][:n])

@@ -11,6 +11,8 @@ import os
 import shutil
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import sparkxml_kernels
@@ -19,6 +21,7 @@ from sparkxml.gbt import GBTClassificationModel, GBTRegressionModel
 from sparkxml.synthetic import make_multilabel
 from sparkxml_kernels.fastxml.forest import train_forest
 from sparkxml_kernels.gbt import binning, booster
+from sparkxml_kernels import persist
 from sparkxml_kernels.persist import ModelFormatError
 
 
@@ -60,15 +63,35 @@ def _copy(src, tmp_path, name="copy"):
     return dst
 
 
+def _rewrite(path, arrays, meta):
+    """Rewrite the model at ``path`` in place (same save id) with ``arrays``/``meta``: the
+    directory is consistent, only the arrays or metadata are what the test makes them."""
+    import pyarrow.parquet as pq
+
+    meta = json.loads(persist.finish_metadata(json.dumps(meta), arrays, meta["saveId"]))
+    for f in os.listdir(os.path.join(path, "data")):
+        os.remove(os.path.join(path, "data", f))
+    pq.write_table(pa.Table.from_batches(list(persist.data_batches(arrays, meta["saveId"])),
+                                         schema=persist.DATA_SCHEMA),
+                   os.path.join(path, "data", "part-00000.parquet"))
+    with open(os.path.join(path, "metadata", "part-00000"), "w") as fh:
+        fh.write(json.dumps(meta) + "\n")
+
+
 def _edit_arrays(path, change):
-    f = os.path.join(path, "data", "arrays.npz")
-    with np.load(f, allow_pickle=False) as z:
-        arrays = {k: z[k].copy() for k in z.files}
+    meta = persist.load_metadata(path)
+    arrays = {k: v.copy() for k, v in persist.load_arrays(path, meta=meta).items()}
     change(arrays)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    with open(f, "wb") as out:
-        out.write(buf.getvalue())
+    _rewrite(path, arrays, meta)
+
+
+def _edit_rows(path, change):
+    """Apply ``change`` to the data rows (an Arrow table) and write them back as they are."""
+    import pyarrow.parquet as pq
+
+    f = os.path.join(path, "data", "part-00000.parquet")
+    table = change(pq.read_table(f))
+    pq.write_table(table, f)
 
 
 def _edit_meta(path, change):
@@ -204,12 +227,44 @@ def _meta(change):
     return lambda path: _edit_meta(path, change)
 
 
+def _other_save(table):
+    ids = pa.array(["0" * 32] + table.column("save_id").to_pylist()[1:], pa.string())
+    return table.set_column(0, "save_id", ids)
+
+
+def _drop_row(table):
+    return table.slice(1)
+
+
+def _repeat_row(table):
+    return pa.concat_tables([table, table.slice(0, 1)])
+
+
+def _shorten_chunk(table):
+    data = table.column("data").to_pylist()
+    data[-1] = data[-1][:-1]
+    return table.set_column(6, "data", pa.array(data, pa.binary()))
+
+
+def _huge_manifest(meta):
+    meta["arrays"][0][2] = [2 ** 40]  # one TiB: refused before anything is allocated
+
+
+DATA = "data/part-00000.parquet"
 DIRECTORY_CORRUPTIONS = {
-    "arrays.npz truncated": (_truncate("data/arrays.npz"), "corrupt"),
-    "arrays.npz empty": (_write("data/arrays.npz", b""), "corrupt"),
-    "arrays.npz garbage": (_write("data/arrays.npz", os.urandom(300)), "corrupt"),
-    "arrays.npz missing": (lambda p: os.remove(os.path.join(p, "data", "arrays.npz")),
-                           "missing"),
+    "data truncated": (_truncate(DATA), "corrupt"),
+    "data empty": (_write(DATA, b""), "corrupt"),
+    "data garbage": (_write(DATA, os.urandom(300)), "corrupt"),
+    "data missing": (lambda p: os.remove(os.path.join(p, DATA)), "no parquet file"),
+    "data/ missing": (lambda p: shutil.rmtree(os.path.join(p, "data")), "incomplete"),
+    "data of another save": (lambda p: _edit_rows(p, _other_save), "another save"),
+    "a chunk missing": (lambda p: _edit_rows(p, _drop_row), "incomplete"),
+    "a chunk twice": (lambda p: _edit_rows(p, _repeat_row), "chunks"),
+    "a chunk short": (lambda p: _edit_rows(p, _shorten_chunk), "bytes, expected"),
+    "manifest of a huge array": (lambda p: _edit_meta(p, _huge_manifest), "chunks"),
+    "saveId missing": (lambda p: _edit_meta(p, lambda m: m.pop("saveId")), "saveId"),
+    "chunkBytes zero": (lambda p: _edit_meta(p, lambda m: m.update(chunkBytes=0)),
+                        "chunkBytes"),
     "metadata truncated": (_truncate("metadata/part-00000", 0.3), "corrupt"),
     "metadata not JSON": (_write("metadata/part-00000", b"\x00\xff garbage\n"), "corrupt"),
     "metadata a JSON list": (_write("metadata/part-00000", b"[1, 2]\n"), "corrupt"),

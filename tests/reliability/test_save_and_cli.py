@@ -70,7 +70,7 @@ def test_failed_overwrite_keeps_the_old_model_and_leaves_no_debris(tmp_path, mon
     persist.save_directory(str(p), META, {"a": np.arange(3)}, overwrite=False)
     if where == "writing the arrays":
         def fail(name, args):
-            return name == "open_output_stream" and args[0].endswith("arrays.npz")
+            return name == "open_output_stream" and args[0].endswith(".parquet")
     else:
         def fail(name, args):
             return name == "move" and ".tmp-" in args[0]

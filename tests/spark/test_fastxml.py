@@ -101,12 +101,12 @@ def test_pipeline_round_trip(synth, tmp_path):
 
 
 def test_failed_save_leaves_nothing_that_loads(synth_model, tmp_path, monkeypatch):
-    import numpy
+    from sparkxml_kernels import persist
 
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(numpy, "savez", boom)
+    monkeypatch.setattr(persist, "data_batches", boom)
     path = str(tmp_path / "broken")
     with pytest.raises(OSError):
         synth_model.write().save(path)
@@ -155,8 +155,8 @@ def test_bad_model_directories(spark, synth_model, tmp_path):
         FastXMLModel.load(str(tmp_path / "missing"))
     path = str(tmp_path / "m")
     synth_model.write().save(path)
-    with open(os.path.join(path, "data", "arrays.npz"), "wb") as f:
-        f.write(b"not a zip")
+    with open(os.path.join(path, "data", "part-00000.parquet"), "wb") as f:
+        f.write(b"not parquet")
     with pytest.raises(ModelFormatError, match="corrupt"):
         FastXMLModel.load(path)
     with pytest.raises(ModelFormatError, match="corrupt"):

@@ -227,8 +227,8 @@ def test_bad_labels_weights_and_vectors(spark):
 
 
 def test_param_rules():
-    with pytest.raises(ValueError, match="maxBins=300 is invalid"):
-        GBTClassifier(maxBins=300)._validate_params()
+    with pytest.raises(ValueError, match="maxBins=70000 is invalid"):  # uint16 bins: <= 65536
+        GBTClassifier(maxBins=70000)._validate_params()
     with pytest.raises(ValueError, match="growPolicy='best' is invalid"):
         GBTRegressor(growPolicy="best")._validate_params()
     with pytest.raises(ValueError, match="subsamplingRate=0.0 is invalid"):

@@ -60,7 +60,7 @@ def check_csr(name: str, indptr, indices, n_rows: int | None, n_cols: int):
 
 def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n_labels,
                  tree_ids, seed=0, max_leaf=10, labels_per_leaf=100, log_loss_coeff=1.0,
-                 bias=1.0, label_weight=None, normalise_dcg=True) -> dict:
+                 bias=1.0, label_weight=None, normalise_dcg=True, states=None) -> dict:
     """Train the FastXML (or PfastreXML) trees ``tree_ids`` on one process's copy of the data.
 
     Parameters
@@ -95,6 +95,9 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
     normalise_dcg : bool
         True (FastXML): each point's gains are divided by its ideal DCG (nDCG). False
         (PfastreXML): plain DCG.
+    states : int array (T,), optional
+        MT19937 seeds of the trees, instead of ``tree_seed(seed, t)`` (the data-parallel
+        trainer grows subtrees from their own seeds, ``dist.subtree_seed``).
 
     Returns
     -------
@@ -130,7 +133,12 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
     if tree_ids.size and (not np.issubdtype(tree_ids.dtype, np.integer) or tree_ids.min() < 0):
         raise ValueError("tree_ids must be non-negative integers")
     tree_ids = tree_ids.astype(np.int32)
-    states = np.array([tree_seed(seed, int(t)) for t in tree_ids], dtype=np.int64)
+    if states is None:
+        states = np.array([tree_seed(seed, int(t)) for t in tree_ids], dtype=np.int64)
+    else:
+        states = np.asarray(states, dtype=np.int64).reshape(-1)
+        if states.shape != tree_ids.shape or np.any((states < 0) | (states > 0xFFFFFFFF)):
+            raise ValueError("states must hold one seed in [0, 2**32) per tree id")
     max_row = int(np.diff(Y_indptr).max()) if n else 0
     disc, csum = discount_tables(n_labels, max_row, bool(normalise_dcg))
     weights = label_weights(label_weight, n_labels)

@@ -56,6 +56,181 @@ def _violation(G, wj, shrink):
     return abs(Gp) if wj > 0.0 else abs(Gn)
 
 
+# The solver's steps, as separate functions so that the data-parallel grower
+# (``fastxml.dist``) runs the very same arithmetic with its sums folded across shards. Sums
+# over points (or over a column's entries) add to the value passed in, term after term, so
+# starting from the sum over the preceding points gives the one-process result bit for bit.
+
+@njit(cache=True, nogil=True)
+def lr_init_rows(y, C, n, ewx, tau, Dd, Cneg):
+    """Per-point state at w = 0: exp(w.x) = 1, tau = C sigma(-w.x), D = C e / (1 + e)^2, and
+    C masked to the negative points (sums over them are then branch-free: adding 0.0 leaves a
+    sum unchanged bit for bit, and the sign pattern is random, so a branch mispredicts)."""
+    fzero = np.float32(0.0)
+    for i in range(n):
+        Cneg[i] = C[i] if y[i] < 0 else fzero
+        e = 1.0  # exp(w.x) at w = 0
+        ewx[i] = e
+        t = 1.0 / (1.0 + e)
+        tau[i] = np.float64(C[i]) * t
+        Dd[i] = np.float64(C[i]) * e * (t * t)
+
+
+@njit(cache=True, nogil=True)
+def lr_column_sums(col_ptr, col_row, col_val, m, wt, out):
+    """out[j] += sum over column j's entries of the float32 product wt[point] * value."""
+    for j in range(m):
+        s = out[j]
+        for p in range(col_ptr[j], col_ptr[j + 1]):
+            s += np.float64(wt[col_row[p]] * col_val[p])  # a float32 product, as theirs
+        out[j] = s
+
+
+@njit(cache=True, nogil=True)
+def lr_hess_grad(col_ptr, col_row, col_val, m, Dd, tau, h_acc, g_acc):
+    """Add column j's terms of the Hessian diagonal (x^2 D) and of the loss gradient's
+    positive part (x tau) to h_acc[j], g_acc[j], in storage order (streams memory forward;
+    the authors compute the same values walking their coordinate order)."""
+    for j in range(m):
+        h = h_acc[j]
+        g = g_acc[j]
+        for p in range(col_ptr[j], col_ptr[j + 1]):
+            i = col_row[p]
+            v = col_val[p]
+            h += np.float64(v * v) * Dd[i]
+            g += np.float64(v) * tau[i]
+        h_acc[j] = h
+        g_acc[j] = g
+
+
+@njit(cache=True, nogil=True)
+def lr_outer_active(Grad, w, index, m, shrink):
+    """Outer shrinking: move the coordinates to drop to the end of ``index``; return (number
+    active, max violation, summed violation)."""
+    Gmax_new = 0.0
+    Gnorm1_new = 0.0
+    active = m
+    s = 0
+    while s < active:
+        j = index[s]
+        viol = _violation(Grad[j], w[j], shrink)
+        if viol < 0.0:
+            active -= 1
+            tmp = index[s]
+            index[s] = index[active]
+            index[active] = tmp
+            continue
+        Gmax_new = max(Gmax_new, viol)
+        Gnorm1_new += viol
+        s += 1
+    return active, Gmax_new, Gnorm1_new
+
+
+@njit(cache=True, nogil=True)
+def lr_shuffle(mt, index, qp_active):
+    """The authors' shuffle of the active coordinates (``r % (active - s)``, MT19937)."""
+    for s in range(qp_active):
+        jj = s + mt_next(mt) % (qp_active - s)
+        tmp = index[jj]
+        index[jj] = index[s]
+        index[s] = tmp
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lr_coord_grad(col_ptr, col_row, col_val, Dd, xTd, j, G):
+    """G + column j's part of the quadratic model's gradient, sum x D (X d)."""
+    for p in range(col_ptr[j], col_ptr[j + 1]):
+        i = col_row[p]
+        G += np.float64(col_val[p]) * Dd[i] * xTd[i]
+    return G
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lr_coord_z(G, H, wp):
+    """Closed-form minimiser of the one-variable model with the L1 term, clipped; 0.0 when it
+    is below 1e-12 in size (the coordinate is left alone)."""
+    Gp = G + 1.0
+    Gn = G - 1.0
+    Hw = H * wp
+    z = -Gp / H if Gp < Hw else (-Gn / H if Gn > Hw else -wp)
+    if abs(z) < 1.0e-12:
+        return 0.0
+    return min(max(z, -STEP_CLIP), STEP_CLIP)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lr_coord_apply(col_ptr, col_row, col_val, xTd, j, z):
+    """X d += z e_j on the points of column j."""
+    for p in range(col_ptr[j], col_ptr[j + 1]):
+        xTd[col_row[p]] += np.float64(col_val[p]) * z
+
+
+@njit(cache=True, nogil=True)
+def lr_delta(Grad, w, wpd, m, w_norm):
+    """(Armijo's delta, |w + d|_1) of the Newton direction."""
+    delta = 0.0
+    w_norm_new = 0.0
+    for j in range(m):
+        delta += Grad[j] * (wpd[j] - w[j])
+        if wpd[j] != 0.0:
+            w_norm_new += abs(wpd[j])
+    delta += w_norm_new - w_norm
+    return delta, w_norm_new
+
+
+@njit(cache=True, nogil=True)
+def lr_row_dot(a, xTd, n, acc):
+    """acc + sum_i a[i] x (X d)_i (a float32, promoted per term)."""
+    for i in range(n):
+        acc += np.float64(a[i]) * xTd[i]
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def lr_ls_cond(C, xTd, ewx, ewx_new, n, cond):
+    """cond + the loss change of the line-search candidate; fills ewx_new."""
+    for i in range(n):
+        e_xTd = math.exp(xTd[i])
+        ewx_new[i] = ewx[i] * e_xTd
+        cond += np.float64(C[i]) * math.log((1.0 + ewx_new[i]) / (e_xTd + ewx_new[i]))
+    return cond
+
+
+@njit(cache=True, nogil=True)
+def lr_accept_rows(C, ewx, ewx_new, tau, Dd, n):
+    """Take the candidate: new exp(w.x), tau and D per point."""
+    for i in range(n):
+        ewx[i] = ewx_new[i]
+        t = 1.0 / (1.0 + ewx[i])
+        tau[i] = np.float64(C[i]) * t
+        Dd[i] = np.float64(C[i]) * ewx[i] * (t * t)
+
+
+@njit(cache=True, nogil=True)
+def lr_halve(w, wpd, m):
+    """Halve the step: wpd = (w + wpd) / 2; return its L1 norm."""
+    w_norm_new = 0.0
+    for j in range(m):
+        wpd[j] = (w[j] + wpd[j]) * 0.5
+        if wpd[j] != 0.0:
+            w_norm_new += abs(wpd[j])
+    return w_norm_new
+
+
+@njit(cache=True, nogil=True)
+def lr_refresh_ewx(col_ptr, col_row, col_val, m, w, n, ewx):
+    """exp(w.x) recomputed from w (after too many halvings, to shed accumulated rounding)."""
+    for i in range(n):
+        ewx[i] = 0.0
+    for j in range(m):
+        if w[j] == 0.0:
+            continue
+        for p in range(col_ptr[j], col_ptr[j + 1]):
+            ewx[col_row[p]] += w[j] * np.float64(col_val[p])
+    for i in range(n):
+        ewx[i] = math.exp(ewx[i])
+
+
 @njit(cache=True, nogil=True)
 def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad, xjneg,
                   index, xTd, ewx, ewx_new, tau, Dd, Cneg):
@@ -100,56 +275,23 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
     Gmax_old = np.inf
     Gnorm1_init = 0.0
     w_norm = 0.0
-    fzero = np.float32(0.0)
-    # Sums over the negative points only, done branch-free (the sign pattern is random, so a
-    # branch mispredicts half the time); adding 0.0 leaves a sum unchanged bit for bit.
-    for i in range(n):
-        Cneg[i] = C[i] if y[i] < 0 else fzero
-        e = 1.0  # exp(w.x) at w = 0
-        ewx[i] = e
-        t = 1.0 / (1.0 + e)
-        tau[i] = np.float64(C[i]) * t
-        Dd[i] = np.float64(C[i]) * e * (t * t)
+    lr_init_rows(y, C, n, ewx, tau, Dd, Cneg)
     for j in range(m):
         index[j] = j
         w[j] = 0.0
         wpd[j] = 0.0
-        s = 0.0
-        for p in range(col_ptr[j], col_ptr[j + 1]):
-            s += np.float64(Cneg[col_row[p]] * col_val[p])  # a float32 product, as theirs
-        xjneg[j] = s
+        xjneg[j] = 0.0
+    lr_column_sums(col_ptr, col_row, col_val, m, Cneg, xjneg)
 
     newton_iter = 0
     while newton_iter < MAX_NEWTON:
-        # Gradient and Hessian diagonal of every column, in storage order (streams memory
-        # forward); the authors compute the same values walking ``index``.
         for j in range(m):
-            h = NU
-            g = 0.0
-            for p in range(col_ptr[j], col_ptr[j + 1]):
-                i = col_row[p]
-                v = col_val[p]
-                h += np.float64(v * v) * Dd[i]
-                g += np.float64(v) * tau[i]
-            Hdiag[j] = h
-            Grad[j] = -g + xjneg[j]
-        Gmax_new = 0.0
-        Gnorm1_new = 0.0
-        shrink = Gmax_old / n
-        active = m
-        s = 0
-        while s < active:
-            j = index[s]
-            viol = _violation(Grad[j], w[j], shrink)
-            if viol < 0.0:  # outer shrinking
-                active -= 1
-                tmp = index[s]
-                index[s] = index[active]
-                index[active] = tmp
-                continue
-            Gmax_new = max(Gmax_new, viol)
-            Gnorm1_new += viol
-            s += 1
+            Hdiag[j] = NU
+            Grad[j] = 0.0
+        lr_hess_grad(col_ptr, col_row, col_val, m, Dd, tau, Hdiag, Grad)
+        for j in range(m):
+            Grad[j] = -Grad[j] + xjneg[j]
+        active, Gmax_new, Gnorm1_new = lr_outer_active(Grad, w, index, m, Gmax_old / n)
 
         if newton_iter == 0:
             Gnorm1_init = Gnorm1_new
@@ -165,19 +307,12 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
             qp_Gmax_new = 0.0
             qp_Gnorm1_new = 0.0
             qp_shrink = qp_Gmax_old / n
-            for s in range(qp_active):
-                jj = s + mt_next(mt) % (qp_active - s)
-                tmp = index[jj]
-                index[jj] = index[s]
-                index[s] = tmp
+            lr_shuffle(mt, index, qp_active)
             s = 0
             while s < qp_active:
                 j = index[s]
-                H = Hdiag[j]
-                G = Grad[j] + (wpd[j] - w[j]) * NU
-                for p in range(col_ptr[j], col_ptr[j + 1]):
-                    i = col_row[p]
-                    G += np.float64(col_val[p]) * Dd[i] * xTd[i]
+                G = lr_coord_grad(col_ptr, col_row, col_val, Dd, xTd, j,
+                                  Grad[j] + (wpd[j] - w[j]) * NU)
                 wp = wpd[j]
                 viol = _violation(G, wp, qp_shrink)
                 if viol < 0.0:  # inner shrinking
@@ -188,19 +323,10 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
                     continue
                 qp_Gmax_new = max(qp_Gmax_new, viol)
                 qp_Gnorm1_new += viol
-
-                # closed-form minimiser of the one-variable model with the L1 term
-                Gp = G + 1.0
-                Gn = G - 1.0
-                Hw = H * wp
-                z = -Gp / H if Gp < Hw else (-Gn / H if Gn > Hw else -wp)
-                if abs(z) < 1.0e-12:
-                    s += 1
-                    continue
-                z = min(max(z, -STEP_CLIP), STEP_CLIP)
-                wpd[j] += z
-                for p in range(col_ptr[j], col_ptr[j + 1]):
-                    xTd[col_row[p]] += np.float64(col_val[p]) * z
+                z = lr_coord_z(G, Hdiag[j], wp)
+                if z != 0.0:
+                    wpd[j] += z
+                    lr_coord_apply(col_ptr, col_row, col_val, xTd, j, z)
                 s += 1
             it += 1
             if qp_Gnorm1_new <= inner_eps * Gnorm1_init:
@@ -212,39 +338,20 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
                 continue
             qp_Gmax_old = qp_Gmax_new
 
-        delta = 0.0
-        w_norm_new = 0.0
-        for j in range(m):
-            delta += Grad[j] * (wpd[j] - w[j])
-            if wpd[j] != 0.0:
-                w_norm_new += abs(wpd[j])
-        delta += w_norm_new - w_norm
-        negsum_xTd = 0.0
-        for i in range(n):
-            negsum_xTd += np.float64(Cneg[i]) * xTd[i]
+        delta, w_norm_new = lr_delta(Grad, w, wpd, m, w_norm)
+        negsum_xTd = lr_row_dot(Cneg, xTd, n, 0.0)
 
         num_ls = 0
         while num_ls < MAX_LINESEARCH:
-            cond = w_norm_new - w_norm + negsum_xTd - SIGMA * delta
-            for i in range(n):
-                e_xTd = math.exp(xTd[i])
-                ewx_new[i] = ewx[i] * e_xTd
-                cond += np.float64(C[i]) * math.log((1.0 + ewx_new[i]) / (e_xTd + ewx_new[i]))
+            cond = lr_ls_cond(C, xTd, ewx, ewx_new, n,
+                              w_norm_new - w_norm + negsum_xTd - SIGMA * delta)
             if cond <= 0.0:
                 w_norm = w_norm_new
                 for j in range(m):
                     w[j] = wpd[j]
-                for i in range(n):
-                    ewx[i] = ewx_new[i]
-                    t = 1.0 / (1.0 + ewx[i])
-                    tau[i] = np.float64(C[i]) * t
-                    Dd[i] = np.float64(C[i]) * ewx[i] * (t * t)
+                lr_accept_rows(C, ewx, ewx_new, tau, Dd, n)
                 break
-            w_norm_new = 0.0
-            for j in range(m):
-                wpd[j] = (w[j] + wpd[j]) * 0.5
-                if wpd[j] != 0.0:
-                    w_norm_new += abs(wpd[j])
+            w_norm_new = lr_halve(w, wpd, m)
             delta *= 0.5
             negsum_xTd *= 0.5
             for i in range(n):
@@ -252,16 +359,7 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
             num_ls += 1
 
         if num_ls >= MAX_LINESEARCH:
-            # too many halvings: refresh exp(w.x) from w to shed accumulated rounding
-            for i in range(n):
-                ewx[i] = 0.0
-            for j in range(m):
-                if w[j] == 0.0:
-                    continue
-                for p in range(col_ptr[j], col_ptr[j + 1]):
-                    ewx[col_row[p]] += w[j] * np.float64(col_val[p])
-            for i in range(n):
-                ewx[i] = math.exp(ewx[i])
+            lr_refresh_ewx(col_ptr, col_row, col_val, m, w, n, ewx)
 
         if it == 1:
             inner_eps *= 0.25

@@ -132,6 +132,69 @@ def map_labels(Y_indptr, Y_indices, rows, lab_map, act_lab, label_weight, act_w)
 
 
 @njit(cache=True, nogil=True)
+def ndcg_side_sums(Y_indptr, Y_indices, rows, side, lab_map, act_w, idcg, pos_sum, neg_sum):
+    """Add each point's gains ``act_w[l] * idcg[k]`` to its side's label sums (step (a)).
+
+    Points are taken in order and each gain is added in float32, so the sums are the authors'
+    bit for bit when the sums start at 0 (or at the sums over the preceding points: the
+    data-parallel grower folds them across shards this way).
+    """
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        v = idcg[k]
+        if side[k] > 0:
+            for p in range(Y_indptr[r], Y_indptr[r + 1]):
+                j = lab_map[Y_indices[p]]
+                pos_sum[j] += act_w[j] * v
+        else:
+            for p in range(Y_indptr[r], Y_indptr[r + 1]):
+                j = lab_map[Y_indices[p]]
+                neg_sum[j] += act_w[j] * v
+
+
+@njit(cache=True, nogil=True)
+def ndcg_rank_gain(pos_sum, neg_sum, nl, diff, ids, keys, stack, disc):
+    """Rank both sides' sums (step (b)): fill ``diff`` with disc(rank+) - disc(rank-) per
+    label and return the float32 sum of disc(rank) x sum over both rankings (not yet divided
+    by the number of points)."""
+    zero = np.float32(0.0)
+    for j in range(nl):
+        diff[j] = zero
+    gain = zero
+    for sgn in range(2):  # the negative side's ranking first, as the authors do
+        sums = neg_sum if sgn == 0 else pos_sum
+        for j in range(nl):
+            ids[j] = j
+            keys[j] = sums[j]
+        stl_sort_desc(ids, keys, nl, stack)
+        for q in range(nl):
+            lab = ids[q]
+            if sgn == 0:
+                diff[lab] = diff[lab] - disc[q]
+            else:
+                diff[lab] = diff[lab] + disc[q]
+            gain = gain + disc[q] * keys[q]
+    return gain
+
+
+@njit(cache=True, nogil=True)
+def ndcg_update_sides(Y_indptr, Y_indices, rows, side, lab_map, act_w, idcg, diff):
+    """delta_i = sign of the point's gain under the new rankings, kept when 0 (step (c))."""
+    zero = np.float32(0.0)
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        g = zero
+        v = idcg[k]
+        for p in range(Y_indptr[r], Y_indptr[r + 1]):
+            j = lab_map[Y_indices[p]]
+            g = g + (act_w[j] * v) * diff[j]
+        if g > zero:
+            side[k] = 1
+        elif g < zero:
+            side[k] = -1
+
+
+@njit(cache=True, nogil=True)
 def optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, nl, act_w, idcg, pos_sum,
                          neg_sum, diff, ids, keys, stack, disc):
     """Run the alternating nDCG optimisation on one node, updating ``side`` in place.
@@ -173,44 +236,9 @@ def optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, nl, act_w, id
         for j in range(nl):
             pos_sum[j] = zero
             neg_sum[j] = zero
-            diff[j] = zero
-        for k in range(n):
-            r = rows[k]
-            v = idcg[k]
-            if side[k] > 0:
-                for p in range(Y_indptr[r], Y_indptr[r + 1]):
-                    j = lab_map[Y_indices[p]]
-                    pos_sum[j] += act_w[j] * v
-            else:
-                for p in range(Y_indptr[r], Y_indptr[r + 1]):
-                    j = lab_map[Y_indices[p]]
-                    neg_sum[j] += act_w[j] * v
-        new_ndcg = zero
-        for sgn in range(2):  # the negative side's ranking first, as the authors do
-            sums = neg_sum if sgn == 0 else pos_sum
-            for j in range(nl):
-                ids[j] = j
-                keys[j] = sums[j]
-            stl_sort_desc(ids, keys, nl, stack)
-            for q in range(nl):
-                lab = ids[q]
-                if sgn == 0:
-                    diff[lab] = diff[lab] - disc[q]
-                else:
-                    diff[lab] = diff[lab] + disc[q]
-                new_ndcg = new_ndcg + disc[q] * keys[q]
-        new_ndcg = new_ndcg / fn
-        for k in range(n):
-            r = rows[k]
-            g = zero
-            v = idcg[k]
-            for p in range(Y_indptr[r], Y_indptr[r + 1]):
-                j = lab_map[Y_indices[p]]
-                g = g + (act_w[j] * v) * diff[j]
-            if g > zero:
-                side[k] = 1
-            elif g < zero:
-                side[k] = -1
+        ndcg_side_sums(Y_indptr, Y_indices, rows, side, lab_map, act_w, idcg, pos_sum, neg_sum)
+        new_ndcg = ndcg_rank_gain(pos_sum, neg_sum, nl, diff, ids, keys, stack, disc) / fn
+        ndcg_update_sides(Y_indptr, Y_indices, rows, side, lab_map, act_w, idcg, diff)
         if new_ndcg - ndcg < NDCG_EPS:
             break
         ndcg = new_ndcg

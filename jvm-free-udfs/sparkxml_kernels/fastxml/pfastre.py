@@ -58,11 +58,19 @@ def propensity_weights(Y_indptr, Y_indices, n_labels: int, A: float = 0.55,
     L = max(int(n_labels), 1)
     pairs = np.unique(rows * L + Y_indices) if len(Y_indices) else np.zeros(0, np.int64)
     counts = np.bincount(pairs % L, minlength=int(n_labels))[:int(n_labels)]
+    return propensity_weights_from_counts(counts, n, A, B)
+
+
+def propensity_weights_from_counts(counts, n_rows: int, A: float = 0.55,
+                                   B: float = 1.5) -> np.ndarray:
+    """:func:`propensity_weights` from the label counts N_l (int, (L,)) and N = ``n_rows``
+    (the data-parallel trainer counts them with Spark)."""
+    counts = np.asarray(counts, dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        w = inverse_propensities(counts, n, A, B).astype(np.float32)
+        w = inverse_propensities(counts, int(n_rows), A, B).astype(np.float32)
     if not (np.all(np.isfinite(w)) and np.all(w > 0)):
         raise ValueError(f"propensityA={A}, propensityB={B} give inverse propensities that are "
-                         f"not finite and > 0 (N={n}); B must exceed -1, and 0 when some "
+                         f"not finite and > 0 (N={n_rows}); B must exceed -1, and 0 when some "
                          f"label has no training point")
     return w
 
@@ -70,7 +78,7 @@ def propensity_weights(Y_indptr, Y_indices, n_labels: int, A: float = 0.55,
 # --------------------------------------------------------------------------- centroids
 
 @njit(cache=True, nogil=True)
-def _unit_rows(X_indptr, X_data, bias32):
+def unit_norms(X_indptr, X_data, bias32):
     # the authors' unit_normalize_columns on the bias-extended rows: float32 sum of squares in
     # row order (bias last), float32 sqrt, 1 for an all-zero row; returns the norms
     n = X_indptr.shape[0] - 1
@@ -105,20 +113,62 @@ def _label_rows(Y_indptr, Y_indices, n_labels):
 
 
 @njit(cache=True, nogil=True)
+def centroid_add(X_indptr, X_indices, X_data, norms, rows, a, n_features, bias32, acc, seen,
+                 touched, nt):
+    """acc += x̂_i * a (float32, as ``tail_centroids_kernel``) for the points ``rows`` in
+    order (``norms``: :func:`unit_norms` of all points), recording the touched features;
+    returns the new count of touched features ``nt``."""
+    for q in range(rows.shape[0]):
+        i = rows[q]
+        nrm = norms[i]
+        for p in range(X_indptr[i], X_indptr[i + 1]):
+            f = X_indices[p]
+            if not seen[f]:
+                seen[f] = True
+                touched[nt] = f
+                nt += 1
+            acc[f] += (X_data[p] / nrm) * a
+        if not seen[n_features]:
+            seen[n_features] = True
+            touched[nt] = n_features
+            nt += 1
+        acc[n_features] += (bias32 / nrm) * a
+    return nt
+
+
+@njit(cache=True, nogil=True)
+def centroid_emit(acc, seen, touched, nt, index, value, nnz):
+    """Write the non-zero entries of ``acc`` (features ascending) to ``index``/``value`` from
+    ``nnz`` on (they must have room for ``nt`` more), reset acc/seen; return the new nnz."""
+    ids = np.sort(touched[:nt])
+    for f in ids:
+        v = acc[f]
+        if v != 0.0:
+            index[nnz] = f
+            value[nnz] = v
+            nnz += 1
+        acc[f] = 0.0
+        seen[f] = False
+    return nnz
+
+
+@njit(cache=True, nogil=True)
 def tail_centroids_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features,
                           n_labels, bias):
     """Centroid of each label (see the module docstring) as CSR over labels.
 
     Per label, in ascending row order: ``sum[f] += x̂_if * a`` in float32 with
     ``a = float32(1.0 / N_l)`` (division in double, as the authors write it); feature ids
-    ascending, the bias last (id ``n_features``); exact zeros are left out.
+    ascending, the bias last (id ``n_features``); exact zeros are left out. A label's
+    centroid depends only on its own rows, in order, so it can also be computed one label
+    at a time over a stream of its rows (``centroid_add`` / ``centroid_emit``).
 
     Returns
     -------
     indptr int64 (L+1,), index int32, value float32
     """
     bias32 = np.float32(bias)
-    norms = _unit_rows(X_indptr, X_data, bias32)
+    norms = unit_norms(X_indptr, X_data, bias32)
     lptr, lrows = _label_rows(Y_indptr, Y_indices, n_labels)
     D1 = n_features + 1
     acc = np.zeros(D1, np.float32)
@@ -134,22 +184,8 @@ def tail_centroids_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_fe
         nt = 0
         if cnt > 0:
             a = np.float32(1.0 / np.float64(cnt))
-            for q in range(lptr[lab], lptr[lab + 1]):
-                i = lrows[q]
-                nrm = norms[i]
-                for p in range(X_indptr[i], X_indptr[i + 1]):
-                    f = X_indices[p]
-                    if not seen[f]:
-                        seen[f] = True
-                        touched[nt] = f
-                        nt += 1
-                    acc[f] += (X_data[p] / nrm) * a
-                if not seen[n_features]:
-                    seen[n_features] = True
-                    touched[nt] = n_features
-                    nt += 1
-                acc[n_features] += (bias32 / nrm) * a
-        ids = np.sort(touched[:nt])
+            nt = centroid_add(X_indptr, X_indices, X_data, norms, lrows[lptr[lab]:lptr[lab + 1]],
+                              a, n_features, bias32, acc, seen, touched, nt)
         if nnz + nt > cap:
             cap = max(2 * cap, nnz + nt)
             index2 = np.empty(cap, np.int32)
@@ -159,14 +195,7 @@ def tail_centroids_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_fe
                 value2[q] = value[q]
             index = index2
             value = value2
-        for f in ids:
-            v = acc[f]
-            if v != 0.0:
-                index[nnz] = f
-                value[nnz] = v
-                nnz += 1
-            acc[f] = 0.0
-            seen[f] = False
+        nnz = centroid_emit(acc, seen, touched, nt, index, value, nnz)
         indptr[lab + 1] = nnz
     return indptr, index[:nnz].copy(), value[:nnz].copy()
 

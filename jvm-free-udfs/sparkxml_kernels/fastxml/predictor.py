@@ -317,7 +317,7 @@ class FastXMLPredictor:
 
     @classmethod
     def from_directory(cls, path: str, meta: dict | None = None):
-        """Load from a saved model directory (``data/arrays.npz`` holds the forest arrays plus
+        """Load from a saved model directory (its data holds the forest arrays plus
         0-d arrays ``n_features``, ``n_labels`` and ``bias``); ``meta`` is not needed."""
         from ..persist import ModelFormatError, load_arrays
 

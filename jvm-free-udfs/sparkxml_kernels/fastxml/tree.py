@@ -146,6 +146,37 @@ def split_columns(ent_row, ent_val, col_ptr, col_feat, m, side, newk, dst_row, d
 
 
 @njit(cache=True, nogil=True)
+def leaf_label_sums(Y_indptr, Y_indices, rows, lab_map, act_w, lsum):
+    """lsum[j] += act_w[j] for each of the points' labels, points in order, in float32."""
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        for p in range(Y_indptr[r], Y_indptr[r + 1]):
+            j = lab_map[Y_indices[p]]
+            lsum[j] += act_w[j]
+
+
+@njit(cache=True, nogil=True)
+def leaf_finalize(lsum, n, nl, act_lab, ids, keys, stack, score, order, otmp, labels_per_leaf,
+                  out_label, out_score):
+    """The leaf's distribution from its label sums over ``n`` points (see
+    :func:`leaf_distribution`); returns how many entries it wrote."""
+    for j in range(nl):
+        ids[j] = j
+        keys[j] = np.float32(np.float64(lsum[j]) / np.float64(n))
+        score[j] = keys[j]
+    stl_sort_desc(ids, keys, nl, stack)
+    kk = min(nl, labels_per_leaf)
+    for q in range(kk):
+        order[q] = ids[q]
+    sort_desc(order, kk, score, act_lab, otmp)
+    for q in range(kk):
+        loc = order[q]
+        out_label[q] = act_lab[loc]
+        out_score[q] = np.float32(score[loc])
+    return kk
+
+
+@njit(cache=True, nogil=True)
 def leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, act_w, lsum, ids, keys,
                       stack, score, order, otmp, labels_per_leaf, out_label, out_score):
     """Mean (weighted) label vector of the node's points, top ``labels_per_leaf``, best first.
@@ -164,37 +195,65 @@ def leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, act_w, ls
         return 0
     for j in range(nl):
         lsum[j] = np.float32(0.0)
-    for k in range(n):
+    leaf_label_sums(Y_indptr, Y_indices, rows, lab_map, act_w, lsum)
+    return leaf_finalize(lsum, n, nl, act_lab, ids, keys, stack, score, order, otmp,
+                         labels_per_leaf, out_label, out_score)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def draw_sides(mt, side, skip_before, take, skip_after):
+    """The authors' random starting sides (odd draw: +1) for ``take`` points, after skipping
+    ``skip_before`` draws and followed by ``skip_after`` more: a shard holding points
+    skip_before .. skip_before + take of a node draws what one process would for them."""
+    for _ in range(skip_before):
+        mt_next(mt)
+    for k in range(take):
+        side[k] = 1 if mt_next(mt) % 2 else -1
+    for _ in range(skip_after):
+        mt_next(mt)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def node_idcg(Y_indptr, rows, csum, idcg):
+    """1 / IDCG(|y_i|) per point (float32; the division in float64, as the authors')."""
+    for k in range(rows.shape[0]):
         r = rows[k]
-        for p in range(Y_indptr[r], Y_indptr[r + 1]):
-            j = lab_map[Y_indices[p]]
-            lsum[j] += act_w[j]
-    for j in range(nl):
-        ids[j] = j
-        keys[j] = np.float32(np.float64(lsum[j]) / np.float64(n))
-        score[j] = keys[j]
-    stl_sort_desc(ids, keys, nl, stack)
-    kk = min(nl, labels_per_leaf)
-    for q in range(kk):
-        order[q] = ids[q]
-    sort_desc(order, kk, score, act_lab, otmp)
-    for q in range(kk):
-        loc = order[q]
-        out_label[q] = act_lab[loc]
-        out_score[q] = np.float32(score[loc])
-    return kk
+        idcg[k] = np.float32(1.0 / np.float64(csum[Y_indptr[r + 1] - Y_indptr[r]]))
 
 
-@njit(cache=True, nogil=True)
-def _route_and_partition(X_indptr, cptr, col_row, col_val, m, w, rows, side, prods, newk,
-                         perm_tmp):
-    # The authors' routing of training points: w.x accumulated column by column into float32
-    # (each step w_j * x_ij in float64, then rounded), positive when >= 0. It decides the
-    # children exactly as their code does; the predictor's float64 dot product with the
-    # float32 weights may send a training point lying on the hyperplane the other way, as
-    # theirs may. Returns (points, column entries) of the positive child, or (-1, 0) when a
-    # child would be empty.
-    n = rows.shape[0]
+@njit(cache=True, nogil=True, inline="always")
+def class_weights(coeff32, npos, n):
+    """C+ and C- = c / fraction of the side, in float32 as the authors compute them."""
+    c_pos = coeff32 / (np.float32(npos) / np.float32(n))
+    c_neg = coeff32 / (np.float32(n - npos) / np.float32(n))
+    return c_pos, c_neg
+
+
+@njit(cache=True, nogil=True, inline="always")
+def keep_weights(w, m, cfeat, w_idx, w_val):
+    """The separator as stored: weights above W_DROP in size that stay non-zero in float32,
+    with their feature ids (ascending, as the columns are); the others are zeroed in ``w``
+    too (routing skips them). Returns how many were kept."""
+    nw = 0
+    for j in range(m):
+        if abs(w[j]) > W_DROP:
+            v = np.float32(w[j])
+            if v != 0.0:
+                w_idx[nw] = cfeat[j]
+                w_val[nw] = v
+                nw += 1
+        else:
+            w[j] = 0.0
+    return nw
+
+
+@njit(cache=True, nogil=True, inline="always")
+def route_prods(cptr, col_row, col_val, m, w, n, prods):
+    """w.x of the node's points as the authors route training points: accumulated column by
+    column into float32 (each step w_j * x_ij in float64, then rounded); positive side when
+    >= 0. It decides the children exactly as their code does; the predictor's float64 dot
+    product with the float32 weights may send a training point lying on the hyperplane the
+    other way, as theirs may."""
     for k in range(n):
         prods[k] = 0.0
     for j in range(m):
@@ -204,6 +263,16 @@ def _route_and_partition(X_indptr, cptr, col_row, col_val, m, w, rows, side, pro
         for p in range(cptr[j], cptr[j + 1]):
             k = col_row[p]
             prods[k] = np.float32(np.float64(prods[k]) + wj * np.float64(col_val[p]))
+
+
+@njit(cache=True, nogil=True)
+def _route_and_partition(X_indptr, cptr, col_row, col_val, m, w, rows, side, prods, newk,
+                         perm_tmp):
+    # Route the node's points (route_prods) and partition ``rows`` stably, positive child
+    # first. Returns (points, column entries) of the positive child, or (-1, 0) when a child
+    # would be empty.
+    n = rows.shape[0]
+    route_prods(cptr, col_row, col_val, m, w, n, prods)
     npos = 0
     epos = 0
     for k in range(n):
@@ -390,11 +459,8 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
             epos = np.int64(0)
             nw = np.int64(0)
             if n > max_leaf:
-                for k in range(n):
-                    side[k] = 1 if mt_next(mt) % 2 else -1
-                for k in range(n):
-                    r = rows[k]
-                    idcg[k] = np.float32(1.0 / np.float64(csum[Y_indptr[r + 1] - Y_indptr[r]]))
+                draw_sides(mt, side, 0, n, 0)
+                node_idcg(Y_indptr, rows, csum, idcg)
                 ok = optimize_ndcg_kernel(Y_indptr, Y_indices, rows, side, lab_map, nl, act_w,
                                           idcg, pos_sum, neg_sum, diff, rank_ids, rank_keys,
                                           sort_stack, disc)
@@ -403,9 +469,7 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
                     for k in range(n):
                         if side[k] > 0:
                             npos0 += 1
-                    # float32 fractions and weights, as the authors compute them
-                    c_pos = coeff32 / (np.float32(npos0) / np.float32(n))
-                    c_neg = coeff32 / (np.float32(n - npos0) / np.float32(n))
+                    c_pos, c_neg = class_weights(coeff32, npos0, n)
                     for k in range(n):
                         Cw[k] = c_pos if side[k] > 0 else c_neg
                     m = nm[i]
@@ -413,15 +477,7 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
                     cfeat = src_feat[ncol[i]:ncol[i] + m]
                     l1r_lr_kernel(cptr, src_row, src_val, m, n, side, Cw, mt, w, wpd, Hdiag,
                                   Grad, xjneg, index, xTd, ewx, ewx_new, tau, Dd, Cneg)
-                    for j in range(m):
-                        if abs(w[j]) > W_DROP:
-                            v = np.float32(w[j])
-                            if v != 0.0:
-                                w_idx[nw] = cfeat[j]  # ascending, as the columns are
-                                w_val[nw] = v
-                                nw += 1
-                        else:
-                            w[j] = 0.0
+                    nw = keep_weights(w, m, cfeat, w_idx, w_val)
                     npos, epos = _route_and_partition(X_indptr, cptr, src_row, src_val, m, w,
                                                       rows, side, prods, newk, perm_tmp)
                     if npos > 0 and (npos > max_leaf or n - npos > max_leaf):

@@ -191,7 +191,7 @@ class _Predictor:
 
     @classmethod
     def from_directory(cls, path: str, meta: dict | None = None):
-        """Load ``path/data/arrays.npz`` of a saved model (``sparkxml_kernels.load_model``)."""
+        """Load the arrays of a saved model directory (``sparkxml_kernels.load_model``)."""
         from ..persist import ModelFormatError, load_arrays
 
         arrays = load_arrays(path, required=cls.keys)

@@ -1,7 +1,7 @@
 """Forests of scikit-learn ``tree_`` arrays: prediction without Spark, and model files.
 
 Model arrays (``ForestPredictor.to_arrays()``; the same keys in a saved model's
-``data/arrays.npz``), all trees concatenated, node ids tree-local:
+``data/``, see ``sparkxml_kernels.persist``), all trees concatenated, node ids tree-local:
 
 =========================  ==================  ================================================
 key                        dtype, shape        meaning
@@ -140,7 +140,7 @@ class ForestPredictor:
 
     @classmethod
     def from_directory(cls, path: str, meta: dict | None = None) -> "ForestPredictor":
-        """Load ``path/data/arrays.npz`` (``sparkxml_kernels.load_model``)."""
+        """Load the arrays of a saved model directory (``sparkxml_kernels.load_model``)."""
         from ..persist import ModelFormatError, load_arrays
 
         arrays = load_arrays(path, required=ARRAY_KEYS)

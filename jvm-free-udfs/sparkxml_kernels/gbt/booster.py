@@ -26,12 +26,13 @@ import numpy as np
 
 from .._dtypes import FLOAT, INDEX
 from ..threads import check_threads, use_threads
+from .binned import as_binned, route_binned_any
 from .binning import n_bins_from_edges, n_real_bins
+from .categorical import CatParams
 from .collective import LocalCollective
 from .grower import TreeGrower, TreeParams
 from .loss import make_loss
 from .metrics import higher_is_better, known_metrics, metric_from_stats, metric_stats
-from .partition import route_binned
 from .predictor import TreeEnsemblePredictor
 from .splitting import SplitParams
 
@@ -49,9 +50,12 @@ class BoosterParams:
     mlogloss); baseScore (None = from the data; else the raw base score of every output);
     monotoneConstraints (None, or -1/0/1 per feature as XGBoost's ``monotone_constraints``);
     scalePosWeight (1.0; logistic only: positive rows' gradients and hessians are multiplied
-    by it, as XGBoost's ``scale_pos_weight``); nthread (1: threads for histogram building
-    and partitioning in this process or task, as XGBoost's ``nthread``; the model is the
-    same whatever its value).
+    by it, as XGBoost's ``scale_pos_weight``); categoricalFeatures (None, or the ids of the
+    categorical features; ``train`` then needs their ``categories``) with LightGBM's knobs
+    maxCatToOnehot (4), catSmooth (10.0), catL2 (10.0), maxCatThreshold (32) (categorical.py).
+    maxBins may reach 65536 (uint16 bins, binned.py); nthread (1: threads for histogram
+    building and partitioning in this process or task, as XGBoost's ``nthread``; the model
+    is the same whatever its value).
     """
 
     maxIter: int = 100
@@ -74,6 +78,11 @@ class BoosterParams:
     baseScore: float | None = None
     monotoneConstraints: tuple | None = None
     scalePosWeight: float = 1.0
+    categoricalFeatures: tuple | None = None
+    maxCatToOnehot: int = 4
+    catSmooth: float = 10.0
+    catL2: float = 10.0
+    maxCatThreshold: int = 32
     nthread: int = 1
 
     @classmethod
@@ -87,6 +96,9 @@ class BoosterParams:
             raise ValueError(f"unknown boosting parameters {unknown}; known: {sorted(known)}")
         if params.get("monotoneConstraints") is not None:
             params["monotoneConstraints"] = tuple(int(c) for c in params["monotoneConstraints"])
+        if params.get("categoricalFeatures") is not None:
+            params["categoricalFeatures"] = tuple(sorted({int(c) for c in
+                                                          params["categoricalFeatures"]})) or None
         p = cls(**params)
         if p.maxIter < 1:
             raise ValueError("maxIter must be >= 1")
@@ -98,14 +110,19 @@ class BoosterParams:
             raise ValueError(f"evalMetric must be one of {known_metrics()}")
         if not p.scalePosWeight > 0 or not np.isfinite(p.scalePosWeight):
             raise ValueError(f"scalePosWeight must be finite and > 0, got {p.scalePosWeight}")
-        n_real_bins(p.maxBins)
+        n_real_bins(p.maxBins, wide=True)
+        p.cat_params()
         check_threads(p.nthread)
         return p
+
+    def cat_params(self) -> CatParams:
+        return CatParams(self.maxCatToOnehot, self.catSmooth, self.catL2, self.maxCatThreshold)
 
     def tree_params(self) -> TreeParams:
         return TreeParams(self.growPolicy, self.maxDepth, self.maxLeaves, self.stepSize,
                           SplitParams(self.regLambda, self.regAlpha, self.minSplitLoss,
-                                      self.minChildWeight), self.monotoneConstraints)
+                                      self.minChildWeight), self.monotoneConstraints,
+                          self.categoricalFeatures, self.cat_params())
 
 
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -178,13 +195,14 @@ def _scaled_weights(y, w, scale_pos_weight, loss):
 
 
 def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callbacks=(),
-          row_ids=None, group_ptr=None, base_margin=None):
+          row_ids=None, group_ptr=None, base_margin=None, categories=None):
     """Boost trees on binned data.
 
     Parameters
     ----------
-    X_binned : uint8 (n, d), C order
-        This worker's rows, from ``binning.bin_data`` (same ``edges`` on every worker).
+    X_binned : uint8 / uint16 (n, d), C order, or binned.SparseBinned
+        This worker's rows, from ``binning.bin_data`` or ``binned.bin_matrix`` (same
+        ``edges`` on every worker).
     y : (n,) labels; w : float64 (n,) weights or None
     edges : list of d float64 arrays
     params : dict or BoosterParams (see :class:`BoosterParams`)
@@ -202,6 +220,9 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         Raw scores the rows start from instead of the base score (XGBoost's
         ``base_margin``; continued training passes the previous model's raw scores). The
         returned model's ``base_score`` is still computed from the data (or ``baseScore``).
+    categories : list of d (None or float64 array), optional
+        Category values of the categorical features (``binned.bin_matrix``); needed with
+        ``categoricalFeatures``.
 
     Returns
     -------
@@ -218,8 +239,11 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     loss = make_loss(p.objective, p.numClasses)
     if loss.requires_groups and group_ptr is None:
         raise ValueError(f"objective {p.objective} needs group_ptr")
-    X_binned = np.ascontiguousarray(X_binned, np.uint8)
+    X_binned = as_binned(X_binned)
     n, d = X_binned.shape
+    if p.categoricalFeatures and (categories is None or any(
+            categories[f] is None for f in p.categoricalFeatures if f < len(categories))):
+        raise ValueError("categoricalFeatures needs the categories of those features")
     y = np.asarray(y, FLOAT).reshape(-1)
     if y.size != n:
         raise ValueError(f"y has {y.size} rows, X_binned {n}")
@@ -246,7 +270,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     evals = []
     for i, es in enumerate(eval_sets):
         Xe, ye, we, ge, me = (tuple(es) + (None, None))[:5]
-        Xe = np.ascontiguousarray(Xe, np.uint8)
+        Xe = as_binned(Xe)
         re = _initial_raw(Xe.shape[0], K, base, me, f"eval set {i}'s base_margin")
         evals.append((Xe, np.asarray(ye, FLOAT).reshape(-1), we, ge, re))
     metric = p.evalMetric or loss.default_metric()
@@ -280,7 +304,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
             _check_finite(tree, it, loss.name)
             raw[:, k] += tree.value[leaf]
             for Xe, _, _, _, re in evals:
-                re[:, k] += tree.value[route_binned(Xe, tree)]
+                re[:, k] += tree.value[route_binned_any(Xe, tree)]
             trees.append(tree)
         rounds_run = it + 1
         # the next round's gradients, computed here so that the loss can give this round's
@@ -310,7 +334,8 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     history["best_score"] = best
     history["n_rounds"] = keep
     history["rounds_run"] = rounds_run
-    predictor = TreeEnsemblePredictor.from_trees(trees[:keep * K], K, base, loss.name, d)
+    predictor = TreeEnsemblePredictor.from_trees(trees[:keep * K], K, base, loss.name, d,
+                                                 categories)
     history["seconds"] = time.perf_counter() - t0
     return predictor, history
 

@@ -70,6 +70,7 @@ def dump_text(pred, header: str | None = None, feature_names=None) -> str:
     ``header``: first line (default: numbers of trees, outputs and features);
     ``feature_names``: overrides ``pred.feature_names``.
     """
+    pred.refuse_categorical("text dumps")
     names = feature_names if feature_names is not None else pred.feature_names
     if header is None:
         header = (f"TreeEnsemble: numTrees={pred.n_trees}, numOutputs={pred.n_outputs}, "
@@ -105,6 +106,7 @@ def _tree_json(tree: dict, names) -> dict:
 
 def dump_json(pred, feature_names=None, indent=None) -> str:
     """The ensemble as one JSON document (see the module docstring)."""
+    pred.refuse_categorical("JSON dumps")
     names = feature_names if feature_names is not None else pred.feature_names
     doc = {"objective": pred.objective, "n_outputs": pred.n_outputs,
            "base_score": [float(b) for b in pred.base_score], "n_features": pred.n_features,

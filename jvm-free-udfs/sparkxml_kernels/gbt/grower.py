@@ -31,7 +31,12 @@ Decision array (float64)
 ``[n_records, root_G, root_H, 0, record_0 ..., record_{n-1}]``, each record
 ``[node, feature, bin, default_left, threshold, gain, G_L, H_L, G_R, H_R]`` (root sums are
 filled in the first round only). Records are applied in order; children get the next two
-node ids (left first).
+node ids (left first). With categorical features every record carries ``1 + W`` more values:
+``is_cat`` and the ``W`` uint32 words of the left bin set (categorical.py), as exact floats.
+
+Binned data may be dense uint8 (histogram.py/partition.py kernels), dense uint16 or sparse
+(binned.py kernels); categorical features (``TreeParams.categorical``) take the binned.py
+partition/routing kernels and categorical.py's split search beside the numerical one.
 """
 from __future__ import annotations
 
@@ -41,11 +46,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._dtypes import FLOAT, INDEX, NODE
+from .binned import (as_binned, build_histogram_any_naive, build_histograms_any, is_sparse,
+                     missing_code, partition_nodes_any, route_binned_any)
+from .categorical import (CatParams, find_categorical_splits, find_categorical_splits_naive,
+                          n_set_words)
 from .collective import LocalCollective
-from .histogram import build_histogram_naive, build_histograms, interleave, n_hist_slots
-from .partition import partition_nodes, route_binned
-from .splitting import (SplitParams, bounded_leaf_weight, check_monotone, find_best_splits,
-                        find_best_splits_naive, leaf_weight)
+from .histogram import interleave, n_hist_slots
+from .splitting import (TIE_RTOL, SplitParams, bounded_leaf_weight, check_monotone,
+                        find_best_splits, find_best_splits_naive, leaf_weight)
 
 HEADER = 4
 REC = 10
@@ -64,6 +72,8 @@ class TreeParams:
     learning_rate : float  leaf values are stored multiplied by it
     split : SplitParams
     monotone : tuple of int, optional   per-feature monotone constraint (-1, 0, 1); None = none
+    categorical : tuple of int, optional   categorical features (categorical.py)
+    cat : CatParams   the categorical split knobs
     """
 
     grow_policy: str = "depthwise"
@@ -72,6 +82,8 @@ class TreeParams:
     learning_rate: float = 0.1
     split: SplitParams = field(default_factory=SplitParams)
     monotone: tuple | None = None
+    categorical: tuple | None = None
+    cat: CatParams = field(default_factory=CatParams)
 
     def __post_init__(self):
         if self.grow_policy not in ("depthwise", "lossguide"):
@@ -81,6 +93,9 @@ class TreeParams:
             raise ValueError("maxDepth and maxLeaves must be >= 0")
         if self.grow_policy == "lossguide" and self.max_leaves == 1:
             raise ValueError("maxLeaves must be 0 (unlimited) or >= 2")
+        if self.categorical and self.monotone is not None and any(
+                self.monotone[f] for f in self.categorical if f < len(self.monotone)):
+            raise ValueError("a categorical feature cannot have a monotone constraint")
 
 
 @dataclass
@@ -90,7 +105,9 @@ class Tree:
     feature int32, bin int32 (bin threshold), threshold float64 (raw; x <= threshold goes
     left), default_left uint8 (where NaN goes), left/right int32 (tree-local ids, -1 for
     leaves), value float64 (leaf weight x learning rate, set on every node), gain float64
-    (split gain, 0 on leaves), cover float64 (hessian sum).
+    (split gain, 0 on leaves), cover float64 (hessian sum). Trees grown with categorical
+    features also have ``is_cat`` uint8 (N,) and ``cat_sets`` uint32 (N, W): the bins that go
+    left at categorical splits (None otherwise).
     """
 
     feature: np.ndarray
@@ -102,6 +119,8 @@ class Tree:
     value: np.ndarray
     gain: np.ndarray
     cover: np.ndarray
+    is_cat: np.ndarray | None = None
+    cat_sets: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -140,6 +159,7 @@ class _State:
         # monotone constraints only: each node's weight bounds and its parent's (which clamp
         # its own value, as XGBoost's ApplyTreeSplit does)
         self.bounds, self.value_bounds = [], []
+        self.is_cat, self.sets = [], []
         self.add_node(0, 0, n_rows, 0.0, 0.0)
         self.pending = [(0, -1, -1)]        # (node to build, sibling, parent)
         self.n_leaves = 1
@@ -150,6 +170,8 @@ class _State:
     def add_node(self, depth, start, end, G, H, bounds=_UNBOUNDED, value_bounds=_UNBOUNDED):
         self.bounds.append(bounds)
         self.value_bounds.append(value_bounds)
+        self.is_cat.append(0)
+        self.sets.append(None)
         self.feature.append(-1)
         self.bin.append(-1)
         self.threshold.append(np.nan)
@@ -170,8 +192,8 @@ class TreeGrower:
 
     Parameters
     ----------
-    binned : uint8 (n, d), C order
-        This worker's rows, from ``binning.bin_data``.
+    binned : uint8 or uint16 (n, d), C order, or binned.SparseBinned
+        This worker's rows, from ``binning.bin_data`` / ``binned.bin_matrix``.
     n_bins : int32 (d,)
         Real bins per feature (``binning.n_bins_from_edges(edges)``), same on all ranks.
     edges : list of float64 arrays
@@ -185,8 +207,8 @@ class TreeGrower:
 
     def __init__(self, binned, n_bins, edges, params: TreeParams, collective=None,
                  n_threads=1):
-        self.binned = np.ascontiguousarray(binned, np.uint8)
-        if self.binned.ndim != 2:
+        self.binned = as_binned(binned)
+        if len(self.binned.shape) != 2:
             raise ValueError("binned must be 2-D (n, d)")
         self.n_bins = np.ascontiguousarray(n_bins, np.int32)
         if self.n_bins.size != self.binned.shape[1] or len(edges) != self.n_bins.size:
@@ -197,6 +219,18 @@ class TreeGrower:
         self.collective = collective if collective is not None else LocalCollective()
         self.n_slots = n_hist_slots(self.n_bins)
         self.n_threads = int(n_threads)
+        d = self.n_bins.size
+        self._cat_mask = None
+        self._rec = REC
+        self._W = 0
+        if params.categorical:
+            cats = np.asarray(params.categorical, np.int64)
+            if cats.min() < 0 or cats.max() >= d:
+                raise ValueError(f"categorical feature ids {cats.tolist()} outside 0..{d - 1}")
+            self._cat_mask = np.zeros(d, np.uint8)
+            self._cat_mask[cats] = 1
+            self._W = n_set_words(self.n_slots)
+            self._rec = REC + 1 + self._W
         n = self.binned.shape[0]
         self._partition = np.empty(n, INDEX)
         self._scratch = np.empty(n, INDEX)
@@ -246,10 +280,10 @@ class TreeGrower:
 
         while st.pending:
             local = np.zeros((len(st.pending), d, S, 2), FLOAT)
-            build_histograms(binned, self._partition,
-                             [st.start[b] for b, _, _ in st.pending],
-                             [st.end[b] for b, _, _ in st.pending],
-                             gradhess, local, hist_features, self.n_threads)
+            build_histograms_any(binned, self._partition,
+                                 [st.start[b] for b, _, _ in st.pending],
+                                 [st.end[b] for b, _, _ in st.pending],
+                                 gradhess, local, hist_features, self.n_threads)
             dec = self.collective.reduce_and_decide(local.reshape(-1), decide)
             self._apply(st, np.asarray(dec, FLOAT))
             st.round += 1
@@ -298,16 +332,21 @@ class TreeGrower:
         recs = []
         if cands:
             bounds = None if self._mono is None else np.array([st.bounds[c] for c in cands])
-            res = find_best_splits(level, np.array([[st.G[c], st.H[c]] for c in cands], FLOAT),
-                                   self.n_bins, mask, self.params.split, self.edges,
-                                   EMPTY_REL * st.H[0], self._mono, bounds)
+            sums = np.array([[st.G[c], st.H[c]] for c in cands], FLOAT)
+            num_mask = mask if self._cat_mask is None else mask & (1 - self._cat_mask)
+            res = find_best_splits(level, sums, self.n_bins, num_mask, self.params.split,
+                                   self.edges, EMPTY_REL * st.H[0], self._mono, bounds)
+            cres = None
+            if self._cat_mask is not None:
+                cres = find_categorical_splits(level, sums, self.n_bins, mask & self._cat_mask,
+                                               self.params.split, self.params.cat,
+                                               EMPTY_REL * st.H[0])
             for i, c in enumerate(cands):
-                if res.feature[i] < 0:
+                rec = _record(c, res, cres, i, self._W)
+                if rec is None:
                     continue
                 st.store[c] = level[i]  # may become a parent
-                recs.append(np.array([c, res.feature[i], res.bin[i], res.default_left[i],
-                                      res.threshold[i], res.gain[i], *res.left_sums[i],
-                                      *res.right_sums[i]], FLOAT))
+                recs.append(rec)
         if self.params.grow_policy == "depthwise":
             out = recs
         else:
@@ -339,16 +378,21 @@ class TreeGrower:
         n_rec = int(dec[0])
         if st.round == 0:
             st.G[0], st.H[0] = float(dec[1]), float(dec[2])
-        recs = dec[HEADER:HEADER + n_rec * REC].reshape(n_rec, REC)
+        recs = dec[HEADER:HEADER + n_rec * self._rec].reshape(n_rec, self._rec)
         if n_rec == 0:
             st.pending = []
             return
         nodes = recs[:, 0].astype(np.int64)
         starts = np.array([st.start[c] for c in nodes], np.int64)
         ends = np.array([st.end[c] for c in nodes], np.int64)
-        n_left = partition_nodes(self.binned, self._partition, self._scratch, starts, ends,
-                                 recs[:, 1].astype(np.int32), recs[:, 2].astype(np.int32),
-                                 recs[:, 3].astype(np.uint8), self.n_threads)
+        is_cat = sets = None
+        if self._rec > REC:
+            is_cat = recs[:, REC].astype(np.uint8)
+            sets = recs[:, REC + 1:].astype(np.uint32)
+        n_left = partition_nodes_any(self.binned, self._partition, self._scratch, starts, ends,
+                                     recs[:, 1].astype(np.int32), recs[:, 2].astype(np.int32),
+                                     recs[:, 3].astype(np.uint8), is_cat, sets,
+                                     self.n_threads)
         pending = []
         for i, r in enumerate(recs):
             p = int(r[0])
@@ -366,6 +410,8 @@ class TreeGrower:
             st.feature[p], st.bin[p] = int(r[1]), int(r[2])
             st.default_left[p], st.threshold[p], st.gain[p] = int(r[3]), float(r[4]), float(r[5])
             st.left[p], st.right[p] = lc, rc
+            if is_cat is not None and is_cat[i]:
+                st.is_cat[p], st.sets[p] = 1, sets[i]
             st.n_leaves += 1
             if self._children_need_hist(depth, st.H[lc], st.H[rc], st.n_leaves):
                 small, big = (lc, rc) if st.H[lc] <= st.H[rc] else (rc, lc)
@@ -385,6 +431,11 @@ class TreeGrower:
                            [bounded_leaf_weight(G, H, sp, *b) * lr
                             for G, H, b in zip(st.G, st.H, st.value_bounds)], FLOAT),
             gain=np.array(st.gain, FLOAT), cover=np.array(st.H, FLOAT))
+        if self._cat_mask is not None:
+            tree.is_cat = np.array(st.is_cat, np.uint8)
+            tree.cat_sets = np.zeros((tree.n_nodes, self._W), np.uint32)
+            for node in np.flatnonzero(tree.is_cat):
+                tree.cat_sets[node] = st.sets[node]
         n = self.binned.shape[0]
         leaf_index = np.empty(n, NODE)
         for node in np.flatnonzero(tree.left < 0):
@@ -393,8 +444,30 @@ class TreeGrower:
             outside = np.ones(n, bool)
             outside[rows] = False
             other = np.flatnonzero(outside).astype(INDEX)
-            leaf_index[other] = route_binned(self.binned, tree, other)
+            leaf_index[other] = route_binned_any(self.binned, tree, other)
         return tree, leaf_index
+
+
+def _record(c, res, cres, i, W):
+    """Decision record of candidate node ``c`` (row ``i`` of the numerical result ``res``
+    and of the categorical one ``cres``), or None when neither has a split. A categorical
+    split wins only when better by the near-tie margin (splitting.TIE_RTOL)."""
+    num_ok = res.feature[i] >= 0
+    cat_ok = cres is not None and cres.feature[i] >= 0
+    if cat_ok and num_ok:
+        g = res.gain[i]
+        cat_ok = cres.gain[i] > g + TIE_RTOL * 2.0 * abs(g)
+    if cat_ok:
+        return np.concatenate([[c, cres.feature[i], -1, 0, np.nan, cres.gain[i],
+                                *cres.left_sums[i], *cres.right_sums[i], 1],
+                               cres.sets[i].astype(FLOAT)])
+    if not num_ok:
+        return None
+    rec = [c, res.feature[i], res.bin[i], res.default_left[i], res.threshold[i], res.gain[i],
+           *res.left_sums[i], *res.right_sums[i]]
+    if W:
+        rec += [0] * (1 + W)
+    return np.array(rec, FLOAT)
 
 
 def grow_tree(binned, grad, hess, edges, params: TreeParams, collective=None, rows=None,
@@ -410,8 +483,10 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
                     feature_mask=None):
     """Slow twin of :meth:`TreeGrower.grow` (single process): every node's histogram built
     from scratch, splits by the naive evaluator, same node numbering. Returns (Tree,
-    leaf_index)."""
+    leaf_index). Dense (uint8/uint16) and sparse binned matrices, categorical features."""
     n, d = binned.shape
+    dense_b = binned.to_dense() if is_sparse(binned) else np.asarray(binned)
+    miss = missing_code(dense_b.dtype)
     n_bins = np.array([len(e) + 1 for e in edges], np.int32)
     S = n_hist_slots(n_bins)
     mask = np.ones(d, np.uint8) if feature_mask is None else np.asarray(feature_mask, np.uint8)
@@ -426,20 +501,33 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
     mono = grower._mono
     bounds, value_bounds = [_UNBOUNDED], [_UNBOUNDED]
 
+    cat_mask = grower._cat_mask
+
     def evaluate(c):
-        h = build_histogram_naive(binned, node_rows[c], grad, hess, S)
-        res = find_best_splits_naive(h[None], np.array([[G[c], H[c]]]), n_bins, mask,
+        h = build_histogram_any_naive(binned, node_rows[c], grad, hess, S)
+        sums = np.array([[G[c], H[c]]])
+        res = find_best_splits_naive(h[None], sums, n_bins,
+                                     mask if cat_mask is None else mask & (1 - cat_mask),
                                      params.split, edges, EMPTY_REL * H[0], mono,
                                      np.array([bounds[c]]))
-        return None if res.feature[0] < 0 else (res.gain[0], int(res.feature[0]),
-                                                int(res.bin[0]), int(res.default_left[0]),
-                                                float(res.threshold[0]),
-                                                res.left_sums[0], res.right_sums[0])
+        cres = None if cat_mask is None else find_categorical_splits_naive(
+            h[None], sums, n_bins, mask & cat_mask, params.split, params.cat, EMPTY_REL * H[0])
+        rec = _record(c, res, cres, 0, grower._W)
+        if rec is None:
+            return None
+        cat_set = rec[REC + 1:].astype(np.uint32) if rec.size > REC and rec[REC] else None
+        return (rec[5], int(rec[1]), int(rec[2]), int(rec[3]), float(rec[4]), rec[6:8],
+                rec[8:10], cat_set)
 
     def apply(c, s):
-        _, f, t, dl, _, ls, rs = s
-        b = binned[node_rows[c], f].astype(np.int64)
-        go = np.where(b == 255, bool(dl), b <= t)
+        _, f, t, dl, _, ls, rs, cat_set = s
+        b = dense_b[node_rows[c], f].astype(np.int64)
+        if cat_set is None:
+            go = np.where(b == miss, bool(dl), b <= t)
+        else:
+            member = (cat_set[np.minimum(b, 32 * cat_set.size - 1) // 32]
+                      >> (b % 32).astype(np.uint32)) & 1
+            go = (b != miss) & (member != 0)
         ids = []
         kid_bounds = (bounds[c], bounds[c])
         if mono is not None:
@@ -501,4 +589,10 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
                 np.array([bounded_leaf_weight(g, h, sp, *b) * params.learning_rate
                           for g, h, b in zip(G, H, value_bounds)]),
                 gain, np.array(H))
-    return tree, route_binned(binned, tree)
+    if cat_mask is not None:
+        tree.is_cat = np.zeros(m, np.uint8)
+        tree.cat_sets = np.zeros((m, grower._W), np.uint32)
+        for c in kids:
+            if split[c][7] is not None:
+                tree.is_cat[c], tree.cat_sets[c] = 1, split[c][7]
+    return tree, route_binned_any(binned, tree)

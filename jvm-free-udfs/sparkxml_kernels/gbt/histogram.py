@@ -260,12 +260,12 @@ def build_histograms(binned, partition, starts, ends, gradhess, hist_out, featur
             _complex_view(hist_out, m))
     n_blocks = min(int(n_threads), args[4].size)
     if n_blocks > 1 and m and worth_threads(args[3] - args[2]):
-        _build_histograms_parallel(*args, n_blocks, missing_code(binned))
+        _build_histograms_parallel(*args, n_blocks, _missing_of(binned))
     else:
         _build_histograms(*args)
 
 
-def missing_code(binned) -> int:
+def _missing_of(binned) -> int:
     """The bin value that means "missing" in ``binned`` (the dtype's largest value)."""
     return int(np.iinfo(binned.dtype).max)
 

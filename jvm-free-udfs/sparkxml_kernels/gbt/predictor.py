@@ -1,7 +1,7 @@
 """Tree-ensemble prediction on raw features (no binning at predict time).
 
 Model arrays (``TreeEnsemblePredictor.to_arrays()``; the same keys in a saved model's
-``data/arrays.npz``):
+``data/``, see ``sparkxml_kernels.persist``):
 
 =================  ==================  =====================================================
 key                dtype, shape        meaning
@@ -22,7 +22,18 @@ n_features         int64 ()            width of the training feature vectors
 missing            float64 ()          optional: the value that means "missing" besides NaN
                                        (XGBoost's ``missing``; NaN or absent = NaN only)
 feature_names      str (n_features,)   optional: names used by dumps and importances
+cat_ptr            int64 (N + 1,)      optional (models with categorical splits): node j is
+                                       a categorical split when cat_ptr[j+1] > cat_ptr[j]
+cat_words          uint32 (C,)         optional: node j's categories going left, a bitset
+                                       over category values in words [cat_ptr[j],
+                                       cat_ptr[j+1]) (bit v % 32 of word v // 32 =
+                                       category v, LightGBM's ``cat_threshold`` layout)
 =================  ==================  =====================================================
+
+A categorical split sends a row left when its value is a category in the node's set; NaN,
+negative, fractional and unknown values go right (its ``threshold`` is NaN and
+``default_left`` 0). Models without categorical splits have no ``cat_*`` arrays and take the
+numerical kernels only.
 
 Input: dense float64 (n, d) (NaN = missing) or CSR ``(indptr, indices, data, n_features)`` /
 scipy CSR (absent entries are 0.0, explicit NaN = missing). With ``missing`` set to a value
@@ -53,7 +64,8 @@ MAX_OUTPUTS = 10_000
 ARRAY_KEYS = ("feature", "threshold", "default_left", "left", "right", "value", "gain",
               "cover", "tree_offsets", "tree_outputs", "n_outputs", "base_score", "objective",
               "n_features")
-OPTIONAL_KEYS = ("tree_outputs", "missing", "feature_names")
+OPTIONAL_KEYS = ("tree_outputs", "missing", "feature_names", "cat_ptr", "cat_words")
+NODE_KEYS = ("feature", "threshold", "default_left", "left", "right", "value", "gain", "cover")
 
 
 @njit(cache=True, nogil=True)
@@ -145,12 +157,86 @@ def _predict_leaves(X, feature, threshold, default_left, left, right, tree_offse
                               right) - tree_offsets[t]
 
 
+@njit(cache=True, nogil=True)
+def _leaf_cat(x, base, feature, threshold, default_left, left, right, cat_ptr, cat_words):
+    node = 0
+    while True:
+        j = base + node
+        nxt = left[j]
+        if nxt < 0:
+            return j
+        v = x[feature[j]]
+        a = cat_ptr[j]
+        b = cat_ptr[j + 1]
+        if b > a:  # categorical: left iff v is a category of the set
+            go = False
+            if v >= 0.0 and v < 32.0 * (b - a) and v == np.floor(v):
+                c = np.int64(v)
+                go = (cat_words[a + (c >> 5)] >> np.uint32(c & 31)) & np.uint32(1) != 0
+            if not go:
+                nxt = right[j]
+        elif np.isnan(v):
+            if default_left[j] == 0:
+                nxt = right[j]
+        elif not v <= threshold[j]:
+            nxt = right[j]
+        node = nxt
+
+
+@njit(cache=True, nogil=True)
+def _predict_dense_cat(X, feature, threshold, default_left, left, right, value, tree_offsets,
+                       tree_outputs, cat_ptr, cat_words, out):
+    n_trees = tree_offsets.shape[0] - 1
+    for i in range(X.shape[0]):
+        x = X[i]
+        for t in range(n_trees):
+            j = _leaf_cat(x, tree_offsets[t], feature, threshold, default_left, left, right,
+                          cat_ptr, cat_words)
+            out[i, tree_outputs[t]] += value[j]
+
+
+@njit(cache=True, nogil=True)
+def _predict_leaves_cat(X, feature, threshold, default_left, left, right, tree_offsets,
+                        cat_ptr, cat_words, out):
+    for i in range(X.shape[0]):
+        x = X[i]
+        for t in range(tree_offsets.shape[0] - 1):
+            out[i, t] = _leaf_cat(x, tree_offsets[t], feature, threshold, default_left, left,
+                                  right, cat_ptr, cat_words) - tree_offsets[t]
+
+
+def _raw_category_sets(trees, categories):
+    """(cat_ptr, cat_words) of grower trees with categorical splits (bins -> values), or
+    (None, None) when no tree has one."""
+    from .categorical import bins_of_set, value_bitset
+
+    if not any(getattr(t, "is_cat", None) is not None and t.is_cat.any() for t in trees):
+        return None, None
+    if categories is None:
+        raise ValueError("trees with categorical splits need the features' categories")
+    counts, words = [], []
+    for t in trees:
+        is_cat = getattr(t, "is_cat", None)
+        for node in range(t.n_nodes):
+            if is_cat is not None and is_cat[node]:
+                f = int(t.feature[node])
+                vals = np.asarray(categories[f], FLOAT)[bins_of_set(t.cat_sets[node])]
+                w = value_bitset(vals)
+                words.append(w)
+                counts.append(w.size)
+            else:
+                counts.append(0)
+    ptr = np.zeros(len(counts) + 1, INDPTR)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr, np.concatenate(words).astype(np.uint32)
+
+
 class TreeEnsemblePredictor:
     """Boosted trees as flat arrays (see the module docstring for the keys)."""
 
     def __init__(self, feature, threshold, default_left, left, right, value, gain, cover,
                  tree_offsets, n_outputs, base_score, objective, n_features, tree_outputs=None,
-                 missing=float("nan"), feature_names=None):
+                 missing=float("nan"), feature_names=None, cat_ptr=None, cat_words=None):
         self.feature = np.ascontiguousarray(feature, NODE)
         self.threshold = np.ascontiguousarray(threshold, FLOAT)
         self.default_left = np.ascontiguousarray(default_left, np.uint8)
@@ -170,7 +256,23 @@ class TreeEnsemblePredictor:
             np.int32)
         self.missing = float(missing)
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        self.cat_ptr = None if cat_ptr is None else np.ascontiguousarray(cat_ptr, INDPTR)
+        self.cat_words = None if cat_ptr is None else np.ascontiguousarray(cat_words, np.uint32)
         self._check()
+
+    @property
+    def has_categorical(self) -> bool:
+        """True when some split is on a category set (``cat_ptr`` present)."""
+        return self.cat_ptr is not None
+
+    def _cat_kw(self) -> dict:
+        return {"cat_ptr": self.cat_ptr, "cat_words": self.cat_words}
+
+    def refuse_categorical(self, what: str):
+        """Raise for operations that do not know categorical splits."""
+        if self.has_categorical:
+            raise ValueError(f"{what} is not supported for models with categorical splits "
+                             f"(categoricalCols); predictions, leaves and importances are")
 
     def _check(self):
         """Refuse arrays that do not describe trees: prediction walks ``left``/``right`` until
@@ -200,14 +302,21 @@ class TreeEnsemblePredictor:
             raise ValueError(f"a split uses feature {bad}, outside 0..{self.n_features - 1}")
         if not (np.isfinite(self.value[~internal]).all() and np.isfinite(self.base_score).all()):
             raise ValueError("leaf values or base_score are not finite")
+        if self.cat_ptr is not None:
+            p = self.cat_ptr
+            if p.shape != (N + 1,) or p[0] != 0 or np.any(np.diff(p) < 0) or \
+                    p[-1] != self.cat_words.size or np.any((np.diff(p) > 0) & ~internal):
+                raise ValueError("cat_ptr/cat_words are inconsistent with the node arrays")
         if self.feature_names is not None and len(self.feature_names) != self.n_features:
             raise ValueError(f"{len(self.feature_names)} feature names for {self.n_features} "
                              f"features")
 
     # ----------------------------------------------------------------------------------------
     @classmethod
-    def from_trees(cls, trees, n_outputs, base_score, objective, n_features):
-        """Concatenate grower ``Tree`` objects (round-major: tree t adds to t % n_outputs)."""
+    def from_trees(cls, trees, n_outputs, base_score, objective, n_features, categories=None):
+        """Concatenate grower ``Tree`` objects (round-major: tree t adds to t % n_outputs).
+        ``categories`` (list of d: None or the sorted category values of a categorical
+        feature) turns categorical splits' bin sets into category sets."""
         if not trees:
             raise ValueError("no trees")
         off = np.zeros(len(trees) + 1, INDPTR)
@@ -215,8 +324,10 @@ class TreeEnsemblePredictor:
         cat = {k: np.concatenate([getattr(t, k) for t in trees])
                for k in ("feature", "threshold", "default_left", "left", "right", "value",
                          "gain", "cover")}
+        cat_ptr, cat_words = _raw_category_sets(trees, categories)
         return cls(tree_offsets=off, n_outputs=n_outputs, base_score=base_score,
-                   objective=objective, n_features=n_features, **cat)
+                   objective=objective, n_features=n_features, cat_ptr=cat_ptr,
+                   cat_words=cat_words, **cat)
 
     @property
     def n_trees(self) -> int:
@@ -235,6 +346,8 @@ class TreeEnsemblePredictor:
                "missing": np.asarray(self.missing, FLOAT)}
         if self.feature_names is not None:
             out["feature_names"] = np.asarray(self.feature_names, dtype=str)
+        if self.cat_ptr is not None:
+            out["cat_ptr"], out["cat_words"] = self.cat_ptr, self.cat_words
         return out
 
     @classmethod
@@ -249,7 +362,8 @@ class TreeEnsemblePredictor:
         return cls(n_outputs=int(arrays["n_outputs"]), objective=str(arrays["objective"]),
                    n_features=int(arrays["n_features"]), tree_outputs=arrays.get("tree_outputs"),
                    missing=float(arrays.get("missing", np.nan)),
-                   feature_names=None if fn is None else [str(f) for f in np.ravel(fn)], **kw)
+                   feature_names=None if fn is None else [str(f) for f in np.ravel(fn)],
+                   cat_ptr=arrays.get("cat_ptr"), cat_words=arrays.get("cat_words"), **kw)
 
     def with_options(self, missing=None, feature_names=None) -> "TreeEnsemblePredictor":
         """A copy sharing the node arrays, with ``missing`` and/or ``feature_names`` set."""
@@ -272,14 +386,21 @@ class TreeEnsemblePredictor:
                for k in ("feature", "threshold", "default_left", "left", "right", "value",
                          "gain", "cover", "tree_outputs")}
         off = np.concatenate([self.tree_offsets, other.tree_offsets[1:] + self.tree_offsets[-1]])
+        kw = {}
+        if self.has_categorical or other.has_categorical:
+            ptrs = [m.cat_ptr if m.has_categorical else np.zeros(m.feature.size + 1, INDPTR)
+                    for m in (self, other)]
+            kw["cat_ptr"] = np.concatenate([ptrs[0], ptrs[1][1:] + ptrs[0][-1]])
+            kw["cat_words"] = np.concatenate([m.cat_words if m.has_categorical else
+                                              np.zeros(0, np.uint32) for m in (self, other)])
         return TreeEnsemblePredictor(tree_offsets=off, n_outputs=self.n_outputs,
                                      base_score=self.base_score, objective=self.objective,
                                      n_features=self.n_features, missing=self.missing,
-                                     feature_names=self.feature_names, **cat)
+                                     feature_names=self.feature_names, **cat, **kw)
 
     @classmethod
     def from_directory(cls, path: str, meta: dict | None = None) -> "TreeEnsemblePredictor":
-        """Load ``path/data/arrays.npz`` of a saved model (``sparkxml_kernels.load_model``)."""
+        """Load the arrays of a saved model directory (``sparkxml_kernels.load_model``)."""
         from ..persist import ModelFormatError, load_arrays
 
         arrays = load_arrays(path, required=tuple(k for k in ARRAY_KEYS
@@ -349,23 +470,38 @@ class TreeEnsemblePredictor:
             if not np.isnan(self.missing):
                 data = np.where(data == self.missing, np.nan, data)
                 absent = np.nan if self.missing == 0.0 else 0.0
-            (_predict_csr_parallel if par else _predict_csr)(
-                indptr, indices, data, max(d, self.n_features), absent, *self._kernel_args(),
-                out)
+            if self.has_categorical:  # (rare: categorical features arrive dense)
+                self._predict_dense(self.dense_input(X), out, par)
+            else:
+                (_predict_csr_parallel if par else _predict_csr)(
+                    indptr, indices, data, max(d, self.n_features), absent,
+                    *self._kernel_args(), out)
         else:
             X = self._missing_to_nan(dense(X))
             self._check_width(X.shape[1])
             out = self._start(X.shape[0], base_margin)
-            (_predict_dense_parallel if par else _predict_dense)(X, *self._kernel_args(), out)
+            self._predict_dense(X, out, par)
         return out[:, 0] if self.n_outputs == 1 else out
+
+    def _predict_dense(self, X, out, parallel=False):
+        if self.has_categorical:
+            _predict_dense_cat(X, *self._kernel_args(), self.cat_ptr, self.cat_words, out)
+        else:
+            (_predict_dense_parallel if parallel else _predict_dense)(X, *self._kernel_args(),
+                                                                      out)
 
     def predict_leaf(self, X) -> np.ndarray:
         """int32 (n, n_trees): the tree-local node id of the leaf each row reaches in each
         tree (XGBoost's ``pred_leaf``)."""
         X = self.dense_input(X)
         out = np.empty((X.shape[0], self.n_trees), np.int32)
-        _predict_leaves(X, self.feature, self.threshold, self.default_left, self.left,
-                        self.right, self.tree_offsets, out)
+        if self.has_categorical:
+            _predict_leaves_cat(X, self.feature, self.threshold, self.default_left, self.left,
+                                self.right, self.tree_offsets, self.cat_ptr, self.cat_words,
+                                out)
+        else:
+            _predict_leaves(X, self.feature, self.threshold, self.default_left, self.left,
+                            self.right, self.tree_offsets, out)
         return out
 
     def tree_values(self, X) -> np.ndarray:
@@ -428,6 +564,7 @@ class TreeEnsemblePredictor:
         margin plus each tree's expected value). Rows sum to ``predict_raw``."""
         from .shap import tree_shap
 
+        self.refuse_categorical("SHAP (predict_contributions)")
         return tree_shap(self, self.dense_input(X), base_margin)
 
     def predict_raw_naive(self, X) -> np.ndarray:
@@ -440,7 +577,13 @@ class TreeEnsemblePredictor:
                 while self.left[base + node] >= 0:
                     j = base + node
                     v = X[i, self.feature[j]]
-                    go = bool(self.default_left[j]) if np.isnan(v) else v <= self.threshold[j]
+                    if self.has_categorical and self.cat_ptr[j + 1] > self.cat_ptr[j]:
+                        words = self.cat_words[self.cat_ptr[j]:self.cat_ptr[j + 1]]
+                        go = bool(v >= 0 and v == np.floor(v) and v < 32 * words.size and
+                                  (int(words[int(v) // 32]) >> (int(v) % 32)) & 1)
+                    else:
+                        go = bool(self.default_left[j]) if np.isnan(v) else \
+                            v <= self.threshold[j]
                     node = self.left[j] if go else self.right[j]
                 out[i, self.tree_outputs[t]] += self.value[base + node]
         return out[:, 0] if self.n_outputs == 1 else out
@@ -476,4 +619,6 @@ class TreeEnsemblePredictor:
             self.feature[:e], self.threshold[:e], self.default_left[:e], self.left[:e],
             self.right[:e], self.value[:e], self.gain[:e], self.cover[:e],
             self.tree_offsets[:t + 1], self.n_outputs, self.base_score, self.objective,
-            self.n_features, self.tree_outputs[:t], self.missing, self.feature_names)
+            self.n_features, self.tree_outputs[:t], self.missing, self.feature_names,
+            None if self.cat_ptr is None else self.cat_ptr[:e + 1],
+            None if self.cat_ptr is None else self.cat_words[:self.cat_ptr[e]])

@@ -222,6 +222,7 @@ def tree_shap(pred, X, base_margin=None) -> np.ndarray:
     -------
     float64 (n, d + 1) for one output, (n, K, d + 1) otherwise.
     """
+    pred.refuse_categorical("SHAP")
     X = np.ascontiguousarray(X, FLOAT)
     n, d = X.shape[0], pred.n_features
     phi = np.zeros((n, pred.n_outputs, d + 1), FLOAT)

@@ -188,11 +188,13 @@ def cs_block(indptr, indices, data, lo, hi, labels, cw, qd, alpha, U, dW, sigma,
 
 
 @njit(cache=True, nogil=True)
-def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out):
-    """Objective pieces of rows [lo, hi) at (W (d, K), alpha (n, K)).
+def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out, viol):
+    """Objective pieces and KKT violations of rows [lo, hi) at (W (d, K), alpha (n, K)).
 
-    out (4,) = [sum_i C_i max_m (e_i^m + W_m.x_i - W_y.x_i), sum_i sum_{m != y_i} a_i^m,
-    rows with a_i != 0 and a_i^{y_i} < C_i, rows with a_i^{y_i} = C_i].
+    out (5,) = [sum_i C_i max_m (e_i^m + W_m.x_i - W_y.x_i), sum_i sum_{m != y_i} a_i^m,
+    rows with a_i != 0 and a_i^{y_i} < C_i, rows with a_i^{y_i} = C_i, largest violation];
+    viol[i] = liblinear's per-row stopping value max(0, max_m G^m - min_{m: a^m < bound_m} G^m)
+    with G^m = e_i^m + W_m.x_i.
     """
     K = W.shape[1]
     M = np.empty(K)
@@ -200,6 +202,7 @@ def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out):
     lin = 0.0
     nfree = 0
     nbound = 0
+    vmax = 0.0
     for i in range(lo, hi):
         for m in range(K):
             M[m] = 0.0
@@ -211,14 +214,28 @@ def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out):
         y = labels[i]
         best = 0.0
         sv = False
+        gmax = -np.inf
+        gmin = np.inf
         for m in range(K):
+            g = M[m]
             if m != y:
                 z = 1.0 + M[m] - M[y]
                 if z > best:
                     best = z
                 lin += alpha[i, m]
+                g += 1.0
+                if alpha[i, m] < 0.0 and g < gmin:
+                    gmin = g
+            elif alpha[i, m] < cw[i] and g < gmin:
+                gmin = g
+            if g > gmax:
+                gmax = g
             if alpha[i, m] != 0.0:
                 sv = True
+        vi = max(gmax - gmin, 0.0)
+        viol[i] = vi
+        if vi > vmax:
+            vmax = vi
         lsum += cw[i] * best
         if alpha[i, y] == cw[i] and cw[i] > 0.0:
             nbound += 1
@@ -228,3 +245,4 @@ def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out):
     out[1] = lin
     out[2] = nfree
     out[3] = nbound
+    out[4] = vmax

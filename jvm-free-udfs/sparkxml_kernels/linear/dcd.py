@@ -39,6 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..gbt.histogram import prefetch
 from ._rng import rng_below, rng_uniform, shuffle_prefix
 
 PERMUTATION = 0
@@ -50,6 +51,8 @@ SQUARED_HINGE = 1
 CHANGE_RATE = 0.2
 PREF_MIN = 0.05
 PREF_MAX = 20.0
+# a step without gain multiplies the preference by exp(CHANGE_RATE * (0 / avg - 1))
+_SHRINK = math.exp(-CHANGE_RATE)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -60,19 +63,69 @@ def _dot(indptr, indices, data, i, u):
     return s
 
 
+# Both schedules visit rows in a random order, so nearly every visit misses the cache for the
+# row's scalars and its CSR entries (a9a: 5 MB of CSR; ~200 ns a visit, 4x the same pass in
+# row order). The kernels therefore (1) pack each row's scalars into one 64-byte record,
+# (2) prefetch the records PREFETCH_AHEAD * 2 visits ahead and the CSR entries
+# PREFETCH_AHEAD visits ahead: the visiting order is known a pass in advance. Measured on
+# a9a, CPU time per Shark pass: 7.4 -> 4.0 ms (hinge), 8.1 -> 3.9 ms (squared hinge).
+PREFETCH_AHEAD = 6
+_A, _U, _D, _Q, _Y, _P, _S, _E = 0, 1, 2, 3, 4, 5, 6, 7  # record fields
+
+
+@njit(cache=True, nogil=True)
+def _pack(indptr, lo, hi, labels, pos, upper, diag, qd, alpha, pref, sigma):
+    rec = np.empty((hi - lo, 8))
+    for t in range(hi - lo):
+        i = lo + t
+        rec[t, _A] = alpha[i]
+        rec[t, _U] = upper[i]
+        rec[t, _D] = diag[i]
+        rec[t, _Q] = sigma * qd[i] + diag[i]
+        rec[t, _Y] = 1.0 if labels[i] == pos else -1.0
+        rec[t, _P] = pref[i] if pref.size else 1.0
+        rec[t, _S] = indptr[i]
+        rec[t, _E] = indptr[i + 1]
+    return rec
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _step(indptr, indices, data, i, sd, u):
-    """u += sd x_i."""
-    for p in range(indptr[i], indptr[i + 1]):
+def _prefetch_visit(rec, indices, data, index, s, end):
+    """Hints for the visits s + 2 * PREFETCH_AHEAD (its record) and s + PREFETCH_AHEAD (its
+    CSR entries, whose bounds are in the record fetched earlier)."""
+    if s + 2 * PREFETCH_AHEAD < end:
+        prefetch(rec, np.uint64(index[s + 2 * PREFETCH_AHEAD] * 8))
+    if s + PREFETCH_AHEAD < end:
+        t = index[s + PREFETCH_AHEAD]
+        q0 = np.uint64(rec[t, _S])
+        q1 = np.uint64(rec[t, _E])
+        if q1 > q0:
+            prefetch(indices, q0)
+            prefetch(data, q0)
+            prefetch(indices, q1 - np.uint64(1))
+            prefetch(data, q1 - np.uint64(1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rec_dot(rec, t, indices, data, u):
+    s = 0.0
+    for p in range(np.int64(rec[t, _S]), np.int64(rec[t, _E])):
+        s += u[indices[p]] * data[p]
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rec_step(rec, t, indices, data, sd, u):
+    """u += sd x_t."""
+    for p in range(np.int64(rec[t, _S]), np.int64(rec[t, _E])):
         u[indices[p]] += sd * data[p]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _permutation(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u,
-                 sigma, tol, max_passes, rng, index):
-    l = hi - lo
+def _permutation(rec, indices, data, u, sigma, tol, max_passes, rng, index):
+    l = rec.shape[0]
     for s in range(l):
-        index[s] = lo + s
+        index[s] = s
     active = l
     inf = np.inf
     pgmax_old = inf
@@ -91,16 +144,16 @@ def _permutation(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, al
         shuffle_prefix(index, active, rng)
         s = 0
         while s < active:
-            i = index[s]
-            yi = 1.0 if labels[i] == pos else -1.0
-            G = yi * _dot(indptr, indices, data, i, u) - 1.0 + alpha[i] * diag[i]
-            C = upper[i]
-            a = alpha[i]
+            _prefetch_visit(rec, indices, data, index, s, active)
+            t = index[s]
+            yi = rec[t, _Y]
+            a = rec[t, _A]
+            G = yi * _rec_dot(rec, t, indices, data, u) - 1.0 + a * rec[t, _D]
+            C = rec[t, _U]
             PG = 0.0
             if a == 0.0:
                 if G > pgmax_old:
                     active -= 1
-                    t = index[s]
                     index[s] = index[active]
                     index[active] = t
                     continue
@@ -109,7 +162,6 @@ def _permutation(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, al
             elif a == C:
                 if G < pgmin_old:
                     active -= 1
-                    t = index[s]
                     index[s] = index[active]
                     index[active] = t
                     continue
@@ -122,10 +174,9 @@ def _permutation(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, al
             if PG < pgmin_new:
                 pgmin_new = PG
             if abs(PG) > 1.0e-12:
-                q = sigma * qd[i] + diag[i]
-                na = min(max(a - G / q, 0.0), C)
-                alpha[i] = na
-                _step(indptr, indices, data, i, sigma * (na - a) * yi, u)
+                na = min(max(a - G / rec[t, _Q], 0.0), C)
+                rec[t, _A] = na
+                _rec_step(rec, t, indices, data, sigma * (na - a) * yi, u)
                 steps += 1
             s += 1
         passes += 1
@@ -148,9 +199,8 @@ def _permutation(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, al
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _shark(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u, sigma,
-           tol, max_passes, rng, index, pref, sstate):
-    l = hi - lo
+def _shark(rec, indices, data, u, sigma, tol, max_passes, rng, index, sstate):
+    l = rec.shape[0]
     avg_gain = sstate[0]
     epoch = sstate[1]
     canstop = sstate[2] != 0.0
@@ -162,11 +212,11 @@ def _shark(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u
     while passes < max_passes:
         # schedule: row t gets about l * pref_t / sum(pref) slots (Shark's stochastic rounding)
         psum = 0.0
-        for t in range(lo, hi):
-            psum += pref[t]
+        for t in range(l):
+            psum += rec[t, _P]
         npos = 0
         for t in range(l):
-            p = pref[lo + t]
+            p = rec[t, _P]
             left = l - npos
             if t == l - 1:
                 n = left
@@ -177,7 +227,7 @@ def _shark(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u
                     n += 1
                 n = min(n, left)
             for _ in range(n):
-                index[npos] = lo + t
+                index[npos] = t
                 npos += 1
             psum -= p
         for s in range(l - 1, 0, -1):
@@ -187,11 +237,12 @@ def _shark(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u
             index[j] = t2
         viol = 0.0
         for s in range(l):
-            i = index[s]
-            yi = 1.0 if labels[i] == pos else -1.0
-            a = alpha[i]
-            bound = upper[i]
-            g = 1.0 - yi * _dot(indptr, indices, data, i, u) - diag[i] * a
+            _prefetch_visit(rec, indices, data, index, s, l)
+            t = index[s]
+            yi = rec[t, _Y]
+            a = rec[t, _A]
+            bound = rec[t, _U]
+            g = 1.0 - yi * _rec_dot(rec, t, indices, data, u) - rec[t, _D] * a
             if (a == 0.0 and g < 0.0) or (a == bound and g > 0.0):
                 pg = 0.0
             else:
@@ -200,7 +251,7 @@ def _shark(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u
                 viol = abs(pg)
             gain = 0.0
             if pg != 0.0:
-                q = sigma * qd[i] + diag[i]
+                q = rec[t, _Q]
                 mu = g / q
                 na = a + mu
                 if na <= 0.0:
@@ -209,16 +260,21 @@ def _shark(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u
                 elif na >= bound:
                     mu = bound - a
                     na = bound
-                alpha[i] = na
-                _step(indptr, indices, data, i, sigma * mu * yi, u)
+                rec[t, _A] = na
+                _rec_step(rec, t, indices, data, sigma * mu * yi, u)
                 gain = mu * (g - 0.5 * q * mu)
                 steps += 1
             if epoch == 0.0:
                 avg_gain += gain * lr
             else:
                 if avg_gain > 0.0:
-                    change = CHANGE_RATE * (gain / avg_gain - 1.0)
-                    pref[i] = min(PREF_MAX, max(PREF_MIN, pref[i] * math.exp(change)))
+                    if gain == 0.0:
+                        # the common case (a row at its bound, rightly): a constant factor
+                        if rec[t, _P] > PREF_MIN:
+                            rec[t, _P] = max(PREF_MIN, rec[t, _P] * _SHRINK)
+                    else:
+                        change = CHANGE_RATE * (gain / avg_gain - 1.0)
+                        rec[t, _P] = min(PREF_MAX, max(PREF_MIN, rec[t, _P] * math.exp(change)))
                 avg_gain = (1.0 - lr) * avg_gain + lr * gain
         epoch += 1.0
         passes += 1
@@ -228,8 +284,8 @@ def _shark(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u
                 break
             # a full sweep must confirm convergence
             canstop = True
-            for t in range(lo, hi):
-                pref[t] = 1.0
+            for t in range(l):
+                rec[t, _P] = 1.0
         else:
             canstop = False
     sstate[0] = avg_gain
@@ -249,32 +305,51 @@ def dcd_block(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha
     """
     if hi <= lo:
         return 0, 0, 0.0, True
+    rec = _pack(indptr, lo, hi, labels, pos, upper, diag, qd, alpha, pref, sigma)
     if schedule == SHARK:
-        return _shark(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u,
-                      sigma, tol, max_passes, rng, index, pref, sstate)
-    return _permutation(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd, alpha, u,
-                        sigma, tol, max_passes, rng, index)
+        r = _shark(rec, indices, data, u, sigma, tol, max_passes, rng, index, sstate)
+    else:
+        r = _permutation(rec, indices, data, u, sigma, tol, max_passes, rng, index)
+    for t in range(hi - lo):
+        alpha[lo + t] = rec[t, _A]
+        if schedule == SHARK:
+            pref[lo + t] = rec[t, _P]
+    return r
 
 
 @njit(cache=True, nogil=True)
 def block_stats(indptr, indices, data, lo, hi, labels, pos, w, alpha, upper, diag, cw, loss,
-                out):
-    """Objective pieces of rows [lo, hi) at (w, alpha) for one binary problem.
+                out, viol):
+    """Objective pieces and KKT violations of rows [lo, hi) at (w, alpha), one binary problem.
 
-    out (5,) float64 = [sum_i C_i loss_i(w), sum_i a_i, sum_i D_ii a_i^2,
-    free support vectors (0 < a_i < U_i), bounded ones (a_i = U_i)].
+    out (6,) float64 = [sum_i C_i loss_i(w), sum_i a_i, sum_i D_ii a_i^2,
+    free support vectors (0 < a_i < U_i), bounded ones (a_i = U_i), largest violation];
+    viol[i] = |projected gradient| of row i (liblinear's PG: G = y_i w.x_i - 1 + D_ii a_i,
+    projected onto the box [0, U_i]).
     """
     lsum = 0.0
     asum = 0.0
     dsum = 0.0
     nfree = 0
     nbound = 0
+    vmax = 0.0
     for i in range(lo, hi):
         yi = 1.0 if labels[i] == pos else -1.0
         z = 1.0 - yi * _dot(indptr, indices, data, i, w)
         if z > 0.0:
             lsum += cw[i] * (z if loss == HINGE else z * z)
         a = alpha[i]
+        G = diag[i] * a - z
+        if a == 0.0:
+            pg = min(G, 0.0)
+        elif a == upper[i]:
+            pg = max(G, 0.0)
+        else:
+            pg = G
+        v = abs(pg)
+        viol[i] = v
+        if v > vmax:
+            vmax = v
         if a > 0.0:
             asum += a
             dsum += diag[i] * a * a
@@ -287,6 +362,7 @@ def block_stats(indptr, indices, data, lo, hi, labels, pos, w, alpha, upper, dia
     out[2] = dsum
     out[3] = nfree
     out[4] = nbound
+    out[5] = vmax
 
 
 @njit(cache=True, nogil=True)

@@ -145,13 +145,33 @@ def dcd_block_naive(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd,
 
 
 def block_stats_naive(X, labels, pos, w, alpha, upper, diag, cw, loss):
-    """Dense twin of ``dcd.block_stats`` over all rows of the dense (n, d) X."""
+    """Dense twin of ``dcd.block_stats`` over all rows of the dense (n, d) X: (out (6,),
+    violations (n,))."""
     y = np.where(labels == pos, 1.0, -1.0)
     z = np.maximum(0.0, 1.0 - y * (X @ w))
     sv = alpha > 0
-    return np.array([float(np.sum(cw * (z if loss == HINGE else z * z))),
-                     float(alpha[sv].sum()), float(np.sum(diag[sv] * alpha[sv] ** 2)),
-                     float(np.sum(sv & (alpha != upper))), float(np.sum(sv & (alpha == upper)))])
+    G = y * (X @ w) - 1.0 + diag * alpha
+    pg = np.where(alpha == 0, np.minimum(G, 0.0), np.where(alpha == upper, np.maximum(G, 0.0), G))
+    viol = np.abs(pg)
+    out = np.array([float(np.sum(cw * (z if loss == HINGE else z * z))),
+                    float(alpha[sv].sum()), float(np.sum(diag[sv] * alpha[sv] ** 2)),
+                    float(np.sum(sv & (alpha != upper))), float(np.sum(sv & (alpha == upper))),
+                    float(viol.max(initial=0.0))])
+    return out, viol
+
+
+def cs_violations_naive(X, labels, W, alpha, cw):
+    """Per-row Crammer-Singer stopping values (liblinear's max G - min G over the classes
+    below their bound), dense: twin of ``cs.cs_stats``'s ``viol``."""
+    M = X @ W
+    n, K = M.shape
+    e = np.ones((n, K))
+    e[np.arange(n), labels] = 0.0
+    G = M + e
+    bound = np.zeros((n, K))
+    bound[np.arange(n), labels] = cw
+    Gmin = np.where(alpha < bound, G, np.inf).min(axis=1)
+    return np.maximum(G.max(axis=1) - Gmin, 0.0)
 
 
 def cs_subproblem_naive(A, yi, Cy, Bv):

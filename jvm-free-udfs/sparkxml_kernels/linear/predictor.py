@@ -1,6 +1,6 @@
 """Serving a linear SVM without Spark: margins, predictions, the saved arrays.
 
-Saved arrays (``path/data/arrays.npz``, ``modelKind`` "linear_svm")::
+Saved arrays (``path/data/``, see ``sparkxml_kernels.persist``; ``modelKind`` "linear_svm")::
 
     coefficient_matrix  float64 (K, d)  K = 1 for two classes (the weights of class 1),
                                         else one row per class (OVR or Crammer-Singer)

@@ -1,0 +1,287 @@
+"""Categorical splits: LightGBM's many-vs-many search on categories sorted by their gradient
+statistics, on the same histograms as numerical splits.
+
+For a node with sums (G, H) and a categorical feature with ``k`` categories (its real bins;
+see binned.py for how categories become bins):
+
+* ``k <= max_cat_to_onehot``: one-vs-rest -- each category alone on the left, the rest (and
+  missing values) on the right; gain as for numerical splits;
+* otherwise the categories whose hessian sum is at least ``cat_smooth`` (LightGBM counts rows
+  there; here hessian, i.e. rows for squared error) are sorted by ``G_c / (H_c + cat_smooth)``
+  (a stable sort: ties keep the bin order) and scanned as prefixes from both ends, at most
+  ``min(max_cat_threshold, (used + 1) // 2)`` categories on the left; the children's scores
+  use ``lambda + cat_l2``, the parent's plain ``lambda`` (LightGBM's ``GetSplitGains`` with
+  ``l2 += cat_l2`` against its ``min_gain_shift``). A prefix stops growing once the right side
+  falls below ``min_child_weight``.
+
+The missing bin (NaN, and categories the sketch never saw) always goes right, like LightGBM's
+unseen categories. Leaf values below a categorical split use plain ``lambda`` (LightGBM uses
+``lambda + cat_l2`` for the two children of the split; with ``cat_l2 = 0`` the two agree).
+Unlike LightGBM, ``min_data_per_group`` is not applied (every prefix is a candidate).
+
+The chosen left set travels as a bitset over bins: ``ceil(n_slots / 32)`` uint32 words, bit
+``b % 32`` of word ``b // 32`` set when bin ``b`` goes left.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .._dtypes import FLOAT, NODE
+from .splitting import K_RT_EPS, TIE_RTOL, _score
+
+
+@dataclass(frozen=True)
+class CatParams:
+    """LightGBM's categorical knobs (camelCase names of the Spark params in brackets).
+
+    max_cat_to_onehot (maxCatToOnehot) : 4
+    cat_smooth (catSmooth) : 10.0
+    cat_l2 (catL2) : 10.0
+    max_cat_threshold (maxCatThreshold) : 32
+    """
+
+    max_cat_to_onehot: int = 4
+    cat_smooth: float = 10.0
+    cat_l2: float = 10.0
+    max_cat_threshold: int = 32
+
+    def __post_init__(self):
+        if self.max_cat_to_onehot < 1 or self.max_cat_threshold < 1:
+            raise ValueError(f"maxCatToOnehot and maxCatThreshold must be >= 1: {self}")
+        if not (self.cat_smooth >= 0 and self.cat_l2 >= 0):
+            raise ValueError(f"catSmooth and catL2 must be >= 0: {self}")
+
+
+def n_set_words(n_slots: int) -> int:
+    """uint32 words of a node's bin bitset."""
+    return (int(n_slots) + 31) // 32
+
+
+@njit(cache=True, nogil=True)
+def _find_cat_splits(hists, sums, n_bins, cat_mask, lam, alpha, gamma, mcw, empty, onehot_max,
+                     smooth, cat_l2, max_thr, out_feature, out_gain, out_left, out_right,
+                     out_sets):
+    m, d, n_slots, _ = hists.shape
+    keys = np.empty(n_slots)
+    order = np.empty(n_slots, np.int64)
+    chosen = np.empty(n_slots, np.int64)
+    best_bins = np.empty(n_slots, np.int64)
+    lam2 = lam + cat_l2
+    for j in range(m):
+        G = sums[j, 0]
+        H = sums[j, 1]
+        parent = _score(G, H, lam, alpha, mcw)
+        tie = TIE_RTOL * abs(parent)
+        best = -np.inf
+        margin = -np.inf
+        bf = -1
+        bcount = 0
+        bgl = 0.0
+        bhl = 0.0
+        for f in range(d):
+            if cat_mask[f] == 0:
+                continue
+            nb = n_bins[f]
+            hf = hists[j, f]
+            if nb <= onehot_max:
+                for t in range(nb):
+                    gl = hf[t, 0]
+                    hl = hf[t, 1]
+                    if hl <= empty:
+                        continue
+                    gr = G - gl
+                    hr = H - hl
+                    if hl >= mcw and hr >= mcw:
+                        gain = _score(gl, hl, lam, alpha, mcw) \
+                            + _score(gr, hr, lam, alpha, mcw) - parent
+                        if gain > margin:
+                            best, bf, bcount, bgl, bhl = gain, f, 1, gl, hl
+                            best_bins[0] = t
+                            margin = best + tie + TIE_RTOL * abs(best)
+                continue
+            used = 0
+            for t in range(nb):
+                if hf[t, 1] > empty and hf[t, 1] >= smooth:
+                    order[used] = t
+                    keys[used] = hf[t, 0] / (hf[t, 1] + smooth)
+                    used += 1
+            if used < 2:
+                continue
+            idx = np.argsort(keys[:used], kind="mergesort")
+            max_num = min(max_thr, (used + 1) // 2)
+            for direction in range(2):
+                gl = 0.0
+                hl = 0.0
+                for i in range(min(used, max_num)):
+                    t = order[idx[i]] if direction == 0 else order[idx[used - 1 - i]]
+                    chosen[i] = t
+                    gl += hf[t, 0]
+                    hl += hf[t, 1]
+                    if hl < mcw:
+                        continue
+                    gr = G - gl
+                    hr = H - hl
+                    if hr < mcw:
+                        break
+                    gain = _score(gl, hl, lam2, alpha, mcw) + _score(gr, hr, lam2, alpha, mcw) \
+                        - parent
+                    if gain > margin:
+                        best, bf, bcount, bgl, bhl = gain, f, i + 1, gl, hl
+                        best_bins[:i + 1] = chosen[:i + 1]
+                        margin = best + tie + TIE_RTOL * abs(best)
+        out_sets[j, :] = 0
+        gain = best - gamma
+        if bf >= 0 and gain > K_RT_EPS:
+            out_feature[j] = bf
+            out_gain[j] = gain
+            out_left[j, 0] = bgl
+            out_left[j, 1] = bhl
+            out_right[j, 0] = G - bgl
+            out_right[j, 1] = H - bhl
+            for i in range(bcount):
+                b = best_bins[i]
+                out_sets[j, b >> 5] |= np.uint32(1) << np.uint32(b & 31)
+        else:
+            out_feature[j] = -1
+            out_gain[j] = -np.inf
+            out_left[j, 0] = 0.0
+            out_left[j, 1] = 0.0
+            out_right[j, 0] = 0.0
+            out_right[j, 1] = 0.0
+
+
+@dataclass
+class CatSplitResult:
+    """Best categorical split per node (``feature == -1``: none).
+
+    feature int32 (m,); gain float64 (m,); left_sums, right_sums float64 (m, 2);
+    sets uint32 (m, W): the bins going left.
+    """
+
+    feature: np.ndarray
+    gain: np.ndarray
+    left_sums: np.ndarray
+    right_sums: np.ndarray
+    sets: np.ndarray
+
+
+def find_categorical_splits(hists, sums, n_bins, cat_mask, params, cat: CatParams,
+                            empty_hess: float = 0.0) -> CatSplitResult:
+    """Best categorical split of each of ``m`` nodes over the features in ``cat_mask``.
+
+    Parameters
+    ----------
+    hists : float64 (m, d, n_slots, 2); sums : float64 (m, 2); n_bins : int32 (d,)
+    cat_mask : uint8 (d,)
+        Categorical features allowed to split.
+    params : splitting.SplitParams
+    cat : CatParams
+    empty_hess : float
+        Categories with hessian sum <= this are ignored.
+    """
+    hists = np.ascontiguousarray(hists, FLOAT)
+    m, _, n_slots, _ = hists.shape
+    res = CatSplitResult(np.empty(m, NODE), np.empty(m, FLOAT), np.empty((m, 2), FLOAT),
+                         np.empty((m, 2), FLOAT), np.zeros((m, n_set_words(n_slots)), np.uint32))
+    _find_cat_splits(hists, np.ascontiguousarray(sums, FLOAT), np.asarray(n_bins, np.int32),
+                     np.asarray(cat_mask, np.uint8), float(params.reg_lambda),
+                     float(params.reg_alpha), float(params.min_split_loss),
+                     float(params.min_child_weight), float(empty_hess),
+                     int(cat.max_cat_to_onehot), float(cat.cat_smooth), float(cat.cat_l2),
+                     int(cat.max_cat_threshold), res.feature, res.gain, res.left_sums,
+                     res.right_sums, res.sets)
+    return res
+
+
+def find_categorical_splits_naive(hists, sums, n_bins, cat_mask, params, cat: CatParams,
+                                  empty_hess: float = 0.0) -> CatSplitResult:
+    """Slow twin of :func:`find_categorical_splits`: candidate sets enumerated as Python
+    lists, children's sums recomputed from scratch."""
+    lam, alpha, mcw = params.reg_lambda, params.reg_alpha, params.min_child_weight
+
+    def score(g, h, lam_):
+        if h < mcw or h <= 0:
+            return 0.0
+        t = np.sign(g) * max(abs(g) - alpha, 0.0)
+        return t * t / (h + lam_)
+
+    m, d, n_slots, _ = hists.shape
+    res = CatSplitResult(np.full(m, -1, NODE), np.full(m, -np.inf), np.zeros((m, 2)),
+                         np.zeros((m, 2)), np.zeros((m, n_set_words(n_slots)), np.uint32))
+    for j in range(m):
+        G, H = sums[j]
+        parent = score(G, H, lam)
+        best = None
+        for f in range(d):
+            if not cat_mask[f]:
+                continue
+            nb = int(n_bins[f])
+            hf = hists[j, f]
+            cands = []  # (left bins, lambda of the children)
+            if nb <= cat.max_cat_to_onehot:
+                cands = [([t], lam) for t in range(nb) if hf[t, 1] > empty_hess]
+            else:
+                used = [t for t in range(nb) if hf[t, 1] > empty_hess
+                        and hf[t, 1] >= cat.cat_smooth]
+                if len(used) >= 2:
+                    srt = sorted(used, key=lambda t: hf[t, 0] / (hf[t, 1] + cat.cat_smooth))
+                    k = min(cat.max_cat_threshold, (len(used) + 1) // 2, len(used))
+                    for seq in (srt, srt[::-1]):
+                        for i in range(k):
+                            left = seq[:i + 1]
+                            if H - hf[left, 1].sum() < mcw:
+                                break
+                            cands.append((left, lam + cat.cat_l2))
+            for left, lam_c in cands:
+                ls = hf[left].sum(axis=0)
+                rs = np.array([G, H]) - ls
+                if ls[1] < mcw or rs[1] < mcw:
+                    continue
+                g = score(*ls, lam_c) + score(*rs, lam_c) - parent
+                if best is None or g > best[0] + TIE_RTOL * (abs(parent) + abs(best[0])):
+                    best = (g, f, left, ls, rs)
+        if best is not None and best[0] - params.min_split_loss > K_RT_EPS:
+            g, f, left, ls, rs = best
+            res.feature[j], res.gain[j] = f, g - params.min_split_loss
+            res.left_sums[j], res.right_sums[j] = ls, rs
+            for b in left:
+                res.sets[j, b // 32] |= np.uint32(1 << (b % 32))
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# raw category sets for the predictor
+
+
+def bins_of_set(words) -> np.ndarray:
+    """Bins whose bit is set in a node's bitset (int64, ascending)."""
+    w = np.asarray(words, np.uint32)
+    bits = (w[:, None] >> np.arange(32, dtype=np.uint32)[None, :]) & np.uint32(1)
+    return np.flatnonzero(bits.reshape(-1))
+
+
+def value_bitset(values) -> np.ndarray:
+    """uint32 bitset over non-negative integer category values (LightGBM's
+    ``cat_threshold`` layout): bit ``v % 32`` of word ``v // 32``."""
+    v = np.asarray(values, np.int64)
+    if v.size == 0:
+        return np.zeros(1, np.uint32)
+    if v.min() < 0:
+        raise ValueError("category values must be >= 0")
+    out = np.zeros(int(v.max()) // 32 + 1, np.uint32)
+    np.bitwise_or.at(out, v // 32, (np.uint32(1) << (v % 32).astype(np.uint32)))
+    return out
+
+
+def check_categories(values, name: str) -> np.ndarray:
+    """Category values of one feature as sorted float64, refusing what cannot be a category:
+    LightGBM's rule, non-negative integers below 2**31 - 1."""
+    v = np.asarray(values, FLOAT)
+    bad = v[~np.isnan(v) & ((v < 0) | (v != np.floor(v)) | (v >= 2**31 - 1))]
+    if bad.size:
+        raise ValueError(f"categoricalCols: feature '{name}' holds the value {bad[0]!r}; "
+                         f"categories must be integers in [0, 2**31 - 1)")
+    return np.unique(v[~np.isnan(v)])

@@ -1,0 +1,200 @@
+"""Sparse binned storage, uint16 bins and categorical splits of the GBT engine (binned.py,
+categorical.py): fast kernels against their naive twins and the dense uint8 path, the
+predictor's category sets, persistence, and LightGBM where the algorithms coincide."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparkxml_kernels.gbt import binned as B
+from sparkxml_kernels.gbt import binning, booster
+from sparkxml_kernels.gbt import grower as G
+from sparkxml_kernels.gbt.categorical import (CatParams, check_categories,
+                                              find_categorical_splits,
+                                              find_categorical_splits_naive)
+from sparkxml_kernels.gbt.histogram import interleave, n_hist_slots
+from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
+from sparkxml_kernels.gbt.splitting import SplitParams
+
+
+def _sparse_data(n=2000, d=30, seed=1):
+    X = sp.random(n, d, density=0.1, random_state=seed, format="csr")
+    X.data = np.round(X.data * 6) - 2.0  # negatives, zeros stored explicitly, positives
+    X.data[::13] = np.nan
+    return X
+
+
+def _cat_data(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.integers(0, 10, n), rng.integers(0, 3, n),
+                         rng.integers(0, 25, n), rng.normal(size=n)]).astype(float)
+    eff0, eff1, eff2 = rng.normal(size=10) * 2, np.array([0, 1.5, -1]), rng.normal(size=25)
+    y = (eff0[X[:, 0].astype(int)] + eff1[X[:, 1].astype(int)] + eff2[X[:, 2].astype(int)]
+         + X[:, 3] + rng.normal(size=n) * 0.3)
+    cats = [np.unique(X[:, f]) for f in range(3)] + [None]
+    return X, y, cats
+
+
+def test_sparse_binning_matches_dense_and_is_smaller():
+    X = _sparse_data()
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    sb = B.bin_matrix(X, edges, sparse=True)
+    dense = binning.bin_data(X, edges)
+    assert isinstance(sb, B.SparseBinned)
+    np.testing.assert_array_equal(sb.to_dense(), dense)
+    assert sb.nbytes < 0.7 * dense.nbytes
+    sub = sb.take(np.array([5, 0, 7]))
+    np.testing.assert_array_equal(sub.to_dense(), dense[[5, 0, 7]])
+
+
+def test_sparse_histogram_matches_naive():
+    X = _sparse_data(seed=3)
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    sb = B.bin_matrix(X, edges, sparse=True)
+    rng = np.random.default_rng(0)
+    g, h = rng.normal(size=sb.shape[0]), rng.uniform(0.5, 1.5, sb.shape[0])
+    S = n_hist_slots(binning.n_bins_from_edges(edges))
+    rows = np.sort(rng.choice(sb.shape[0], 700, replace=False)).astype(np.int32)
+    feats = np.array([0, 3, 4, 17], np.int32)
+    out = np.zeros((1, sb.shape[1], S, 2))
+    B.build_histograms_any(sb, rows, [0], [rows.size], interleave(g, h), out, feats)
+    want = B.build_histogram_any_naive(sb, rows, g, h, S, feats)
+    np.testing.assert_allclose(out[0], want, atol=1e-10)
+
+
+@pytest.mark.parametrize("policy", ["depthwise", "lossguide"])
+def test_sparse_and_wide_grow_the_dense_tree(policy):
+    X = _sparse_data(seed=5)
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    dense = binning.bin_data(X, edges)
+    rng = np.random.default_rng(1)
+    g, h = rng.normal(size=dense.shape[0]), np.ones(dense.shape[0])
+    p = G.TreeParams(grow_policy=policy, max_depth=4, max_leaves=12)
+    rows = np.flatnonzero(rng.uniform(size=dense.shape[0]) < 0.8).astype(np.int32)
+    t0, l0 = G.grow_tree(dense, g, h, edges, p, rows=rows)
+    wide = B.bin_matrix(X, edges, sparse=False, wide=True)
+    np.testing.assert_array_equal(wide, np.where(dense == 255, 65535, dense.astype(np.uint16)))
+    for other in (B.bin_matrix(X, edges, sparse=True), wide):
+        t1, l1 = G.grow_tree(other, g, h, edges, p, rows=rows)
+        np.testing.assert_array_equal(t0.feature, t1.feature)
+        np.testing.assert_array_equal(t0.bin, t1.bin)
+        np.testing.assert_allclose(t0.value, t1.value, rtol=1e-12)
+        np.testing.assert_array_equal(l0, l1)
+        tn, ln = G.grow_tree_naive(other, g, h, edges, p, rows=rows)
+        np.testing.assert_array_equal(tn.feature, t1.feature)
+        np.testing.assert_array_equal(ln, l1)
+
+
+def test_wide_bins_beyond_255():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(4000, 2))
+    y = np.sin(3 * X[:, 0]) + rng.normal(size=4000) * 0.05
+    sk = binning.sketch(X, None, 256, size=4000)
+    edges = binning.edges_from_sketch(sk, 1024, wide=True)
+    Xb = B.bin_matrix(X, edges)
+    assert Xb.dtype == np.uint16 and Xb.max() > 255
+    np.testing.assert_array_equal(Xb, binning.bin_data_naive(X, edges))
+    pred, hist = booster.train(Xb, y, None, edges, dict(maxIter=5, maxBins=1024, maxDepth=3))
+    np.testing.assert_allclose(pred.predict_raw(X), pred.predict_raw_naive(X))
+
+
+def test_categorical_split_kernel_matches_naive():
+    rng = np.random.default_rng(4)
+    m, d, S = 5, 4, 41
+    hists = np.zeros((m, d, S, 2))
+    n_bins = np.array([3, 40, 12, 30], np.int32)
+    for f in range(d):
+        hists[:, f, :n_bins[f], 1] = rng.integers(0, 30, (m, n_bins[f]))
+        hists[:, f, :n_bins[f], 0] = rng.normal(size=(m, n_bins[f])) * hists[:, f, :n_bins[f], 1]
+    hists[:, :, S - 1, 1] = rng.integers(0, 5, (m, d))
+    sums = hists[:, 0].sum(axis=1)
+    for f in range(1, d):  # every feature holds the same rows
+        hists[:, f, 0] += sums - hists[:, f].sum(axis=1)
+    mask = np.array([1, 1, 0, 1], np.uint8)
+    for cat in (CatParams(), CatParams(max_cat_to_onehot=1, cat_smooth=0.0, cat_l2=0.0,
+                                       max_cat_threshold=8)):
+        a = find_categorical_splits(hists, sums, n_bins, mask, SplitParams(), cat)
+        b = find_categorical_splits_naive(hists, sums, n_bins, mask, SplitParams(), cat)
+        np.testing.assert_array_equal(a.feature, b.feature)
+        np.testing.assert_allclose(a.gain, b.gain)
+        np.testing.assert_array_equal(a.sets, b.sets)
+        np.testing.assert_allclose(a.left_sums, b.left_sums)
+        assert (a.feature >= 0).all()
+
+
+def test_categorical_grower_matches_naive_and_sparse():
+    X, y, cats = _cat_data()
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    Xb = B.bin_matrix(X, edges, categories=cats)
+    p = G.TreeParams(max_depth=4, categorical=(0, 1, 2), cat=CatParams(cat_smooth=1.0))
+    g, h = -y, np.ones(y.size)
+    t, leaf = G.grow_tree(Xb, g, h, edges, p)
+    tn, ln = G.grow_tree_naive(Xb, g, h, edges, p)
+    assert t.is_cat.any()
+    np.testing.assert_array_equal(t.feature, tn.feature)
+    np.testing.assert_array_equal(t.cat_sets, tn.cat_sets)
+    np.testing.assert_array_equal(leaf, ln)
+    ts, ls = G.grow_tree(B.to_sparse(Xb), g, h, edges, p)
+    np.testing.assert_array_equal(ts.cat_sets, t.cat_sets)
+    np.testing.assert_array_equal(ls, leaf)
+
+
+def test_categorical_model_predicts_and_persists():
+    X, y, cats = _cat_data()
+    edges = binning.edges_from_sketch(binning.sketch(X[:1500], None, 256), 256)
+    Xb = B.bin_matrix(X, edges, categories=cats)
+    params = dict(maxIter=15, categoricalFeatures=[0, 1, 2], catSmooth=1.0)
+    pred, hist = booster.train(Xb, y, None, edges, params, categories=cats)
+    num, hnum = booster.train(binning.bin_data(X, edges), y, None, edges, dict(maxIter=15))
+    assert hist["train"][-1] < 0.9 * hnum["train"][-1]  # categories beat their ranks here
+    raw = pred.predict_raw(X)
+    np.testing.assert_allclose(np.sqrt(np.mean((raw - y) ** 2)), hist["train"][-1])
+    np.testing.assert_allclose(raw, pred.predict_raw_naive(X))
+    np.testing.assert_allclose(pred.predict_raw(sp.csr_matrix(np.nan_to_num(X))), raw)
+    Xu = X.copy()
+    Xu[:5, 0] = [99.0, -1.0, 2.5, np.nan, 1e12]  # unseen, negative, fractional, missing
+    np.testing.assert_allclose(pred.predict_raw(Xu), pred.predict_raw_naive(Xu))
+    again = TreeEnsemblePredictor.from_arrays(pred.to_arrays())
+    np.testing.assert_array_equal(again.predict_raw(X), raw)
+    np.testing.assert_array_equal(pred.truncate(3).predict_raw(X),
+                                  again.truncate(3).predict_raw(X))
+    both = pred.truncate(2).concat(num.truncate(2))
+    np.testing.assert_allclose(both.predict_raw(X), pred.truncate(2).predict_raw(X)
+                               + num.truncate(2).predict_raw(X) - num.base_score[0])
+    with pytest.raises(ValueError, match="categorical"):
+        pred.predict_contributions(X[:3])
+    old = {k: v for k, v in num.to_arrays().items() if not k.startswith("cat_")}
+    assert not TreeEnsemblePredictor.from_arrays(old).has_categorical
+    bad = pred.to_arrays()
+    bad["cat_ptr"] = bad["cat_ptr"][:-1]
+    with pytest.raises(ValueError, match="cat_ptr"):
+        TreeEnsemblePredictor.from_arrays(bad)
+
+
+def test_category_values_checked():
+    assert check_categories([3.0, 1.0, np.nan, 3.0], "c").tolist() == [1.0, 3.0]
+    with pytest.raises(ValueError, match="feature 'c'.*-1"):
+        check_categories([1.0, -1.0], "c")
+    with pytest.raises(ValueError, match="0.5"):
+        check_categories([0.5], "c")
+
+
+def test_categorical_matches_lightgbm():
+    """Where the algorithms coincide (squared error: hessian = rows; lambda 0, catL2 0,
+    LightGBM's min_data_per_group 1), leaf-wise trees on categorical features predict what
+    LightGBM predicts, to its kEpsilon."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y, cats = _cat_data(4000, seed=7)
+    X, cats = X[:, :3], cats[:3]
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    Xb = B.bin_matrix(X, edges, categories=cats)
+    R, lr, L = 5, 0.3, 4
+    pred, _ = booster.train(Xb, y, None, edges, dict(
+        maxIter=R, stepSize=lr, growPolicy="lossguide", maxLeaves=L, maxDepth=0,
+        regLambda=0.0, categoricalFeatures=[0, 1, 2], catSmooth=1.0, catL2=0.0),
+        categories=cats)
+    m = lgb.train(dict(objective="regression", learning_rate=lr, num_leaves=L, lambda_l2=0.0,
+                       min_data_in_leaf=1, min_sum_hessian_in_leaf=1.0, cat_smooth=1.0,
+                       cat_l2=0.0, max_cat_threshold=32, max_cat_to_onehot=4,
+                       min_data_per_group=1, verbose=-1, min_data_in_bin=1),
+                  lgb.Dataset(X, y, categorical_feature=[0, 1, 2]), R)
+    np.testing.assert_allclose(pred.predict_raw(X), m.predict(X), atol=1e-6)

@@ -1,0 +1,172 @@
+"""Distributed (data-parallel) FastXML / PfastreXML training on local[2]: the top levels are
+the replicated trees' nodes, precision stays close, the model is deterministic, the memory
+estimate picks the mode, and the forest travels in chunks."""
+import numpy as np
+import pytest
+
+from sparkxml import FastXML, PfastreXML
+from sparkxml.synthetic import csr_rows, make_multilabel, rows_frame
+from sparkxml_kernels.fastxml.forest import FOREST_KEYS, take_trees
+
+
+@pytest.fixture(scope="module")
+def synth(spark):
+    X, Y = make_multilabel(n_rows=1000, n_features=400, n_labels=40, seed=3)
+    train = rows_frame(spark, X, Y, 0, 800, 400).repartition(3).cache()
+    return train, csr_rows(X, Y, 800, 1000)
+
+
+@pytest.fixture(scope="module")
+def fits(synth):
+    import sparkxml._fastxml_fit as fit
+
+    train, _ = synth
+    kw = dict(numTrees=3, numWorkers=2, seed=7)
+    rep = FastXML(**kw).fit(train)  # "auto": everything fits here
+    # a task budget one byte short of what replication needs: "auto" trains distributed
+    short = rep._training_info["replicated_task_bytes"] - 1
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fit, "task_memory", lambda spark, w: (short, short, "a test budget"))
+        dis = FastXML(**kw).fit(train)
+    return {"replicated": rep, "distributed": dis}
+
+
+def _precision(model, test, k):
+    """P@k on the test rows, predicted on the driver (Spark's transform is tested
+    elsewhere; this compares forests)."""
+    from sparkxml_kernels import metrics
+
+    (xi, xj, xv), (yi, yj) = test
+    labels, _ = model.predictor.predict(xi, xj, xv, k=k)
+    return metrics.precision_at_k(metrics.topk_matrix(labels, k), yi, yj, k)
+
+
+def _assert_same_forest(a, b):
+    for key in FOREST_KEYS:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def _assert_same_top(rep, dis, tops):
+    """Nodes 0..k-1 of every tree (the levels grown data-parallel) are the replicated ones."""
+    for t, k in enumerate(tops):
+        a, b = take_trees(rep, [t]), take_trees(dis, [t])
+        np.testing.assert_array_equal(a["children"][:k], b["children"][:k])
+        for ptr, keys in (("w_indptr", ("w_index", "w_value")),
+                          ("leaf_indptr", ("leaf_label", "leaf_score"))):
+            for key in keys:
+                np.testing.assert_array_equal(a[key][:a[ptr][k]], b[key][:b[ptr][k]])
+
+
+def test_top_levels_are_the_replicated_nodes_and_precision_is_close(synth, fits):
+    _, test = synth
+    rep, dis = fits["replicated"], fits["distributed"]
+    assert rep._training_info["mode"] == "replicated"
+    info = dis._training_info
+    assert info["mode"] == "distributed" and info["threshold_rows"] == 400  # 800 rows / 2
+    tops = info["top_nodes_per_tree"]
+    assert len(tops) == 3 and min(tops) >= 3  # the root and its children, at least
+    _assert_same_top(rep._arrays, dis._arrays, tops)
+    # below the frontier the subtrees have their own random streams
+    assert not np.array_equal(rep._arrays["w_value"], dis._arrays["w_value"])
+    for k in (1, 3):
+        assert abs(_precision(rep, test, k) - _precision(dis, test, k)) < 0.05
+
+
+def test_distributed_model_is_deterministic_whatever_the_partitioning(synth, fits, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="sparkxml")
+    train, _ = synth
+    again = FastXML(numTrees=3, numWorkers=2, seed=7, trainingMode="distributed",
+                    verbose=1).fit(train.repartition(5))
+    _assert_same_forest(again._arrays, fits["distributed"]._arrays)
+    # verbose: rank 0 of the barrier stage reports each tree whose top levels are done
+    lines = [r.getMessage().split(" (")[0] for r in caplog.records
+             if "tree top" in r.getMessage()]
+    assert lines == [f"FastXML tree top {i}/3" for i in (1, 2, 3)]
+
+
+def test_one_shard_is_the_replicated_model(synth, fits):
+    # numWorkers=1: every root fits the one task, so each tree is grown whole from its own
+    # seed, after the rows went through range partitioning and the (tree, node) regrouping
+    one = FastXML(numTrees=3, numWorkers=1, seed=7, trainingMode="distributed").fit(synth[0])
+    assert one._training_info["top_nodes_per_tree"] == [0, 0, 0]
+    _assert_same_forest(one._arrays, fits["replicated"]._arrays)
+
+
+def test_memory_estimate_chooses_the_mode(synth, fits, monkeypatch):
+    import sparkxml._fastxml_fit as fit
+
+    train, _ = synth
+    rep, dis = fits["replicated"]._training_info, fits["distributed"]._training_info
+    # "auto" replicated when replication fitted, and trained distributed (the fits fixture)
+    # when the task budget was one byte short of the estimate
+    assert rep["mode"] == "replicated" and dis["mode"] == "distributed"
+    assert dis["task_memory_bytes"] == rep["replicated_task_bytes"] - 1
+    budget = {"bytes": 0}
+    monkeypatch.setattr(fit, "task_memory", lambda spark, w: (budget["bytes"], budget["bytes"],
+                                                              "a test budget"))
+    # forced replication that does not fit fails early with the figures
+    with pytest.raises(MemoryError, match=r"needs about \d+ MiB, but only 0 MiB .* "
+                                          r"trainingMode='distributed'"):
+        FastXML(numTrees=2, numWorkers=2, trainingMode="replicated").fit(train)
+    # so little memory that no shard fits: the error says what to change
+    budget["bytes"] = rep["replicated_task_bytes"] // 50
+    with pytest.raises(MemoryError, match=r"numWorkers=2 gives each task 400 rows.* raise "
+                                          r"spark.executor.pyspark.memory"):
+        FastXML(numTrees=2, numWorkers=2).fit(train)
+    with pytest.raises(ValueError, match="trainingMode"):
+        FastXML(trainingMode="sharded").fit(train)
+
+
+def test_distributed_plan_on_delicious_sized_data():
+    from sparkxml._fastxml_dist import min_workers, plan
+    from sparkxml._fastxml_fit import estimate_task_bytes
+
+    # the XC Delicious training set's figures (12920 rows, 500 features, 983 labels)
+    stats = dict(rows=12920, nnz_x=239549, nnz_y=246088, n_features=500, n_labels=983)
+
+    def estimate(rows):
+        f = rows / stats["rows"]
+        return estimate_task_bytes(rows, stats["nnz_x"] * f, stats["nnz_y"] * f, 500, 983)
+
+    need = estimate(stats["rows"])
+    half = plan(stats, 2, 50, need // 2, estimate)
+    # half the memory replication needs: 2 shards, subtrees of at most half the rows, a few
+    # trees grown together, each stage within the budget
+    assert half["lanes"] >= 1 and 10 < half["threshold"] <= 6460
+    assert half["stage1_bytes"] <= need // 2 and half["stage2_bytes"] <= need // 2
+    assert plan(stats, 2, 50, need // 4, estimate)["lanes"] == 0
+    w = min_workers(stats, 50, need // 4, estimate, 10)
+    assert w is not None and w > 2 and plan(stats, w, 50, need // 4, estimate)["lanes"] >= 1
+
+
+def test_pfastrexml_distributed(synth):
+    train, _ = synth
+    kw = dict(numTrees=2, numWorkers=2, seed=2)
+    rep = PfastreXML(**kw).fit(train)
+    dis = PfastreXML(trainingMode="distributed", **kw).fit(train)
+    # label weights and tail centroids are the replicated ones bit for bit
+    for key in ("inv_prop", "tail_indptr", "tail_index", "tail_value"):
+        np.testing.assert_array_equal(rep._arrays[key], dis._arrays[key], err_msg=key)
+    tops = dis._training_info["top_nodes_per_tree"]
+    assert min(tops) >= 3
+    _assert_same_top(rep._arrays, dis._arrays, tops)
+
+
+def test_results_travel_in_bounded_chunks(monkeypatch):
+    import pyarrow as pa
+
+    import sparkxml._barrier as barrier
+
+    monkeypatch.setattr(barrier, "CHUNK_BYTES", 1000)
+    arrays = {"big": np.arange(10_000, dtype=np.int64), "small": np.ones((2, 3), np.float32),
+              "name": np.asarray("fastxml")}
+    batches = list(barrier.encode_array_batches(3, arrays, {"x": 1}, max_batch_bytes=4000))
+    for b in batches:
+        cells = b.column("data").to_pylist()
+        assert max(len(c) for c in cells) <= 1000 and sum(len(c) for c in cells) <= 4000
+    got, infos = barrier.decode_ranks(pa.Table.from_batches(batches))
+    assert infos == {3: {"x": 1}} and str(got[3]["name"]) == "fastxml"
+    np.testing.assert_array_equal(got[3]["big"], arrays["big"])
+    np.testing.assert_array_equal(got[3]["small"], arrays["small"])
