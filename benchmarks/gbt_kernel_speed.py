@@ -2,6 +2,7 @@
 
     python benchmarks/gbt_kernel_speed.py [--rows 1000000] [--features 50] [--trees 100]
                                           [--depth 6] [--threads 1 2] [--repeat 1]
+                                          [--nthread 1]
 
 Data: dense synthetic regression (standard normal features, a nonlinear target plus noise,
 5% missing values in 5 features). Both engines: squared error, maxDepth 6, stepSize 0.1,
@@ -30,12 +31,13 @@ def make_data(n, d, seed=0):
 
 def time_ours(X, y, args):
     from sparkxml_kernels.gbt import bin_data, edges_from_sketch, sketch, train
+    from sparkxml_kernels.threads import use_threads
 
     params = dict(maxIter=args.trees, maxDepth=args.depth, stepSize=0.1, regLambda=1.0,
-                  maxBins=256, objective="squared_error")
+                  maxBins=256, objective="squared_error", nthread=args.nthread)
     t0 = time.perf_counter()
     edges = edges_from_sketch(sketch(X, None, 256), 256)
-    Xb = bin_data(X, edges)
+    Xb = bin_data(X, edges, use_threads(args.nthread))
     t_bin = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.process_time()
     pred, _ = train(Xb, y, None, edges, params)
@@ -85,14 +87,15 @@ def main():
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--nthread", type=int, default=1, help="sparkxml's threads (nthread)")
     ap.add_argument("--no-xgb", action="store_true")
     args = ap.parse_args()
 
     X, y = make_data(args.rows, args.features)
-    Xs, ys = make_data(2000, args.features, seed=1)
+    Xs, ys = make_data(40_000, args.features, seed=1)  # >= MIN_PARALLEL_ROWS: threads too
     from sparkxml_kernels.gbt import bin_data, edges_from_sketch, sketch, train
     e = edges_from_sketch(sketch(Xs, None, 256), 256)
-    train(bin_data(Xs, e), ys, None, e, dict(maxIter=2, maxDepth=3))  # compile / load cache
+    train(bin_data(Xs, e), ys, None, e, dict(maxIter=2, maxDepth=3, nthread=args.nthread))
 
     res = [time_ours(X, y, args) for _ in range(args.repeat)]
     t_bin = np.median([r[0] for r in res])
@@ -105,7 +108,7 @@ def main():
           f"median of {args.repeat}")
     print(f"histogram pass, 1 node of {args.rows} rows (CPU): median {med * 1e3:.1f} ms, "
           f"min {mn * 1e3:.1f} ms")
-    print(f"sparkxml            bin {t_bin:6.2f} s  fit wall {t_fit:6.2f} s  "
+    print(f"sparkxml nthread={args.nthread}  bin {t_bin:6.2f} s  fit wall {t_fit:6.2f} s  "
           f"cpu {c_fit:6.2f} s  train rmse {rmse:.4f}")
     if args.no_xgb:
         return

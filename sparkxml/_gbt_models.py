@@ -238,7 +238,8 @@ class _GBTModelBase(SparkXMLPredictorModel):
             margin = _M_COL
             drop.append(_M_COL)
         options = {"margin_col": margin, "thresholds": self._thresholds(),
-                   "missing": float(self.getMissing())}
+                   "missing": float(self.getMissing()),
+                   "nthread": self._opt(self.nthread) if self.hasParam("nthread") else None}
         predict = _make_predict_fn(handle, spec, self.numFeatures, [k for _, k in outs],
                                    [n for n, _ in outs], drop, options)
         return dataset.mapInArrow(predict, schema)

@@ -21,10 +21,23 @@ from sparkxml_kernels.gbt import binning
 from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.model_cache import as_handle
+from sparkxml_kernels.threads import max_threads, use_threads
 
 from ._barrier import encode_arrays
 
 ROW_ID = "__sparkxml_row_id"
+
+
+def _task_threads(nthread) -> int:
+    """Threads for this task's kernels: ``nthread`` when set, else the task's
+    ``spark.task.cpus`` (``TaskContext.cpus()``, as xgboost.spark sizes its ``nthread``);
+    1 outside a Spark task."""
+    if nthread is not None:
+        return int(nthread)
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return max(1, int(ctx.cpus())) if ctx is not None else 1
 
 
 def _column(batch: pa.RecordBatch, name: str):
@@ -178,7 +191,8 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
     continue from: its raw scores on these rows become the starting margins), ``categories``
     (list of d: None or a categorical feature's category values; kept in the state for the
     booster). Rows are binned by ``binned.bin_matrix``: dense uint8 as before, uint16 above
-    255 bins, sparse for a sparse-shipped vector column (``sparkxml._gbt_features``). With margins
+    255 bins, sparse for a sparse-shipped vector column (``sparkxml._gbt_features``), ``nthread``
+    (threads for binning; None: the task's cores, :func:`_task_threads`). With margins
     the state holds ``margin`` and the validation tuple gets the validation rows' margins as
     a fifth element.
     """
@@ -190,6 +204,7 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
     sparse = bool(spec.get("sparse"))
 
     def load(batches, rank, world):
+        n_threads = use_threads(_task_threads(opts.get("nthread")))
         init_pred = None if init is None else TreeEnsemblePredictor.from_arrays(init)
         parts = {"X": [], "y": [], "w": [], "v": [], "id": [], "g": [], "m": []}
         timing = {"input": 0.0, "convert": 0.0, "bin": 0.0}
@@ -202,11 +217,12 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
                 continue
             X = _batch_features(b, spec, n_features, missing)
             t2 = time.perf_counter()
-            parts["X"].append(gbt_binned.bin_matrix(X, edges, categories, sparse=sparse))
+            parts["X"].append(gbt_binned.bin_matrix(X, edges, categories, sparse=sparse,
+                                                      n_threads=n_threads))
             if margin_col is not None or init_pred is not None:
                 m = None if margin_col is None else _margin_column(b, margin_col, k_out)
                 if init_pred is not None:
-                    m = init_pred.predict_raw(X, base_margin=m)
+                    m = init_pred.predict_raw(X, base_margin=m, n_threads=n_threads)
                 parts["m"].append(np.asarray(m, np.float64).reshape(b.num_rows, -1))
             del X
             t = time.perf_counter()
@@ -289,11 +305,11 @@ def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
         from sparkxml_kernels.gbt import booster
         from sparkxml_kernels.progress import ProgressReporter
 
-        p = params
+        # None: the task's cores; booster.train caps it at what numba can run
+        p = dict(params, nthread=_task_threads(params.get("nthread")))
         if ranking is not None:
             from sparkxml_kernels.gbt import ranking as R
 
-            p = dict(params)
             p["objective"] = R.configure_objective(ranking["objective"], ranking["truncation"],
                                                    ranking["label_gain"], ranking["sigma"],
                                                    ranking["norm"])
@@ -318,6 +334,7 @@ def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
         K = int(pred.n_outputs)
         nv = evals[0][0].shape[0] if evals else 0
         info = {"n_train": int(n), "n_valid": int(nv), "load_timing": state.get("timing"),
+                "nthread": min(int(p["nthread"]), max_threads()),
                 "binned_bytes": int(state["X"].nbytes + (evals[0][0].nbytes if evals else 0)),
                 # what the booster holds per row in float64: y, w, raw, grad, hess (+ eval raw)
                 "float_bytes": int(8 * (n * (2 + 3 * K) + nv * (2 + K)))}
@@ -442,10 +459,10 @@ def _contrib_array(phi):
     return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), inner)
 
 
-def _output_arrays(pred, X, margin, kinds, thresholds=None, ordinals=None):
+def _output_arrays(pred, X, margin, kinds, thresholds=None, ordinals=None, n_threads=1):
     """The output columns ``kinds`` of a batch: "pred" (value, or class), "raw", "prob",
     "score" (LambdaMART), "contrib" (SHAP), "leaf" (MLlib leaf indices)."""
-    raw = pred.predict_raw(X, base_margin=margin)
+    raw = pred.predict_raw(X, base_margin=margin, n_threads=n_threads)
     classifier = pred.objective in ("logistic", "softmax")
     rawm = prob = None
     if classifier:
@@ -481,13 +498,15 @@ def _make_predict_fn(model, spec, n_features, kinds, names, drop=(), options=Non
     """The ``mapInArrow`` function of a model's transform: input columns (but those in
     ``drop``) + outputs ``kinds`` named ``names``. ``model``: a ``ModelHandle`` (or the
     arrays). ``options``: ``margin_col`` (base margins), ``thresholds`` (classifier),
-    ``missing`` (the value read as missing; the saved one when absent)."""
+    ``missing`` (the value read as missing; the saved one when absent), ``nthread``
+    (threads for the raw scores; None: the task's cores)."""
     opts = dict(options or {})
     drop = set(drop or ())
     margin_col, thresholds = opts.get("margin_col"), opts.get("thresholds")
     handle, missing = as_handle(model), opts.get("missing")
 
     def predict(batches):
+        n_threads = use_threads(_task_threads(opts.get("nthread")))
         pred = handle.build("TreeEnsemblePredictor", TreeEnsemblePredictor.from_arrays) \
             if missing is None else _predictor_with_missing(handle, missing)
         ordinals = pred.leaf_ordinals() if "leaf" in kinds else None
@@ -497,7 +516,7 @@ def _make_predict_fn(model, spec, n_features, kinds, names, drop=(), options=Non
             X = _batch_features(b, spec, n_features)
             margin = None if margin_col is None else \
                 _margin_column(b, margin_col, pred.n_outputs)
-            cols += _output_arrays(pred, X, margin, kinds, thresholds, ordinals)
+            cols += _output_arrays(pred, X, margin, kinds, thresholds, ordinals, n_threads)
             yield pa.RecordBatch.from_arrays(cols, names=[b.schema.names[i] for i in keep]
                                              + names)
 

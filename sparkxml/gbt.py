@@ -62,7 +62,7 @@ from .params import (HasBaseMarginCol, HasColsampleByTree, HasEarlyStoppingRound
                      HasThresholds, HasTimeoutSeconds, HasValidationIndicatorCol, HasVerbose,
                      HasWeightCol)
 from .params import (HasCategoricalCols, HasCatL2, HasCatSmooth, HasMaxCatThreshold,
-                     HasMaxCatToOnehot)
+                     HasMaxCatToOnehot, HasNthread)
 from . import _gbt_features
 # shared with LambdaMART, trees and forests; still importable from here
 from ._engine import (_check_schema, _check_slots, _data_checks,  # noqa: F401
@@ -85,7 +85,7 @@ class _GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                  HasValidationIndicatorCol, HasEarlyStoppingRounds, HasEvalMetric,
                  HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
                  HasPredContribCol, HasLeafCol, HasCategoricalCols, HasMaxCatToOnehot,
-                 HasCatSmooth, HasCatL2, HasMaxCatThreshold):
+                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -120,12 +120,12 @@ _COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predi
                   "earlyStoppingRounds", "evalMetric", "timeoutSeconds", "missing",
                   "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
                   "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
-                  "catL2", "maxCatThreshold")
+                  "catL2", "maxCatThreshold", "nthread")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses", "thresholds",
                       "scalePosWeight")
 # what a fitted model lets you change before transform
 _MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol", "leafCol",
-                 "missing", "baseMarginCol")
+                 "missing", "baseMarginCol", "nthread")
 
 
 def _add_setters(cls, names):
@@ -164,6 +164,8 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                                if self.hasParam("scalePosWeight") else 1.0),
             "maxCatToOnehot": self.getMaxCatToOnehot(), "catSmooth": self.getCatSmooth(),
             "catL2": self.getCatL2(), "maxCatThreshold": self.getMaxCatThreshold(),
+            # None: the task's spark.task.cpus (_gbt_tasks._task_threads)
+            "nthread": self._opt(self.nthread),
         }
 
     def _fit_validated(self, dataset):
@@ -208,7 +210,8 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             with progress.phase("train"):
                 result = run_barrier_training(
                     df, n_workers,
-                    _make_load_fn(spec, label, weight, valid, edges, d, options=engine["load"]),
+                    _make_load_fn(spec, label, weight, valid, edges, d,
+                                  options=dict(engine["load"], nthread=params["nthread"])),
                     _make_train_fn(edges, params, fault, progress=progress.task_spec()),
                     timeout_s=self.getTimeoutSeconds(),
                     # the sketch ran on the training rows only: with a validation column its
@@ -442,6 +445,12 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
     and is binned into sparse storage (``sparkxml._gbt_features``): memory grows with the
     non-zeros. Models with categorical splits predict, save and load as the others; SHAP
     (``predContribCol``) and dumps refuse them.
+    nthread : int, optional
+        Threads each training task uses for binning, histogram building and partitioning,
+        and each transform task for prediction (as XGBoost's ``nthread``). Unset: the task's
+        ``spark.task.cpus`` (read in the task, as xgboost.spark does). The model is the same
+        whatever its value. Give a task the cores, e.g. ``spark.task.cpus=4`` with
+        ``numWorkers`` = executors, or ``nthread`` <= the cores an executor has per task.
 
     Examples
     --------
@@ -460,7 +469,7 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, categoricalCols=None,
-                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32):
+                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -473,7 +482,7 @@ class GBTRegressor(_GBTEstimator, _GBTParams):
                   earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None, categoricalCols=None,
-                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32):
+                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -517,7 +526,7 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0,
                  categoricalCols=None, maxCatToOnehot=4, catSmooth=10.0, catL2=10.0,
-                 maxCatThreshold=32):
+                 maxCatThreshold=32, nthread=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -532,7 +541,7 @@ class GBTClassifier(_GBTEstimator, _GBTClassifierParams):
                   timeoutSeconds=600.0, missing=None, baseMarginCol=None,
                   monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,
                   initModel=None, thresholds=None, scalePosWeight=1.0, categoricalCols=None,
-                  maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32):
+                  maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -669,3 +669,16 @@ RULES.update({
     "catL2": _ge(0.0),
     "maxCatThreshold": _ge(1),
 })
+
+
+# ---------------------------------------------------------------- threads inside a task
+# (GBTRegressor, GBTClassifier, LambdaMART: issue 14, item 1)
+HasNthread = _simple_mixin(
+    "HasNthread", "nthread", "threads each Spark task uses for binning, histogram building, "
+    "partitioning and prediction (>= 1; capped at the cores numba sees); unset: the task's "
+    "spark.task.cpus, read in the task as xgboost.spark does. Models are the same whatever "
+    "its value", TypeConverters.toInt, "getNthread")
+
+RULES.update({
+    "nthread": _ge(1),
+})

@@ -89,7 +89,8 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
     ``minSplitLoss``, ``minChildWeight``, ``subsamplingRate``, ``colsampleByTree``, ``seed``,
     ``numWorkers``, ``weightCol``, ``validationIndicatorCol``, ``earlyStoppingRounds``,
     ``timeoutSeconds``, ``featuresCol`` / ``featuresCols``, ``missing``, ``baseMarginCol``,
-    ``monotoneConstraints``, ``predContribCol``, ``leafCol``, ``verbose``, ``initModel``),
+    ``monotoneConstraints``, ``predContribCol``, ``leafCol``, ``verbose``, ``initModel``,
+    ``nthread``),
     plus:
 
     groupCol : str, default "qid"
@@ -157,7 +158,7 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                  earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                 leafCol=None, verbose=0, initModel=None):
+                 leafCol=None, verbose=0, initModel=None, nthread=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -171,7 +172,7 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                   earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                  leafCol=None, verbose=0, initModel=None):
+                  leafCol=None, verbose=0, initModel=None, nthread=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -246,7 +247,7 @@ class LambdaMART(_GBTEstimator, _LambdaMARTParams):
             result = run_barrier_training(
                 frame.select(*proj, group, _KEY), n_workers,
                 _make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group,
-                              options=engine["load"]),
+                              options=dict(engine["load"], nthread=params["nthread"])),
                 _make_train_fn(edges, params, fault, ranking, progress.task_spec()),
                 timeout_s=self.getTimeoutSeconds(), repartition=False,
                 on_addresses=_address_hook(fault))

@@ -186,7 +186,7 @@ def _bin_csr_sparse(indptr, indices, data, default_bin, eptr, eflat, cptr, cflat
     return k
 
 
-def bin_matrix(X, edges, categories=None, sparse=None, wide=None):
+def bin_matrix(X, edges, categories=None, sparse=None, wide=None, n_threads=1):
     """Bin raw features into a dense (uint8/uint16) or sparse binned matrix.
 
     Parameters
@@ -201,6 +201,9 @@ def bin_matrix(X, edges, categories=None, sparse=None, wide=None):
         than a quarter of the matrix.
     wide : bool, optional
         uint16 bins; default: when a feature has more than 255 real bins.
+    n_threads : int
+        Threads of the dense uint8 fast path (``binning.bin_data``); the bins do not
+        depend on it.
 
     Returns
     -------
@@ -221,7 +224,7 @@ def bin_matrix(X, edges, categories=None, sparse=None, wide=None):
         else:
             sparse = False
     if not (sparse or wide or has_cats):
-        return bin_data(X, edges)  # the dense uint8 fast path
+        return bin_data(X, edges, n_threads)  # the dense uint8 fast path
     eptr, eflat = _flat_edges(edges)
     cptr, cflat = _flat_categories(categories, d)
     miss = missing_code(dtype)
@@ -328,11 +331,13 @@ def _hist_sparse(indptr, indices, bins, default_bin, partition, starts, ends, fe
             h[base + k] += total - (s - before[fi])
 
 
-def build_histograms_any(binned, partition, starts, ends, gradhess, hist_out, features=None):
-    """:func:`histogram.build_histograms` for any binned matrix (same arguments)."""
+def build_histograms_any(binned, partition, starts, ends, gradhess, hist_out, features=None,
+                         n_threads=1):
+    """:func:`histogram.build_histograms` for any binned matrix (same arguments;
+    ``n_threads`` is used by the dense uint8 kernel only)."""
     if not needs_generic(binned):
         return _hist.build_histograms(binned, partition, starts, ends, gradhess, hist_out,
-                                      features)
+                                      features, n_threads)
     m = len(starts)
     n, d = binned.shape
     if hist_out.shape[0] != m or hist_out.ndim != 4:
@@ -433,16 +438,17 @@ def _parts(binned):
 
 
 def partition_nodes_any(binned, partition, scratch, starts, ends, features, bins,
-                        default_left, is_cat=None, sets=None):
+                        default_left, is_cat=None, sets=None, n_threads=1):
     """:func:`partition.partition_nodes` for any binned matrix, with categorical splits.
 
     is_cat : uint8 (m,), optional  1 where node j splits on a category set
     sets : uint32 (m, W), optional  node j's left bins (bitset; see the module docstring)
+    n_threads : int  used by the dense uint8 kernel without category sets only
     """
     if is_cat is None or not np.any(is_cat):
         if not needs_generic(binned):
             return _part.partition_nodes(binned, partition, scratch, starts, ends, features,
-                                         bins, default_left)
+                                         bins, default_left, n_threads)
     m = len(starts)
     is_cat = np.zeros(m, np.uint8) if is_cat is None else np.asarray(is_cat, np.uint8)
     sets = _EMPTY_SETS if sets is None else np.ascontiguousarray(sets, np.uint32)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._dtypes import FLOAT, INDEX
+from ..threads import check_threads, use_threads
 from .binned import as_binned, route_binned_any
 from .binning import n_bins_from_edges, n_real_bins
 from .categorical import CatParams
@@ -52,7 +53,9 @@ class BoosterParams:
     by it, as XGBoost's ``scale_pos_weight``); categoricalFeatures (None, or the ids of the
     categorical features; ``train`` then needs their ``categories``) with LightGBM's knobs
     maxCatToOnehot (4), catSmooth (10.0), catL2 (10.0), maxCatThreshold (32) (categorical.py).
-    maxBins may reach 65536 (uint16 bins, binned.py).
+    maxBins may reach 65536 (uint16 bins, binned.py); nthread (1: threads for histogram
+    building and partitioning in this process or task, as XGBoost's ``nthread``; the model
+    is the same whatever its value).
     """
 
     maxIter: int = 100
@@ -80,6 +83,7 @@ class BoosterParams:
     catSmooth: float = 10.0
     catL2: float = 10.0
     maxCatThreshold: int = 32
+    nthread: int = 1
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -108,6 +112,7 @@ class BoosterParams:
             raise ValueError(f"scalePosWeight must be finite and > 0, got {p.scalePosWeight}")
         n_real_bins(p.maxBins, wide=True)
         p.cat_params()
+        check_threads(p.nthread)
         return p
 
     def cat_params(self) -> CatParams:
@@ -274,7 +279,8 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     if evals and metric is None:
         raise ValueError(f"objective {p.objective} has no default metric: set evalMetric")
 
-    grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll)
+    grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
+                        use_threads(p.nthread))
     trees = []
     history = {"metric": metric, "eval": [[] for _ in evals], "train": [],
                "best_iteration": None, "best_score": None}

@@ -200,9 +200,13 @@ class TreeGrower:
         Bin edges, for raw thresholds.
     params : TreeParams
     collective : LocalCollective-like, optional
+    n_threads : int
+        Threads for histogram building and partitioning (set numba's pool first with
+        ``threads.use_threads``); trees are identical whatever ``n_threads``.
     """
 
-    def __init__(self, binned, n_bins, edges, params: TreeParams, collective=None):
+    def __init__(self, binned, n_bins, edges, params: TreeParams, collective=None,
+                 n_threads=1):
         self.binned = as_binned(binned)
         if len(self.binned.shape) != 2:
             raise ValueError("binned must be 2-D (n, d)")
@@ -214,6 +218,7 @@ class TreeGrower:
         self._mono = check_monotone(params.monotone, self.n_bins.size)
         self.collective = collective if collective is not None else LocalCollective()
         self.n_slots = n_hist_slots(self.n_bins)
+        self.n_threads = int(n_threads)
         d = self.n_bins.size
         self._cat_mask = None
         self._rec = REC
@@ -276,9 +281,9 @@ class TreeGrower:
         while st.pending:
             local = np.zeros((len(st.pending), d, S, 2), FLOAT)
             build_histograms_any(binned, self._partition,
-                             [st.start[b] for b, _, _ in st.pending],
-                             [st.end[b] for b, _, _ in st.pending],
-                             gradhess, local, hist_features)
+                                 [st.start[b] for b, _, _ in st.pending],
+                                 [st.end[b] for b, _, _ in st.pending],
+                                 gradhess, local, hist_features, self.n_threads)
             dec = self.collective.reduce_and_decide(local.reshape(-1), decide)
             self._apply(st, np.asarray(dec, FLOAT))
             st.round += 1
@@ -386,7 +391,8 @@ class TreeGrower:
             sets = recs[:, REC + 1:].astype(np.uint32)
         n_left = partition_nodes_any(self.binned, self._partition, self._scratch, starts, ends,
                                      recs[:, 1].astype(np.int32), recs[:, 2].astype(np.int32),
-                                     recs[:, 3].astype(np.uint8), is_cat, sets)
+                                     recs[:, 3].astype(np.uint8), is_cat, sets,
+                                     self.n_threads)
         pending = []
         for i, r in enumerate(recs):
             p = int(r[0])
@@ -465,12 +471,12 @@ def _record(c, res, cres, i, W):
 
 
 def grow_tree(binned, grad, hess, edges, params: TreeParams, collective=None, rows=None,
-              feature_mask=None, n_bins=None):
+              feature_mask=None, n_bins=None, n_threads=1):
     """One-shot helper: ``TreeGrower(...).grow(grad, hess, rows, feature_mask)``."""
     if n_bins is None:
         n_bins = np.array([len(e) + 1 for e in edges], np.int32)
-    return TreeGrower(binned, n_bins, edges, params, collective).grow(grad, hess, rows,
-                                                                      feature_mask)
+    return TreeGrower(binned, n_bins, edges, params, collective,
+                      n_threads).grow(grad, hess, rows, feature_mask)
 
 
 def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,

@@ -50,10 +50,11 @@ Besides raw scores the predictor gives the leaf each row reaches in each tree
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .._dtypes import FLOAT, INDPTR, NODE
 from .._tree_check import check_tree_structure
+from ..threads import use_threads
 from ._input import csr_parts, dense, is_csr
 from .loss import make_loss
 
@@ -93,6 +94,41 @@ def _predict_dense(X, feature, threshold, default_left, left, right, value, tree
         for t in range(n_trees):
             j = _leaf(x, tree_offsets[t], feature, threshold, default_left, left, right)
             out[i, tree_outputs[t]] += value[j]
+
+
+# rows per piece of the parallel predictors (each piece owns its rows' outputs)
+PREDICT_CHUNK = 1024
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _predict_dense_parallel(X, feature, threshold, default_left, left, right, value,
+                            tree_offsets, tree_outputs, out):
+    # each row's trees are added in tree order, as _predict_dense: identical scores
+    n_trees = tree_offsets.shape[0] - 1
+    n = X.shape[0]
+    for c in prange((n + PREDICT_CHUNK - 1) // PREDICT_CHUNK):
+        for i in range(c * PREDICT_CHUNK, min(n, (c + 1) * PREDICT_CHUNK)):
+            x = X[i]
+            for t in range(n_trees):
+                j = _leaf(x, tree_offsets[t], feature, threshold, default_left, left, right)
+                out[i, tree_outputs[t]] += value[j]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _predict_csr_parallel(indptr, indices, data, n_features, absent, feature, threshold,
+                          default_left, left, right, value, tree_offsets, tree_outputs, out):
+    n_trees = tree_offsets.shape[0] - 1
+    n = indptr.shape[0] - 1
+    for c in prange((n + PREDICT_CHUNK - 1) // PREDICT_CHUNK):
+        buf = np.full(n_features, absent)  # one row buffer per piece
+        for i in range(c * PREDICT_CHUNK, min(n, (c + 1) * PREDICT_CHUNK)):
+            for k in range(indptr[i], indptr[i + 1]):
+                buf[indices[k]] = data[k]
+            for t in range(n_trees):
+                j = _leaf(buf, tree_offsets[t], feature, threshold, default_left, left, right)
+                out[i, tree_outputs[t]] += value[j]
+            for k in range(indptr[i], indptr[i + 1]):
+                buf[indices[k]] = absent
 
 
 @njit(cache=True, nogil=True)
@@ -419,11 +455,13 @@ class TreeEnsemblePredictor:
             self._check_width(X.shape[1])
         return self._missing_to_nan(X)
 
-    def predict_raw(self, X, base_margin=None) -> np.ndarray:
+    def predict_raw(self, X, base_margin=None, n_threads=1) -> np.ndarray:
         """Raw scores: float64 (n,) for one output, (n, n_outputs) otherwise.
 
         ``base_margin`` (n,) or (n, n_outputs), optional: start from these raw scores instead
-        of ``base_score`` (XGBoost's ``base_margin``)."""
+        of ``base_score`` (XGBoost's ``base_margin``). ``n_threads`` > 1: rows are split over
+        that many threads (``threads.use_threads``); the scores do not depend on it."""
+        par = use_threads(n_threads) > 1
         if is_csr(X):
             indptr, indices, data, n, d = csr_parts(X)
             self._check_width(d)
@@ -433,22 +471,24 @@ class TreeEnsemblePredictor:
                 data = np.where(data == self.missing, np.nan, data)
                 absent = np.nan if self.missing == 0.0 else 0.0
             if self.has_categorical:  # (rare: categorical features arrive dense)
-                self._predict_dense(self.dense_input(X), out)
+                self._predict_dense(self.dense_input(X), out, par)
             else:
-                _predict_csr(indptr, indices, data, max(d, self.n_features), absent,
-                             *self._kernel_args(), out)
+                (_predict_csr_parallel if par else _predict_csr)(
+                    indptr, indices, data, max(d, self.n_features), absent,
+                    *self._kernel_args(), out)
         else:
             X = self._missing_to_nan(dense(X))
             self._check_width(X.shape[1])
             out = self._start(X.shape[0], base_margin)
-            self._predict_dense(X, out)
+            self._predict_dense(X, out, par)
         return out[:, 0] if self.n_outputs == 1 else out
 
-    def _predict_dense(self, X, out):
+    def _predict_dense(self, X, out, parallel=False):
         if self.has_categorical:
             _predict_dense_cat(X, *self._kernel_args(), self.cat_ptr, self.cat_words, out)
         else:
-            _predict_dense(X, *self._kernel_args(), out)
+            (_predict_dense_parallel if parallel else _predict_dense)(X, *self._kernel_args(),
+                                                                      out)
 
     def predict_leaf(self, X) -> np.ndarray:
         """int32 (n, n_trees): the tree-local node id of the leaf each row reaches in each
@@ -513,11 +553,11 @@ class TreeEnsemblePredictor:
         if d < self.n_features:
             raise ValueError(f"X has {d} features; the model was trained on {self.n_features}")
 
-    def predict(self, X, base_margin=None) -> np.ndarray:
+    def predict(self, X, base_margin=None, n_threads=1) -> np.ndarray:
         """Transformed predictions: the value (regression), class probabilities (n, 2) for
-        logistic, (n, K) for softmax."""
+        logistic, (n, K) for softmax (``n_threads`` as in :meth:`predict_raw`)."""
         return make_loss(self.objective, self.n_outputs).transform(
-            self.predict_raw(X, base_margin))
+            self.predict_raw(X, base_margin, n_threads))
 
     def predict_contributions(self, X, base_margin=None) -> np.ndarray:
         """SHAP values (TreeSHAP, ``shap.py``): float64 (n, n_features + 1) for one output,

@@ -1,0 +1,153 @@
+"""Threads inside a task (issue 14): every parallel GBT kernel against its serial kernel and
+naive twin, and boosting that gives the same model bit for bit whatever ``nthread``."""
+import numpy as np
+import pytest
+
+from sparkxml_kernels import threads
+from sparkxml_kernels.gbt import binning, partition
+from sparkxml_kernels.gbt.booster import train
+from sparkxml_kernels.gbt.histogram import (build_histogram_naive, build_histograms,
+                                            interleave, n_hist_slots)
+from sparkxml_kernels.gbt.partition import partition_nodes, partition_nodes_naive
+
+# numba runs parallel regions on at most the machine's cores; 2 is what CI has
+N_THREADS = (2, 3)
+
+
+@pytest.fixture(autouse=True)
+def _parallel_even_when_small(monkeypatch):
+    # the kernels go serial below MIN_PARALLEL_ROWS rows; these tests use small data
+    monkeypatch.setattr(threads, "MIN_PARALLEL_ROWS", 0)
+
+
+def _binned(seed=0, n=4000, n_bins=(255, 3, 17, 1, 64, 2, 255)):
+    rng = np.random.default_rng(seed)
+    nb = np.array(n_bins, np.int32)
+    binned = np.column_stack([rng.integers(0, b, n) for b in nb]).astype(np.uint8)
+    binned[rng.random(binned.shape) < 0.07] = 255
+    return binned, nb, rng.standard_normal(n), rng.uniform(0.1, 1.0, n)
+
+
+def test_check_threads():
+    assert threads.check_threads(3) == 3
+    for bad in (0, -1, 1.5, "two", None):
+        with pytest.raises(ValueError, match="nthread"):
+            threads.check_threads(bad)
+    assert threads.use_threads(10**6) == threads.max_threads()
+
+
+@pytest.mark.parametrize("features", [None, np.array([0, 2, 3, 6], np.int32),
+                                      np.array([5], np.int32)])
+@pytest.mark.parametrize("n_threads", N_THREADS)
+def test_parallel_histograms_equal_serial(features, n_threads):
+    binned, nb, g, h = _binned()
+    n, d = binned.shape
+    S = n_hist_slots(nb)
+    perm = np.random.default_rng(1).permutation(n).astype(np.int32)
+    starts, ends = np.array([0, 1500, 1501, 1501, 3000]), np.array([1500, 1501, 1501, 3000, 4000])
+    serial = np.zeros((5, d, S, 2))
+    build_histograms(binned, perm, starts, ends, interleave(g, h), serial, features)
+    par = np.zeros_like(serial)
+    build_histograms(binned, perm, starts, ends, interleave(g, h), par, features,
+                     threads.use_threads(n_threads))
+    assert np.array_equal(par, serial)  # same additions in the same order: bit for bit
+    for j in range(5):
+        np.testing.assert_allclose(
+            par[j], build_histogram_naive(binned, perm[starts[j]:ends[j]], g, h, S, features),
+            rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("chunk", [7, partition.PARTITION_CHUNK])
+def test_parallel_partition_equals_naive(monkeypatch, chunk):
+    monkeypatch.setattr(partition, "PARTITION_CHUNK", chunk)
+    binned, _, _, _ = _binned(seed=3)
+    n = binned.shape[0]
+    perm = np.random.default_rng(4).permutation(n).astype(np.int32)
+    starts, ends = np.array([0, 100, 101, 101, 2000]), np.array([100, 101, 101, 2000, 4000])
+    feats = np.array([0, 1, 2, 4, 6], np.int32)
+    bins = np.array([100, 0, 5, 30, 254], np.int32)
+    dl = np.array([1, 0, 1, 0, 1], np.uint8)
+    ref, ref_left = partition_nodes_naive(binned, perm, starts, ends, feats, bins, dl)
+    for nt in N_THREADS:
+        part = perm.copy()
+        n_left = partition_nodes(binned, part, np.empty(n, np.int32), starts, ends, feats,
+                                 bins, dl, threads.use_threads(nt))
+        assert np.array_equal(part, ref) and np.array_equal(n_left, ref_left)
+    with pytest.raises(ValueError, match="scratch"):
+        partition_nodes(binned, perm.copy(), np.empty(10, np.int32), starts, ends, feats,
+                        bins, dl, 2)
+
+
+def test_parallel_binning_equals_naive():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((3000, 5))
+    X[:, 1] = rng.integers(0, 4, 3000)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 64), 64)
+    ref = binning.bin_data_naive(X, edges)
+    assert np.array_equal(binning.bin_data(X, edges, threads.use_threads(2)), ref)
+    assert np.array_equal(binning.bin_data(X, edges), ref)
+
+
+def test_grid_binning_is_exact_on_hard_values():
+    # the lookup grid (binning.GRID_CELLS) against numpy's binary search: values on the
+    # edges and next to them, crowded and huge edges, -0.0, infinities, constant features
+    rng = np.random.default_rng(6)
+    n = 20000
+    cols = [rng.standard_normal(n), np.exp(4 * rng.standard_normal(n)),
+            rng.integers(0, 3, n).astype(float), np.full(n, 2.5),
+            np.concatenate([rng.standard_normal(n - 4), [1e300, -1e300, 0.0, -0.0]]),
+            rng.standard_normal(n) * 1e-300,
+            np.concatenate([rng.standard_normal(n - 2), [np.inf, -np.inf]])]
+    X = np.column_stack(cols)
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    probes = np.concatenate([np.concatenate([e, np.nextafter(e, np.inf), np.nextafter(
+        e, -np.inf)]) for e in edges] + [[np.inf, -np.inf, np.nan, 0.0, -0.0]])
+    Xp = np.vstack([X, np.tile(probes[:, None], (1, X.shape[1]))])
+    ref = binning.bin_data_naive(Xp, edges)
+    assert np.array_equal(binning.bin_data(Xp, edges), ref)
+    assert np.array_equal(binning.bin_data(Xp, edges, threads.use_threads(2)), ref)
+
+
+def _data(n=3000, d=8, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.standard_normal(n) > 0)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    return X, binning.bin_data(X, edges), y.astype(np.float64), edges
+
+
+def _same(a, b):
+    return a.keys() == b.keys() and all(
+        np.array_equal(a[k], b[k], equal_nan=np.asarray(a[k]).dtype.kind == "f") for k in a)
+
+
+@pytest.mark.parametrize("params", [
+    dict(objective="logistic", maxDepth=5),
+    dict(objective="squared_error", growPolicy="lossguide", maxDepth=0, maxLeaves=24,
+         subsamplingRate=0.7, colsampleByTree=0.6),
+])
+def test_boosting_is_identical_whatever_nthread(params):
+    X, Xb, y, edges = _data()
+    p = dict(params, maxIter=8, stepSize=0.3)
+    models = {nt: train(Xb, y, None, edges, dict(p, nthread=nt))[0] for nt in (1, 2, 3)}
+    ref = models[1].to_arrays()
+    assert models[1].n_trees == 8
+    for nt in (2, 3):
+        assert _same(models[nt].to_arrays(), ref), f"nthread={nt} grew a different model"
+    # prediction with threads: the same scores as the serial kernel and the naive twin
+    pred = models[1]
+    raw = pred.predict_raw(X)
+    assert np.array_equal(pred.predict_raw(X, n_threads=threads.use_threads(2)), raw)
+    np.testing.assert_allclose(raw, pred.predict_raw_naive(X), rtol=1e-12, atol=1e-12)
+    import scipy.sparse as sp
+
+    Xs = sp.csr_matrix(np.nan_to_num(X, nan=0.0))
+    assert np.array_equal(pred.predict_raw(Xs, n_threads=2), pred.predict_raw(Xs))
+
+
+def test_booster_rejects_bad_nthread():
+    _, Xb, y, edges = _data(n=200)
+    with pytest.raises(ValueError, match="nthread"):
+        train(Xb, y, None, edges, dict(maxIter=1, nthread=0))
