@@ -35,9 +35,13 @@ def _free_port() -> int:
 
 
 def _clean_env(**extra) -> dict:
+    # (the in-process local Connect sessions of the other Connect tests leave
+    # SPARK_CONNECT_AUTHENTICATE_TOKEN and friends behind: with a token the client speaks TLS,
+    # which this plain server never answers, and the client retried for ever)
     env = {k: v for k, v in os.environ.items()
-           if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_TESTING",
-                        "SPARK_HOME", "PYSPARK_SUBMIT_ARGS")}
+           if k not in ("SPARK_REMOTE", "SPARK_TESTING", "SPARK_HOME", "PYSPARK_SUBMIT_ARGS",
+                        "SPARK_LOCAL_REMOTE")
+           and not k.startswith("SPARK_CONNECT")}
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, **extra)
     return env
 
