@@ -27,7 +27,7 @@ The logistic and softmax gradients are compiled loops (one pass per row, no temp
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import FLOAT
 

@@ -10,7 +10,8 @@ when the split's default direction is left.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from .._jit import njit
 
 from .._dtypes import BIN, INDEX, NODE
 from ..threads import worth_threads
