@@ -44,34 +44,38 @@ def _dense(n, d, seed=0):
     return X, y
 
 
-def profile_fastxml(spark):
-    from sparkxml import FastXML, PfastreXML
+def _multilabel(spark):
     from sparkxml.synthetic import make_multilabel, rows_frame
 
     X, Y = make_multilabel(n_rows=1200, n_features=500, n_labels=60, seed=0)
-    train = rows_frame(spark, X, Y, 0, 1000, 500).cache()
-    test = rows_frame(spark, X, Y, 1000, 1200, 500)
+    return rows_frame(spark, X, Y, 0, 1000, 500).cache(), rows_frame(spark, X, Y, 1000, 1200,
+                                                                     500)
+
+
+def profile_fastxml(spark):
+    """What a FastXML fit and transform use (the training tasks warm this group)."""
+    from sparkxml import FastXML
+
+    train, test = _multilabel(spark)
     for est in (FastXML(numTrees=2, numWorkers=2, rowOrder="input"),
-                FastXML(numTrees=2, numWorkers=2),
-                FastXML(numTrees=2, numWorkers=2, trainingMode="distributed"),
-                PfastreXML(numTrees=2, numWorkers=2, rowOrder="input")):
+                FastXML(numTrees=2, numWorkers=2)):
         est.fit(train).transform(test).collect()
 
 
 def profile_gbt(spark):
-    from sparkxml import GBTClassifier, GBTRegressor, LambdaMART
+    """A dense GBT classifier / regressor fit and transform, one thread a task (the training
+    tasks warm this group)."""
+    from sparkxml import GBTClassifier, GBTRegressor
 
     X, y = _dense(3000, 8)
-    df = _vectors(spark, X, y, {"qid": np.arange(len(y)) // 20}).cache()
+    df = _vectors(spark, X, y).cache()
     GBTClassifier(maxIter=3, maxDepth=3).fit(df).transform(df).collect()
     GBTClassifier(maxIter=3, maxDepth=3, numWorkers=2).fit(df).transform(df).collect()
     GBTRegressor(maxIter=3, maxDepth=3, numWorkers=2).fit(df).transform(df).collect()
-    GBTRegressor(maxIter=3, maxDepth=3, monotoneConstraints=[1] + [0] * 7).fit(df) \
-        .transform(df).collect()
-    LambdaMART(maxIter=3, maxDepth=3, groupCol="qid").fit(df).transform(df).collect()
 
 
 def profile_gbt_threads(spark):
+    """The parallel kernels (a task with nthread > 1 warms this group too)."""
     from sparkxml import GBTClassifier
     from sparkxml_kernels.threads import MIN_PARALLEL_ROWS
 
@@ -81,33 +85,87 @@ def profile_gbt_threads(spark):
         .collect()
 
 
+def profile_fastxml_more(spark):
+    """PfastreXML, distributed FastXML training, the serving predictor."""
+    from sparkxml import FastXML, PfastreXML
+
+    train, test = _multilabel(spark)
+    FastXML(numTrees=2, numWorkers=2, trainingMode="distributed").fit(train).transform(test) \
+        .collect()
+    PfastreXML(numTrees=2, numWorkers=2, rowOrder="input").fit(train).transform(test).collect()
+    PfastreXML(numTrees=2, numWorkers=2, tailClassifiers=False).fit(train).transform(test) \
+        .collect()
+
+
+def profile_gbt_more(spark):
+    """Monotone constraints, multiclass, ranking, sparse and categorical data, uint16 bins,
+    SHAP contributions and leaf indices."""
+    from pyspark.ml.linalg import Vectors
+
+    from sparkxml import GBTClassifier, GBTRegressor, LambdaMART
+
+    X, y = _dense(3000, 8)
+    qid = np.arange(len(y)) // 20
+    df = _vectors(spark, X, y, {"qid": qid, "y3": (X[:, 0] > 0).astype(float) +
+                                (X[:, 1] > 0.5), "c": (np.abs(X[:, 3]) * 4).astype(np.int64),
+                                "x": X[:, 0]}).cache()
+    GBTRegressor(maxIter=3, maxDepth=3, monotoneConstraints=[1] + [0] * 7,
+                 predContribCol="contrib", leafCol="leaf").fit(df).transform(df).collect()
+    GBTClassifier(maxIter=3, maxDepth=3, labelCol="y3").fit(df).transform(df).collect()
+    for obj in ("lambdarank", "pairwise"):
+        LambdaMART(maxIter=3, maxDepth=3, groupCol="qid", objective=obj).fit(df) \
+            .transform(df).collect()
+    GBTClassifier(featuresCols=["c", "x"], categoricalCols=["c"], maxIter=3, maxDepth=3) \
+        .fit(df).transform(df).collect()
+    GBTClassifier(featuresCols=["c", "x"], categoricalCols=["c"], maxIter=3, maxDepth=3,
+                  numWorkers=1, nthread=2).fit(df).transform(df).collect()
+    GBTClassifier(maxIter=3, maxDepth=3, maxBins=1000).fit(df).transform(df).collect()
+    rng = np.random.default_rng(0)
+    idx = [np.unique(rng.integers(0, 2000, 10)) for _ in range(2000)]
+    rows = [(Vectors.sparse(2000, ix.tolist(), rng.random(len(ix)).tolist()),
+             float(ix[0] < 1000)) for ix in idx]
+    sp = spark.createDataFrame(rows, ["features", "label"]).cache()
+    for kw in ({}, {"numWorkers": 1, "nthread": 2}):
+        GBTClassifier(maxIter=3, maxDepth=3, **kw).fit(sp).transform(sp).collect()
+
+
 def profile_linear(spark):
     from sparkxml import LinearSVC
 
     X, y = _dense(2000, 8)
-    df = _vectors(spark, X, y).cache()
+    df = _vectors(spark, X, y, {"y3": (X[:, 0] > 0).astype(float) + (X[:, 1] > 0.5)}).cache()
     LinearSVC(numWorkers=2).fit(df).transform(df).collect()
+    LinearSVC(loss="squared_hinge", schedule="permutation").fit(df).transform(df).collect()
+    LinearSVC(labelCol="y3", multiClass="crammer_singer").fit(df).transform(df).collect()
+    LinearSVC(labelCol="y3").fit(df).transform(df).collect()
 
 
 def profile_fm(spark):
-    from sparkxml import FMClassifier, FMRegressor
+    from sparkxml import FMClassifier, FMRegressor, GBFMClassifier
 
     X, y = _dense(1000, 8)
     df = _vectors(spark, X, y).cache()
     FMClassifier(maxIter=20).fit(df).transform(df).collect()
     FMRegressor(maxIter=20).fit(df).transform(df).collect()
+    for solver in ("als", "adamw"):
+        FMRegressor(maxIter=5, solver=solver).fit(df).transform(df).collect()
+    GBFMClassifier(maxIter=3, fieldStarts=[0, 4]).fit(df).transform(df).collect()
 
 
 def profile_forest(spark):
-    from sparkxml import DecisionTreeClassifier, RandomForestRegressor
+    from sparkxml import (DecisionTreeClassifier, RandomForestClassifier,
+                          RandomForestRegressor)
 
     X, y = _dense(1000, 8)
     df = _vectors(spark, X, y).cache()
     DecisionTreeClassifier(maxDepth=4).fit(df).transform(df).collect()
     RandomForestRegressor(numTrees=3, maxDepth=4).fit(df).transform(df).collect()
+    RandomForestClassifier(numTrees=3, maxDepth=4, criterion="entropy", oobScore=True,
+                           bootstrap=True).fit(df).transform(df).collect()
 
 
 PROFILES = {"fastxml": profile_fastxml, "gbt": profile_gbt, "gbt_threads": profile_gbt_threads,
+            "fastxml_more": profile_fastxml_more, "gbt_more": profile_gbt_more,
             "linear": profile_linear, "fm": profile_fm, "forest": profile_forest}
 
 
@@ -135,8 +193,11 @@ def record(names=None, jobs: int = 1) -> list:
                        SPARKXML_WARMUP="0",
                        PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable))
             print(f"profile {name} ...", flush=True)
-            subprocess.run([sys.executable, "-m", "sparkxml._warmup_record", "--profile", name],
-                           env=env, check=True)
+            r = subprocess.run([sys.executable, "-m", "sparkxml._warmup_record", "--profile",
+                                name], env=env)
+            if r.returncode != 0:  # what ran before the failure is still recorded
+                print(f"profile {name} FAILED (rc {r.returncode}); its list is partial",
+                      flush=True)
         for name in names:
             for module, qualname, sig in cached_signatures(os.path.join(tmp, name)):
                 if (module, qualname, sig) not in seen:

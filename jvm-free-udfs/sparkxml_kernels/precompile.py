@@ -41,7 +41,11 @@ def _types_namespace() -> dict:
 def parse_signature(text: str) -> tuple:
     """A signature line's numba argument types (``repr`` of the type tuple, evaluated in
     ``numba.core.types``)."""
-    sig = eval(text, _types_namespace())  # noqa: S307 - our own file, numba type reprs only
+    # a callee called with constants is compiled for their literal types, whose repr
+    # ("Literal[int](0)") is no constructor call
+    code = text.replace("Literal[int](", "IntegerLiteral(").replace(
+        "Literal[bool](", "BooleanLiteral(")
+    sig = eval(code, _types_namespace())  # noqa: S307 - our own file, numba type reprs only
     if not isinstance(sig, tuple):
         raise ValueError(f"not a signature tuple: {text!r}")
     return sig
@@ -101,8 +105,15 @@ def dispatchers(module: str, qualname: str) -> list:
     return out
 
 
+def _counts() -> tuple:
+    """(loaded from the cache, compiled) over this process's kernels so far."""
+    return (sum(sum(d.stats.cache_hits.values()) for d in _jit.KERNELS),
+            sum(sum(d.stats.cache_misses.values()) for d in _jit.KERNELS))
+
+
 def _compile(entries) -> tuple:
-    """Compile (or load from the cache) each entry; returns (done, [failures], seconds)."""
+    """Compile (or load from the cache) each entry; returns (done, [failures], seconds,
+    (loaded, compiled) counts of this process)."""
     t = time.perf_counter()
     done, failed = 0, []
     for _, module, qualname, sig in entries:
@@ -116,7 +127,7 @@ def _compile(entries) -> tuple:
             done += 1
         except Exception as e:  # a stale line must not stop the others
             failed.append(f"{module}.{qualname}{sig[:60]}...: {type(e).__name__}: {e}")
-    return done, failed, time.perf_counter() - t
+    return done, failed, time.perf_counter() - t, _counts()
 
 
 def precompile(groups=None, jobs: int = 1, manifest: str = MANIFEST,
@@ -139,7 +150,9 @@ def precompile(groups=None, jobs: int = 1, manifest: str = MANIFEST,
     Returns
     -------
     dict
-        ``entries``, ``failed`` (messages), ``seconds``, ``cache_dir``.
+        ``entries``, ``compiled`` (entries done), ``failed`` (messages), ``seconds``,
+        ``cache_dir``; ``serial_loaded`` / ``serial_compiled``: kernels the final serial pass
+        loaded from the cache / had to compile (callees included).
     """
     if int(jobs) < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs!r}")
@@ -163,17 +176,19 @@ def precompile(groups=None, jobs: int = 1, manifest: str = MANIFEST,
 
         with ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("spawn")) \
                 as ex:
-            for _, f, s in ex.map(_compile, [c for c in chunks if c]):
+            for _, f, _, _ in ex.map(_compile, [c for c in chunks if c]):
                 failed += f
         if verbose:
             print(f"precompile: {len(entries)} signatures in {jobs} processes, "
                   f"{time.perf_counter() - t0:.1f} s", flush=True)
-    done, f, s = _compile(entries)
+    done, f, s, (loaded, compiled) = _compile(entries)
     if verbose:
-        print(f"precompile: serial pass {s:.1f} s", flush=True)
+        print(f"precompile: serial pass {s:.1f} s ({loaded} loaded from the cache, {compiled} "
+              f"compiled)", flush=True)
     failed = sorted(set(failed) | set(f))
     return dict(entries=len(entries), compiled=done, failed=failed,
-                seconds=time.perf_counter() - t0, cache_dir=_jit.cache_dir())
+                seconds=time.perf_counter() - t0, cache_dir=_jit.cache_dir(),
+                serial_loaded=loaded, serial_compiled=compiled)
 
 
 _warmed: set = set()
@@ -208,10 +223,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     r = precompile(args.groups, jobs=args.jobs, verbose=not args.quiet)
     print(f"precompiled {r['compiled']} of {r['entries']} signatures into {r['cache_dir']} "
-          f"in {r['seconds']:.1f} s" + (f"; {len(r['failed'])} failed" if r["failed"] else ""))
+          f"in {r['seconds']:.1f} s (last pass: {r['serial_loaded']} loaded, "
+          f"{r['serial_compiled']} compiled)"
+          + (f"; {len(r['failed'])} failed" if r["failed"] else ""))
     for m in r["failed"]:
         print("  failed:", m, file=sys.stderr)
-    return 0
+    return 1 if r["failed"] else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
