@@ -135,3 +135,13 @@ def test_bad_input_names_file_and_line(spark, files, capsys, tmp_path):
                        str(tmp_path / "m2")], capsys)
     assert rc == 2 and "--query" in err
     assert not os.path.exists(tmp_path / "m") and not os.path.exists(tmp_path / "m2")
+
+
+def test_precompile_command_runs_without_spark_and_names_a_bad_group(capsys):
+    from sparkxml.cli import main
+
+    assert main(["precompile", "--groups", "no_such_group", "--jobs", "1"]) == 2
+    assert "no_such_group" in capsys.readouterr().err
+    # a real group: its kernels compile (or load) into the cache; no Spark session is made
+    assert main(["precompile", "--groups", "gbt_threads", "--jobs", "1"]) == 0
+    assert "precompiled 5 of 5 signatures" in capsys.readouterr().out
