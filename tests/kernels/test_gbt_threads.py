@@ -57,8 +57,9 @@ def test_parallel_histograms_equal_serial(features, n_threads):
             rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("use_columns", [False, True])
 @pytest.mark.parametrize("chunk", [7, partition.PARTITION_CHUNK])
-def test_parallel_partition_equals_naive(monkeypatch, chunk):
+def test_parallel_partition_equals_naive(monkeypatch, chunk, use_columns):
     monkeypatch.setattr(partition, "PARTITION_CHUNK", chunk)
     binned, _, _, _ = _binned(seed=3)
     n = binned.shape[0]
@@ -68,10 +69,11 @@ def test_parallel_partition_equals_naive(monkeypatch, chunk):
     bins = np.array([100, 0, 5, 30, 254], np.int32)
     dl = np.array([1, 0, 1, 0, 1], np.uint8)
     ref, ref_left = partition_nodes_naive(binned, perm, starts, ends, feats, bins, dl)
-    for nt in N_THREADS:
+    columns = partition.column_copy(binned) if use_columns else None
+    for nt in (1,) + N_THREADS:
         part = perm.copy()
         n_left = partition_nodes(binned, part, np.empty(n, np.int32), starts, ends, feats,
-                                 bins, dl, threads.use_threads(nt))
+                                 bins, dl, threads.use_threads(nt), columns)
         assert np.array_equal(part, ref) and np.array_equal(n_left, ref_left)
     with pytest.raises(ValueError, match="scratch"):
         partition_nodes(binned, perm.copy(), np.empty(10, np.int32), starts, ends, feats,

@@ -438,17 +438,18 @@ def _parts(binned):
 
 
 def partition_nodes_any(binned, partition, scratch, starts, ends, features, bins,
-                        default_left, is_cat=None, sets=None, n_threads=1):
+                        default_left, is_cat=None, sets=None, n_threads=1, columns=None):
     """:func:`partition.partition_nodes` for any binned matrix, with categorical splits.
 
     is_cat : uint8 (m,), optional  1 where node j splits on a category set
     sets : uint32 (m, W), optional  node j's left bins (bitset; see the module docstring)
     n_threads : int  used by the dense uint8 kernel without category sets only
+    columns : the dense uint8 matrix's ``partition.column_copy``, optional (same use)
     """
     if is_cat is None or not np.any(is_cat):
         if not needs_generic(binned):
             return _part.partition_nodes(binned, partition, scratch, starts, ends, features,
-                                         bins, default_left, n_threads)
+                                         bins, default_left, n_threads, columns)
     m = len(starts)
     is_cat = np.zeros(m, np.uint8) if is_cat is None else np.asarray(is_cat, np.uint8)
     sets = _EMPTY_SETS if sets is None else np.ascontiguousarray(sets, np.uint32)

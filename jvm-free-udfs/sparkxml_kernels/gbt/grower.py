@@ -47,11 +47,12 @@ import numpy as np
 
 from .._dtypes import FLOAT, INDEX, NODE
 from .binned import (as_binned, build_histogram_any_naive, build_histograms_any, is_sparse,
-                     missing_code, partition_nodes_any, route_binned_any)
+                     missing_code, needs_generic, partition_nodes_any, route_binned_any)
 from .categorical import (CatParams, find_categorical_splits, find_categorical_splits_naive,
                           n_set_words)
 from .collective import LocalCollective
 from .histogram import interleave, n_hist_slots
+from .partition import column_copy
 from .splitting import (TIE_RTOL, SplitParams, bounded_leaf_weight, check_monotone,
                         find_best_splits, find_best_splits_naive, leaf_weight)
 
@@ -232,6 +233,9 @@ class TreeGrower:
             self._W = n_set_words(self.n_slots)
             self._rec = REC + 1 + self._W
         n = self.binned.shape[0]
+        # dense uint8: a column-major copy for the partition kernels (partition.py; n x d
+        # more bytes, and splitting takes a third of the time)
+        self._columns = None if needs_generic(self.binned) else column_copy(self.binned)
         self._partition = np.empty(n, INDEX)
         self._scratch = np.empty(n, INDEX)
         self._gradhess = np.empty((n, 2), FLOAT)
@@ -392,7 +396,7 @@ class TreeGrower:
         n_left = partition_nodes_any(self.binned, self._partition, self._scratch, starts, ends,
                                      recs[:, 1].astype(np.int32), recs[:, 2].astype(np.int32),
                                      recs[:, 3].astype(np.uint8), is_cat, sets,
-                                     self.n_threads)
+                                     self.n_threads, self._columns)
         pending = []
         for i, r in enumerate(recs):
             p = int(r[0])
