@@ -133,11 +133,13 @@ def _same(a, b):
 def test_boosting_is_identical_whatever_nthread(params):
     X, Xb, y, edges = _data()
     p = dict(params, maxIter=8, stepSize=0.3)
-    models = {nt: train(Xb, y, None, edges, dict(p, nthread=nt))[0] for nt in (1, 2, 3)}
+    fits = {nt: train(Xb, y, None, edges, dict(p, nthread=nt)) for nt in (1, 2, 3)}
+    models = {nt: f[0] for nt, f in fits.items()}
     ref = models[1].to_arrays()
     assert models[1].n_trees == 8
     for nt in (2, 3):
         assert _same(models[nt].to_arrays(), ref), f"nthread={nt} grew a different model"
+        assert fits[nt][1]["train"] == fits[1][1]["train"]  # the training metric too
     # prediction with threads: the same scores as the serial kernel and the naive twin
     pred = models[1]
     raw = pred.predict_raw(X)
@@ -147,6 +149,36 @@ def test_boosting_is_identical_whatever_nthread(params):
 
     Xs = sp.csr_matrix(np.nan_to_num(X, nan=0.0))
     assert np.array_equal(pred.predict_raw(Xs, n_threads=2), pred.predict_raw(Xs))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_parallel_logistic_gradients_equal_serial(weighted):
+    # the threaded gradients and log loss (loss._logistic_parallel) bit for bit as the serial
+    # kernel, and close to the metric computed on its own (metrics.py)
+    from sparkxml_kernels.gbt.loss import make_loss
+    from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    y = (rng.random(n) < 0.4).astype(np.float64)
+    raw = 3 * rng.standard_normal(n)
+    raw[:3] = [40.0, -40.0, 0.0]  # clipped probabilities
+    w = rng.uniform(0, 2, n) if weighted else None
+    out = {}
+    for nt in (1, 2):
+        loss = make_loss("logistic")
+        loss.n_threads = threads.use_threads(nt)
+        g, h = np.empty(n), np.empty(n)
+        stats = loss.gradients_and_stats(y, raw, w, g, h, None, "logloss", w)
+        g2, h2 = np.empty(n), np.empty(n)
+        assert loss.gradients_and_stats(y, raw, w, g2, h2, None, None, None) is None
+        assert np.array_equal(g, g2) and np.array_equal(h, h2)
+        out[nt] = (g, h, stats)
+    for a, b in zip(out[1], out[2]):
+        assert np.array_equal(a, b)
+    np.testing.assert_allclose(metric_from_stats("logloss", out[2][2]),
+                               metric_from_stats("logloss", metric_stats("logloss", y, raw, w)),
+                               rtol=1e-6)  # (clipping computed differently)
 
 
 def test_booster_rejects_bad_nthread():

@@ -279,8 +279,10 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     if evals and metric is None:
         raise ValueError(f"objective {p.objective} has no default metric: set evalMetric")
 
+    n_threads = use_threads(p.nthread)
+    loss.n_threads = n_threads
     grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
-                        use_threads(p.nthread))
+                        n_threads)
     trees = []
     history = {"metric": metric, "eval": [[] for _ in evals], "train": [],
                "best_iteration": None, "best_score": None}
