@@ -4,8 +4,10 @@ A fit runs three Spark jobs, whatever the number of trees:
 
 1. a checks job: one SQL aggregate over every row (JVM only, no Python): row counts, label
    range, and the first offending value of each check (non-finite or non-class labels,
-   negative weights, null or differently sized vectors), so bad input fails before any
-   training with an error naming the column and the value;
+   negative weights, null vectors), so bad input fails before any training with an error
+   naming the column and the value. A vector column's size comes from its metadata or first
+   row; the Python tasks check every vector against it (sizing each vector in the JVM made
+   an array per row: most of this job's time);
 2. a sketch job: weighted quantile summaries of a uniform sample of about 100,000 training
    rows (``DataFrame.sample``, one ``mapInArrow`` task per input partition), merged on the
    driver in partition order into at most ``maxBins`` bins per feature;

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sparkxml_kernels import threads
-from sparkxml_kernels.gbt import binning, partition
+from sparkxml_kernels.gbt import binning, histogram, partition
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.histogram import (build_histogram_naive, build_histograms,
                                             interleave, n_hist_slots)
@@ -55,6 +55,23 @@ def test_parallel_histograms_equal_serial(features, n_threads):
         np.testing.assert_allclose(
             par[j], build_histogram_naive(binned, perm[starts[j]:ends[j]], g, h, S, features),
             rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("lengths", [[1000], [300, 100], [5, 0, 7000, 12, 900], [0, 0]])
+@pytest.mark.parametrize("n_threads", [2, 3, 8])
+def test_histogram_plan_covers_each_node_feature_once(lengths, n_threads):
+    n_feat = 7
+    node, lo, hi, first = histogram.plan_histogram_tasks(lengths, n_feat, n_threads)
+    assert first[0] == 0 and first[-1] == node.size and np.all(np.diff(first) >= 0)
+    assert first.size == n_threads + 1
+    seen = np.zeros((len(lengths), n_feat), int)
+    for j, a, z in zip(node, lo, hi):
+        seen[j, a:z] += 1
+    want = (np.asarray(lengths) > 0)[:, None] * np.ones(n_feat, int)
+    assert np.array_equal(seen, want)
+    # the root alone is cut into one run of features per thread (up to the features)
+    if lengths == [1000]:
+        assert node.size == min(n_threads, n_feat)
 
 
 @pytest.mark.parametrize("use_columns", [False, True])

@@ -202,20 +202,59 @@ def _accumulate_block(binned, partition, s, e, features, lo, hi, gh, h, miss_cod
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _build_histograms_parallel(binned, partition, starts, ends, features, gh, out, n_blocks,
-                               miss_code):
-    # Feature-parallel (LightGBM's col-wise idea on row-major bins): block b owns a slice of
-    # the features for every node, so threads never write the same slot and no per-thread
-    # histograms need reducing. Each thread still reads every row's bytes and gradients, but
-    # from cache lines its sibling threads are pulling in too.
-    n_feat = features.shape[0]
-    for b in prange(n_blocks):
-        lo = b * n_feat // n_blocks
-        hi = (b + 1) * n_feat // n_blocks
-        if hi > lo:
-            for j in range(starts.shape[0]):
-                _accumulate_block(binned, partition, starts[j], ends[j], features, lo, hi,
-                                  gh, out[j], miss_code)
+def _build_histograms_parallel(binned, partition, starts, ends, features, gh, out, task_node,
+                               task_lo, task_hi, thread_first, miss_code):
+    # Thread t runs tasks thread_first[t]:thread_first[t + 1]; a task is one node's rows
+    # over a run of its features (plan_histogram_tasks). Every (node, feature) pair belongs
+    # to exactly one task and adds its rows in row order, so threads never write the same
+    # slot and the sums are the serial kernel's, bit for bit.
+    for t in prange(thread_first.shape[0] - 1):
+        for q in range(thread_first[t], thread_first[t + 1]):
+            j = task_node[q]
+            _accumulate_block(binned, partition, starts[j], ends[j], features, task_lo[q],
+                              task_hi[q], gh, out[j], miss_code)
+
+
+def plan_histogram_tasks(lengths, n_feat, n_threads):
+    """Split the histograms of nodes with ``lengths`` rows over ``n_threads`` threads.
+
+    Whole nodes are the cheapest tasks (each row and its gradient are read by one thread
+    only); a node larger than a thread's fair share is cut into runs of features, so the
+    root and other big nodes still spread over the threads (finer cuts balance better but
+    re-read the rows: the root cut in 4 for 2 threads took 35% more CPU than in 2). Tasks (cost rows x
+    features) go largest first to the least loaded thread (LPT). Measured, CPU time of 1M x
+    50 in 16 scattered nodes on 2 threads: 33 ms cut by features as before (each thread
+    pulling every row's cache lines) against 24 ms serial.
+
+    Returns
+    -------
+    (task_node, task_lo, task_hi, thread_first) : int64 arrays; thread t runs tasks
+    ``thread_first[t]:thread_first[t + 1]`` (ordered by node, then feature).
+    """
+    lengths = np.asarray(lengths, np.int64)
+    total = int(lengths.sum())
+    target = max(total / float(n_threads), 1.0)
+    tasks = []
+    for j, length in enumerate(lengths.tolist()):
+        if length <= 0:
+            continue
+        nb = min(n_feat, max(1, int(np.ceil(length / target))))
+        for b in range(nb):
+            lo, hi = b * n_feat // nb, (b + 1) * n_feat // nb
+            if hi > lo:
+                tasks.append((length * (hi - lo), j, lo, hi))
+    tasks.sort(key=lambda x: (-x[0], x[1], x[2]))
+    load = [0] * n_threads
+    mine = [[] for _ in range(n_threads)]
+    for cost, j, lo, hi in tasks:
+        t = min(range(n_threads), key=load.__getitem__)
+        load[t] += cost
+        mine[t].append((j, lo, hi))
+    flat = [task for ts in mine for task in sorted(ts)]
+    first = np.cumsum([0] + [len(ts) for ts in mine]).astype(np.int64)
+    arr = np.array(flat, np.int64).reshape(-1, 3)
+    return (np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1]),
+            np.ascontiguousarray(arr[:, 2]), first)
 
 
 def _features_arg(features, d):
@@ -248,8 +287,9 @@ def build_histograms(binned, partition, starts, ends, gradhess, hist_out, featur
     features : int32 array, optional
         Only these features are accumulated (column sampling); others stay untouched.
     n_threads : int
-        Threads to use (``threads.use_threads`` sets numba's pool first); > 1 splits the
-        features into ``n_threads`` blocks. The sums are identical whatever ``n_threads``.
+        Threads to use (``threads.use_threads`` sets numba's pool first); > 1 spreads the
+        nodes, and runs of features of the big ones, over the threads
+        (:func:`plan_histogram_tasks`). The sums are identical whatever ``n_threads``.
     """
     m = len(starts)
     if hist_out.shape[0] != m or hist_out.ndim != 4:
@@ -258,9 +298,10 @@ def build_histograms(binned, partition, starts, ends, gradhess, hist_out, featur
             _features_arg(features, binned.shape[1]),
             _complex_view(gradhess, gradhess.shape[0]).reshape(-1),
             _complex_view(hist_out, m))
-    n_blocks = min(int(n_threads), args[4].size)
-    if n_blocks > 1 and m and worth_threads(args[3] - args[2]):
-        _build_histograms_parallel(*args, n_blocks, _missing_of(binned))
+    n_threads = int(n_threads)
+    if n_threads > 1 and m and worth_threads(args[3] - args[2]):
+        plan = plan_histogram_tasks(args[3] - args[2], args[4].size, n_threads)
+        _build_histograms_parallel(*args, *plan, _missing_of(binned))
     else:
         _build_histograms(*args)
 
