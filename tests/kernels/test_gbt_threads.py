@@ -202,3 +202,34 @@ def test_booster_rejects_bad_nthread():
     _, Xb, y, edges = _data(n=200)
     with pytest.raises(ValueError, match="nthread"):
         train(Xb, y, None, edges, dict(maxIter=1, nthread=0))
+
+
+def test_leaf_index_and_leaf_values_on_threads_equal_serial():
+    from sparkxml_kernels.gbt import booster, grower
+
+    rng = np.random.default_rng(8)
+    n = 50000
+    part = rng.permutation(n).astype(np.int32)
+    cuts = np.sort(rng.choice(np.arange(1, n), 40, replace=False))
+    starts = np.concatenate([[0], cuts]).astype(np.int64)
+    ends = np.concatenate([cuts, [n]]).astype(np.int64)
+    order = rng.permutation(starts.size)  # leaves in any order of their slices
+    starts, ends = starts[order], ends[order]
+    leaves = rng.permutation(200)[:starts.size].astype(np.int32)
+    ref = np.empty(n, np.int32)
+    for s, e, leaf in zip(starts, ends, leaves):
+        ref[part[s:e]] = leaf
+    for kernel in (grower._leaf_index, grower._leaf_index_parallel):
+        out = np.full(n, -1, np.int32)
+        kernel(part, starts, ends, leaves, out)
+        assert np.array_equal(out, ref)
+    value = rng.standard_normal(200)
+    raw = rng.standard_normal((n, 3))
+    want = raw.copy()
+    want[:, 1] += value[ref]
+    for nt in (1, 2):
+        got = raw.copy()
+        booster.add_leaf_values(got, 1, value, ref, threads.use_threads(nt))
+        assert np.array_equal(got, want)
+    g, h = rng.standard_normal(n), rng.random(n)
+    assert np.array_equal(interleave(g, h, n_threads=2), interleave(g, h))

@@ -44,8 +44,10 @@ import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit, prange
 
 from .._dtypes import FLOAT, INDEX, NODE
+from ..threads import worth_threads
 from .binned import (as_binned, build_histogram_any_naive, build_histograms_any, is_sparse,
                      missing_code, needs_generic, partition_nodes_any, route_binned_any)
 from .categorical import (CatParams, find_categorical_splits, find_categorical_splits_naive,
@@ -264,7 +266,7 @@ class TreeGrower:
         n, d = binned.shape
         if np.shape(grad) != (n,) or np.shape(hess) != (n,):
             raise ValueError(f"grad and hess must have shape ({n},)")
-        gradhess = interleave(grad, hess, self._gradhess)
+        gradhess = interleave(grad, hess, self._gradhess, self.n_threads)
         mask = np.ones(d, np.uint8) if feature_mask is None \
             else np.ascontiguousarray(feature_mask, np.uint8)
         features = np.flatnonzero(mask).astype(INDEX)
@@ -442,14 +444,45 @@ class TreeGrower:
                 tree.cat_sets[node] = st.sets[node]
         n = self.binned.shape[0]
         leaf_index = np.empty(n, NODE)
-        for node in np.flatnonzero(tree.left < 0):
-            leaf_index[self._partition[st.start[node]:st.end[node]]] = node
+        leaves = np.flatnonzero(tree.left < 0).astype(np.int64)
+        starts = np.array([st.start[i] for i in leaves], np.int64)
+        ends = np.array([st.end[i] for i in leaves], np.int64)
+        # every leaf's slice of the partition: disjoint writes, the same on any threads
+        kernel = _leaf_index_parallel if self.n_threads > 1 and worth_threads(
+            np.array([k])) else _leaf_index
+        kernel(self._partition, starts, ends, leaves.astype(NODE), leaf_index)
         if k < n:
             outside = np.ones(n, bool)
             outside[rows] = False
             other = np.flatnonzero(outside).astype(INDEX)
             leaf_index[other] = route_binned_any(self.binned, tree, other)
         return tree, leaf_index
+
+
+@njit(cache=True, nogil=True)
+def _leaf_index(partition, starts, ends, leaves, out):
+    for j in range(leaves.shape[0]):
+        for i in range(starts[j], ends[j]):
+            out[partition[i]] = leaves[j]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _leaf_index_parallel(partition, starts, ends, leaves, out):
+    # The leaves' slices tile partition[:k] (in any order of leaves): threads take fixed
+    # pieces of the positions and find the leaf of each from the sorted slice starts; one
+    # parallel region per tree, however many leaves.
+    order = np.argsort(starts)
+    s_sorted = starts[order]
+    k = ends.max() if ends.shape[0] else 0
+    chunk = 16384
+    for q in prange((k + chunk - 1) // chunk):
+        a = q * chunk
+        z = min(a + chunk, k)
+        j = np.searchsorted(s_sorted, a, side="right") - 1
+        for i in range(a, z):
+            while i >= ends[order[j]]:
+                j += 1
+            out[partition[i]] = leaves[order[j]]
 
 
 def _record(c, res, cres, i, W):

@@ -43,13 +43,24 @@ def n_hist_slots(n_bins) -> int:
     return s + 1 if s % 2 == 0 else s
 
 
-def interleave(grad, hess, out=None) -> np.ndarray:
-    """Gradients and hessians as one float64 (n, 2) array: one cache line per row read."""
+def interleave(grad, hess, out=None, n_threads=1) -> np.ndarray:
+    """Gradients and hessians as one float64 (n, 2) array: one cache line per row read
+    (``n_threads`` > 1: copied on threads, for rows enough to pay for them)."""
     if out is None:
         out = np.empty((grad.shape[0], 2), FLOAT)
-    out[:, 0] = grad
-    out[:, 1] = hess
+    if n_threads > 1 and worth_threads(np.array([grad.shape[0]])):
+        _interleave_parallel(np.asarray(grad, FLOAT), np.asarray(hess, FLOAT), out)
+    else:
+        out[:, 0] = grad
+        out[:, 1] = hess
     return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _interleave_parallel(grad, hess, out):
+    for i in prange(grad.shape[0]):
+        out[i, 0] = grad[i]
+        out[i, 1] = hess[i]
 
 
 @intrinsic
