@@ -220,7 +220,7 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                     # partitions need not be the input's (a filter on a literal prunes a
                     # union branch)
                     repartition=valid is not None or _needs_repartition(infos, n_workers),
-                    on_addresses=_address_hook(fault))
+                    on_addresses=_address_hook(fault), coalesce_single=True)
             summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds,
                                                    infos)
             return self._model_from(result, engine, summary, progress)
