@@ -41,6 +41,7 @@ partition/routing kernels and categorical.py's split search beside the numerical
 from __future__ import annotations
 
 import heapq
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -220,6 +221,11 @@ class TreeGrower:
         self.params = params
         self._mono = check_monotone(params.monotone, self.n_bins.size)
         self.collective = collective if collective is not None else LocalCollective()
+        try:  # collectives written to the two-argument contract still work
+            takes = "consume" in inspect.signature(self.collective.reduce_and_decide).parameters
+        except (TypeError, ValueError):
+            takes = False
+        self._consume = {"consume": True} if takes else {}
         self.n_slots = n_hist_slots(self.n_bins)
         self.n_threads = int(n_threads)
         d = self.n_bins.size
@@ -290,7 +296,9 @@ class TreeGrower:
                                  [st.start[b] for b, _, _ in st.pending],
                                  [st.end[b] for b, _, _ in st.pending],
                                  gradhess, local, hist_features, self.n_threads)
-            dec = self.collective.reduce_and_decide(local.reshape(-1), decide)
+            # (local is this round's own array: a collective that can may sum into it)
+            dec = self.collective.reduce_and_decide(local.reshape(-1), decide,
+                                                    **self._consume)
             self._apply(st, np.asarray(dec, FLOAT))
             st.round += 1
         st.store.clear()
