@@ -233,3 +233,24 @@ def test_leaf_index_and_leaf_values_on_threads_equal_serial():
         assert np.array_equal(got, want)
     g, h = rng.standard_normal(n), rng.random(n)
     assert np.array_equal(interleave(g, h, n_threads=2), interleave(g, h))
+
+
+@pytest.mark.parametrize("n_threads", (1,) + N_THREADS)
+def test_histograms_without_missing_bins_skip_the_check(n_threads):
+    # has_missing=False (dense data with no NaN, histogram.has_missing_bins) must give the
+    # same sums as the checking kernels, serial and threaded
+    binned, nb, g, h = _binned(seed=9)
+    assert histogram.has_missing_bins(binned)
+    binned[binned == 255] = 0
+    assert not histogram.has_missing_bins(binned)
+    n, d = binned.shape
+    S = n_hist_slots(nb)
+    perm = np.random.default_rng(2).permutation(n).astype(np.int32)
+    starts, ends = np.array([0, 1000, 1001]), np.array([1000, 1001, 4000])
+    nt = threads.use_threads(n_threads)
+    ref = np.zeros((3, d, S, 2))
+    build_histograms(binned, perm, starts, ends, interleave(g, h), ref, None, nt)
+    got = np.zeros_like(ref)
+    build_histograms(binned, perm, starts, ends, interleave(g, h), got, None, nt,
+                     has_missing=False)
+    assert np.array_equal(got, ref)

@@ -332,12 +332,12 @@ def _hist_sparse(indptr, indices, bins, default_bin, partition, starts, ends, fe
 
 
 def build_histograms_any(binned, partition, starts, ends, gradhess, hist_out, features=None,
-                         n_threads=1):
+                         n_threads=1, has_missing=True):
     """:func:`histogram.build_histograms` for any binned matrix (same arguments;
-    ``n_threads`` is used by the dense uint8 kernel only)."""
+    ``n_threads`` and ``has_missing`` are used by the dense uint8 kernels only)."""
     if not needs_generic(binned):
         return _hist.build_histograms(binned, partition, starts, ends, gradhess, hist_out,
-                                      features, n_threads)
+                                      features, n_threads, has_missing)
     m = len(starts)
     n, d = binned.shape
     if hist_out.shape[0] != m or hist_out.ndim != 4:
