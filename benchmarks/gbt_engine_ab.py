@@ -10,8 +10,8 @@ Each run is a fresh interpreter importing ``sparkxml_kernels`` from the given di
 (``PYTHONPATH``): bins the data, warms the numba kernels up on a small fit, then times
 ``train`` (maxDepth 6, stepSize 0.1) with ``time.process_time`` -- on a shared machine the
 process's CPU time is the fairer measure (``--nthread N``: the booster's threads; the wall
-time is printed beside, as CPU time alone cannot show how well threads overlap). Prints every run and the median ratio
-this / baseline.
+time is printed beside, as CPU time alone cannot show how well threads overlap). Prints
+every run and the median ratio this / baseline.
 """
 from __future__ import annotations
 

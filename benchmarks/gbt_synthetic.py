@@ -27,9 +27,10 @@ Timed:
 
 Prints a table of fit times and ratios, and the 1-minute load average before and after each
 timed fit. The table's times include predicting the 20,000 test rows (for sparkxml a Spark
-``transform`` job and a collect); the fit alone is printed after it. Numbers depend on the machine's load: the fair reading on a shared machine is the
-ratio of runs made back to back (``--rounds N`` repeats XGBoost and both sparkxml fits N
-times, interleaved, and reports each one's best).
+``transform`` job and a collect); the fit alone is printed after it. Numbers depend on the
+machine's load: the fair reading on a shared machine is the ratio of runs made back to back
+(``--rounds N`` repeats XGBoost and both sparkxml fits N times, interleaved, and reports
+each one's best).
 """
 from __future__ import annotations
 

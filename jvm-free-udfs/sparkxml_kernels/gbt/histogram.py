@@ -276,10 +276,10 @@ def plan_histogram_tasks(lengths, n_feat, n_threads):
     Whole nodes are the cheapest tasks (each row and its gradient are read by one thread
     only); a node larger than a thread's fair share is cut into runs of features, so the
     root and other big nodes still spread over the threads (finer cuts balance better but
-    re-read the rows: the root cut in 4 for 2 threads took 35% more CPU than in 2). Tasks (cost rows x
-    features) go largest first to the least loaded thread (LPT). Measured, CPU time of 1M x
-    50 in 16 scattered nodes on 2 threads: 33 ms cut by features as before (each thread
-    pulling every row's cache lines) against 24 ms serial.
+    re-read the rows: the root cut in 4 for 2 threads took 35% more CPU than in 2). Tasks
+    (cost rows x features) go largest first to the least loaded thread (LPT). Measured, CPU
+    time of 1M x 50 in 16 scattered nodes on 2 threads: 33 ms cut by features as before
+    (each thread pulling every row's cache lines), 24 ms by node, 24 ms serial.
 
     Returns
     -------
