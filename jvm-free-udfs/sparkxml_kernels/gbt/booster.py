@@ -55,8 +55,9 @@ class BoosterParams:
     categorical features; ``train`` then needs their ``categories``) with LightGBM's knobs
     maxCatToOnehot (4), catSmooth (10.0), catL2 (10.0), maxCatThreshold (32) (categorical.py).
     maxBins may reach 65536 (uint16 bins, binned.py); nthread (1: threads for histogram
-    building and partitioning in this process or task, as XGBoost's ``nthread``; the model
-    is the same whatever its value).
+    building, partitioning, logistic gradients and the per-row updates of each round in
+    this process or task, as XGBoost's ``nthread``; the model is the same whatever its
+    value).
     """
 
     maxIter: int = 100
