@@ -18,7 +18,9 @@ A fit runs three Spark jobs, whatever the number of trees:
 
 Vector columns reach Python as dense arrays made in the JVM (``vector_to_array``), which Arrow
 ships ~6x faster than the VectorUDT struct. When the input already has ``numWorkers``
-partitions the barrier stage reads them as they are; otherwise it repartitions round-robin.
+partitions the barrier stage reads them as they are; otherwise it repartitions round-robin,
+except with numWorkers=1, where one plain (non-barrier) task reads every input partition in
+turn (``coalesce(1)``): no shuffle of all rows into one partition.
 
 Same ``seed``, same data: the same model whatever ``numWorkers`` (bin edges come from the input
 partitions, row subsampling hashes global row ids, histogram sums are reduced in a fixed order
