@@ -37,6 +37,10 @@ NOT_WARMED = {
     # binning a scipy CSR matrix with bin_data (kernel-level API; Spark tasks bin sparse
     # vectors through gbt.binned)
     "sparkxml_kernels.gbt.binning._bin_csr",
+    # row-major partition kernels: the grower passes partition_nodes the column copy, so fits
+    # run _partition_cols*; these serve kernel-level callers without one
+    "sparkxml_kernels.gbt.partition._partition_nodes",
+    "sparkxml_kernels.gbt.partition._partition_nodes_parallel",
     # leaf indices (leafCol) of a model with categorical splits
     "sparkxml_kernels.gbt.predictor._predict_leaves_cat",
 }
