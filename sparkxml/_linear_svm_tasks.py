@@ -84,11 +84,12 @@ def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept
     """Arrow batches -> this task's ``LinearData`` (or an error), one batch at a time; the
     labels, weights and vectors are checked on the way (the first bad value is named).
 
-    The stage sorts each partition by (block, key) in the JVM, so every batch is turned into
-    numpy pieces and released at once, and the pieces are written in order into the final
-    arrays (``sparkxml_kernels.linear.data.RowsBuilder``): the Python worker never holds the
-    Arrow input and the CSR together. The kernels are warmed up here too, while the tasks
-    wait for each other's addresses.
+    The stage sorts each partition by (block, key) in the JVM. The batches are held until
+    their sizes are known (offsets only are read), then each one is converted, written in
+    order into the final arrays (``sparkxml_kernels.linear.data.RowsBuilder``) and released:
+    the Arrow input shrinks as the CSR grows, so the two are never both whole. The kernels
+    are warmed up first, while the tasks wait for each other's addresses, and the RSS right
+    before the first batch is read is recorded (``rss_input_start``).
     """
 
     def load(batches, rank, world):
