@@ -1,7 +1,9 @@
 """Where a LinearSVC training task's memory goes, without Spark: two processes run the task's
 own load and train functions (``sparkxml._linear_svm_tasks``) on the collective, each reading
-its rows as Arrow batches from a stream file (as a Python worker reads them from the JVM's
-socket: every batch is a fresh allocation); the peak RSS of each phase is read from VmHWM,
+its rows as Arrow batches from a stream file through a buffered Python file object (as a
+pyspark worker reads them from the JVM's socket: every batch is a fresh malloc'd bytes
+object), after a 30 MiB free that raises glibc's mmap threshold as earlier tasks do in a
+reused worker (``--fresh-worker``: not); the peak RSS of each phase is read from VmHWM,
 reset at every phase change.
 
     .venv/bin/python benchmarks/linear_svm_memory.py [--rows 500000] [--loss squared_hinge]
@@ -138,7 +140,14 @@ def rank_main(rank, world, path, cfg, conn):
     addresses = conn.recv()
     solver.warm_up = tagged(solver.warm_up, "warm-up")
     solver.train = tagged(solver.train, "train")
-    src = pa.OSFile(path, "rb")
+    if not cfg.get("fresh_worker"):
+        # a reused Python worker: earlier tasks freed large arrays, which raises glibc's mmap
+        # threshold (to 32 MiB at most), so later batches and temporaries come from the heap
+        big = np.ones(30 * 2**20 // 8)
+        del big
+    # as pyspark does: a buffered Python file object (the batches' bytes are Python objects,
+    # allocated by malloc, not by Arrow's memory pool)
+    src = open(path, "rb", 65536)
     reader = pa.ipc.open_stream(src)
     rss0 = base[0] = _rss()
     reset_peak_rss()
@@ -164,12 +173,15 @@ def main():
     ap.add_argument("--C", type=float, default=0.1)
     ap.add_argument("--max-iter", type=int, default=30)
     ap.add_argument("--no-intercept", action="store_true")
+    ap.add_argument("--fresh-worker", action="store_true",
+                    help="skip the large free that a reused worker has behind it")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     world = blocks = 2
     cfg = dict(loss=a.loss, multi_class="ovr", schedule="shark", tol=1e-3,
                max_iter=a.max_iter, num_blocks=blocks, seed=0, C=a.C,
-               fit_intercept=not a.no_intercept)
+               fit_intercept=not a.no_intercept,
+               fresh_worker=a.fresh_worker)
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_rank_streams(a.rows, world, blocks, tmp)
         ctx = mp.get_context("spawn")

@@ -107,7 +107,6 @@ def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept
         _warm_arrow(fcol, lcol, wcol)
         release_freed()
         rss_input = rss_bytes()
-        pool = pa.default_memory_pool()
         # sizes first (offsets only), so that the CSR is written once, where it belongs
         held, rows, nnz = [], 0, 0
         for b in batches:
@@ -147,7 +146,12 @@ def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept
             state["n"] += int(y.size)
             state["ymax"] = max(state["ymax"], float(y.max()))
             del b, indptr, indices, data
-            pool.release_unused()  # hand the batch's memory back to the system
+            # hand the batch's memory back to the system at once. pyspark reads the batches
+            # from a Python file object, so they live in glibc's heap, not Arrow's pool, and
+            # in a reused worker (glibc's mmap threshold raised by earlier frees) the freed
+            # batches stayed resident while the CSR grew: 2.26x the CSR at 2M rows, 1.2x
+            # with this (~2 ms a batch)
+            release_freed()
         if state["error"] is None:
             state["ld"] = builder.finish(max(state["d"], 0))
             state["in_order"] = builder.in_order
