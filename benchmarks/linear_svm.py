@@ -269,7 +269,7 @@ MEMORY_HEADER = ["rank", "rows", "CSR MiB", "RSS at task start MiB",
                  "(peak - task start) / CSR"]
 
 
-def section_scale(spark, rows_n, mllib_iter, parts):
+def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
     """``parts``: any of fit (hinge beside MLlib, unless mllib_iter is 0), memory (squared
     hinge with intercept, numBlocks = 2), rounds (one process, 1, 2, 4 blocks)."""
     t = time.perf_counter()
@@ -334,7 +334,7 @@ def section_scale(spark, rows_n, mllib_iter, parts):
         df.unpersist()
     if "rounds" in parts:
         rows = []
-        for B in (1, 2, 4):
+        for B in blocks:
             t = time.perf_counter()
             r = solver.fit_local(X.indptr, X.indices, X.data, y, X.shape[1],
                                  loss="squared_hinge", C=0.1, num_blocks=B,
@@ -366,14 +366,18 @@ def main():
                     help="of the scale section: fit (hinge beside MLlib, with its worker "
                          "memory), memory (squared hinge, intercept), rounds (1, 2, 4 blocks "
                          "in one process)")
+    ap.add_argument("--scale-blocks", default="1,2,4",
+                    help="block counts of the scale section's rounds table (one process each "
+                         "can run them side by side)")
     ap.add_argument("--sections", default="kernel,a9a,dna,scale")
     a = ap.parse_args()
     secs = a.sections.split(",")
     if "kernel" in secs:
         section_kernel(a.data)
     parts = a.scale_parts.split(",")
+    blocks = [int(b) for b in a.scale_blocks.split(",")]
     if "scale" in secs and not {"fit", "memory"} & set(parts):
-        section_scale(None, a.scale_rows, a.scale_mllib_iter, parts)  # no Spark needed
+        section_scale(None, a.scale_rows, a.scale_mllib_iter, parts, blocks)  # no Spark needed
         secs = [x for x in secs if x != "scale"]
     if set(secs) & {"a9a", "dna", "scale"}:
         from sparkxml.session import get_session
@@ -386,7 +390,7 @@ def main():
             if "dna" in secs:
                 section_dna(spark, a.data)
             if "scale" in secs:
-                section_scale(spark, a.scale_rows, a.scale_mllib_iter, parts)
+                section_scale(spark, a.scale_rows, a.scale_mllib_iter, parts, blocks)
         finally:
             spark.stop()
 
