@@ -3,6 +3,7 @@ and, when given the path to their binaries, the authors' C++ FastXML and Pfastre
 measured in this one run.
 
     .venv/bin/python benchmarks/fastxml_bibtex.py [--cpp-bin DIR] [--repeats 3] [--only pfastrexml]
+    .venv/bin/python benchmarks/fastxml_bibtex.py --cold   # cold start only (see _cold.py)
 
 DIR holds the authors' `fastXML_train`, `fastXML_predict`, `PfastreXML_train` and
 `PfastreXML_predict` executables (build them from their public source yourself; nothing of it
@@ -150,7 +151,15 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--only", choices=("fastxml", "pfastrexml"), default=None)
+    ap.add_argument("--cold", action="store_true",
+                    help="only the cold-start table (benchmarks/_cold.py): first FastXML fit "
+                         "in a fresh environment beside a warm one, each in a new process")
     args = ap.parse_args()
+    if args.cold:
+        from _cold import run as run_cold
+
+        run_cold("fastxml", os.path.abspath(args.data))
+        return
     import scipy.sparse as sp
 
     from sparkxml import FastXML, PfastreXML

@@ -2,6 +2,7 @@
 
     python benchmarks/gbt_synthetic.py [--rows 1000000] [--features 50] [--trees 100]
         [--depth 6] [--workers 2] [--mllib-trees 10] [--skip mllib sparkxgb lightgbm ...]
+    python benchmarks/gbt_synthetic.py --cold   # cold start on the 7000-row sample only
 
 Data: ``rows x features`` dense standard normal, binary target from a nonlinear score plus
 noise, generated with a fixed seed, written once to parquet (under --workdir) and read back
@@ -110,7 +111,17 @@ def main():
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
     ap.add_argument("--binary-dir", default=os.path.join(
         os.path.dirname(__file__), "..", "..", "shared", "data", "lightgbm_binary"))
+    ap.add_argument("--cold", action="store_true",
+                    help="only the cold-start table on the LightGBM binary sample "
+                         "(benchmarks/_cold.py): first fit in a fresh environment beside a "
+                         "warm one, each in a new process")
     args = ap.parse_args()
+    if args.cold:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from _cold import run as run_cold
+
+        run_cold("gbt", os.path.abspath(args.binary_dir))
+        return
     os.makedirs(args.workdir, exist_ok=True)
     W, T, D = args.workers, args.trees, args.depth
     results = {}

@@ -285,8 +285,10 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
     rank_of = {k: p for p, k in enumerate(keys)}
 
     def train(batches):
+        from sparkxml_kernels.precompile import warm_async
         from sparkxml_kernels.progress import ProgressReporter
 
+        warm_async("fastxml")  # load/compile the kernels while the rows arrive
         reset_ok = reset_peak_rss()
         rss0 = rss_bytes()
         by_group: dict = {}

@@ -123,7 +123,9 @@ def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=Non
 
     def sketch_task(batches):
         from pyspark import TaskContext
+        from sparkxml_kernels.precompile import warm_async
 
+        warm_async("gbt")  # load/compile the training kernels while the sketch job runs
         t_start = time.perf_counter()
         pid = TaskContext.get().partitionId()
         sketches, xs, ws, held, n = [], [], [], 0, 0
@@ -210,7 +212,10 @@ def _make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, 
     sparse = bool(spec.get("sparse"))
 
     def load(batches, rank, world):
+        from sparkxml_kernels.precompile import warm_async
+
         n_threads = use_threads(_task_threads(opts.get("nthread")))
+        warm_async("gbt", *(("gbt_threads",) if n_threads > 1 else ()))
         init_pred = None if init is None else TreeEnsemblePredictor.from_arrays(init)
         parts = {"X": [], "y": [], "w": [], "v": [], "id": [], "g": [], "m": []}
         timing = {"input": 0.0, "convert": 0.0, "bin": 0.0}

@@ -1,5 +1,6 @@
 """Command line: ``sparkxml fastxml train|predict|evaluate|demo``,
-``sparkxml gbt train|predict|evaluate`` and ``sparkxml lambdamart train|predict|evaluate``.
+``sparkxml gbt train|predict|evaluate``, ``sparkxml lambdamart train|predict|evaluate`` and
+``sparkxml precompile`` (fills the numba cache; no Spark).
 
 Runs on local Spark by default (``--master``, default ``local[*]``); under ``spark-submit``
 it uses the cluster's master and configuration as given. Data files may be in the Extreme
@@ -169,11 +170,40 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_boost import add_parsers
 
     add_parsers(algos)
+    pc = algos.add_parser("precompile", help="compile the numba kernels the estimators use "
+                          "into the cache (no Spark; run once per environment, e.g. in a "
+                          "cluster image or init script, on the workers' CPU type)")
+    pc.add_argument("--groups", nargs="*", default=None,
+                    help="fastxml gbt gbt_threads linear fm forest (default: all)")
+    pc.add_argument("--jobs", type=int, default=None, help="processes (default: the CPUs)")
+    pc.set_defaults(cmd="precompile")
     return p
+
+
+def cmd_precompile(args) -> int:
+    """``sparkxml precompile``: no Spark session; the cache goes where the kernels look for
+    it (``sparkxml_kernels._jit.cache_dir()``)."""
+    import os
+
+    from sparkxml_kernels.precompile import precompile
+
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    r = precompile(args.groups, jobs=jobs, verbose=True)
+    print(f"precompiled {r['compiled']} of {r['entries']} signatures into {r['cache_dir']} in "
+          f"{r['seconds']:.1f} s")
+    for m in r["failed"]:
+        print(f"sparkxml: precompile failed: {m}", file=sys.stderr)
+    return 1 if r["failed"] else 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.algo == "precompile":
+        try:
+            return cmd_precompile(args)
+        except ValueError as e:
+            print(f"sparkxml: error: {e}", file=sys.stderr)
+            return 2
     from .session import get_session
 
     try:

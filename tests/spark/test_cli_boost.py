@@ -135,3 +135,17 @@ def test_bad_input_names_file_and_line(spark, files, capsys, tmp_path):
                        str(tmp_path / "m2")], capsys)
     assert rc == 2 and "--query" in err
     assert not os.path.exists(tmp_path / "m") and not os.path.exists(tmp_path / "m2")
+
+
+def test_precompile_command_runs_without_spark_and_names_a_bad_group(capsys):
+    from sparkxml.cli import main
+
+    assert main(["precompile", "--groups", "no_such_group", "--jobs", "1"]) == 2
+    assert "no_such_group" in capsys.readouterr().err
+    # a real group: its kernels compile (or load) into the cache; no Spark session is made
+    from sparkxml_kernels.precompile import read_manifest
+
+    n = len(read_manifest(groups={"gbt_threads"}))
+    assert n > 0
+    assert main(["precompile", "--groups", "gbt_threads", "--jobs", "1"]) == 0
+    assert f"precompiled {n} of {n} signatures" in capsys.readouterr().out

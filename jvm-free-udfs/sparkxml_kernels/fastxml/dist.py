@@ -45,7 +45,7 @@ parallel.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ._common import MT_STATE, NOMAP, mt_seed
 from .logreg import (EPS, MAX_INNER, MAX_LINESEARCH, MAX_NEWTON, NU, SIGMA, _violation,

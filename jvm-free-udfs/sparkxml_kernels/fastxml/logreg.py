@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ._common import MT_STATE, MT19937, mt_next, mt_seed
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import INDEX, INDPTR
 from ._common import NOMAP

@@ -27,7 +27,7 @@ The naive twins (``*_naive``) spell the same computations out in plain Python fo
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import INDPTR, VALUE
 from ..metrics import inverse_propensities

@@ -11,7 +11,7 @@ labels of its leaves.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import INDEX, INDPTR, LABEL, SCORE, VALUE
 from .._tree_check import check_tree_structure

@@ -17,7 +17,7 @@ Every other workspace is allocated once per call and reused across nodes and tre
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ._common import MT_STATE, NOMAP, grow, mt_next, mt_seed, sort_desc
 from .logreg import l1r_lr_kernel

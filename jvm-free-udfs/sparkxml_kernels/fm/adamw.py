@@ -13,7 +13,7 @@ import math
 import time
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import FLOAT
 from .als import init_params

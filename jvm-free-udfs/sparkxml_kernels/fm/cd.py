@@ -26,7 +26,7 @@ For a parameter ``theta`` the prediction of row i is ``const + theta h_i`` with
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import FLOAT
 

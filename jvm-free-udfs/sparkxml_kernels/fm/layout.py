@@ -28,7 +28,7 @@ sums, small, take the scattered writes).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import FLOAT, INDEX, INDPTR
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import FLOAT
 from ..gbt._input import csr_parts, dense, is_csr

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import FLOAT
 from .cd import GIBBS, NEWTON, block_finish, block_stats

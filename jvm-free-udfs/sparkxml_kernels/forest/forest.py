@@ -30,7 +30,7 @@ import math
 import time
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .criteria import (ENTROPY, EPSILON, impurity, improvement, is_classification, n_stats,
                        node_weight)

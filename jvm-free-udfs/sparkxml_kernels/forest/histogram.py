@@ -12,7 +12,7 @@ its bootstrap count (all ones for a single tree). Rows whose weight is 0 are nev
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .criteria import ENTROPY
 

@@ -26,7 +26,7 @@ same node gets the same features whether it is grown distributed or in one proce
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .criteria import node_weight, proxy
 

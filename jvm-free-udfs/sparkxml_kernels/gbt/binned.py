@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import BIN, FLOAT, INDEX, INDPTR, NODE
 from . import histogram as _hist

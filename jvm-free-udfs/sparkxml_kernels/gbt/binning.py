@@ -39,7 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from .._jit import njit
 
 from .._dtypes import BIN, FLOAT, INDPTR
 from ._input import csr_parts, dense, is_csr

@@ -23,9 +23,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .._dtypes import FLOAT, INDEX
+from .._jit import njit
 from ..threads import check_threads, use_threads, worth_threads
 from .binned import as_binned, route_binned_any
 from .binning import n_bins_from_edges, n_real_bins

@@ -45,9 +45,10 @@ import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .._dtypes import FLOAT, INDEX, NODE
+from .._jit import njit
 from ..threads import worth_threads
 from .binned import (as_binned, build_histogram_any_naive, build_histograms_any, is_sparse,
                      missing_code, needs_generic, partition_nodes_any, route_binned_any)

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import prange, types
+from .._jit import njit
 from numba.core import cgutils
 from numba.extending import intrinsic
 

@@ -27,9 +27,10 @@ The logistic and softmax gradients are compiled loops (one pass per row, no temp
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .._dtypes import FLOAT
+from .._jit import njit
 from ..threads import worth_threads
 
 _EPS_HESS = 1e-16

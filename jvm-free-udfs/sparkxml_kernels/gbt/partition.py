@@ -21,7 +21,8 @@ column-major with branches, 9 ms column-major branchless. Same partitions, bit f
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from .._jit import njit
 
 from .._dtypes import BIN, INDEX, NODE
 from ..threads import worth_threads

@@ -50,7 +50,8 @@ Besides raw scores the predictor gives the leaf each row reaches in each tree
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from .._jit import njit
 
 from .._dtypes import FLOAT, INDPTR, NODE
 from .._tree_check import check_tree_structure

@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import FLOAT
 from .loss import Loss, register_loss

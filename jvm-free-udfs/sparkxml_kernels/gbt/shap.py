@@ -23,7 +23,7 @@ from itertools import combinations
 from math import factorial
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._dtypes import FLOAT
 

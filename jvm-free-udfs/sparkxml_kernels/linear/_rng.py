@@ -8,7 +8,7 @@ runs the block, nor on how many blocks a task runs.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..gbt.histogram import prefetch
 from ._rng import rng_below, rng_uniform, shuffle_prefix

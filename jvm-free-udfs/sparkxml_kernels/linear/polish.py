@@ -32,7 +32,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from . import cs as kcs
 from . import dcd as kdcd

@@ -1,0 +1,178 @@
+"""The one door every numba kernel of ``sparkxml_kernels`` goes through: ``njit``.
+
+Why a door of our own instead of ``numba.njit(cache=True)``:
+
+- numba's on-disk cache lives in ``__pycache__`` beside each source file, and before numba 0.68
+  it is stamped with the file's mtime and size. A wheel does not carry ``__pycache__``, and an
+  install gives every file a new mtime, so a cache made at build time was never accepted.
+- numba stamps a kernel's cache with its own file only: a kernel whose cached machine code
+  inlined a kernel of another module kept the stale code after that module changed.
+
+So every kernel here is cached in one directory (``cache_dir()``), stamped with a hash of the
+*contents* of all of the package's ``.py`` files (``package_stamp()``): a copy of the package
+with new mtimes, on a new path, accepts the cache; any change to any kernel source retires all
+of it (numba then recompiles and rewrites entries as they are used). ``sparkxml_kernels.
+precompile`` fills that directory for the signatures the estimators use; the build runs it so
+an installed package carries a cache (see ``precompile``).
+
+numba still keys every entry by the Python and numba versions and by the CPU (name and
+features, ``codegen.magic_tuple()``): a cache made on another CPU type, or by another numba,
+misses, and the kernel is compiled as if there were no cache. Correctness never depends on
+the cache.
+
+Where the cache lives, first that applies:
+
+1. ``$SPARKXML_NUMBA_CACHE_DIR``;
+2. ``$NUMBA_CACHE_DIR/sparkxml_kernels`` (numba's own override, honoured for our kernels too);
+3. ``<package>/_numba_cache`` when that directory is writable (a venv, an editable checkout);
+4. ``<user cache dir>/sparkxml/numba-<stamp>`` (``$XDG_CACHE_HOME`` or ``~/.cache``), seeded
+   once from the read-only ``<package>/_numba_cache`` the build shipped.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import tempfile
+
+import numba
+from numba.core import caching
+
+PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
+SHIPPED_CACHE = os.path.join(PACKAGE_DIR, "_numba_cache")
+CACHE_ENV = "SPARKXML_NUMBA_CACHE_DIR"
+
+# every dispatcher made through ``njit`` (tests check that no kernel bypasses this module)
+KERNELS: list = []
+
+
+@functools.lru_cache(maxsize=None)
+def package_stamp() -> str:
+    """sha256 of the package's ``.py`` files (relative path and bytes), in sorted order."""
+    h = hashlib.sha256(numba.__version__.encode())
+    paths = []
+    for root, dirs, files in os.walk(PACKAGE_DIR):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "_numba_cache"))
+        paths += [os.path.join(root, f) for f in files if f.endswith(".py")]
+    for p in sorted(paths):
+        h.update(os.path.relpath(p, PACKAGE_DIR).replace(os.sep, "/").encode() + b"\0")
+        with open(p, "rb") as f:
+            h.update(f.read())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _writable(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+        return True
+    except OSError:
+        return False
+
+
+def _user_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "sparkxml", "numba-" + package_stamp()[:16])
+
+
+def _seed(target: str) -> None:
+    """Copy the shipped cache files that ``target`` lacks (a read-only install's cache is
+    read from its copy, where numba may also add entries)."""
+    if not os.path.isdir(SHIPPED_CACHE):
+        return
+    for root, _, files in os.walk(SHIPPED_CACHE):
+        out = os.path.join(target, os.path.relpath(root, SHIPPED_CACHE))
+        os.makedirs(out, exist_ok=True)
+        for f in files:
+            if not os.path.exists(os.path.join(out, f)):
+                tmp = os.path.join(out, f".{f}.{os.getpid()}.tmp")
+                shutil.copyfile(os.path.join(root, f), tmp)
+                os.replace(tmp, os.path.join(out, f))  # atomic: a concurrent reader sees all
+
+
+@functools.lru_cache(maxsize=None)
+def cache_dir() -> str:
+    """The directory our kernels are cached in (resolved once a process; see the module
+    docstring for the order)."""
+    if os.environ.get(CACHE_ENV):
+        return os.path.abspath(os.environ[CACHE_ENV])
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.path.join(os.path.abspath(os.environ["NUMBA_CACHE_DIR"]), "sparkxml_kernels")
+    if _writable(SHIPPED_CACHE):
+        return SHIPPED_CACHE
+    user = _user_cache_dir()
+    if _writable(user):
+        _seed(user)
+    return user
+
+
+class ContentStampedLocator(caching._CacheLocator):
+    """numba cache locator for this package's kernels (``None`` for any other function, so
+    numba's own locators serve everyone else)."""
+
+    def __init__(self, py_func, py_file):
+        self._lineno = py_func.__code__.co_firstlineno
+        sub = os.path.relpath(os.path.dirname(os.path.realpath(py_file)), PACKAGE_DIR)
+        self._cache_path = os.path.join(cache_dir(), "_root" if sub == "." else
+                                        sub.replace(os.sep, "_"))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    def ensure_cache_path(self):
+        _ensure(self._cache_path)
+
+    def get_source_stamp(self):
+        return package_stamp()
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        real = os.path.realpath(py_file)
+        if not real.startswith(PACKAGE_DIR + os.sep) or not os.path.exists(real):
+            return None
+        self = cls(py_func, py_file)
+        try:
+            self.ensure_cache_path()
+        except OSError:  # nowhere writable: numba's locators decide (or it runs uncached)
+            return None
+        return self
+
+
+@functools.lru_cache(maxsize=None)
+def _ensure(path: str) -> None:
+    if not _writable(path):
+        raise OSError(f"numba cache directory {path} is not writable")
+
+
+def _register() -> None:
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    if ContentStampedLocator not in impl._locator_classes:
+        impl._locator_classes.insert(0, ContentStampedLocator)
+
+
+_register()
+
+
+def njit(*args, **options):
+    """``numba.njit`` with ``cache=True`` (always: the cache is what ``precompile`` ships) and
+    ``nogil=True`` by default; every kernel of this package is made with it. Takes
+    numba's options (``parallel``, ``inline``, ``error_model``, ...)."""
+    if options.get("cache") is False:
+        raise ValueError("sparkxml_kernels kernels are always cached (cache=False given)")
+    options["cache"] = True
+    options.setdefault("nogil", True)
+    if args and callable(args[0]):  # bare @njit
+        d = numba.njit(**options)(args[0])
+        KERNELS.append(d)
+        return d
+
+    def wrap(fn):
+        d = numba.njit(*args, **options)(fn)
+        KERNELS.append(d)
+        return d
+    return wrap

@@ -1,0 +1,179 @@
+"""The numba kernels' one door (``sparkxml_kernels._jit``), the shipped cache it locates, and
+the recorded warm-up list (``_warm_signatures.txt``) that ``precompile`` compiles."""
+import importlib
+import os
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import sparkxml_kernels
+from sparkxml_kernels import _jit, precompile
+
+PKG = _jit.PACKAGE_DIR
+
+# Kernels that no recorded fit (sparkxml/_warmup_record.py's profiles) compiles: each is
+# compiled where it is first called, as without precompile. Kernels made with
+# inline="always" are not listed: numba inlines them into their callers' IR and never
+# compiles them on their own, so warming the callers warms them.
+NOT_WARMED = {
+    # serving API only: FastXMLPredictor.apply (leaf ids); no estimator calls it
+    "sparkxml_kernels.fastxml.predictor.apply_kernel",
+    # GBFM (cd.cross_cache / feature_stats, GBFM scores, loss terms, link): the fm profile's
+    # GBFM step needs fieldStarts over one-hot fields; not recorded yet
+    "sparkxml_kernels.fm.cd.cross_cache",
+    "sparkxml_kernels.fm.cd.feature_stats",
+    "sparkxml_kernels.fm.predictor._gbfm_scores",
+    "sparkxml_kernels.fm.predictor._link_into",
+    "sparkxml_kernels.fm.solver._loss_terms",
+    # routing binned rows through a finished tree: evaluation sets (validationIndicatorCol)
+    # and lossguide growth, which the gbt profiles do not use
+    "sparkxml_kernels.gbt.binned._route_generic",
+    "sparkxml_kernels.gbt.partition._route_binned",
+    # binning a scipy CSR matrix with bin_data (kernel-level API; Spark tasks bin sparse
+    # vectors through gbt.binned)
+    "sparkxml_kernels.gbt.binning._bin_csr",
+    # row-major partition kernels: the grower passes partition_nodes the column copy, so fits
+    # run _partition_cols*; these serve kernel-level callers without one
+    "sparkxml_kernels.gbt.partition._partition_nodes",
+    "sparkxml_kernels.gbt.partition._partition_nodes_parallel",
+    # leaf indices (leafCol) of a model with categorical splits
+    "sparkxml_kernels.gbt.predictor._predict_leaves_cat",
+}
+
+
+def _modules():
+    names = ["sparkxml_kernels"]
+    for m in pkgutil.walk_packages(sparkxml_kernels.__path__, "sparkxml_kernels."):
+        names.append(m.name)
+    return [importlib.import_module(n) for n in names]
+
+
+def _all_dispatchers():
+    from numba.core.registry import CPUDispatcher
+
+    out = {}
+    for mod in _modules():
+        for v in vars(mod).values():
+            if isinstance(v, CPUDispatcher) and v.py_func.__module__ == mod.__name__:
+                out[id(v)] = v
+    return list(out.values())
+
+
+def test_no_kernel_bypasses_jit_in_the_sources():
+    pat = re.compile(r"numba\.(njit|jit|vectorize|guvectorize|cfunc)\b|from numba import[^\n]*"
+                     r"\b(njit|jit|vectorize|guvectorize|cfunc)\b|^\s*@jit\b", re.M)
+    bad = []
+    for root, _, files in os.walk(PKG):
+        for f in files:
+            p = os.path.join(root, f)
+            if f.endswith(".py") and os.path.realpath(p) != os.path.realpath(_jit.__file__):
+                with open(p) as fh:
+                    if pat.search(fh.read()):
+                        bad.append(os.path.relpath(p, PKG))
+    assert not bad, f"these files make numba kernels without sparkxml_kernels._jit: {bad}"
+
+
+def test_every_dispatcher_was_made_by_jit_and_is_cached():
+    ds = _all_dispatchers()
+    assert len(ds) > 150  # the package's kernels were found at all
+    made = {id(k) for k in _jit.KERNELS}
+    bad = [f"{d.py_func.__module__}.{d.py_func.__qualname__}" for d in ds if id(d) not in made]
+    assert not bad, f"kernels not made by _jit.njit: {bad}"
+    for d in ds:
+        assert d.targetoptions.get("nogil") is not None
+        assert type(d._cache._impl.locator).__name__ == "ContentStampedLocator", d
+
+
+def test_jit_refuses_uncached_kernels():
+    with pytest.raises(ValueError, match="cache=False"):
+        _jit.njit(cache=False)
+
+
+def test_every_kernel_is_warmed_or_listed_as_not_warmed():
+    listed = {(m, q) for _, m, q, _ in precompile.read_manifest()}
+    missing, both = [], []
+    for d in _all_dispatchers():
+        key = (d.py_func.__module__, d.py_func.__qualname__)
+        name = f"{key[0]}.{key[1]}"
+        if d.targetoptions.get("inline") == "always":
+            continue
+        if key not in listed and name not in NOT_WARMED:
+            missing.append(name)
+        if key in listed and name in NOT_WARMED:
+            both.append(name)
+    assert not missing, ("kernels no recorded fit compiles: rerun `python -m "
+                         f"sparkxml._warmup_record` or add them to NOT_WARMED: {missing}")
+    assert not both, f"in NOT_WARMED but warmed: {both}"
+
+
+def test_manifest_lines_name_existing_kernels_and_parse():
+    entries = precompile.read_manifest()
+    assert len(entries) > 100
+    groups = {g for g, _, _, _ in entries}
+    assert {"fastxml", "gbt", "gbt_threads", "linear", "fm", "forest"} <= groups
+    for _, module, qualname, sig in entries:
+        assert precompile.dispatchers(module, qualname), (module, qualname)
+        assert isinstance(precompile.parse_signature(sig), tuple)
+
+
+def test_precompile_rejects_unknown_group_and_bad_jobs():
+    with pytest.raises(ValueError, match="unknown precompile group"):
+        precompile.precompile(["nope"])
+    with pytest.raises(ValueError, match="jobs"):
+        precompile.precompile(["gbt"], jobs=0)
+
+
+_CALL = textwrap.dedent("""
+    import os, sys, numpy as np
+    import sparkxml_kernels
+    from sparkxml_kernels import _jit
+    from sparkxml_kernels.gbt.splitting import _soft
+    assert sparkxml_kernels.__file__.startswith(sys.argv[1]), sparkxml_kernels.__file__
+    assert _soft(3.0, 1.0) == 2.0
+    sig = _soft.signatures[0]
+    print(_jit.cache_dir(), _soft.stats.cache_hits[sig], _soft.stats.cache_misses[sig])
+""")
+
+
+def _copy_package(dst):
+    """The package's sources only (no cache), with fresh mtimes (what an install does)."""
+    shutil.copytree(PKG, os.path.join(dst, "sparkxml_kernels"), copy_function=shutil.copyfile,
+                    ignore=shutil.ignore_patterns("__pycache__", "_numba_cache"))
+
+
+def _run(root):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SPARKXML_NUMBA_CACHE_DIR", "NUMBA_CACHE_DIR")}
+    env["PYTHONPATH"] = root
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    out = subprocess.run([sys.executable, "-c", _CALL, root], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    where, hits, misses = out.stdout.split()
+    return where, int(hits), int(misses)
+
+
+def test_cache_written_in_one_directory_is_accepted_after_a_copy_with_new_mtimes(tmp_path):
+    a, b, c = (str(tmp_path / x) for x in "abc")
+    _copy_package(a)
+    where, hits, misses = _run(a)
+    assert where == os.path.join(a, "sparkxml_kernels", "_numba_cache")
+    assert (hits, misses) == (0, 1)
+    # b: an "installed" copy: other path, every file rewritten (new mtimes), cache carried
+    _copy_package(b)
+    shutil.copytree(os.path.join(a, "sparkxml_kernels", "_numba_cache"),
+                    os.path.join(b, "sparkxml_kernels", "_numba_cache"))
+    for root, _, files in os.walk(b):
+        for f in files:
+            os.utime(os.path.join(root, f), (1e9, 1e9))
+    assert _run(b)[1:] == (1, 0)
+    # c: the same, but another module changed (a callee could have): the cache is retired
+    shutil.copytree(os.path.join(b, "sparkxml_kernels"), os.path.join(c, "sparkxml_kernels"))
+    with open(os.path.join(c, "sparkxml_kernels", "metrics.py"), "a") as f:
+        f.write("\n# changed\n")
+    assert _run(c)[1:] == (0, 1)
