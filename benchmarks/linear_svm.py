@@ -11,10 +11,12 @@ Sections (each prints a table):
         1e-3 (relative), against liblinear's own fit time; Shark's schedule against
         liblinear's permutation schedule: passes and seconds to tol.
   dna   one-vs-rest (squared hinge, as liblinear -s 1) and Crammer-Singer accuracies.
-  scale a generated sparse problem (--scale-rows rows, 100k hashed features, ~30 non-zeros a
-        row): hinge fit time beside MLlib LinearSVC (--scale-mllib-iter iterations);
-        numBlocks = numWorkers = 2 on Spark: worker peak RSS against its CSR partition;
-        and rounds to the duality gap by number of blocks (1, 2, 4) in one process.
+  scale a generated sparse problem (--scale-rows rows, 100k hashed features, 30 Zipf draws a
+        row, ~18 distinct): hinge fit time beside MLlib LinearSVC (--scale-mllib-iter
+        iterations, 0: skip MLlib); numWorkers = 2 on Spark: every worker's peak RSS above
+        the RSS right before it reads its first input batch, against the CSR it holds
+        (indptr + indices + data); rounds to the duality gap by number of blocks (1, 2, 4)
+        in one process. --scale-parts picks among fit, memory, rounds.
 """
 from __future__ import annotations
 
@@ -248,78 +250,107 @@ def synthetic(n, d=100_000, nnz=30, seed=0):
     return X, y
 
 
-def section_scale(spark, rows_n, mllib_iter):
-    from pyspark.ml.classification import LinearSVC as MLlibSVC
+def _memory_rows(summary):
+    """Per rank: rows, CSR MiB (indptr + indices + data held), RSS at the task's start, RSS
+    right before its first input batch is read (after the kernels and Arrow's compute
+    functions are loaded), peak RSS, and the peak above the input start over the CSR."""
+    out = []
+    for i in summary.workerInfo:
+        csr, r0, r1, pk = (i["csr_bytes"], i["rss_start_bytes"], i["rss_input_start_bytes"],
+                           i["peak_rss_bytes"])
+        out.append((i["rank"], i["n_rows"], f"{csr / 2**20:.0f}", f"{r0 / 2**20:.0f}",
+                    f"{r1 / 2**20:.0f}", f"{pk / 2**20:.0f}", f"{(pk - r1) / csr:.2f}",
+                    f"{(pk - r0) / csr:.2f}"))
+    return out
 
-    from sparkxml import LinearSVC
-    from sparkxml.datasets import from_csr
 
+MEMORY_HEADER = ["rank", "rows", "CSR MiB", "RSS at task start MiB",
+                 "RSS at input start MiB", "peak RSS MiB", "(peak - input start) / CSR",
+                 "(peak - task start) / CSR"]
+
+
+def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
+    """``parts``: any of fit (hinge beside MLlib, unless mllib_iter is 0), memory (squared
+    hinge with intercept, numBlocks = 2), rounds (one process, 1, 2, 4 blocks)."""
+    t = time.perf_counter()
     X, y = synthetic(rows_n)
-    df = from_csr(spark, X.indptr, X.indices, X.data, X.shape[1],
-                  columns={"label": y.astype(float)}, numPartitions=4).cache()
-    df.count()
-    # side by side with MLlib (hinge, no intercept: the problem both solve)
+    print(f"\nscale: {rows_n} rows x {X.shape[1]} features, {X.nnz / rows_n:.1f} non-zeros a "
+          f"row (distinct), generated in {time.perf_counter() - t:.1f} s", flush=True)
     C = 0.1
-    rows = []
-    t = time.perf_counter()
-    mm = MLlibSVC(regParam=1.0 / (C * rows_n), maxIter=mllib_iter, fitIntercept=False,
-                  standardization=False, tol=1e-6).fit(df)
-    ml_sec = time.perf_counter() - t
-    w = mm.coefficients.toArray()
-    rows.append((f"Spark MLlib LinearSVC, {mllib_iter} iterations",
-                 f"{primal(X, y, w, 'hinge', C):.2f}", "", f"{ml_sec:.1f}", "1.00"))
-    t = time.perf_counter()
-    m = LinearSVC(numWorkers=2, loss="hinge", C=C, fitIntercept=False).fit(df)
-    sec = time.perf_counter() - t
-    s = m.summary
-    rows.append((f"sparkxml LinearSVC numWorkers=2 (default {len(s.workerInfo)} blocks), "
-                 f"{s.totalIterations} rounds",
-                 f"{primal(X, y, m.coefficients.toArray(), 'hinge', C):.2f}",
-                 f"{s.gapHistory[-1][0] / s.primalHistory[-1][0]:.1e}", f"{sec:.1f}",
-                 f"{sec / ml_sec:.3f}"))
-    table(f"scale: {rows_n} rows x 100k features (~30 non-zeros a row), hinge, C={C}, "
-          f"no intercept, local[2]", ["system", "primal", "gap/P", "fit s", "time / MLlib's"],
-          rows)
-    info = s.workerInfo
-    table("where that sparkxml fit goes (s; load/solver: slowest rank)",
-          ["total", "row count job", "training job", "in tasks: load", "connect", "solver",
-           "job outside the tasks", "driver", "rounds", "block passes", "polishes",
-           "solver: local / polish / evaluate / allreduce (rank 0)"],
-          [(f"{sec:.1f}",) + tuple(f"{x:.1f}" for x in _breakdown(s, sec))
-           + (s.totalIterations, sum(i["local_passes"] for i in info), info[0]["polishes"],
-              " / ".join(f"{info[0][k + '_seconds']:.1f}"
-                         for k in ("local", "polish", "evaluate", "allreduce")))])
-    t = time.perf_counter()
-    m = LinearSVC(numWorkers=2, numBlocks=2, loss="squared_hinge", C=0.1, maxIter=30,
-                  fitIntercept=True).fit(df)
-    sec = time.perf_counter() - t
-    rows = []
-    for i in m.summary.workerInfo:
-        rows.append((i["rank"], i["n_rows"], f"{i['csr_bytes'] / 2**20:.0f}",
-                     f"{i['rss_start_bytes'] / 2**20:.0f}", f"{i['peak_rss_bytes'] / 2**20:.0f}",
-                     f"{(i['peak_rss_bytes'] - i['rss_start_bytes']) / i['csr_bytes']:.2f}"))
-    s = m.summary
-    table(f"scale: {rows_n} rows x 100k features, numWorkers=numBlocks=2, fit {sec:.1f} s, "
-          f"{s.totalIterations} rounds, final gap/P "
-          f"{s.gapHistory[-1][0] / s.primalHistory[-1][0]:.2e}",
-          ["rank", "rows", "CSR MiB", "RSS at start MiB", "peak RSS MiB",
-           "(peak - start) / CSR"], rows)
-    df.unpersist()
-    rows = []
-    for B in (1, 2, 4):
+    if {"fit", "memory"} & set(parts):
+        from pyspark.ml.classification import LinearSVC as MLlibSVC
+
+        from sparkxml import LinearSVC
+        from sparkxml.datasets import from_csr
+
+        df = from_csr(spark, X.indptr, X.indices, X.data, X.shape[1],
+                      columns={"label": y.astype(float)}, numPartitions=4).cache()
+        df.count()
+    if "fit" in parts:
+        rows = []
+        ml_sec = None
+        if mllib_iter:
+            # side by side with MLlib (hinge, no intercept: the problem both solve)
+            t = time.perf_counter()
+            mm = MLlibSVC(regParam=1.0 / (C * rows_n), maxIter=mllib_iter, fitIntercept=False,
+                          standardization=False, tol=1e-6).fit(df)
+            ml_sec = time.perf_counter() - t
+            w = mm.coefficients.toArray()
+            rows.append((f"Spark MLlib LinearSVC, {mllib_iter} iterations",
+                         f"{primal(X, y, w, 'hinge', C):.2f}", "", f"{ml_sec:.1f}", "1.00"))
         t = time.perf_counter()
-        r = solver.fit_local(X.indptr, X.indices, X.data, y, X.shape[1], loss="squared_hinge",
-                             C=0.1, num_blocks=B, local_passes=1000 if B == 1 else 5,
-                             max_iter=200, tol=1e-3, fit_intercept=True)
+        m = LinearSVC(numWorkers=2, loss="hinge", C=C, fitIntercept=False).fit(df)
         sec = time.perf_counter() - t
-        g = np.array(r.gap)[:, 0] / np.array(r.primal)[:, 0]
-        first = lambda thr: next((i for i, x in enumerate(g) if x <= thr), None)  # noqa: E731
-        rows.append((B, first(1e-2), first(1e-3), r.rounds, f"{g[-1]:.2e}", r.local_passes,
-                     f"{sec:.1f}"))
-    # (the gap is evaluated after every round and again after every polish)
-    table("rounds to relative duality gap by number of blocks (= workers), one process",
-          ["blocks", "gap evaluations to 1e-2", "gap evaluations to 1e-3", "rounds run",
-           "final gap/P", "block passes", "s"], rows)
+        s = m.summary
+        rows.append((f"sparkxml LinearSVC numWorkers=2 (default {len(s.workerInfo)} blocks), "
+                     f"{s.totalIterations} rounds",
+                     f"{primal(X, y, m.coefficients.toArray(), 'hinge', C):.2f}",
+                     f"{s.gapHistory[-1][0] / s.primalHistory[-1][0]:.1e}", f"{sec:.1f}",
+                     f"{sec / ml_sec:.3f}" if ml_sec else "(MLlib not run)"))
+        table(f"scale: {rows_n} rows x 100k features, hinge, C={C}, no intercept, local[2]",
+              ["system", "primal", "gap/P", "fit s", "time / MLlib's"], rows)
+        info = s.workerInfo
+        table("where that sparkxml fit goes (s; load/solver: slowest rank)",
+              ["total", "row count job", "training job", "in tasks: load", "connect",
+               "solver", "job outside the tasks", "driver", "rounds", "block passes",
+               "polishes", "solver: local / polish / evaluate / allreduce (rank 0)"],
+              [(f"{sec:.1f}",) + tuple(f"{x:.1f}" for x in _breakdown(s, sec))
+               + (s.totalIterations, sum(i["local_passes"] for i in info), info[0]["polishes"],
+                  " / ".join(f"{info[0][k + '_seconds']:.1f}"
+                             for k in ("local", "polish", "evaluate", "allreduce")))])
+        table(f"worker memory of that fit ({rows_n} rows, hinge, numWorkers = 2, "
+              f"{len(info)} blocks)", MEMORY_HEADER, _memory_rows(s))
+    if "memory" in parts:
+        t = time.perf_counter()
+        m = LinearSVC(numWorkers=2, numBlocks=2, loss="squared_hinge", C=0.1, maxIter=30,
+                      fitIntercept=True).fit(df)
+        sec = time.perf_counter() - t
+        s = m.summary
+        table(f"worker memory: {rows_n} rows x 100k features, squared hinge, intercept, "
+              f"numWorkers=numBlocks=2, fit {sec:.1f} s, {s.totalIterations} rounds, final "
+              f"gap/P {s.gapHistory[-1][0] / s.primalHistory[-1][0]:.2e}", MEMORY_HEADER,
+              _memory_rows(s))
+    if {"fit", "memory"} & set(parts):
+        df.unpersist()
+    if "rounds" in parts:
+        rows = []
+        for B in blocks:
+            t = time.perf_counter()
+            r = solver.fit_local(X.indptr, X.indices, X.data, y, X.shape[1],
+                                 loss="squared_hinge", C=0.1, num_blocks=B,
+                                 local_passes=1000 if B == 1 else 5, max_iter=200, tol=1e-3,
+                                 fit_intercept=True)
+            sec = time.perf_counter() - t
+            g = np.array(r.gap)[:, 0] / np.array(r.primal)[:, 0]
+            first = lambda thr: next((i for i, x in enumerate(g) if x <= thr), None)  # noqa: E731
+            rows.append((B, first(1e-2), first(1e-3), r.rounds, f"{g[-1]:.2e}", r.local_passes,
+                         f"{sec:.1f}"))
+            print(f"  ({B} block(s) done: {sec:.1f} s)", flush=True)
+        # (the gap is evaluated after every round and again after every polish)
+        table(f"rounds to relative duality gap by number of blocks (= workers), one process, "
+              f"{rows_n} rows, squared hinge, C=0.1, intercept, tol 1e-3",
+              ["blocks", "gap evaluations to 1e-2", "gap evaluations to 1e-3", "rounds run",
+               "final gap/P", "block passes", "s"], rows)
 
 
 def main():
@@ -327,12 +358,27 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--scale-rows", type=int, default=2_000_000)
-    ap.add_argument("--scale-mllib-iter", type=int, default=100)
+    ap.add_argument("--scale-mllib-iter", type=int, default=100,
+                    help="MLlib LinearSVC iterations beside the scale fit; 0 skips MLlib (its 100 "
+                         "iterations took 149 s at 500k rows, load 24-27; several times "
+                         "that at 2M)")
+    ap.add_argument("--scale-parts", default="fit,memory,rounds",
+                    help="of the scale section: fit (hinge beside MLlib, with its worker "
+                         "memory), memory (squared hinge, intercept), rounds (1, 2, 4 blocks "
+                         "in one process)")
+    ap.add_argument("--scale-blocks", default="1,2,4",
+                    help="block counts of the scale section's rounds table (one process each "
+                         "can run them side by side)")
     ap.add_argument("--sections", default="kernel,a9a,dna,scale")
     a = ap.parse_args()
     secs = a.sections.split(",")
     if "kernel" in secs:
         section_kernel(a.data)
+    parts = a.scale_parts.split(",")
+    blocks = [int(b) for b in a.scale_blocks.split(",")]
+    if "scale" in secs and not {"fit", "memory"} & set(parts):
+        section_scale(None, a.scale_rows, a.scale_mllib_iter, parts, blocks)  # no Spark needed
+        secs = [x for x in secs if x != "scale"]
     if set(secs) & {"a9a", "dna", "scale"}:
         from sparkxml.session import get_session
 
@@ -344,7 +390,7 @@ def main():
             if "dna" in secs:
                 section_dna(spark, a.data)
             if "scale" in secs:
-                section_scale(spark, a.scale_rows, a.scale_mllib_iter)
+                section_scale(spark, a.scale_rows, a.scale_mllib_iter, parts, blocks)
         finally:
             spark.stop()
 

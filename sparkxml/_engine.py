@@ -76,7 +76,10 @@ def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         aggs += [F.sum(F.col(valid).isNull().cast("long")).alias("valid_null"),
                  F.sum(F.col(valid).cast("long")).alias("n_valid")]
     aggs.append(F.sum(F.when(train, wexpr).otherwise(0.0)).alias("weight_train"))
-    if spec.get("sparse"):  # (no dense arrays in the JVM: tasks check the sizes)
+    if spec.get("sparse") or spec.get("width"):
+        # no dense arrays in the JVM: the width is known (_gbt_features.with_sparse) and the
+        # Python tasks check every vector against it ("has a vector of size ..., expected"):
+        # sizing each vector here (vector_to_array) made an array per row, most of this job
         aggs.append(F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"))
     elif spec["kind"] == "vector":
         # (null first: vector_to_array fails on a null vector with a bare JVM error)
@@ -110,7 +113,9 @@ def _data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         if r["features_null"]:
             raise ValueError(f"featuresCol: column '{spec['col']}' has {r['features_null']} "
                              f"null vector(s)")
-        if spec.get("sparse"):
+        if spec.get("width"):
+            r["d_min"] = r["d_max"] = spec["width"]
+        elif spec.get("sparse"):
             from ._gbt_features import vector_width
 
             r["d_min"] = r["d_max"] = vector_width(dataset, spec["col"])
@@ -149,6 +154,8 @@ def _sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
     sketches, infos = [], []
     for r in sorted(set(ranks.tolist())):
         arrays, info = decode_arrays(table.filter(pa.array(ranks == r)))
+        if info[0].get("error"):
+            raise ValueError(info[0]["error"])
         infos.append(info[0])
         if arrays:
             sketches.append(binning.Sketch.from_arrays(arrays))

@@ -44,11 +44,16 @@ def vector_width(dataset, col: str):
 
 
 def with_sparse(dataset, spec: dict) -> dict:
-    """``spec`` with ``sparse=True`` when a vector column is wide enough to ship sparse."""
+    """``spec`` with ``sparse=True`` when a vector column is wide enough to ship sparse, and
+    ``width``: the column's vector size (metadata or first row; None for no rows)."""
     if spec["kind"] != "vector":
         return spec
     d = vector_width(dataset, spec["col"])
-    return dict(spec, sparse=True) if d is not None and d >= SPARSE_MIN_FEATURES else spec
+    if d is None:
+        return spec
+    # the width rides along: the data checks take it instead of measuring every vector
+    spec = dict(spec, width=d)
+    return dict(spec, sparse=True) if d >= SPARSE_MIN_FEATURES else spec
 
 
 def _nominal_attrs(dataset, col):

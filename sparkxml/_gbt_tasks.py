@@ -138,7 +138,13 @@ def _make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=Non
         for b in batches:
             if b.num_rows == 0:
                 continue
-            xs.append(_batch_features(b, spec, n_features, missing))
+            try:
+                xs.append(_batch_features(b, spec, n_features, missing))
+            except ValueError as e:  # bad input (e.g. a vector of another size): the driver
+                # raises it as a ValueError, not as a Spark task failure
+                yield encode_arrays(pid, None, {"partition": pid, "n": n, "seconds": 0.0,
+                                                "error": str(e)})
+                return
             ws.append(np.ones(b.num_rows) if weight is None else _float_column(b, weight))
             n += b.num_rows
             held += _n_values(xs[-1])

@@ -4,8 +4,10 @@ A fit runs three Spark jobs, whatever the number of trees:
 
 1. a checks job: one SQL aggregate over every row (JVM only, no Python): row counts, label
    range, and the first offending value of each check (non-finite or non-class labels,
-   negative weights, null or differently sized vectors), so bad input fails before any
-   training with an error naming the column and the value;
+   negative weights, null vectors), so bad input fails before any training with an error
+   naming the column and the value. A vector column's size comes from its metadata or first
+   row; the Python tasks check every vector against it (sizing each vector in the JVM made
+   an array per row: most of this job's time);
 2. a sketch job: weighted quantile summaries of a uniform sample of about 100,000 training
    rows (``DataFrame.sample``, one ``mapInArrow`` task per input partition), merged on the
    driver in partition order into at most ``maxBins`` bins per feature;
@@ -16,7 +18,9 @@ A fit runs three Spark jobs, whatever the number of trees:
 
 Vector columns reach Python as dense arrays made in the JVM (``vector_to_array``), which Arrow
 ships ~6x faster than the VectorUDT struct. When the input already has ``numWorkers``
-partitions the barrier stage reads them as they are; otherwise it repartitions round-robin.
+partitions the barrier stage reads them as they are; otherwise it repartitions round-robin,
+except with numWorkers=1, where one plain (non-barrier) task reads every input partition in
+turn (``coalesce(1)``): no shuffle of all rows into one partition.
 
 Same ``seed``, same data: the same model whatever ``numWorkers`` (bin edges come from the input
 partitions, row subsampling hashes global row ids, histogram sums are reduced in a fixed order
@@ -218,7 +222,7 @@ class _GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                     # partitions need not be the input's (a filter on a literal prunes a
                     # union branch)
                     repartition=valid is not None or _needs_repartition(infos, n_workers),
-                    on_addresses=_address_hook(fault))
+                    on_addresses=_address_hook(fault), coalesce_single=True)
             summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds,
                                                    infos)
             return self._model_from(result, engine, summary, progress)

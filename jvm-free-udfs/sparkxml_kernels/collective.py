@@ -61,6 +61,8 @@ _HELLO = struct.Struct("!ii")  # (rank, world_size) sent by a child after authen
 HANDSHAKE_SECONDS = 5.0
 # Incoming connections authenticated at once; more are closed at once (and counted).
 MAX_PENDING_HANDSHAKES = 64
+# a reduction is received and added in slices of this size (``SocketCollective._recv_add``)
+REDUCE_CHUNK_BYTES = 1 << 20
 
 
 def new_authkey() -> bytes:
@@ -549,13 +551,32 @@ class SocketCollective:
             raise ConnectionError(f"rank {self.rank}: sending to rank {p.rank} failed (the "
                                   f"peer failed or exited): {e!r}") from None
 
-    def _buffer(self, like: np.ndarray) -> np.ndarray:
-        key = like.nbytes
+    def _buffer(self, dtype, size: int) -> np.ndarray:
+        """A reusable 1-D receive buffer of ``size`` elements (one kept: rounds repeat the
+        same sizes)."""
+        key = int(size) * np.dtype(dtype).itemsize
         buf = self._buffers.get(key)
         if buf is None:
             buf = np.empty(key, dtype=np.uint8)
-            self._buffers = {key: buf}  # keep one size: levels repeat the same shapes
-        return buf.view(like.dtype).reshape(like.shape)
+            self._buffers = {key: buf}
+        return buf.view(dtype)
+
+    def _recv_add(self, p: _Peer, acc: np.ndarray, what: str) -> None:
+        """Receive one message of exactly ``acc.nbytes`` and add it into ``acc`` (C order),
+        ``REDUCE_CHUNK_BYTES`` at a time: a large reduction (a LinearSVC polish gathers rows
+        this way) costs its receiver a small buffer, not a second copy of the payload.
+        Element-wise sums: the same bits as adding the whole message at once."""
+        n = self._recv_size(p)
+        if n != acc.nbytes:
+            raise RuntimeError(f"rank {self.rank}: rank {p.rank} sent {n} bytes for {what}, "
+                               f"expected {acc.nbytes}; the ranks are out of step")
+        flat = acc.reshape(-1)
+        step = max(1, min(flat.size, REDUCE_CHUNK_BYTES // max(acc.itemsize, 1)))
+        buf = self._buffer(acc.dtype, step)
+        for i in range(0, flat.size, step):
+            m = min(step, flat.size - i)
+            self._recv_payload(p, buf[:m].view(np.uint8), m * acc.itemsize)
+            flat[i:i + m] += buf[:m]
 
     def _reduce_to_root(self, local: np.ndarray, consume: bool = False) -> np.ndarray:
         """Sum ``local`` over the subtree of this rank; rank 0 ends with the total.
@@ -564,11 +585,8 @@ class SocketCollective:
             acc = local
         else:
             acc = np.array(local, copy=True, order="C")
-        if self._child_ranks:
-            buf = self._buffer(acc)
-            for child in self._child_ranks:  # fixed order: deterministic sums
-                self._recv_exact(self._children[child], buf, "a reduction")
-                acc += buf
+        for child in self._child_ranks:  # fixed order: deterministic sums
+            self._recv_add(self._children[child], acc, "a reduction")
         if self._parent is not None:
             self._send(self._parent, acc)
         return acc

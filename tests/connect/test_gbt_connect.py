@@ -52,3 +52,21 @@ def test_gbt_over_connect(spark_connect, tmp_path):
     a = pipe.transform(cols).select("prediction").collect()
     b = again.transform(cols).select("prediction").collect()
     assert a == b
+
+
+def test_gbt_one_worker_reads_every_partition_over_connect(spark_connect):
+    # numWorkers=1 on a multi-partition frame: one plain task reads every partition
+    # (coalesce) instead of a shuffle into one partition; the same model as two workers up
+    # to rounding
+    spark = spark_connect
+    X, y = _data(seed=3)
+    rows = [(i, Vectors.dense(X[i]), float(y[i])) for i in range(len(y))]
+    df = spark.createDataFrame(rows, ["id", "features", "label"]).repartition(3)
+    kw = dict(maxIter=8, maxDepth=3, stepSize=0.3, seed=1)
+    one = GBTClassifier(numWorkers=1, **kw).fit(df)
+    assert [i["world_size"] for i in one.summary.workerInfo] == [1]
+    assert one.summary.workerInfo[0]["n_train"] == len(y)
+    two = GBTClassifier(numWorkers=2, **kw).fit(df)
+    p1, p2 = ([r[1][1] for r in sorted(m.transform(df).select("id", "probability").collect())]
+              for m in (one, two))
+    np.testing.assert_allclose(p1, p2, rtol=0, atol=1e-9)

@@ -344,3 +344,40 @@ def test_listener_binds_to_the_advertised_address():
     sock, addr = open_listener("127.0.0.1", bind_host="0.0.0.0")  # explicit choice wins
     assert sock.getsockname()[0] == "0.0.0.0"
     sock.close()
+
+
+@pytest.mark.parametrize("chunk", [8, 24, 1 << 20])
+def test_chunked_reduction_adds_the_same_bits(monkeypatch, chunk):
+    """Reductions are received and added REDUCE_CHUNK_BYTES at a time (a receiver holds no
+    second copy of a large payload): the sums are the tree's whole-message sums, bit for bit,
+    for sizes that are not a multiple of the chunk, and in place when consumed."""
+    import sparkxml_kernels.collective as C
+
+    world = 5
+    rng = np.random.default_rng(7)
+    local = [rng.normal(size=(13, 3)) * 10.0 ** rng.integers(-8, 8, size=(13, 3))
+             for _ in range(world)]
+    ints = [rng.integers(-2**62, 2**62, size=29) for _ in range(world)]
+
+    def tree_sum(arrs, r=0):  # the reference: every subtree summed whole, children in order
+        acc = arrs[r].copy()
+        for c in tree_children(r, world):
+            acc += tree_sum(arrs, c)
+        return acc
+
+    monkeypatch.setattr(C, "REDUCE_CHUNK_BYTES", chunk)
+
+    def body(coll):
+        s = coll.allreduce_sum(local[coll.rank])
+        mine = ints[coll.rank].copy()
+        got = coll.reduce_and_decide(mine, lambda summed: summed.astype(np.float64),
+                                     consume=True)
+        return s, got, mine
+
+    results, errors = _run_ranks(world, body)
+    assert errors == [None] * world, errors
+    expected_i = tree_sum(ints)
+    for s, got, _ in results:
+        np.testing.assert_array_equal(s, tree_sum(local))
+        np.testing.assert_array_equal(got, expected_i.astype(np.float64))
+    np.testing.assert_array_equal(results[0][2], expected_i)  # rank 0 summed in place

@@ -8,7 +8,7 @@ import pytest
 from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.collective import InProcessGroup, LocalCollective
 from sparkxml_kernels.gbt.grower import TreeGrower, TreeParams, grow_tree, grow_tree_naive
-from sparkxml_kernels.gbt.partition import (partition_nodes, partition_nodes_naive,
+from sparkxml_kernels.gbt.partition import (column_copy, partition_nodes, partition_nodes_naive,
                                             route_binned, route_binned_naive)
 from sparkxml_kernels.gbt.splitting import SplitParams
 
@@ -88,6 +88,21 @@ def test_partition_and_route_match_naive():
     nl = partition_nodes(binned, part, np.empty(len(g), np.int32), starts, ends, feats, bins, dl)
     np.testing.assert_array_equal(part, ref_part)
     np.testing.assert_array_equal(nl, ref_nl)
+    # the column-copy kernel (what the grower runs on dense uint8 data), missing bins too
+    binned = binned.copy()
+    binned[rng.random(binned.shape) < 0.1] = 255
+    part = rng.permutation(len(g)).astype(np.int32)
+    bins = np.array([10, 5, 254])
+    for dl in (np.array([1, 0, 1], np.uint8), np.array([0, 1, 0], np.uint8)):
+        ref_part, ref_nl = partition_nodes_naive(binned, part, starts, ends, feats, bins, dl)
+        got = part.copy()
+        nl = partition_nodes(binned, got, np.empty(len(g), np.int32), starts, ends, feats,
+                             bins, dl, columns=column_copy(binned))
+        np.testing.assert_array_equal(got, ref_part)
+        np.testing.assert_array_equal(nl, ref_nl)
+    with pytest.raises(ValueError, match="columns"):
+        partition_nodes(binned, part, np.empty(len(g), np.int32), starts, ends, feats, bins,
+                        dl, columns=binned)
     tree, _ = grow_tree(binned, g, h, edges, TreeParams(max_depth=5))
     np.testing.assert_array_equal(route_binned(binned, tree), route_binned_naive(binned, tree))
 

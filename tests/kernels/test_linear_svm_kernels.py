@@ -340,3 +340,31 @@ def test_predictor_roundtrip_and_errors(tmp_path):
         q.predict(bad)
     with pytest.raises(ValueError, match="coefficient rows"):
         LinearSVCPredictor(np.zeros((2, 3)), np.zeros(2), 2)
+
+
+def test_violation_slices_match_one_pass(monkeypatch):
+    """Violation bins, histograms and picked rows work on CHUNK_ROWS-row slices (no n-sized
+    float temporaries): the same counts and rows as one pass over all rows."""
+    from sparkxml_kernels.linear import polish as P
+
+    rng = np.random.default_rng(3)
+    n, tol = 1000, 1e-3
+    viol = np.where(rng.random(n) < 0.3, 0.0, 10.0 ** rng.uniform(-5, 2, n))
+    indptr = np.concatenate([[0], np.cumsum(rng.integers(0, 9, n))]).astype(np.int64)
+    whole_bins = P.violation_bins(viol, tol)
+    whole = np.zeros(2 * P.NBINS)
+    P.histograms(viol, indptr, tol, whole)
+    monkeypatch.setattr(P, "CHUNK_ROWS", 37)
+    np.testing.assert_array_equal(P.violation_bins(viol, tol), whole_bins)
+    sliced = np.full(2 * P.NBINS, 5.0)  # overwritten, not added to
+    P.histograms(viol, indptr, tol, sliced)
+    np.testing.assert_array_equal(sliced, whole)
+    # the reference: a plain count over all rows
+    ok = whole_bins >= 0
+    np.testing.assert_array_equal(whole[:P.NBINS], np.bincount(whole_bins[ok], minlength=P.NBINS))
+    np.testing.assert_array_equal(whole[P.NBINS:], np.bincount(
+        whole_bins[ok], weights=np.diff(indptr)[ok].astype(float), minlength=P.NBINS))
+    for j0 in (0, 40, P.NBINS - 1):
+        np.testing.assert_array_equal(P.rows_in_bins(viol, tol, j0),
+                                      np.flatnonzero(whole_bins >= j0))
+    assert P.rows_in_bins(viol[:0], tol, 0).size == 0

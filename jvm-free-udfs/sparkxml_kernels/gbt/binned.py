@@ -332,12 +332,12 @@ def _hist_sparse(indptr, indices, bins, default_bin, partition, starts, ends, fe
 
 
 def build_histograms_any(binned, partition, starts, ends, gradhess, hist_out, features=None,
-                         n_threads=1):
+                         n_threads=1, has_missing=True):
     """:func:`histogram.build_histograms` for any binned matrix (same arguments;
-    ``n_threads`` is used by the dense uint8 kernel only)."""
+    ``n_threads`` and ``has_missing`` are used by the dense uint8 kernels only)."""
     if not needs_generic(binned):
         return _hist.build_histograms(binned, partition, starts, ends, gradhess, hist_out,
-                                      features, n_threads)
+                                      features, n_threads, has_missing)
     m = len(starts)
     n, d = binned.shape
     if hist_out.shape[0] != m or hist_out.ndim != 4:
@@ -438,17 +438,18 @@ def _parts(binned):
 
 
 def partition_nodes_any(binned, partition, scratch, starts, ends, features, bins,
-                        default_left, is_cat=None, sets=None, n_threads=1):
+                        default_left, is_cat=None, sets=None, n_threads=1, columns=None):
     """:func:`partition.partition_nodes` for any binned matrix, with categorical splits.
 
     is_cat : uint8 (m,), optional  1 where node j splits on a category set
     sets : uint32 (m, W), optional  node j's left bins (bitset; see the module docstring)
     n_threads : int  used by the dense uint8 kernel without category sets only
+    columns : the dense uint8 matrix's ``partition.column_copy``, optional (same use)
     """
     if is_cat is None or not np.any(is_cat):
         if not needs_generic(binned):
             return _part.partition_nodes(binned, partition, scratch, starts, ends, features,
-                                         bins, default_left, n_threads)
+                                         bins, default_left, n_threads, columns)
     m = len(starts)
     is_cat = np.zeros(m, np.uint8) if is_cat is None else np.asarray(is_cat, np.uint8)
     sets = _EMPTY_SETS if sets is None else np.ascontiguousarray(sets, np.uint32)

@@ -371,8 +371,9 @@ def _midpoints(a, b):
 
 
 def _edge_table(edges) -> np.ndarray:
-    """Edges as a (d, 256) table padded with +inf, for the branch-free search."""
-    table = np.full((len(edges), 256), np.inf, FLOAT)
+    """Edges as a (d, 256 + GRID_FAST) table padded with +inf, for the branch-free searches
+    (the grid's fixed compare of GRID_FAST edges may read past the last edge)."""
+    table = np.full((len(edges), 256 + GRID_FAST), np.inf, FLOAT)
     for f, e in enumerate(edges):
         e = np.asarray(e, FLOAT)
         if e.size > MAX_REAL_BINS - 1:
@@ -412,6 +413,13 @@ def _bin_value(x, t):
 # every edge of a lower cell is < x and every edge of a higher cell is > x.
 GRID_CELLS = 1024
 GRID_SCAN = 8
+# A cell of at most GRID_FAST edges is counted without a loop: the value is compared with
+# the GRID_FAST edges from the cell's first one on, which counts exactly the cell's edges
+# below it, since every edge past the cell (or +inf padding) is > x. The scan's loop exit
+# mispredicted about once a value (measured, 500k x 50 normal: 0.19 s against 0.31 s CPU;
+# log-normal 0.42 s against 0.47 s).
+GRID_FAST = 4
+assert GRID_FAST == 4  # _bin_grid writes its four compares out
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -440,6 +448,9 @@ def _bin_grid(x, t, lo, inv_w, start_f):
     c = _grid_cell(x, lo, inv_w)
     a = start_f[c]
     z = start_f[c + 1]
+    if z - a <= GRID_FAST:
+        return (a + np.int64(t[a] < x) + np.int64(t[a + 1] < x) + np.int64(t[a + 2] < x)
+                + np.int64(t[a + 3] < x))
     if z - a > GRID_SCAN:
         return _bin_value(x, t)
     while a < z and t[a] < x:

@@ -23,9 +23,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit, prange
 
 from .._dtypes import FLOAT, INDEX
-from ..threads import check_threads, use_threads
+from ..threads import check_threads, use_threads, worth_threads
 from .binned import as_binned, route_binned_any
 from .binning import n_bins_from_edges, n_real_bins
 from .categorical import CatParams
@@ -54,8 +55,9 @@ class BoosterParams:
     categorical features; ``train`` then needs their ``categories``) with LightGBM's knobs
     maxCatToOnehot (4), catSmooth (10.0), catL2 (10.0), maxCatThreshold (32) (categorical.py).
     maxBins may reach 65536 (uint16 bins, binned.py); nthread (1: threads for histogram
-    building and partitioning in this process or task, as XGBoost's ``nthread``; the model
-    is the same whatever its value).
+    building, partitioning, logistic gradients and the per-row updates of each round in
+    this process or task, as XGBoost's ``nthread``; the model is the same whatever its
+    value).
     """
 
     maxIter: int = 100
@@ -160,6 +162,27 @@ def sample_features(seed: int, round_: int, output: int, d: int, rate: float):
     mask = np.zeros(d, np.uint8)
     mask[rng.choice(d, size=k, replace=False)] = 1
     return mask
+
+
+@njit(cache=True, nogil=True)
+def _add_leaf_values(raw, k, value, leaf):
+    for i in range(raw.shape[0]):
+        raw[i, k] += value[leaf[i]]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _add_leaf_values_parallel(raw, k, value, leaf):
+    for i in prange(raw.shape[0]):
+        raw[i, k] += value[leaf[i]]
+
+
+def add_leaf_values(raw, k, value, leaf, n_threads=1):
+    """``raw[:, k] += value[leaf]`` in one pass (numpy gathers into a temporary first), on
+    threads when ``n_threads`` > 1 and the rows pay for them; the same sums either way."""
+    if n_threads > 1 and worth_threads(np.array([raw.shape[0]])):
+        _add_leaf_values_parallel(raw, k, value, leaf)
+    else:
+        _add_leaf_values(raw, k, value, leaf)
 
 
 def _check_finite(tree, it: int, objective: str) -> None:
@@ -279,8 +302,10 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     if evals and metric is None:
         raise ValueError(f"objective {p.objective} has no default metric: set evalMetric")
 
+    n_threads = use_threads(p.nthread)
+    loss.n_threads = n_threads
     grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
-                        use_threads(p.nthread))
+                        n_threads)
     trees = []
     history = {"metric": metric, "eval": [[] for _ in evals], "train": [],
                "best_iteration": None, "best_score": None}
@@ -302,7 +327,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
             tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
             _check_finite(tree, it, loss.name)
-            raw[:, k] += tree.value[leaf]
+            add_leaf_values(raw, k, tree.value, leaf, n_threads)
             for Xe, _, _, _, re in evals:
                 re[:, k] += tree.value[route_binned_any(Xe, tree)]
             trees.append(tree)

@@ -11,7 +11,9 @@ through two methods:
     returns a 1-D float64 decision array; broadcast it; every rank returns it. The grower
     calls this once per tree level (depthwise) or per expansion (lossguide) with the
     concatenated histograms of the nodes it built. ``decide`` is only ever called on rank 0
-    and may keep state there (the grower keeps the global parent histograms).
+    and may keep state there (the grower keeps the global parent histograms). An optional
+    ``consume=True`` says the caller gives ``local`` up: it may be summed into in place
+    (``sparkxml_kernels.collective.SocketCollective`` then skips a copy).
 
 For bit-for-bit reproducible models an implementation must sum in a fixed order (e.g. rank
 order, or a fixed tree) -- floating-point addition is not associative. The sums then differ
@@ -39,7 +41,7 @@ class LocalCollective:
     def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
         return np.asarray(arr, FLOAT)
 
-    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
+    def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
         return np.asarray(decide(np.asarray(local, FLOAT)), FLOAT)
 
 
@@ -104,5 +106,5 @@ class InProcessCollective:
         arr = np.asarray(arr, FLOAT)
         return self._group._exchange(self.rank, arr, None).reshape(arr.shape)
 
-    def reduce_and_decide(self, local: np.ndarray, decide) -> np.ndarray:
+    def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
         return self._group._exchange(self.rank, local, decide)

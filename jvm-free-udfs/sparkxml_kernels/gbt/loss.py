@@ -27,9 +27,10 @@ The logistic and softmax gradients are compiled loops (one pass per row, no temp
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .._dtypes import FLOAT
+from ..threads import worth_threads
 
 _EPS_HESS = 1e-16
 _EPS_PROB = 1e-12
@@ -48,6 +49,9 @@ class Loss:
     name = "base"
     n_outputs = 1
     requires_groups = False
+    # threads a loss may use for its gradients (the booster sets its ``nthread``); losses
+    # that use them give the same gradients and statistics whatever the number
+    n_threads = 1
 
     def init_stats(self, y, w) -> np.ndarray:
         raise NotImplementedError
@@ -137,8 +141,14 @@ class Logistic(Loss):
         want = metric == "logloss"
         weighted = w is not None or (want and w_metric is not None)
         wg, wm = _weight_args(w, w_metric if want else None, y.size, weighted)
-        s, ws = _logistic(np.asarray(y, FLOAT).reshape(-1), np.asarray(raw, FLOAT).reshape(-1),
-                          wg, wm, weighted, out_g, out_h, want)
+        y = np.asarray(y, FLOAT).reshape(-1)
+        raw = np.asarray(raw, FLOAT).reshape(-1)
+        if self.n_threads > 1 and worth_threads(np.array([y.size])):
+            terms = np.empty(y.size if want else 0, FLOAT)
+            _logistic_parallel(y, raw, wg, weighted, out_g, out_h, want, terms)
+            s, ws = _ordered_loss_sum(terms, wm, weighted) if want else (0.0, 0.0)
+        else:
+            s, ws = _logistic(y, raw, wg, wm, weighted, out_g, out_h, want)
         return np.array([s, ws], FLOAT) if want else None
 
     def transform(self, raw):
@@ -244,6 +254,40 @@ def _logistic(y, raw, w, wm, weighted, g, h, want):
             mi = wm[i] if weighted else 1.0
             s -= mi * (y[i] * lp + (1.0 - y[i]) * lq)
             ws += mi
+    return s, ws
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _logistic_parallel(y, raw, w, weighted, g, h, want, terms):
+    # _logistic's rows over threads: each row's gradient, hessian and weighted loss term by
+    # the same expressions (so the same bits); the terms are summed in row order afterwards
+    # (_ordered_loss_sum), so the metric is _logistic's too, whatever the threads
+    for i in prange(y.shape[0]):
+        x = raw[i]
+        e = np.exp(-abs(x))
+        p = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+        wi = w[i] if weighted else 1.0
+        g[i] = (p - y[i]) * wi
+        hh = p * (1.0 - p)
+        h[i] = (hh if hh > _EPS_HESS else _EPS_HESS) * wi
+        if want:
+            l1pe = np.log1p(e)
+            lp = -l1pe if x >= 0.0 else x - l1pe
+            lq = -x - l1pe if x >= 0.0 else -l1pe
+            lp = min(max(lp, _LOG_EPS), _LOG_1MEPS)
+            lq = min(max(lq, _LOG_EPS), _LOG_1MEPS)
+            terms[i] = y[i] * lp + (1.0 - y[i]) * lq
+
+
+@njit(cache=True, nogil=True)
+def _ordered_loss_sum(terms, wm, weighted):
+    # _logistic's metric accumulation, in its order: s -= mi * term, ws += mi
+    s = 0.0
+    ws = 0.0
+    for i in range(terms.shape[0]):
+        mi = wm[i] if weighted else 1.0
+        s -= mi * terms[i]
+        ws += mi
     return s, ws
 
 

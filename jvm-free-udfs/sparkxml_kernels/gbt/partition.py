@@ -6,6 +6,17 @@ ascending inside every node and histogram building reads memory forward.
 
 A row goes left when its bin is <= the split's bin threshold, or, for the missing bin 255,
 when the split's default direction is left.
+
+Column copy
+-----------
+Splitting reads ONE byte of each of a node's rows: in the row-major matrix every such read
+is a cache line of its own, scattered over the whole matrix. The grower therefore keeps a
+column-major copy (``columns``: uint8 (d, n), ``binned.T`` made C-contiguous; n bytes a
+feature, which stays in L2 for a task's rows) and the ``_cols`` kernels read the split
+feature's column instead. They are also branchless: a split sends rows left or right about
+at random, so a branch on the side mispredicts half the time. Measured (500k rows x 50,
+six levels of random splits, serial, this machine): 28 ms row-major with branches, 14 ms
+column-major with branches, 9 ms column-major branchless. Same partitions, bit for bit.
 """
 from __future__ import annotations
 
@@ -126,8 +137,106 @@ def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features
         partition[starts[j]:ends[j]] = scratch[starts[j]:ends[j]]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _side(b, t, dl, miss_code):
+    # 1 = left, without a branch: (present and <= threshold) or (missing and default left)
+    m = np.int64(b == miss_code)
+    return np.int64(b <= t) * (1 - m) + np.int64(dl) * m
+
+
+@njit(cache=True, nogil=True)
+def _partition_cols(columns, partition, scratch, starts, ends, features, bins, default_left,
+                    miss_code, n_left_out):
+    for j in range(starts.shape[0]):
+        s = starts[j]
+        e = ends[j]
+        col = columns[features[j]]
+        t = bins[j]
+        dl = default_left[j] != 0
+        nl = 0
+        nr = 0
+        for i in range(s, e):
+            r = partition[i]
+            go = _side(col[np.uint64(r)], t, dl, miss_code)
+            # both stores always happen; only the cursor of the row's side moves on
+            partition[s + nl] = r  # s + nl <= i: never overwrites an unread row
+            scratch[nr] = r
+            nl += go
+            nr += 1 - go
+        for i in range(nr):
+            partition[s + nl + i] = scratch[i]
+        n_left_out[j] = nl
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _partition_cols_parallel(columns, partition, scratch, starts, ends, features, bins,
+                             default_left, miss_code, chunk, flags, n_left_out):
+    # _partition_nodes_parallel's three passes over fixed pieces, reading the column copy
+    m = starts.shape[0]
+    first = np.empty(m + 1, np.int64)
+    first[0] = 0
+    for j in range(m):
+        first[j + 1] = first[j] + (ends[j] - starts[j] + chunk - 1) // chunk
+    n_pieces = first[m]
+    node_of = np.empty(n_pieces, np.int64)
+    for j in range(m):
+        for q in range(first[j], first[j + 1]):
+            node_of[q] = j
+    n_left_piece = np.zeros(n_pieces, np.int64)
+    for q in prange(n_pieces):
+        j = node_of[q]
+        a = starts[j] + (q - first[j]) * chunk
+        z = min(a + chunk, ends[j])
+        col = columns[features[j]]
+        t = bins[j]
+        dl = default_left[j] != 0
+        nl = 0
+        for i in range(a, z):
+            go = _side(col[np.uint64(partition[i])], t, dl, miss_code)
+            flags[i] = go
+            nl += go
+        n_left_piece[q] = nl
+    left_at = np.empty(n_pieces, np.int64)
+    right_at = np.empty(n_pieces, np.int64)
+    for j in range(m):
+        nl = 0
+        for q in range(first[j], first[j + 1]):
+            nl += n_left_piece[q]
+        n_left_out[j] = nl
+        lp = starts[j]
+        rp = starts[j] + nl
+        for q in range(first[j], first[j + 1]):
+            a = starts[j] + (q - first[j]) * chunk
+            z = min(a + chunk, ends[j])
+            left_at[q] = lp
+            right_at[q] = rp
+            lp += n_left_piece[q]
+            rp += (z - a) - n_left_piece[q]
+    for q in prange(n_pieces):
+        j = node_of[q]
+        a = starts[j] + (q - first[j]) * chunk
+        z = min(a + chunk, ends[j])
+        lp = left_at[q]
+        rp = right_at[q]
+        for i in range(a, z):
+            r = partition[i]
+            go = np.int64(flags[i])
+            # the row lands at lp (left) or rp (right): select the index, not the branch
+            scratch[lp * go + rp * (1 - go)] = r
+            lp += go
+            rp += 1 - go
+    for j in range(m):
+        partition[starts[j]:ends[j]] = scratch[starts[j]:ends[j]]
+
+
+def column_copy(binned) -> np.ndarray:
+    """The column-major copy (d, n) of a dense binned matrix that the ``_cols`` partition
+    kernels read (see the module docstring)."""
+    return np.ascontiguousarray(np.asarray(binned).T)
+
+
 def partition_nodes(binned, partition, scratch, starts, ends, features, bins, default_left,
-                    n_threads=1):
+                    n_threads=1, columns=None):
     """Split several nodes' row slices in place.
 
     Parameters
@@ -144,6 +253,8 @@ def partition_nodes(binned, partition, scratch, starts, ends, features, bins, de
     n_threads : int
         > 1: the parallel kernel (``threads.use_threads`` sets numba's pool first); the
         result is the same whatever ``n_threads``.
+    columns : (d, n) array of ``binned``'s dtype, optional
+        :func:`column_copy` of ``binned``: the faster column kernels read it (same result).
 
     Returns
     -------
@@ -154,10 +265,22 @@ def partition_nodes(binned, partition, scratch, starts, ends, features, bins, de
     args = (binned, partition, scratch, np.asarray(starts, np.int64),
             np.asarray(ends, np.int64), np.asarray(features, np.int32),
             np.asarray(bins, np.int32), np.asarray(default_left, np.uint8))
-    if n_threads > 1 and len(starts) and worth_threads(args[4] - args[3]):
-        if scratch.size < partition.size:
-            raise ValueError("the parallel partition needs scratch as long as partition")
-        _partition_nodes_parallel(*args, np.iinfo(binned.dtype).max, PARTITION_CHUNK,
+    miss = np.iinfo(binned.dtype).max
+    parallel = n_threads > 1 and len(starts) and worth_threads(args[4] - args[3])
+    if parallel and scratch.size < partition.size:
+        raise ValueError("the parallel partition needs scratch as long as partition")
+    if columns is not None:
+        if columns.shape != binned.shape[::-1] or not columns.flags.c_contiguous:
+            raise ValueError(f"columns must be the C-contiguous {binned.shape[::-1]} column "
+                             f"copy of binned, got shape {columns.shape}")
+        cargs = (columns,) + args[1:]
+        if parallel:
+            _partition_cols_parallel(*cargs, miss, PARTITION_CHUNK,
+                                     np.empty(partition.size, np.uint8), n_left)
+        else:
+            _partition_cols(*cargs, miss, n_left)
+    elif parallel:
+        _partition_nodes_parallel(*args, miss, PARTITION_CHUNK,
                                   np.empty(partition.size, np.uint8), n_left)
     else:
         _partition_nodes(*args, n_left)

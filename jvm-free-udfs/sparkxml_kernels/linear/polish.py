@@ -44,23 +44,46 @@ assert sys.byteorder == "little"  # the payload's entries are read as (bits, ind
 POLISH_PASSES = 20  # DCD passes over the gathered rows
 
 
+# rows per slice of the per-row passes below: their float temporaries stay ~1 MB whatever
+# the task's rows (must-show 6: worker memory <= 2x its CSR)
+CHUNK_ROWS = 1 << 16
+
+
 def violation_bins(viol: np.ndarray, tol: float) -> np.ndarray:
     """Bin of each violation (int64): floor(8 log2(v / tol)) clipped to [0, NBINS-1]; -1
     below tol. The same function picks the rows and counts them, so counts and picks agree."""
     out = np.full(viol.shape, -1, np.int64)
+    for s in range(0, viol.size, CHUNK_ROWS):
+        _bins_into(viol[s:s + CHUNK_ROWS], tol, out[s:s + CHUNK_ROWS])
+    return out
+
+
+def _bins_into(viol, tol, out):
     ok = viol >= tol
     if ok.any():
         out[ok] = np.minimum(np.floor(BINS_PER_OCTAVE * np.log2(viol[ok] / tol)),
                              NBINS - 1).astype(np.int64)
-    return out
 
 
-def histograms(viol: np.ndarray, row_nnz: np.ndarray, tol: float, out: np.ndarray) -> None:
-    """out[:NBINS] = rows per violation bin, out[NBINS:] = their non-zeros."""
-    b = violation_bins(viol, tol)
-    ok = b >= 0
-    out[:NBINS] = np.bincount(b[ok], minlength=NBINS)
-    out[NBINS:] = np.bincount(b[ok], weights=row_nnz[ok].astype(np.float64), minlength=NBINS)
+def rows_in_bins(viol: np.ndarray, tol: float, j0: int) -> np.ndarray:
+    """Positions (int64, increasing) of the violations in bins >= j0, one slice at a time."""
+    picked = []
+    for s in range(0, viol.size, CHUNK_ROWS):
+        picked.append(s + np.flatnonzero(violation_bins(viol[s:s + CHUNK_ROWS], tol) >= j0))
+    return np.concatenate(picked) if picked else np.zeros(0, np.int64)
+
+
+def histograms(viol: np.ndarray, indptr: np.ndarray, tol: float, out: np.ndarray) -> None:
+    """out[:NBINS] = rows per violation bin, out[NBINS:] = their non-zeros (``indptr``: the
+    rows' CSR pointers, viol.size + 1 of them). Counted by slices of ``CHUNK_ROWS`` rows:
+    integer sums, exact in any order."""
+    out[:] = 0.0
+    for s in range(0, viol.size, CHUNK_ROWS):
+        b = violation_bins(viol[s:s + CHUNK_ROWS], tol)
+        ok = b >= 0
+        lens = np.diff(indptr[s:s + b.size + 1])[ok].astype(np.float64)
+        out[:NBINS] += np.bincount(b[ok], minlength=NBINS)
+        out[NBINS:] += np.bincount(b[ok], weights=lens, minlength=NBINS)
 
 
 def choose_bin(rows_hist: np.ndarray, nnz_hist: np.ndarray, row_cap: float,
@@ -153,7 +176,7 @@ def polish(ld, W, alpha, viol, plan, cfg, rnd, collective):
     for (k, R, Z, base, roff, zoff), (_, j0, _, _) in zip(layout, plan):
         for lb, b in enumerate(ld.block_ids):
             lo, hi = int(ld.block_ptr[lb]), int(ld.block_ptr[lb + 1])
-            rows = lo + np.flatnonzero(violation_bins(viol[k, lo:hi], tol) >= j0)
+            rows = lo + rows_in_bins(viol[k, lo:hi], tol, j0)
             mine.append((k, int(b), rows))
             if not rows.size:
                 continue

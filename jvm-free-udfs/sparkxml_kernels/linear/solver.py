@@ -37,6 +37,7 @@ import numpy as np
 from . import cs as kcs
 from . import dcd as kdcd
 from . import polish as kpol
+from ..memory import release_freed
 from ._rng import stream_state
 from .data import LinearData, prepare  # noqa: F401  (solver.prepare: the public spelling)
 
@@ -132,7 +133,6 @@ def train(ld: LinearData, cfg: dict, collective) -> TrainResult:
     S = 5 if cs else 6                   # objective pieces (the last: largest violation)
     H = S + 2                            # then rows and nnz of the block, then histograms
     pos_of = [1] if mode == "binary" else list(range(Kc))
-    row_nnz = np.diff(ld.indptr)
     viol = np.zeros((NP, n))
     if cs:
         upper = diag = None
@@ -169,7 +169,7 @@ def train(ld: LinearData, cfg: dict, collective) -> TrainResult:
                 st[b, k, S] = hi - lo
                 st[b, k, S + 1] = ld.indptr[hi] - ld.indptr[lo]
                 if B > 1:
-                    kpol.histograms(viol[k, lo:hi], row_nnz[lo:hi], tol, st[b, k, H:])
+                    kpol.histograms(viol[k, lo:hi], ld.indptr[lo:hi + 1], tol, st[b, k, H:])
         t1 = time.perf_counter()
         st = collective.allreduce_sum(st)
         res.timings["allreduce"] += time.perf_counter() - t1
@@ -232,6 +232,8 @@ def train(ld: LinearData, cfg: dict, collective) -> TrainResult:
         flat = W.reshape(-1)
         for b in range(B):
             flat += payload[b]
+        del payload
+        release_freed()  # the round's temporaries: a polish or the next round reuses the pages
 
     def polish_plan(st, tot):
         active = [k for k in range(NP) if not frozen[k]]
@@ -263,6 +265,7 @@ def train(ld: LinearData, cfg: dict, collective) -> TrainResult:
         if plan:
             t_ = time.perf_counter()
             res.polish_rows += kpol.polish(ld, W, alpha, viol, plan, cfg, rnd, collective)
+            release_freed()
             res.timings["polish"] += time.perf_counter() - t_
             res.polishes += 1
             st, tot, vmax = evaluate()
