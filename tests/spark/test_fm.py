@@ -131,12 +131,12 @@ def test_fm_pipeline_cross_validation_and_field_encoder(spark, ratings, tmp_path
     # the encoder without Spark encodes as its transform does
     voc = sparkxml_kernels.load_model(os.path.join(path, "stages", sorted(os.listdir(
         os.path.join(path, "stages")))[0]))
-    pdf = df.orderBy("user", "item", "age").limit(20).toPandas()
-    ip, ix, _, _ = voc.encode([pdf[c].to_numpy() for c in cols])
-    spark_vecs = enc_model.transform(df.orderBy("user", "item", "age").limit(20)) \
-        .select("features").collect()
-    assert [list(v[0].indices) for v in spark_vecs] == [ix[ip[i]:ip[i + 1]].tolist()
-                                                        for i in range(20)]
+    # one collect gives both sides the same rows (two sorted-and-limited queries may break
+    # ties between rows equal on the sort keys differently)
+    rows = enc_model.transform(df.orderBy(*cols).limit(20)).select(*cols, "features").collect()
+    ip, ix, _, _ = voc.encode([np.array([r[c] for r in rows], dtype=np.int64) for c in cols])
+    assert [list(r["features"].indices) for r in rows] == [ix[ip[i]:ip[i + 1]].tolist()
+                                                          for i in range(20)]
     # CrossValidator over the ALS regularisation (fits inside each fold)
     data = enc_model.transform(df)
     grid = ParamGridBuilder().addGrid(fm.regParam, [1e-3, 1.0]).build()

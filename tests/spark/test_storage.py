@@ -139,12 +139,17 @@ def test_large_models_are_read_from_their_directory_once_per_worker(spark, fx, t
         handle = loaded._task_model(df)
         assert handle.source == os.path.abspath(path) and handle.inline is None
         assert len(pickle.dumps(handle)) < 1000
-        for _ in range(2):
-            assert _predictions(loaded, df.repartition(4)) == want
+        rounds, parts = 2, 4
+        for _ in range(rounds):
+            assert _predictions(loaded, df.repartition(parts)) == want
         loads = [json.loads(line) for line in log.read_text().splitlines()]
         assert {e["source"] for e in loads} == {os.path.abspath(path)}
         pids = [e["pid"] for e in loads]
-        assert len(pids) == len(set(pids)) and 1 <= len(pids) <= 2, loads
+        # No worker loads twice, and fewer loads than tasks: some worker ran several tasks on
+        # one load. (Not "<= 2 workers": Spark hands out idle Python workers first in, first
+        # out, so after a job that left more idle workers than cores, e.g. a FastXML fit
+        # leaves 4 on local[2], the tasks rotate through all of them.)
+        assert len(pids) == len(set(pids)) and 1 <= len(pids) < rounds * parts, loads
         assert [e["node_cache"] for e in loads].count("miss") == 1, loads
         # the directory is overwritten with another model: its tasks must not read that
         X2, Y2 = make_multilabel(n_rows=100, n_features=80, n_labels=12, seed=9)
