@@ -35,7 +35,11 @@ MANIFEST = os.path.join(_jit.PACKAGE_DIR, "_warm_signatures.txt")
 def _types_namespace() -> dict:
     from numba.core import types
 
-    return dict(vars(types))
+    ns = dict(vars(types))
+    # numba names the boolean type "bool" in reprs, but binds types.bool only under numpy 2
+    # (numpy 1 has no np.bool): without this the name falls through to Python's bool class
+    ns["bool"] = types.boolean
+    return ns
 
 
 def parse_signature(text: str) -> tuple:

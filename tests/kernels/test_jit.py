@@ -121,6 +121,18 @@ def test_manifest_lines_name_existing_kernels_and_parse():
         assert isinstance(precompile.parse_signature(sig), tuple)
 
 
+def test_signature_bool_is_numbas_boolean_under_any_numpy():
+    # reprs say "bool"; numba binds types.bool only with numpy 2, and CI's pyspark 3.5 leg
+    # runs numpy 1, where the name fell through to Python's bool and precompile failed
+    from numba.core import types
+
+    from sparkxml_kernels.precompile import parse_signature
+
+    sig = parse_signature("(Array(float64, 1, 'C', False, aligned=True), bool)")
+    assert sig[1] is types.boolean
+    assert parse_signature("(Literal[bool](True),)")[0] == types.literal(True)
+
+
 def test_precompile_rejects_unknown_group_and_bad_jobs():
     with pytest.raises(ValueError, match="unknown precompile group"):
         precompile.precompile(["nope"])
