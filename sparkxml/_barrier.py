@@ -42,6 +42,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 
 from sparkxml_kernels.array_chunks import array_from_bytes, binary_array, iter_chunks
+from sparkxml_kernels.memory import rss_bytes
 
 from ._compat import to_arrow
 
@@ -137,15 +138,6 @@ def decode_ranks(table: pa.Table) -> tuple[dict, dict]:
         else:
             arrays.setdefault(r, {})[name] = array_from_bytes(dt, shape, payload)
     return arrays, infos
-
-
-def rss_bytes() -> int:
-    """Current resident set size of this process (0 where /proc is unavailable)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def peak_rss_bytes() -> int:
