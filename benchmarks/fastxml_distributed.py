@@ -181,7 +181,7 @@ def main():
     # spark.executorEnv.MALLOC_ARENA_MAX=2); both sessions run with it.
     os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     from sparkxml import FastXML, PfastreXML
-    from sparkxml._fastxml_fit import WORKER_OVERHEAD_BYTES
+    from sparkxml.fastxml.fit import WORKER_OVERHEAD_BYTES
 
     est_cls = PfastreXML if args.pfastrexml else FastXML
     t0 = time.perf_counter()

@@ -1,5 +1,5 @@
 """Where a LinearSVC training task's memory goes, without Spark: two processes run the task's
-own load and train functions (``sparkxml._linear_svm_tasks``) on the collective, each reading
+own load and train functions (``sparkxml.linear.tasks``) on the collective, each reading
 its rows as Arrow batches from a stream file through a buffered Python file object (as a
 pyspark worker reads them from the JVM's socket: every batch is a fresh malloc'd bytes
 object), after a 30 MiB free that raises glibc's mmap threshold as earlier tasks do in a
@@ -87,8 +87,8 @@ def _hwm():
 def rank_main(rank, world, path, cfg, conn):
     import pyarrow as pa
 
-    from sparkxml._barrier import reset_peak_rss
-    from sparkxml._linear_svm_tasks import make_load_fn, make_train_fn
+    from sparkxml._core.barrier import reset_peak_rss
+    from sparkxml.linear.tasks import make_load_fn, make_train_fn
     from sparkxml_kernels.collective import SocketCollective, open_listener
     from sparkxml_kernels.linear import polish as kpol
     from sparkxml_kernels.linear import solver

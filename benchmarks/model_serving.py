@@ -72,7 +72,7 @@ def tile_forest(forest: dict, copies: int) -> dict:
 
 
 def build_model(target_mb: float):
-    from sparkxml.fastxml import FastXMLModel
+    from sparkxml.fastxml.fastxml import FastXMLModel
     from sparkxml.synthetic import csr_rows, make_multilabel
     from sparkxml_kernels.fastxml.forest import train_forest
 
@@ -154,8 +154,8 @@ def format_costs(models: dict, work: str, repeats: int) -> list:
 
     from pyspark.sql import SparkSession
 
-    from sparkxml import _storage
-    from sparkxml.fastxml import FastXMLModel
+    from sparkxml._core import storage as _storage
+    from sparkxml.fastxml.fastxml import FastXMLModel
     from sparkxml_kernels import model_cache, persist
     from sparkxml_kernels.model_cache import ModelHandle
 
@@ -251,7 +251,7 @@ def run_classic(args, work):
     from pyspark.sql import SparkSession
 
     from sparkxml.datasets import from_csr
-    from sparkxml.fastxml import FastXMLModel
+    from sparkxml.fastxml.fastxml import FastXMLModel
     from sparkxml.synthetic import csr_rows
 
     model, base_model, (X, Y, d), _ = build_model(args.target_mb)
@@ -357,7 +357,7 @@ def main():
         return
     res = {"load_average": os.getloadavg()}
 
-    from sparkxml.fastxml import FastXMLModel
+    from sparkxml.fastxml.fastxml import FastXMLModel
     from sparkxml.synthetic import csr_rows
 
     t = time.perf_counter()

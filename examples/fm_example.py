@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 import sparkxml_kernels
 from sparkxml import FieldEncoder, FMRegressor, GBFMRegressor
-from sparkxml.fm import FMRegressionModel
+from sparkxml.fm.fm import FMRegressionModel
 from sparkxml.session import get_session
 from sparkxml.synthetic import make_ratings
 

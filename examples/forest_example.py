@@ -22,7 +22,7 @@ from pyspark.ml.linalg import Vectors
 
 import sparkxml_kernels
 from sparkxml import DecisionTreeClassifier, RandomForestClassifier
-from sparkxml.forest import RandomForestClassificationModel
+from sparkxml.forest.forest import RandomForestClassificationModel
 from sparkxml.session import get_session
 
 

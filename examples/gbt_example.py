@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 import sparkxml_kernels
 from sparkxml import GBTClassifier
-from sparkxml.gbt import GBTClassificationModel
+from sparkxml.gbt.estimators import GBTClassificationModel
 from sparkxml.session import get_session
 
 

@@ -8,33 +8,33 @@ __version__ = "0.1.0"
 _LAZY = {
     "FastXML": "sparkxml.fastxml",
     "FastXMLModel": "sparkxml.fastxml",
-    "PfastreXML": "sparkxml.pfastrexml",
-    "PfastreXMLModel": "sparkxml.pfastrexml",
+    "PfastreXML": "sparkxml.fastxml",
+    "PfastreXMLModel": "sparkxml.fastxml",
     "XMLEvaluator": "sparkxml.evaluation",
     "label_propensities": "sparkxml.evaluation",
     "GBTRegressor": "sparkxml.gbt",
     "GBTRegressionModel": "sparkxml.gbt",
     "GBTClassifier": "sparkxml.gbt",
     "GBTClassificationModel": "sparkxml.gbt",
-    "LambdaMART": "sparkxml.ranking",
-    "LambdaMARTModel": "sparkxml.ranking",
+    "LambdaMART": "sparkxml.gbt",
+    "LambdaMARTModel": "sparkxml.gbt",
     "RankingEvaluator": "sparkxml.evaluation",
-    "LinearSVC": "sparkxml.linear_svm",
-    "LinearSVCModel": "sparkxml.linear_svm",
+    "LinearSVC": "sparkxml.linear",
+    "LinearSVCModel": "sparkxml.linear",
     "FMRegressor": "sparkxml.fm",
     "FMRegressionModel": "sparkxml.fm",
     "FMClassifier": "sparkxml.fm",
     "FMClassificationModel": "sparkxml.fm",
-    "GBFMRegressor": "sparkxml.gbfm",
-    "GBFMRegressionModel": "sparkxml.gbfm",
-    "GBFMClassifier": "sparkxml.gbfm",
-    "GBFMClassificationModel": "sparkxml.gbfm",
-    "FieldEncoder": "sparkxml.fields",
-    "FieldEncoderModel": "sparkxml.fields",
-    "DecisionTreeClassifier": "sparkxml.tree",
-    "DecisionTreeClassificationModel": "sparkxml.tree",
-    "DecisionTreeRegressor": "sparkxml.tree",
-    "DecisionTreeRegressionModel": "sparkxml.tree",
+    "GBFMRegressor": "sparkxml.fm",
+    "GBFMRegressionModel": "sparkxml.fm",
+    "GBFMClassifier": "sparkxml.fm",
+    "GBFMClassificationModel": "sparkxml.fm",
+    "FieldEncoder": "sparkxml.fm",
+    "FieldEncoderModel": "sparkxml.fm",
+    "DecisionTreeClassifier": "sparkxml.forest",
+    "DecisionTreeClassificationModel": "sparkxml.forest",
+    "DecisionTreeRegressor": "sparkxml.forest",
+    "DecisionTreeRegressionModel": "sparkxml.forest",
     "RandomForestClassifier": "sparkxml.forest",
     "RandomForestClassificationModel": "sparkxml.forest",
     "RandomForestRegressor": "sparkxml.forest",
@@ -42,14 +42,12 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
-    # Lazy so that `import sparkxml` stays cheap and one estimator's import error does not
-    # break the others.
-    if name in _LAZY:
-        import importlib
+from sparkxml._core import moved as _moved  # noqa: E402
+from sparkxml._core.lazy import lazy_exports as _lazy_exports  # noqa: E402
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'sparkxml' has no attribute {name!r}")
-
+# Lazy so that `import sparkxml` stays cheap and one family's import error does not break
+# the others.
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY)
+_moved.install()
 
 __all__ = list(_LAZY)

@@ -22,7 +22,7 @@ import pyarrow as pa
 from sparkxml_kernels import formats
 from sparkxml_kernels.arrow_io import lists_to_csr, vectors_to_csr
 
-from ._compat import create_dataframe, to_arrow
+from sparkxml._core.compat import create_dataframe, to_arrow
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -38,7 +38,7 @@ def _list_array(indptr, values, typ):
                                     pa.array(values, type=typ))
 
 
-def _vector_array(indptr, indices, data, size: int) -> pa.StructArray:
+def vector_array(indptr, indices, data, size: int) -> pa.StructArray:
     n = len(indptr) - 1
     fields = [pa.field("type", pa.int8(), nullable=False), pa.field("size", pa.int32()),
               pa.field("indices", pa.list_(pa.int32())), pa.field("values", pa.list_(pa.float64()))]
@@ -79,7 +79,7 @@ def from_csr(spark: "SparkSession", indptr: np.ndarray, indices: np.ndarray, dat
     from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, LongType, StructField,
                                    StructType)
 
-    names, arrays, fields = [featuresCol], [_vector_array(indptr, indices, data, num_features)], \
+    names, arrays, fields = [featuresCol], [vector_array(indptr, indices, data, num_features)], \
         [StructField(featuresCol, VectorUDT(), False)]
     if labels is not None:
         names.append(labelsCol)

@@ -23,9 +23,13 @@ from pyspark.sql import types as T
 from sparkxml_kernels import metrics as M
 from sparkxml_kernels.arrow_io import lists_to_csr
 
-from .base import SparkXMLParams
-from .params import (HasGroupCol, HasInversePropensities, HasK, HasLabelCol, HasLabelsCol,
-                     HasPredictionCol)
+from sparkxml._core.base import SparkXMLParams
+from sparkxml._core.params import (HasGroupCol,
+    HasInversePropensities,
+    HasK,
+    HasLabelCol,
+    HasLabelsCol,
+    HasPredictionCol)
 
 __all__ = ["XMLEvaluator", "RankingEvaluator", "label_propensities"]
 

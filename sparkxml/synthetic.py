@@ -54,7 +54,7 @@ def csr_rows(X, Y, start: int, stop: int):
 
 def rows_frame(spark, X, Y, start: int, stop: int, num_features: int):
     """DataFrame (features, labels) of rows [start, stop) of ``make_multilabel``'s output."""
-    from .datasets import from_csr
+    from sparkxml.datasets import from_csr
 
     (xi, xj, xv), y = csr_rows(X, Y, start, stop)
     return from_csr(spark, xi, xj, xv, num_features, labels=y)

@@ -2,7 +2,7 @@
 
 A dict of arrays becomes rows ``(name, dtype, shape, part, data)``, each ``data`` at most
 ``chunk_bytes`` long (large arrays span several parts). The same rows carry a model back from a
-training task (``sparkxml._barrier``) and hold it on disk (``persist``, as parquet); no
+training task (``sparkxml._core.barrier``) and hold it on disk (``persist``, as parquet); no
 pickle anywhere. Only fixed-size numeric, bool and bytes dtypes are encoded, plus 0-d unicode
 arrays (a name such as GBT's ``objective``), which travel as UTF-8 with dtype ``"U"``
 (other unicode arrays are fixed-width, stored as they are).

@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._dtypes import INDEX, INDPTR, VALUE
-from ._textscan import _Body, _fail, _first_false, _np, _show
+from ._textscan import _Body, _fail, _np, _show
 
 _INT = r"[0-9]+"
 _NUM = r"(?:[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:inf|infinity|nan))"

@@ -1,7 +1,7 @@
 """Model arrays in Spark's Python workers: loaded once per process, memory-mapped per node.
 
 A model's ``transform`` ships a ``ModelHandle`` in its task closure instead of the arrays
-(``sparkxml._serving`` decides which). A handle either carries a small model's arrays itself
+(``sparkxml._core.serving`` decides which). A handle either carries a small model's arrays itself
 (``inline``), or names a saved model directory (``source``, as pyarrow opens it, plus the
 ``save_id`` its metadata must hold). In a task:
 

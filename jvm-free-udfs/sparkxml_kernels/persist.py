@@ -17,7 +17,7 @@ Layout of a saved sparkxml model (any estimator), ``formatVersion`` 2::
 This is what Spark's own DataFrame writers produce (``write.text`` for the metadata, exactly
 what ``DefaultParamsWriter`` writes, and ``write.parquet`` for the data), so the same
 directory is written and read either through Spark, wherever Spark's Hadoop filesystems reach
-(``sparkxml._storage``: Spark Connect, ``s3a://``, ``wasbs://``, ``dbfs:/``, HDFS), or here
+(``sparkxml._core.storage``: Spark Connect, ``s3a://``, ``wasbs://``, ``dbfs:/``, HDFS), or here
 through ``pyarrow`` (local paths in classic sessions, and ``sparkxml_kernels.load_model``
 without Spark). One format, two transports.
 
@@ -158,21 +158,24 @@ def finish_metadata(metadata: str, arrays: dict | None, save_id: str,
     return json.dumps(meta, separators=(",", ":"))
 
 
-def parse_metadata(text: str, path: str, expected_class: str | None = None) -> dict:
+def parse_metadata(text: str, path: str, expected_class=None) -> dict:
     """The metadata dict from the text of a metadata part file; ``ModelFormatError`` naming
-    ``path`` for whatever is wrong."""
+    ``path`` for whatever is wrong. ``expected_class``: the class path the metadata must name,
+    or a callable that says whether a class path is acceptable (its ``str`` names it in the
+    error)."""
     try:
         meta = json.loads(text.strip().splitlines()[0])
     except (ValueError, IndexError) as e:
         raise ModelFormatError(f"{path}/metadata is corrupt: {e}") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("class"), str):
         raise ModelFormatError(f"{path}/metadata is corrupt: no 'class' entry")
-    if expected_class is not None and meta["class"] != expected_class:
+    if expected_class is not None and not (expected_class(meta["class"]) if callable(
+            expected_class) else meta["class"] == expected_class):
         raise ModelFormatError(f"{path} holds a {meta['class']}, not a {expected_class}")
     return meta
 
 
-def load_metadata(path: str, expected_class: str | None = None) -> dict:
+def load_metadata(path: str, expected_class=None) -> dict:
     """Read and check ``path/metadata``; raise ``ModelFormatError`` naming what is wrong."""
     fs, p = resolve(path)
     if fs.get_file_info(p).type == pafs.FileType.NotFound:

@@ -6,7 +6,7 @@ listed in ``_warm_signatures.txt`` (one line each: group, module, kernel, numba 
 ``_jit.cache_dir()``; the build runs it (``SPARKXML_PRECOMPILE=0`` skips it), and so does
 ``sparkxml precompile`` or ``python -m sparkxml_kernels.precompile``.
 
-The list is *recorded*, not written by hand: ``python -m sparkxml._warmup_record`` runs each
+The list is *recorded*, not written by hand: ``python -m sparkxml._core.warmup_record`` runs each
 estimator's fit and transform on small data in a new process with an empty cache and reads
 back, from the cache's index files, every signature numba compiled (callees included). A
 signature whose kernel was changed since is compiled anyway (a harmless extra entry); a

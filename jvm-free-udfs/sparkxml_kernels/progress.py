@@ -2,7 +2,7 @@
 
 Training runs in executor processes (a barrier task for boosting, one task per group of trees
 for FastXML), so a ``logging`` call there lands in the executor's log, not where the user
-looks. The driver side (``sparkxml._progress.FitProgress``) therefore opens a TCP listener and
+looks. The driver side (``sparkxml._core.progress.FitProgress``) therefore opens a TCP listener and
 hands the task a small plain ``spec`` (in the task closure)::
 
     {"addresses": ["host:port", ...], "authkey": bytes, "every": N, "source": "GBTClassifier"}
@@ -39,7 +39,7 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
-from .collective import _handshake, _parse_address
+from .collective.sockets import handshake, parse_address
 
 __all__ = ["ProgressReporter", "format_record"]
 
@@ -131,12 +131,12 @@ class ProgressReporter:
     def _connect(self, spec) -> Connection | None:
         for addr in spec.get("addresses", []):
             try:
-                host, port = _parse_address(addr)
+                host, port = parse_address(addr)
                 sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
             except (OSError, ValueError):
                 continue
             try:
-                _handshake(sock, spec["authkey"], False, CONNECT_TIMEOUT_S * 5)
+                handshake(sock, spec["authkey"], False, CONNECT_TIMEOUT_S * 5)
                 return Connection(sock.detach())
             except Exception:  # noqa: BLE001 - not our driver (or it went away): next one
                 sock.close()

@@ -1,16 +1,16 @@
-"""sparkxml._compat over Spark Connect: the native path and the version-agnostic fallbacks
+"""sparkxml._core.compat over Spark Connect: the native path and the version-agnostic fallbacks
 (closure-carried creation, Arrow IPC collection) give the same data."""
 import numpy as np
 import pyarrow as pa
 from pyspark.ml.linalg import SparseVector, VectorUDT
 from pyspark.sql import types as T
 
-from sparkxml import _compat
-from sparkxml.datasets import _vector_array
+from sparkxml._core import compat as _compat
+from sparkxml.datasets import vector_array
 
 
 def test_compat_paths_over_connect(spark_connect):
-    table = pa.Table.from_arrays([_vector_array(np.array([0, 1, 3]), np.array([2, 0, 1]),
+    table = pa.Table.from_arrays([vector_array(np.array([0, 1, 3]), np.array([2, 0, 1]),
                                                 np.array([1.0, 2.0, 3.0]), 3),
                                   pa.array([0.5, 1.5])], names=["features", "label"])
     schema = T.StructType([T.StructField("features", VectorUDT(), False),

@@ -6,7 +6,7 @@ from pyspark.ml.linalg import Vectors
 
 import sparkxml_kernels
 from sparkxml import FieldEncoder, FMClassifier, GBFMRegressor
-from sparkxml.fm import FMClassificationModel
+from sparkxml.fm.fm import FMClassificationModel
 from sparkxml.synthetic import make_ratings
 
 

@@ -6,7 +6,7 @@ from pyspark.ml.linalg import Vectors
 
 import sparkxml_kernels
 from sparkxml import GBTClassifier, GBTRegressor
-from sparkxml.gbt import GBTClassificationModel
+from sparkxml.gbt.estimators import GBTClassificationModel
 
 
 def _data(n=1200, seed=0):

@@ -6,7 +6,7 @@ from pyspark.ml.linalg import Vectors
 
 import sparkxml_kernels
 from sparkxml import DecisionTreeRegressor, RandomForestClassifier
-from sparkxml.forest import RandomForestClassificationModel
+from sparkxml.forest.forest import RandomForestClassificationModel
 
 
 def _label(X):

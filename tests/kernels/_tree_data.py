@@ -16,7 +16,7 @@ def pendigits(split="pendigits"):
 
 def binned(X, max_bins=65536):
     from sparkxml_kernels.forest import bins
-    from sparkxml_kernels.gbt import binning
+    from sparkxml_kernels import binning
 
     edges, vals = bins.exact_edges(X, max_bins)
     return binning.bin_data(bins.as_float32(X), edges), edges, vals

@@ -278,7 +278,7 @@ def test_stray_connections_do_not_delay_the_peers():
 
 def test_missing_peer_error_names_the_dropped_strangers(monkeypatch):
     """A child that never comes: the error says so, and what the strangers did."""
-    from sparkxml_kernels import collective
+    from sparkxml_kernels.collective import sockets as collective
 
     monkeypatch.setattr(collective, "HANDSHAKE_SECONDS", 0.3)
     listeners = [open_listener("127.0.0.1") for _ in range(2)]
@@ -300,7 +300,7 @@ def test_missing_peer_error_names_the_dropped_strangers(monkeypatch):
 def test_peer_dropped_while_the_port_is_flooded_retries(monkeypatch):
     """More silent connections than handshake slots: the real child is turned away at first,
     retries, and gets in once the strangers' short handshake deadline has dropped them."""
-    from sparkxml_kernels import collective
+    from sparkxml_kernels.collective import sockets as collective
 
     monkeypatch.setattr(collective, "MAX_PENDING_HANDSHAKES", 2)
     monkeypatch.setattr(collective, "HANDSHAKE_SECONDS", 0.5)
@@ -351,7 +351,7 @@ def test_chunked_reduction_adds_the_same_bits(monkeypatch, chunk):
     """Reductions are received and added REDUCE_CHUNK_BYTES at a time (a receiver holds no
     second copy of a large payload): the sums are the tree's whole-message sums, bit for bit,
     for sizes that are not a multiple of the chunk, and in place when consumed."""
-    import sparkxml_kernels.collective as C
+    import sparkxml_kernels.collective.sockets as C
 
     world = 5
     rng = np.random.default_rng(7)

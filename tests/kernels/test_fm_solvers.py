@@ -13,7 +13,7 @@ from sparkxml_kernels.fm.als import init_params
 from sparkxml_kernels.fm.fields import FieldVocabulary
 from sparkxml_kernels.fm.gbfm import run_gbfm
 from sparkxml_kernels.fm.predictor import FMPredictor, GBFMPredictor
-from sparkxml_kernels.gbt.collective import InProcessGroup
+from sparkxml_kernels.collective import InProcessGroup
 
 from test_fm_kernels import _one_hot
 

@@ -5,8 +5,8 @@ import threading
 import numpy as np
 import pytest
 
-from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
-from sparkxml_kernels.gbt.collective import InProcessGroup, LocalCollective
+from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
+from sparkxml_kernels.collective import InProcessGroup, LocalCollective
 from sparkxml_kernels.gbt.grower import TreeGrower, TreeParams, grow_tree, grow_tree_naive
 from sparkxml_kernels.gbt.partition import (column_copy, partition_nodes, partition_nodes_naive,
                                             route_binned, route_binned_naive)

@@ -95,7 +95,7 @@ def test_ranking_hook_receives_group_ptr():
             out_h[:] = 1.0
 
     register_loss("per_group_test", lambda k: PerGroupMean())
-    from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
+    from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
     from sparkxml_kernels.gbt.booster import train
     X = np.arange(40.0)[:, None]
     y = np.repeat([1.0, 5.0], 20)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
+from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.grower import TreeParams, grow_tree, grow_tree_naive
 from sparkxml_kernels.gbt.splitting import (SplitParams, check_monotone, find_best_splits,

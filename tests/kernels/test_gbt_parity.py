@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
+from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sparkxml_kernels import load_model
-from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
+from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, TreeEnsemblePredictor
 from sparkxml_kernels.persist import ModelFormatError, metadata_json, save_directory

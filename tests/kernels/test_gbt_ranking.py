@@ -9,9 +9,9 @@ import pytest
 
 from sparkxml_kernels import metrics as M
 from sparkxml_kernels.gbt import ranking as R
-from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
+from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.booster import train
-from sparkxml_kernels.gbt.collective import InProcessGroup
+from sparkxml_kernels.collective import InProcessGroup
 from sparkxml_kernels.gbt.loss import make_loss
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor

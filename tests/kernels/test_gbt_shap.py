@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from sparkxml_kernels.gbt.binning import bin_data, edges_from_sketch, sketch
+from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.gbt.shap import expected_values, tree_shap_naive

@@ -6,7 +6,8 @@ import pytest
 import scipy.sparse as sp
 
 from sparkxml_kernels.gbt import binned as B
-from sparkxml_kernels.gbt import binning, booster
+from sparkxml_kernels import binning
+from sparkxml_kernels.gbt import booster
 from sparkxml_kernels.gbt import grower as G
 from sparkxml_kernels.gbt.categorical import (CatParams, check_categories,
                                               find_categorical_splits,

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from sparkxml_kernels import threads
-from sparkxml_kernels.gbt import binning, histogram, partition
+from sparkxml_kernels import binning
+from sparkxml_kernels.gbt import histogram, partition
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.histogram import (build_histogram_naive, build_histograms,
                                             interleave, n_hist_slots)

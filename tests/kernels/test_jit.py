@@ -36,7 +36,7 @@ NOT_WARMED = {
     "sparkxml_kernels.gbt.partition._route_binned",
     # binning a scipy CSR matrix with bin_data (kernel-level API; Spark tasks bin sparse
     # vectors through gbt.binned)
-    "sparkxml_kernels.gbt.binning._bin_csr",
+    "sparkxml_kernels.binning._bin_csr",
     # row-major partition kernels: the grower passes partition_nodes the column copy, so fits
     # run _partition_cols*; these serve kernel-level callers without one
     "sparkxml_kernels.gbt.partition._partition_nodes",
@@ -107,7 +107,7 @@ def test_every_kernel_is_warmed_or_listed_as_not_warmed():
         if key in listed and name in NOT_WARMED:
             both.append(name)
     assert not missing, ("kernels no recorded fit compiles: rerun `python -m "
-                         f"sparkxml._warmup_record` or add them to NOT_WARMED: {missing}")
+                         f"sparkxml._core.warmup_record` or add them to NOT_WARMED: {missing}")
     assert not both, f"in NOT_WARMED but warmed: {both}"
 
 

@@ -327,7 +327,7 @@ def test_predictor_roundtrip_and_errors(tmp_path):
     np.testing.assert_array_equal(p.predict(X), (m[:, 0] > 0.1).astype(float))
     np.testing.assert_allclose(p.predict_raw(X.toarray()), np.column_stack([-m, m]))
     path = str(tmp_path / "m")
-    meta = persist.metadata_json("sparkxml.linear_svm.LinearSVCModel", "u1", {"threshold": 0.1},
+    meta = persist.metadata_json("sparkxml.linear.svc.LinearSVCModel", "u1", {"threshold": 0.1},
                                  {}, model_kind="linear_svm")
     persist.save_directory(path, meta, p.to_arrays(), overwrite=False)
     q = load_model(path)

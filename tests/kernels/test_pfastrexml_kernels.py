@@ -177,7 +177,7 @@ def test_pfastre_predictor_validation_and_loading(tmp_path):
     path = str(tmp_path / "m")
     saved = dict(arrays, n_features=np.array(d), n_labels=np.array(L), bias=np.array(1.0),
                  inv_prop=_weights(data))
-    meta = metadata_json("sparkxml.pfastrexml.PfastreXMLModel", "uid", {"alpha": 0.5},
+    meta = metadata_json("sparkxml.fastxml.pfastrexml.PfastreXMLModel", "uid", {"alpha": 0.5},
                          {"gamma": 30.0, "alpha": 0.8, "numCandidates": 1000,
                           "tailClassifiers": True}, "pfastrexml")
     save_directory(path, meta, saved, overwrite=False)

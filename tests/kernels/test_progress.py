@@ -1,6 +1,6 @@
 """The progress channel without Spark: a task-side reporter sends lines to the driver-side
 listener over an authenticated socket; strangers are refused; an unreachable driver makes
-the task log locally instead. (``sparkxml._progress`` imports no pyspark.)"""
+the task log locally instead. (``sparkxml._core.progress`` imports no pyspark.)"""
 import logging
 import time
 
@@ -36,7 +36,7 @@ def _wait(pred, seconds=10.0):
 
 
 def test_lines_reach_the_driver_log(caplog):
-    from sparkxml._progress import FitProgress
+    from sparkxml._core.progress import FitProgress
 
     caplog.set_level(logging.INFO, logger="sparkxml")
     spark = _Connect()
@@ -59,7 +59,7 @@ def test_lines_reach_the_driver_log(caplog):
 
 
 def test_a_wrong_key_is_refused_and_an_unreachable_driver_logs_locally(caplog):
-    from sparkxml._progress import FitProgress
+    from sparkxml._core.progress import FitProgress
 
     caplog.set_level(logging.INFO, logger="sparkxml")
     with FitProgress(_Connect(), _Est(), verbose=1) as progress:
@@ -77,7 +77,7 @@ def test_a_wrong_key_is_refused_and_an_unreachable_driver_logs_locally(caplog):
 
 
 def test_history_after_the_stage_and_silence():
-    from sparkxml._progress import FitProgress
+    from sparkxml._core.progress import FitProgress
 
     rows = [(i, {"train-logloss": 1.0 / i}) for i in range(1, 8)]
     logger = logging.getLogger("sparkxml")

@@ -82,7 +82,8 @@ def test_gains_that_overflow_never_make_a_nan_model():
     """Gains whose differences overflow float64 make the lambdas infinite: training fails
     naming the cause instead of returning a model that predicts NaN (the engine checks every
     tree's leaves; a saved model with a NaN leaf does not load either)."""
-    from sparkxml_kernels.gbt import binning, booster, ranking
+    from sparkxml_kernels import binning
+    from sparkxml_kernels.gbt import booster, ranking
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 3))

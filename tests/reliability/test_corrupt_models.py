@@ -16,11 +16,12 @@ import pyarrow.compute as pc
 import pytest
 
 import sparkxml_kernels
-from sparkxml.fastxml import FastXMLModel
-from sparkxml.gbt import GBTClassificationModel, GBTRegressionModel
+from sparkxml.fastxml.fastxml import FastXMLModel
+from sparkxml.gbt.estimators import GBTClassificationModel, GBTRegressionModel
 from sparkxml.synthetic import make_multilabel
 from sparkxml_kernels.fastxml.forest import train_forest
-from sparkxml_kernels.gbt import binning, booster
+from sparkxml_kernels import binning
+from sparkxml_kernels.gbt import booster
 from sparkxml_kernels import persist
 from sparkxml_kernels.persist import ModelFormatError
 

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-import sparkxml._fastxml_fit as fastxml_module
+import sparkxml.fastxml.fit as fastxml_module
 from sparkxml import FastXML
 from sparkxml.datasets import from_csr
 from sparkxml.synthetic import make_multilabel

@@ -1,4 +1,4 @@
-"""sparkxml._compat: the PySpark 3.5 paths (closure-carried DataFrame creation, Arrow IPC
+"""sparkxml._core.compat: the PySpark 3.5 paths (closure-carried DataFrame creation, Arrow IPC
 collection) are checked on whatever pyspark runs the suite, against the native path."""
 import numpy as np
 import pyarrow as pa
@@ -6,8 +6,8 @@ import pytest
 from pyspark.ml.linalg import DenseVector, SparseVector, VectorUDT
 from pyspark.sql import types as T
 
-from sparkxml import _compat
-from sparkxml.datasets import _vector_array
+from sparkxml._core import compat as _compat
+from sparkxml.datasets import vector_array
 
 SCHEMA = T.StructType([T.StructField("features", VectorUDT(), False),
                        T.StructField("label", T.DoubleType(), False),
@@ -20,7 +20,7 @@ def _table(n=5):
     data = np.arange(2 * n, dtype=np.float64)
     ids = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)),
                                    pa.array(np.arange(n, dtype=np.int32)))
-    return pa.Table.from_arrays([_vector_array(indptr, indices, data, 4),
+    return pa.Table.from_arrays([vector_array(indptr, indices, data, 4),
                                  pa.array(np.arange(n, dtype=np.float64) / 2), ids],
                                 names=["features", "label", "ids"])
 

@@ -176,7 +176,7 @@ def test_bad_model_directories(spark, synth_model, tmp_path):
 
 
 def test_memory_check_fails_early_with_the_figure():
-    from sparkxml.fastxml import _check_memory
+    from sparkxml.fastxml.fastxml import _check_memory
 
     class Conf:
         def get(self, key, default=None):
@@ -191,7 +191,7 @@ def test_memory_check_fails_early_with_the_figure():
 
 
 def test_partition_keys_match_spark_hash(spark):
-    from sparkxml._spark_utils import partition_keys, spark_hash_long
+    from sparkxml._core.partitioning import partition_keys, spark_hash_long
 
     vals = [0, 1, -1, 2**40 + 5, 123456789]
     got = spark.createDataFrame([(v,) for v in vals], "v long").selectExpr("hash(v)").collect()

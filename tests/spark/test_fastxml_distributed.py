@@ -18,7 +18,7 @@ def synth(spark):
 
 @pytest.fixture(scope="module")
 def fits(synth):
-    import sparkxml._fastxml_fit as fit
+    import sparkxml.fastxml.fit as fit
 
     train, _ = synth
     kw = dict(numTrees=3, numWorkers=2, seed=7)
@@ -95,7 +95,7 @@ def test_one_shard_is_the_replicated_model(synth, fits):
 
 
 def test_memory_estimate_chooses_the_mode(synth, fits, monkeypatch):
-    import sparkxml._fastxml_fit as fit
+    import sparkxml.fastxml.fit as fit
 
     train, _ = synth
     rep, dis = fits["replicated"]._training_info, fits["distributed"]._training_info
@@ -120,8 +120,8 @@ def test_memory_estimate_chooses_the_mode(synth, fits, monkeypatch):
 
 
 def test_distributed_plan_on_delicious_sized_data():
-    from sparkxml._fastxml_dist import min_workers, plan
-    from sparkxml._fastxml_fit import estimate_task_bytes
+    from sparkxml.fastxml.distributed import min_workers, plan
+    from sparkxml.fastxml.fit import estimate_task_bytes
 
     # the XC Delicious training set's figures (12920 rows, 500 features, 983 labels)
     stats = dict(rows=12920, nnz_x=239549, nnz_y=246088, n_features=500, n_labels=983)
@@ -157,7 +157,7 @@ def test_pfastrexml_distributed(synth):
 def test_results_travel_in_bounded_chunks(monkeypatch):
     import pyarrow as pa
 
-    import sparkxml._barrier as barrier
+    import sparkxml._core.barrier as barrier
 
     monkeypatch.setattr(barrier, "CHUNK_BYTES", 1000)
     arrays = {"big": np.arange(10_000, dtype=np.int64), "small": np.ones((2, 3), np.float32),

@@ -11,11 +11,11 @@ from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
 from pyspark.sql import functions as F
 
 import sparkxml_kernels
-from sparkxml import (FieldEncoder, FMClassifier, FMRegressor, GBFMClassifier, GBFMRegressor)
+from sparkxml import FieldEncoder, FMClassifier, FMRegressor, GBFMClassifier, GBFMRegressor
 from sparkxml.datasets import from_csr
-from sparkxml.fields import FieldEncoderModel
-from sparkxml.fm import FMClassificationModel
-from sparkxml.gbfm import GBFMRegressionModel
+from sparkxml.fm.fields import FieldEncoderModel
+from sparkxml.fm.fm import FMClassificationModel
+from sparkxml.fm.gbfm import GBFMRegressionModel
 from sparkxml.synthetic import make_ratings
 from sparkxml_kernels.persist import ModelFormatError
 

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 import sparkxml_kernels
 from sparkxml import GBTClassifier, GBTRegressor
-from sparkxml.gbt import GBTClassificationModel, GBTRegressionModel
+from sparkxml.gbt.estimators import GBTClassificationModel, GBTRegressionModel
 from sparkxml_kernels.gbt.metrics import auc_exact
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
@@ -240,12 +240,12 @@ def test_param_rules():
 
 
 def test_repartition_only_when_needed():
-    from sparkxml.gbt import _needs_repartition
+    from sparkxml._core.workers import needs_repartition
 
-    assert not _needs_repartition([{"n": 100}, {"n": 110}], 2)
-    assert _needs_repartition([{"n": 100}, {"n": 110}], 3)  # other partition count
-    assert _needs_repartition([{"n": 10}, {"n": 200}], 2)  # unbalanced
-    assert _needs_repartition([{"n": 0}, {"n": 200}], 2)  # an empty partition
+    assert not needs_repartition([{"n": 100}, {"n": 110}], 2)
+    assert needs_repartition([{"n": 100}, {"n": 110}], 3)  # other partition count
+    assert needs_repartition([{"n": 10}, {"n": 200}], 2)  # unbalanced
+    assert needs_repartition([{"n": 0}, {"n": 200}], 2)  # an empty partition
 
 
 def test_too_many_workers_fails_fast(spark):

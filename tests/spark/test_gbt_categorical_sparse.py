@@ -9,7 +9,8 @@ from pyspark.ml.linalg import SparseVector
 
 import sparkxml_kernels
 from sparkxml import GBTClassifier, GBTRegressor
-from sparkxml_kernels.gbt import binned, binning, booster
+from sparkxml_kernels import binning
+from sparkxml_kernels.gbt import binned, booster
 
 
 def _cat_frame(spark, n=800, seed=0):
@@ -88,7 +89,7 @@ def test_wide_sparse_vectors_train_what_the_kernels_train(spark):
 def test_nominal_vector_attributes_are_categorical(spark):
     from pyspark.ml.feature import StringIndexer, VectorAssembler
 
-    from sparkxml._gbt_features import categorical_features
+    from sparkxml.gbt.features import categorical_features
 
     df = spark.createDataFrame([("a", 1.0, 0.5), ("b", 2.0, 1.5), ("a", 3.0, 2.5)],
                                ["s", "x", "z"])

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 import sparkxml_kernels
 from sparkxml import FastXML, GBTClassifier, GBTRegressor, LambdaMART, XMLEvaluator
-from sparkxml.gbt import GBTClassificationModel
+from sparkxml.gbt.estimators import GBTClassificationModel
 
 COLS = ["age", "income", "score", "noise"]
 

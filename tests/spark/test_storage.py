@@ -14,8 +14,9 @@ from pyspark.ml import PipelineModel
 from pyspark.ml.feature import MaxAbsScaler
 
 import sparkxml_kernels
-from sparkxml import FastXMLModel, LinearSVCModel, _storage
-from sparkxml import _serving
+from sparkxml import FastXMLModel, LinearSVCModel
+from sparkxml._core import storage as _storage
+from sparkxml._core import serving as _serving
 from sparkxml.synthetic import make_multilabel, rows_frame
 from sparkxml_kernels import model_cache, persist
 from sparkxml_kernels.fastxml.forest import train_forest
@@ -200,10 +201,11 @@ def _every_kind_models():
     from sklearn.tree import DecisionTreeClassifier as SkTree
 
     from sparkxml import DecisionTreeClassificationModel, FMClassificationModel
-    from sparkxml.gbt import GBTClassificationModel
+    from sparkxml.gbt.estimators import GBTClassificationModel
     from sparkxml_kernels.fm.predictor import FMPredictor
     from sparkxml_kernels.forest.predictor import ForestPredictor
-    from sparkxml_kernels.gbt import binning, booster
+    from sparkxml_kernels import binning
+    from sparkxml_kernels.gbt import booster
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(200, 4))

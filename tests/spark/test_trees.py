@@ -10,10 +10,9 @@ from pyspark.ml.linalg import Vectors
 from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
 
 import sparkxml_kernels
-from sparkxml import (DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier,
-                      RandomForestRegressor)
-from sparkxml.forest import RandomForestClassificationModel
-from sparkxml.tree import DecisionTreeClassificationModel
+from sparkxml import DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, RandomForestRegressor
+from sparkxml.forest.forest import RandomForestClassificationModel
+from sparkxml.forest.tree import DecisionTreeClassificationModel
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.datasets import load_diabetes, load_svmlight_file  # noqa: E402

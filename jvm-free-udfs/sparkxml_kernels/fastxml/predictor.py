@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from .._jit import njit
 
-from .._dtypes import INDEX, INDPTR, LABEL, SCORE, VALUE
+from .._dtypes import INDEX, VALUE
 from .._tree_check import check_tree_structure
 from ._common import row_dot
 from .forest import FOREST_KEYS, _DTYPES, check_csr

@@ -4,7 +4,7 @@ A :class:`FieldVocabulary` maps each categorical column to a field of the featur
 column's categories (learned at fit, most frequent first) take the indices
 ``field_starts[c] ... field_starts[c + 1] - 1``. A row gets value 1.0 at the index of its
 category in every column; a list-valued column (e.g. a movie's genres) sets 1.0 at each of
-its categories. The same object encodes in a Spark task (``sparkxml.fields.FieldEncoder``)
+its categories. The same object encodes in a Spark task (``sparkxml.fm.fields.FieldEncoder``)
 and when serving without Spark (``sparkxml_kernels.load_model``).
 
 Unseen categories and nulls follow ``handle_invalid``: "keep" leaves that field empty for the

@@ -49,7 +49,7 @@ import numpy as np
 from .._jit import njit
 
 from .._dtypes import FLOAT
-from ..gbt._input import csr_parts, dense, is_csr
+from ..inputs import csr_parts, dense, is_csr
 from .rng import ndtri_array, norm_cdf
 from .solver import logistic_parts
 

@@ -25,7 +25,7 @@ import numpy as np
 from .._jit import njit
 
 from .._dtypes import FLOAT
-from ..gbt.booster import _splitmix64, row_uniforms
+from ..rng import row_uniforms, splitmix64
 
 __all__ = ["param_rng", "row_ids", "row_uniforms", "ndtri", "ndtri_array", "norm_cdf", "truncated_normal",
            "truncated_normal_naive", "occurrences"]
@@ -55,8 +55,8 @@ def occurrences(keys: np.ndarray) -> np.ndarray:
 def row_ids(keys: np.ndarray, occ: np.ndarray) -> np.ndarray:
     """int64 (n,) identity of each row: a hash of (content key, occurrence number)."""
     with np.errstate(over="ignore"):
-        h = _splitmix64(np.asarray(keys, np.int64).astype(np.uint64))
-        h = _splitmix64(h ^ np.asarray(occ, np.int64).astype(np.uint64))
+        h = splitmix64(np.asarray(keys, np.int64).astype(np.uint64))
+        h = splitmix64(h ^ np.asarray(occ, np.int64).astype(np.uint64))
     return h.view(np.int64)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..gbt import binning
+from .. import binning
 
 
 def as_float32(X) -> np.ndarray:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from .._jit import njit
 
-from ..gbt._input import csr_parts, dense, is_csr
+from ..inputs import csr_parts, dense, is_csr
 from .tree import FIELDS, TreeArrays
 
 ARRAY_KEYS = ("children_left", "children_right", "feature", "threshold", "impurity",

@@ -1,13 +1,12 @@
 """Histogram gradient boosting kernels (no pyspark).
 
-Modules, one responsibility each (scikit-learn's hist-GBDT layout):
+Modules, one responsibility each (scikit-learn's hist-GBDT layout); binning (``sparkxml_kernels.binning``), the
+collectives (``sparkxml_kernels.collective``) and inputs are shared with the other families:
 
-binning      weighted quantile sketches (mergeable), bin edges, raw -> uint8 bins
 histogram    per-node gradient histograms, subtraction
 splitting    XGBoost's second-order split gain, leaf weights
 partition    applying splits to row sets, routing binned rows to leaves
 grower       one tree, depthwise or lossguide, data-parallel through a collective
-collective   LocalCollective (single process) and an in-process thread group
 loss         objectives: initial scores from reducible statistics, gradients
 metrics      evaluation metrics from reducible statistics
 predictor    flat-array tree ensembles on raw features; model arrays; leaves, tree arrays
@@ -16,10 +15,10 @@ dump         text (MLlib layout) and JSON dumps of an ensemble
 booster      the boosting loop (single process or one Spark task)
 ranking      lambdarank / pairwise objectives, ndcg@k / map@k metrics (LambdaMART)
 """
-from .binning import (Sketch, bin_data, edges_from_sketch, merge_sketches, n_bins_from_edges,
+from ..binning import (Sketch, bin_data, edges_from_sketch, merge_sketches, n_bins_from_edges,
                       sketch)
 from .booster import BoosterParams, train
-from .collective import InProcessGroup, LocalCollective
+from ..collective import InProcessGroup, LocalCollective
 from .grower import Tree, TreeGrower, TreeParams, grow_tree
 from .histogram import build_histogram, build_histograms, n_hist_slots, subtract
 from .loss import Logistic, Loss, Softmax, SquaredError, make_loss, register_loss

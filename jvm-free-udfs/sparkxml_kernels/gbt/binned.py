@@ -32,8 +32,8 @@ from .._jit import njit
 from .._dtypes import BIN, FLOAT, INDEX, INDPTR, NODE
 from . import histogram as _hist
 from . import partition as _part
-from ._input import csr_parts, dense, is_csr
-from .binning import MAX_REAL_BINS, MISSING_BIN, MISSING_BIN_WIDE, bin_data
+from ..inputs import csr_parts, dense, is_csr
+from ..binning import MAX_REAL_BINS, MISSING_BIN, MISSING_BIN_WIDE, bin_data
 
 WIDE = np.uint16
 

@@ -29,9 +29,10 @@ from .._dtypes import FLOAT, INDEX
 from .._jit import njit
 from ..threads import check_threads, use_threads, worth_threads
 from .binned import as_binned, route_binned_any
-from .binning import n_bins_from_edges, n_real_bins
+from ..binning import n_bins_from_edges, n_real_bins
+from ..rng import row_uniforms
 from .categorical import CatParams
-from .collective import LocalCollective
+from ..collective import LocalCollective
 from .grower import TreeGrower, TreeParams
 from .loss import make_loss
 from .metrics import higher_is_better, known_metrics, metric_from_stats, metric_stats
@@ -126,25 +127,6 @@ class BoosterParams:
                           SplitParams(self.regLambda, self.regAlpha, self.minSplitLoss,
                                       self.minChildWeight), self.monotoneConstraints,
                           self.categoricalFeatures, self.cat_params())
-
-
-_GOLDEN = 0x9E3779B97F4A7C15
-
-
-def _splitmix64(x):
-    x = (np.asarray(x, np.uint64) + np.uint64(_GOLDEN))
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def row_uniforms(seed: int, round_: int, row_ids) -> np.ndarray:
-    """Uniform [0, 1) numbers that depend only on (seed, round, global row id)."""
-    with np.errstate(over="ignore"):
-        key = _splitmix64(_splitmix64(np.array([seed & (2**64 - 1)], np.uint64))
-                          ^ np.array([round_], np.uint64))
-        u = _splitmix64(np.asarray(row_ids, np.int64).astype(np.uint64) ^ key)
-    return (u >> np.uint64(11)).astype(FLOAT) * (1.0 / 9007199254740992.0)
 
 
 def sample_rows(seed: int, round_: int, row_ids, rate: float):

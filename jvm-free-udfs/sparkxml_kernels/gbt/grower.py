@@ -54,7 +54,7 @@ from .binned import (as_binned, build_histogram_any_naive, build_histograms_any,
                      missing_code, needs_generic, partition_nodes_any, route_binned_any)
 from .categorical import (CatParams, find_categorical_splits, find_categorical_splits_naive,
                           n_set_words)
-from .collective import LocalCollective
+from ..collective import LocalCollective
 from .histogram import has_missing_bins, interleave, n_hist_slots
 from .partition import column_copy
 from .splitting import (TIE_RTOL, SplitParams, bounded_leaf_weight, check_monotone,

@@ -26,7 +26,8 @@ from .._jit import njit
 
 from .._dtypes import BIN, INDEX, NODE
 from ..threads import worth_threads
-from .histogram import PREFETCH_ROWS, prefetch
+from ..intrinsics import prefetch
+from .histogram import PREFETCH_ROWS
 
 
 @njit(cache=True, nogil=True)

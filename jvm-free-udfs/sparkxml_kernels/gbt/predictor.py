@@ -56,7 +56,7 @@ from .._jit import njit
 from .._dtypes import FLOAT, INDPTR, NODE
 from .._tree_check import check_tree_structure
 from ..threads import use_threads
-from ._input import csr_parts, dense, is_csr
+from ..inputs import csr_parts, dense, is_csr
 from .loss import make_loss
 
 # the largest number of outputs (classes) a model may have (GBTClassifier's numClasses bound)

@@ -39,7 +39,7 @@ import math
 import numpy as np
 from .._jit import njit
 
-from ..gbt.histogram import prefetch
+from ..intrinsics import prefetch
 from ._rng import rng_below, rng_uniform, shuffle_prefix
 
 PERMUTATION = 0

@@ -1,0 +1,333 @@
+"""One-barrier-stage distributed training, shared by GBT and LambdaMART.
+
+``run_barrier_training`` runs ONE ``mapInArrow(..., barrier=True)`` stage over ``num_workers``
+partitions of a DataFrame. In every task:
+
+1. the task opens a TCP listener on an ephemeral port and the tasks exchange their
+   ``host:port`` with ONE ``BarrierTaskContext.allGather`` (skipped for a single worker), on a
+   helper thread: Spark polls barrier RPCs once a second, so the ~1 s it costs overlaps with
+2. ``load_fn(batches, rank, world_size)``, which turns the task's Arrow batches into whatever
+   the trainer needs (binned matrix, labels...);
+3. a ``SocketCollective`` (``sparkxml_kernels.collective``) connects the ranks directly,
+   authenticated with a key derived from the random per-fit key carried in the task closure
+   and the gathered messages, which hold a random nonce of each task (so a task left over
+   from a failed stage attempt cannot join the retry); each listener binds to the executor
+   address Spark reports for its task;
+4. ``train_fn(state, collective, rank, world_size)`` runs on every rank in lockstep and returns
+   ``(arrays, info)``: rank 0's dict of numpy arrays is the model (other ranks return None),
+   ``info`` a JSON-able dict (every rank; e.g. memory and timings);
+5. the arrays come back to the driver as binary rows (name, dtype, shape, part, bytes), in
+   chunks of at most ``CHUNK_BYTES``: no pickle anywhere.
+
+Retries: the stage's output goes through a one-partition shuffle before it is collected, so
+the barrier stage is a ShuffleMapStage. A failed barrier ShuffleMapStage is resubmitted as a
+whole by Spark (``spark.stage.maxConsecutiveAttempts``, default 4); a failed barrier
+ResultStage would abort the job instead. Training is deterministic, so a retried stage yields
+the same model.
+
+Only DataFrame APIs are used (``repartition``, ``mapInArrow``, ``_compat.to_arrow``), so this
+works over Spark Connect. ``load_fn`` and ``train_fn`` travel to the executors by cloudpickle:
+they must capture plain values, never an Estimator (``self``).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import types as T
+
+from sparkxml_kernels.array_chunks import array_from_bytes, binary_array, iter_chunks
+from sparkxml_kernels.memory import rss_bytes
+
+from sparkxml._core.compat import to_arrow
+
+CHUNK_BYTES = 64 << 20
+BATCH_BYTES = 512 << 20  # data a result batch carries at most (Arrow: < 2 GB a column)
+
+RESULT_SCHEMA = T.StructType([
+    T.StructField("rank", T.IntegerType(), False),
+    T.StructField("name", T.StringType(), False),
+    T.StructField("dtype", T.StringType(), False),
+    T.StructField("shape", T.ArrayType(T.LongType(), False), False),
+    T.StructField("part", T.IntegerType(), False),
+    T.StructField("data", T.BinaryType(), False),
+])
+_ARROW_SCHEMA = pa.schema([
+    pa.field("rank", pa.int32(), False),
+    pa.field("name", pa.string(), False),
+    pa.field("dtype", pa.string(), False),
+    pa.field("shape", pa.list_(pa.field("element", pa.int64(), False)), False),
+    pa.field("part", pa.int32(), False),
+    pa.field("data", pa.binary(), False),
+])
+_INFO = "__info__"
+
+
+def encode_arrays(rank: int, arrays: dict | None, info: dict | None) -> pa.RecordBatch:
+    """Rows (rank, name, dtype, shape, part, data) for ``arrays`` plus one JSON ``info`` row,
+    as ONE batch (see :func:`encode_array_batches` for results that may exceed 2 GB).
+
+    The chunking is ``sparkxml_kernels.array_chunks``' (also the saved-model format):
+    unicode/object arrays are refused, 0-d unicode arrays (e.g. an objective name) travel as
+    their UTF-8 text with dtype 'U'.
+    """
+    (batch,) = encode_array_batches(rank, arrays, info, max_batch_bytes=1 << 62)
+    return batch
+
+
+def encode_array_batches(rank: int, arrays: dict | None, info: dict | None,
+                         max_batch_bytes: int = BATCH_BYTES, with_info: bool = True):
+    """:func:`encode_arrays` as a stream of batches of at most ``max_batch_bytes`` of data
+    each (one chunk of ``CHUNK_BYTES`` at least): an Arrow binary column holds at most 2 GB
+    a batch, so a model of any size travels. ``with_info=False`` leaves out the info row."""
+    rows: list = []
+    size = 0
+
+    def flush():
+        nonlocal rows, size
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array([r[i] for r in rows], t) for i, t in enumerate(
+                (pa.int32(), pa.string(), pa.string(),
+                 pa.list_(pa.field("element", pa.int64(), False)), pa.int32()))]
+            + [binary_array([r[5] for r in rows])], schema=_ARROW_SCHEMA)
+        rows, size = [], 0
+        return batch
+
+    chunks = iter_chunks(arrays or {}, CHUNK_BYTES)
+    if with_info:
+        info_raw = np.frombuffer(json.dumps(info or {}, default=float).encode("utf-8"),
+                                 np.uint8)
+        chunks = itertools.chain(chunks, [(_INFO, "json", (), 0, info_raw)])
+    for name, dtype, shape, part, data in chunks:
+        if rows and size + data.size > max_batch_bytes:
+            yield flush()
+        rows.append((rank, name, dtype, list(shape), part, data))
+        size += data.size
+    if rows:
+        yield flush()
+
+
+def decode_arrays(table: pa.Table) -> tuple[dict, list]:
+    """Inverse of ``encode_arrays`` over all ranks: (the lowest rank's arrays, normally rank
+    0's, [info of each rank])."""
+    arrays, infos = decode_ranks(table)
+    # the lowest rank present: rank 0 of a barrier stage, or the one partition a sketch
+    # task's rows were filtered to
+    first = min(arrays) if arrays else None
+    return (arrays[first] if arrays else {}), [infos[r] for r in sorted(infos)]
+
+
+def decode_ranks(table: pa.Table) -> tuple[dict, dict]:
+    """Inverse of ``encode_arrays`` keeping every rank: ({rank: arrays}, {rank: info})."""
+    cols = table.select(["rank", "name", "dtype", "shape", "part", "data"]).to_pydict()
+    pieces: dict = {}
+    for r, name, dt, shape, part, data in zip(cols["rank"], cols["name"], cols["dtype"],
+                                              cols["shape"], cols["part"], cols["data"]):
+        pieces.setdefault((r, name), (dt, tuple(shape), {}))[2][part] = data
+    arrays: dict = {}
+    infos: dict = {}
+    for (r, name), (dt, shape, parts) in pieces.items():
+        payload = b"".join(parts[i] for i in sorted(parts))
+        if name == _INFO:
+            infos[r] = json.loads(payload.decode("utf-8"))
+        else:
+            arrays.setdefault(r, {})[name] = array_from_bytes(dt, shape, payload)
+    return arrays, infos
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (Linux: VmHWM, reset-able per task)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak RSS counter (Linux >= 4.0: write 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class BarrierResult:
+    arrays: dict
+    infos: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class _Gather:
+    """``ctx.allGather(message)`` on a helper thread; ``result()`` waits for it."""
+
+    def __init__(self, ctx, message: str):
+        import threading
+
+        self._out = None
+        self._err = None
+        self._thread = threading.Thread(target=self._run, args=(ctx, message), daemon=True,
+                                        name="sparkxml-allgather")
+        self._thread.start()
+
+    def _run(self, ctx, message):
+        try:
+            self._out = ctx.allGather(message)
+        except BaseException as e:  # noqa: BLE001 - re-raised in result()
+            self._err = e
+
+    def result(self) -> list:
+        self._thread.join()
+        if self._err is not None:
+            raise self._err
+        return list(self._out)
+
+
+def attempt_key(authkey: bytes, messages) -> bytes:
+    """The key of one stage attempt: the per-fit key mixed with every task's gathered
+    ``"host:port#nonce"`` message (the same list on every rank of that attempt only)."""
+    import hashlib
+
+    return hashlib.sha256(authkey + "|".join(messages).encode()).digest()
+
+
+def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
+                      on_addresses=None, stream: bool = False, barrier: bool = True):
+    """The function ``mapInArrow(..., barrier=True)`` runs (see the module docstring).
+
+    ``on_addresses(rank, addresses)`` (tests only) runs in each task once the addresses are
+    exchanged, before the ranks connect; it may return objects to ``close()`` when the task
+    ends. ``stream=True``: ``train_fn(state, collective, rank, world_size)`` is a generator
+    of Arrow record batches in the caller's own output schema, yielded while the collective
+    is open (the caller then reports its own diagnostics). ``barrier=False``: the task runs
+    in a plain stage, as the only worker (rank 0 of 1).
+    """
+
+    def task(batches):
+        from pyspark import BarrierTaskContext, TaskContext
+
+        from sparkxml_kernels.collective import LocalCollective, SocketCollective, open_listener
+
+        if barrier:
+            ctx = BarrierTaskContext.get()
+            infos = ctx.getTaskInfos()
+            world = len(infos)
+        else:
+            ctx = TaskContext.get()
+            infos, world = None, 1
+        rank = ctx.partitionId()
+        reset_ok = reset_peak_rss()
+        rss0 = rss_bytes()
+        t0 = time.perf_counter()
+        listener = None
+        gather = None
+        if world > 1:
+            # Exchange addresses while the data loads: allGather costs ~1 s whatever happens
+            # (Spark polls its barrier RPC once a second), so overlap it with the binning.
+            host = infos[rank].address.rsplit(":", 1)[0] or None
+            listener, address = open_listener(host)
+            gather = _Gather(ctx, f"{address}#{os.urandom(8).hex()}")
+        coll = None
+        opened = None
+        try:
+            state = load_fn(batches, rank, world)
+            t_load = time.perf_counter() - t0
+            peak_load = peak_rss_bytes()
+            if gather is not None:
+                messages = gather.result()
+                addresses = [m.rsplit("#", 1)[0] for m in messages]
+                t_gather = time.perf_counter() - t0
+                if on_addresses is not None:
+                    opened = on_addresses(rank, addresses)
+                coll = SocketCollective(rank, world, addresses,
+                                        attempt_key(authkey, messages), timeout_s,
+                                        listener=listener)
+                listener = None  # owned (and closed) by the collective
+            else:
+                t_gather = 0.0
+                coll = LocalCollective()
+            t_connected = time.perf_counter() - t0
+            if stream:
+                yield from train_fn(state, coll, rank, world)
+                return
+            t1 = time.perf_counter()
+            arrays, info = train_fn(state, coll, rank, world)
+            t_train = time.perf_counter() - t1
+        finally:
+            if coll is not None:
+                coll.close()
+            if listener is not None:
+                listener.close()
+            for obj in opened or ():
+                obj.close()
+        info = dict(info or {})
+        info.update(rank=rank, world_size=world, load_seconds=t_load,
+                    allgather_done_seconds=t_gather, connected_seconds=t_connected,
+                    train_seconds=t_train,
+                    rss_start_bytes=rss0, peak_rss_after_load_bytes=peak_load,
+                    peak_rss_bytes=peak_rss_bytes(),
+                    peak_rss_is_task_local=reset_ok,
+                    bytes_sent=getattr(coll, "bytes_sent", 0),
+                    bytes_received=getattr(coll, "bytes_received", 0),
+                    peer_wait_seconds=getattr(coll, "wait_seconds", 0.0))
+        yield from encode_array_batches(rank, arrays if rank == 0 else None, info)
+
+    return task
+
+
+def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: float,
+                         authkey: bytes | None = None, repartition: bool = True,
+                         on_addresses=None, coalesce_single: bool = False) -> BarrierResult:
+    """Run ONE barrier stage over ``num_workers`` partitions of ``df``; return rank 0's arrays.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Only the columns ``load_fn`` needs (select them first: less to shuffle).
+    num_workers : int
+        Number of barrier tasks; each needs a free task slot at the same time.
+    load_fn(batches, rank, world_size) -> state
+    train_fn(state, collective, rank, world_size) -> (arrays or None, info dict)
+    timeout_s : float
+        Bound on every wait for a peer inside training.
+    repartition : bool
+        ``df.repartition(num_workers)`` first (default). Pass False when ``df`` already has
+        exactly ``num_workers`` partitions laid out as wanted (e.g. by query group).
+    on_addresses : callable, optional
+        Test hook, see ``make_barrier_task``.
+    coalesce_single : bool
+        With ``num_workers == 1`` and ``repartition``: the one task reads every input
+        partition in turn (``coalesce(1)``, in a plain stage) instead of Spark shuffling all
+        rows into one partition first (for 1M x 50 doubles, seconds of shuffle write and
+        read). A barrier stage cannot coalesce (SPARK-24820), and one task needs no gang
+        scheduling. Rows then arrive in input order rather than the shuffle's order.
+    """
+    from sparkxml_kernels.collective import new_authkey
+
+    authkey = authkey or new_authkey()
+    plain = coalesce_single and repartition and int(num_workers) == 1
+    task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s), on_addresses,
+                             barrier=not plain)
+    if plain:
+        df = df.coalesce(1)
+    elif repartition:
+        df = df.repartition(int(num_workers))
+    t0 = time.perf_counter()
+    out = to_arrow(df.mapInArrow(task, RESULT_SCHEMA, barrier=not plain)
+                   .repartition(1))  # makes the barrier stage a retryable ShuffleMapStage
+    seconds = time.perf_counter() - t0
+    arrays, infos = decode_arrays(out)
+    return BarrierResult(arrays, infos, seconds)

@@ -1,0 +1,222 @@
+"""The driver side of the histogram engine (GBT, LambdaMART, trees and forests): the feature
+projection, the one-aggregate data checks, the sampled sketch pass that yields bin edges, the
+schema checks and the transform over a model's Python tasks.
+
+``sketch_pass`` takes the sample size and the summary size: trees keep every distinct value of
+up to 200,000 sampled rows so that their bins can be exact.
+"""
+from __future__ import annotations
+
+
+import pyarrow as pa
+from pyspark.ml.functions import vector_to_array
+from pyspark.ml.linalg import VectorUDT
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkxml_kernels import binning
+
+from sparkxml._core.barrier import RESULT_SCHEMA, decode_arrays
+from sparkxml._core.compat import to_arrow
+from sparkxml._core.histogram_tasks import ROW_ID, make_sketch_task, spec_columns
+
+# Bin edges come from a uniform sample of about this many training rows (all rows when there
+# are fewer), as LightGBM does (it bins from 200,000 rows): the sketch job then ships a tenth
+# of a 1M-row input through Arrow and sorts a tenth of it. The quantile error of the sample,
+# about 0.5 / sqrt(100000) = 0.16% of the rows, is under half a bin of 256.
+_SKETCH_SAMPLE_ROWS = 100_000
+
+
+# values a sketch task holds before it summarises them (64 MiB of float64)
+_SKETCH_CHUNK_VALUES = 8 << 20
+
+
+def feature_exprs(spec):
+    """Projection of the feature columns for the Python tasks: a vector column becomes a dense
+    array<double> in the JVM (``vector_to_array``; ~6x cheaper to ship through Arrow than the
+    VectorUDT struct, and the binned matrix is dense anyway); numeric columns become double."""
+    if spec["kind"] == "vector":
+        if spec.get("sparse"):  # wide vectors ship their stored entries (_gbt_features)
+            return [F.col(spec["col"])]
+        return [vector_to_array(F.col(spec["col"])).alias(spec["col"])]
+    return [F.col(c).cast("double").alias(c) for c in spec["cols"]]
+
+
+def finite_col(c):
+    return (~F.isnan(c)) & (F.abs(c) != float("inf"))
+
+
+def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
+    """One aggregate job (JVM only, no Python) over every row: counts, label range, and the
+    first offending value of each check, so that bad input fails before training with an
+    error naming the column and the value. ``extra`` (name -> aggregate Column; LambdaMART's
+    ranking checks) rides along in the same job; its values come back in ``["extra"]``."""
+    L = F.col(label).cast("double")
+    aggs = [F.count(F.lit(1)).alias("n"),
+            F.sum(F.col(label).isNull().cast("long")).alias("label_null"),
+            F.first(F.when(~finite_col(L), L), ignorenulls=True).alias("label_bad"),
+            F.max(F.when(finite_col(L), L)).alias("label_max")]
+    if task != "regression":
+        aggs.append(F.first(F.when(finite_col(L) & ((L != F.floor(L)) | (L < 0)), L),
+                            ignorenulls=True).alias("label_nonclass"))
+    if task == "classification":  # (HyperLogLog: a few % error, no shuffle)
+        aggs.append(F.approx_count_distinct(F.when(finite_col(L), L)).alias("label_distinct"))
+    train = F.lit(True) if valid is None else ~F.col(valid)
+    wexpr = F.lit(1.0) if weight is None else F.col(weight).cast("double")
+    if weight is not None:
+        aggs += [F.sum(F.col(weight).isNull().cast("long")).alias("weight_null"),
+                 F.first(F.when(~finite_col(wexpr) | (wexpr < 0), wexpr),
+                         ignorenulls=True).alias("weight_bad")]
+    if valid is not None:
+        aggs += [F.sum(F.col(valid).isNull().cast("long")).alias("valid_null"),
+                 F.sum(F.col(valid).cast("long")).alias("n_valid")]
+    aggs.append(F.sum(F.when(train, wexpr).otherwise(0.0)).alias("weight_train"))
+    if spec.get("sparse") or spec.get("width"):
+        # no dense arrays in the JVM: the width is known (_gbt_features.with_sparse) and the
+        # Python tasks check every vector against it ("has a vector of size ..., expected"):
+        # sizing each vector here (vector_to_array) made an array per row, most of this job
+        aggs.append(F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"))
+    elif spec["kind"] == "vector":
+        # (null first: vector_to_array fails on a null vector with a bare JVM error)
+        size = F.when(F.col(spec["col"]).isNotNull(),
+                      F.size(vector_to_array(F.col(spec["col"]))))
+        aggs += [F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"),
+                 F.min(size).alias("d_min"), F.max(size).alias("d_max")]
+    aggs += [c.alias(name) for name, c in (extra or {}).items()]
+    r = dataset.agg(*aggs).collect()[0].asDict()
+    n = int(r["n"] or 0)
+    if n == 0:
+        raise ValueError("the training DataFrame is empty")
+    if r["label_null"]:
+        raise ValueError(f"labelCol: column '{label}' has {r['label_null']} null value(s)")
+    if r["label_bad"] is not None:
+        raise ValueError(f"labelCol: column '{label}' holds the non-finite value "
+                         f"{float(r['label_bad'])!r}")
+    if r.get("label_nonclass") is not None:
+        raise ValueError(f"labelCol: column '{label}' holds the value "
+                         f"{float(r['label_nonclass'])!r}; class labels must be integers 0, 1, "
+                         f"..., numClasses-1")
+    if r.get("weight_null"):
+        raise ValueError(f"weightCol: column '{weight}' has {r['weight_null']} null value(s)")
+    if r.get("weight_bad") is not None:
+        raise ValueError(f"weightCol: column '{weight}' holds the value "
+                         f"{float(r['weight_bad'])!r}; weights must be finite and >= 0")
+    if r.get("valid_null"):
+        raise ValueError(f"validationIndicatorCol: column '{valid}' has {r['valid_null']} null "
+                         f"value(s)")
+    if spec["kind"] == "vector":
+        if r["features_null"]:
+            raise ValueError(f"featuresCol: column '{spec['col']}' has {r['features_null']} "
+                             f"null vector(s)")
+        if spec.get("width"):
+            r["d_min"] = r["d_max"] = spec["width"]
+        elif spec.get("sparse"):
+            from sparkxml.gbt.features import vector_width
+
+            r["d_min"] = r["d_max"] = vector_width(dataset, spec["col"])
+        if r["d_min"] != r["d_max"]:
+            raise ValueError(f"featuresCol: column '{spec['col']}' holds vectors of different "
+                             f"sizes: {r['d_min']} and {r['d_max']}")
+        d = int(r["d_max"])
+    else:
+        d = len(spec["cols"])
+    n_valid = int(r.get("n_valid") or 0)
+    return {"n": n, "n_valid": n_valid, "n_train": n - n_valid, "d": d,
+            "label_max": r["label_max"], "label_distinct": r.get("label_distinct"),
+            "weight_train": float(r["weight_train"] or 0.0),
+            "extra": {name: r[name] for name in (extra or {})}}
+
+
+def sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
+                 sample_rows=_SKETCH_SAMPLE_ROWS, size=None, missing=float("nan")):
+    """Bin edges from a uniform sample of at most ``sample_rows`` training rows:
+    ``DataFrame.sample`` (deterministic for a given input and seed, whatever numWorkers), then
+    one ``mapInArrow`` job summarising each partition (summaries of at most ``size`` entries a
+    feature; default from ``max_bins``); the driver merges in partition order. ``missing``
+    (GBT's param) is a value read as missing besides NaN."""
+    src = dataset if valid is None else dataset.filter(~F.col(valid))
+    cols = feature_exprs(spec)
+    if weight is not None:
+        cols.append(F.col(weight).cast("double").alias(weight))
+    src = src.select(*cols)
+    fraction = sample_rows / max(stats["n_train"], 1)
+    if fraction < 1.0:
+        src = src.sample(withReplacement=False, fraction=fraction, seed=int(seed) & 0x7FFFFFFF)
+    fn = make_sketch_task(spec, weight, stats["d"], max_bins, _SKETCH_CHUNK_VALUES, size,
+                           missing)
+    table = to_arrow(src.mapInArrow(fn, RESULT_SCHEMA))
+    ranks = table.column("rank").to_numpy()
+    sketches, infos = [], []
+    for r in sorted(set(ranks.tolist())):
+        arrays, info = decode_arrays(table.filter(pa.array(ranks == r)))
+        if info[0].get("error"):
+            raise ValueError(info[0]["error"])
+        infos.append(info[0])
+        if arrays:
+            sketches.append(binning.Sketch.from_arrays(arrays))
+    if not sketches:
+        raise ValueError("no training rows to compute bin edges from")
+    merged = binning.merge_sketches(sketches) if len(sketches) > 1 else sketches[0]
+    return merged, infos
+
+
+# the dense-array copy of a vector column that a transform hands to its Python tasks
+X_COL = "__sparkxml_features"
+
+
+def transform_with(dataset, spec, outs, make_predict):
+    """A model's transform: check the feature columns and that no output column exists, then
+    one ``mapInArrow`` adding the outputs.
+
+    ``outs``: [(column name, kind)], kind "raw" / "prob" (vector columns) or "pred" (double).
+    ``make_predict(spec, kinds, names, drop)`` returns the task function; a vector column
+    reaches it as a dense array made in the JVM (see ``feature_exprs``), in column ``drop``.
+    """
+    fields = {f.name: f.dataType for f in dataset.schema.fields}
+    for c in spec_columns(spec):
+        if c not in fields:
+            raise ValueError(f"column '{c}' is not in the DataFrame (columns: "
+                             f"{list(fields)})")
+    if spec["kind"] == "vector" and not isinstance(fields[spec["col"]], VectorUDT):
+        raise TypeError(f"featuresCol: column '{spec['col']}' must be a Spark ML vector")
+    for name, _ in outs:
+        if name in fields:
+            raise ValueError(f"output column '{name}' already exists in the DataFrame")
+    kinds = [k for _, k in outs]
+    names = [n for n, _ in outs]
+    schema = T.StructType(list(dataset.schema.fields)
+                          + [T.StructField(n, VectorUDT() if k in ("raw", "prob")
+                                           else T.DoubleType()) for n, k in outs])
+    drop = None
+    if spec["kind"] == "vector":
+        dataset = dataset.withColumn(X_COL, vector_to_array(F.col(spec["col"])))
+        spec, drop = dict(spec, col=X_COL), X_COL
+    return dataset.mapInArrow(make_predict(spec, kinds, names, drop), schema)
+
+
+def check_schema(dataset, spec, label, weight, valid):
+    """Check the input columns' presence and types; the row-id column name is reserved."""
+    fields = {f.name: f.dataType for f in dataset.schema.fields}
+    numeric = (T.NumericType,)
+
+    def need(name, param, kinds, what):
+        if name not in fields:
+            raise ValueError(f"{param}: column '{name}' is not in the DataFrame (columns: "
+                             f"{list(fields)})")
+        if not isinstance(fields[name], kinds):
+            raise TypeError(f"{param}: column '{name}' must be {what}, got "
+                            f"{fields[name].simpleString()}")
+
+    if spec["kind"] == "vector":
+        need(spec["col"], "featuresCol", (VectorUDT,), "a Spark ML vector (VectorUDT)")
+    else:
+        for c in spec["cols"]:
+            need(c, "featuresCols", numeric + (T.BooleanType,), "numeric")
+    need(label, "labelCol", numeric, "numeric")
+    if weight:
+        need(weight, "weightCol", numeric, "numeric")
+    if valid:
+        need(valid, "validationIndicatorCol", (T.BooleanType,), "boolean")
+    if ROW_ID in fields:
+        raise ValueError(f"column name '{ROW_ID}' is reserved")
+

@@ -1,0 +1,5 @@
+import sys
+
+from sparkxml.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,158 @@
+"""``sparkxml fastxml train|predict|evaluate|demo``: FastXML on data files.
+
+Data files may be in the Extreme Classification Repository text format (``--format xc``, the
+default), the FastXML C++ sparse matrix files (``--format smat`` with ``--labels``), or Mulan
+sparse ARFF (``--format arff`` with ``--xml``).
+"""
+from __future__ import annotations
+
+import time
+
+from sparkxml.cli.common import model_path_free
+
+
+def _read(spark, args, path, labels_path=None):
+    from sparkxml import datasets
+
+    fmt = args.format
+    if fmt == "xc":
+        return datasets.read_xc(spark, path)
+    if fmt == "smat":
+        if labels_path is None:
+            raise SystemExit("--format smat needs --labels (the label matrix file)")
+        return datasets.read_smat(spark, path, labels_path)
+    if fmt == "arff":
+        if args.xml is None:
+            raise SystemExit("--format arff needs --xml (the Mulan label file)")
+        return datasets.read_arff_multilabel(spark, path, args.xml)
+    raise SystemExit(f"unknown --format {fmt!r}")
+
+
+def _precisions(model, df, ks=(1, 3, 5)):
+    from sparkxml.evaluation import XMLEvaluator
+
+    pred = model.copy({model.topK: max(ks)}).transform(df).cache()
+    out = {k: XMLEvaluator(metricName="precisionAtK", k=k).evaluate(pred) for k in ks}
+    pred.unpersist()
+    return out
+
+
+def _fastxml_params(args) -> dict:
+    return dict(numTrees=args.num_trees, maxLeaf=args.max_leaf, labelsPerLeaf=args.labels_per_leaf,
+                logLossCoeff=args.log_loss_coeff, bias=args.bias, seed=args.seed,
+                numWorkers=args.num_workers)
+
+
+def cmd_train(spark, args):
+    from sparkxml.fastxml.fastxml import FastXML
+
+    df = _read(spark, args, args.data, args.labels)
+    t = time.perf_counter()
+    model = FastXML(**_fastxml_params(args)).fit(df)
+    print(f"trained {model.trees} trees on {df.count()} rows in {time.perf_counter() - t:.1f} s")
+    w = model.write()
+    try:
+        (w.overwrite() if args.overwrite else w).save(args.model)
+    except FileExistsError:  # created by someone else while we trained
+        raise FileExistsError(f"--model {args.model} appeared while training; pass "
+                              f"--overwrite to replace it") from None
+    print(f"model saved to {args.model}")
+
+
+def cmd_predict(spark, args):
+    from sparkxml.fastxml.fastxml import FastXMLModel
+
+    model = FastXMLModel.load(args.model).setTopK(args.k)
+    df = _read(spark, args, args.data, args.labels)
+    rows = model.transform(df).select(model.getPredictionCol(), model.getScoresCol()).collect()
+    with open(args.output, "w") as out:
+        out.write(f"{len(rows)} {model.numLabels}\n")
+        for r in rows:
+            out.write(" ".join(f"{lab}:{s:.6f}" for lab, s in zip(r[0], r[1])) + "\n")
+    print(f"wrote top-{args.k} scores of {len(rows)} rows to {args.output}")
+
+
+def cmd_evaluate(spark, args):
+    from sparkxml.fastxml.fastxml import FastXMLModel
+
+    model = FastXMLModel.load(args.model)
+    df = _read(spark, args, args.data, args.labels)
+    for k, v in _precisions(model, df).items():
+        print(f"P@{k} = {100 * v:.2f}")
+
+
+def cmd_demo(spark, args):
+    """The main job: train on generated (or given) data, print P@1/3/5, save, load, predict."""
+    import os
+    import tempfile
+
+    from sparkxml.fastxml.fastxml import FastXML, FastXMLModel
+
+    if args.data:
+        train, test = _read(spark, args, args.data), _read(spark, args, args.test or args.data)
+        source = args.data
+    else:
+        from sparkxml.synthetic import make_multilabel, rows_frame
+
+        X, Y = make_multilabel(n_rows=5000, n_features=2000, seed=args.seed)
+        train = rows_frame(spark, X, Y, 0, 4000, 2000)
+        test = rows_frame(spark, X, Y, 4000, 5000, 2000)
+        source = "generated data (5000 rows, 2000 features, 200 labels)"
+    train, test = train.cache(), test.cache()
+    print(f"FastXML on {source}: {train.count()} train rows, {test.count()} test rows")
+    t = time.perf_counter()
+    model = FastXML(**_fastxml_params(args)).fit(train)
+    print(f"fit: {model.trees} trees in {time.perf_counter() - t:.1f} s")
+    for k, v in _precisions(model, test).items():
+        print(f"P@{k} = {100 * v:.2f}")
+    path = args.model or os.path.join(tempfile.mkdtemp(prefix="sparkxml-"), "fastxml-model")
+    model.write().overwrite().save(path)
+    loaded = FastXMLModel.load(path)
+    first = loaded.transform(test).select("prediction", "scores").first()
+    print(f"saved to {path}, loaded back; first test row -> labels {list(first[0])}")
+
+
+def add_parsers(algos) -> None:
+    """Add ``sparkxml fastxml train|predict|evaluate|demo``."""
+    fx = algos.add_parser("fastxml", help="FastXML extreme multi-label trees")
+    cmds = fx.add_subparsers(dest="cmd", required=True)
+
+    def data_args(sp, required=True):
+        sp.add_argument("--data", required=required, help="data file")
+        sp.add_argument("--format", default="xc", choices=["xc", "smat", "arff"])
+        sp.add_argument("--labels", default=None, help="label matrix file (--format smat)")
+        sp.add_argument("--xml", default=None, help="Mulan label XML (--format arff)")
+
+    def train_args(sp):
+        sp.add_argument("--num-trees", type=int, default=50)
+        sp.add_argument("--max-leaf", type=int, default=10)
+        sp.add_argument("--labels-per-leaf", type=int, default=100)
+        sp.add_argument("--log-loss-coeff", type=float, default=1.0)
+        sp.add_argument("--bias", type=float, default=1.0)
+        sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--num-workers", type=int, default=None)
+
+    t = cmds.add_parser("train", help="train and save a model")
+    data_args(t)
+    train_args(t)
+    t.add_argument("--model", required=True, help="directory to save the model to")
+    t.add_argument("--overwrite", action="store_true",
+                   help="replace --model if it exists (checked before training)")
+    t.set_defaults(fn=cmd_train, check=model_path_free)
+    pr = cmds.add_parser("predict", help="write top-k label:score lines")
+    data_args(pr)
+    pr.add_argument("--model", required=True)
+    pr.add_argument("--output", required=True)
+    pr.add_argument("--k", type=int, default=5)
+    pr.set_defaults(fn=cmd_predict)
+    ev = cmds.add_parser("evaluate", help="print P@1/3/5 of a saved model")
+    data_args(ev)
+    ev.add_argument("--model", required=True)
+    ev.set_defaults(fn=cmd_evaluate)
+    d = cmds.add_parser("demo", help="train on generated data (or --data/--test), print P@k, "
+                        "save, load and predict")
+    data_args(d, required=False)
+    d.add_argument("--test", default=None, help="test file (same format as --data)")
+    d.add_argument("--model", default=None, help="where to save (default: a temp dir)")
+    train_args(d)
+    d.set_defaults(fn=cmd_demo)

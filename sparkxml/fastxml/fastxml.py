@@ -1,0 +1,329 @@
+"""FastXML on Spark: an ensemble of nDCG-partitioning trees for extreme multi-label learning.
+
+The public classes are thin: training on Spark lives in ``_fastxml_fit`` (shared with
+PfastreXML), the trees themselves in ``sparkxml_kernels.fastxml``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.sql import types as T
+
+from sparkxml_kernels import arrow_io
+from sparkxml_kernels.fastxml.predictor import FastXMLPredictor
+
+from sparkxml.fastxml.fit import FOREST_DTYPES, fit_forest
+from sparkxml.fastxml.fit import check_memory as _check_memory  # noqa: F401  (tests import it here)
+from sparkxml._core.validation import check_int_array_column, check_vector_column
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.params import (HasFeaturesCol,
+    HasLabelsCol,
+    HasNumTrees,
+    HasNumWorkers,
+    HasPredictionCol,
+    HasRowOrder,
+    HasScoresCol,
+    HasSeed,
+    HasTopK,
+    HasTrainingMode,
+    HasVerbose)
+
+
+class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
+                     HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode):
+    maxLeaf = Param(Params._dummy(), "maxLeaf", "a node with at most this many training points "
+                    "is a leaf (>= 1)", typeConverter=TypeConverters.toInt)
+    labelsPerLeaf = Param(Params._dummy(), "labelsPerLeaf", "labels kept in each leaf's "
+                          "distribution, highest mean first (>= 1)",
+                          typeConverter=TypeConverters.toInt)
+    logLossCoeff = Param(Params._dummy(), "logLossCoeff", "C of the per-node L1-regularised "
+                         "logistic regression, class-balanced as C/fraction (> 0)",
+                         typeConverter=TypeConverters.toFloat)
+    bias = Param(Params._dummy(), "bias", "value of the bias feature appended to every point "
+                 "(finite; 0 disables it)", typeConverter=TypeConverters.toFloat)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(featuresCol="features", labelsCol="labels", predictionCol="prediction",
+                         scoresCol="scores", topK=5, numTrees=50, maxLeaf=10, labelsPerLeaf=100,
+                         logLossCoeff=1.0, bias=1.0, seed=0, rowOrder="content",
+                         trainingMode="auto")
+
+    def getMaxLeaf(self) -> int:
+        return self.getOrDefault(self.maxLeaf)
+
+    def getLabelsPerLeaf(self) -> int:
+        return self.getOrDefault(self.labelsPerLeaf)
+
+    def getLogLossCoeff(self) -> float:
+        return self.getOrDefault(self.logLossCoeff)
+
+    def getBias(self) -> float:
+        return self.getOrDefault(self.bias)
+
+
+class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
+    """FastXML extreme multi-label classifier (Prabhu & Varma, KDD'14).
+
+    Parameters
+    ----------
+    featuresCol : str, default "features"
+        Spark ML vector column (sparse or dense), all of one size, finite values, no nulls.
+    labelsCol : str, default "labels"
+        array<int> of label ids >= 0; an empty array is allowed, a null one is not. A label
+        repeated within a row counts once.
+    numTrees : int, default 50
+    maxLeaf : int, default 10
+    labelsPerLeaf : int, default 100
+    logLossCoeff : float, default 1.0
+    bias : float, default 1.0
+    seed : int, default 0
+        Tree t draws from an MT19937 seeded with t + seed * 0x9E3779B1 (mod 2**32), so the
+        model does not depend on numWorkers. At seed 0 the trees are the authors' C++ trees
+        0..numTrees-1 (``fastXML_train -s 0``) node for node, given the rows in the same
+        order (``rowOrder="input"`` on a file read in order): the kernel replays their random
+        draws, sort order and float32 arithmetic.
+    rowOrder : str, default "content"
+        "content": rows are ordered by a hash of their features and labels computed in the
+        JVM, so the model depends only on the multiset of rows and the seed, whatever the
+        partitioning and numWorkers (exact duplicates share a key and sit together).
+        "input": the DataFrame's own order (what the authors' C++ sees in a file); it
+        changes with the partitioning. See ``sparkxml.fastxml.fit``.
+    numWorkers : int, optional
+        Spark tasks training runs on (default: the session's default parallelism). Replicated
+        training spreads the trees over at most numTrees tasks, each holding the whole
+        training set; distributed training gives each task a shard of the rows.
+    trainingMode : str, default "auto"
+        "replicated", "distributed" or "auto" (replicated when the estimated memory of a task
+        holding the whole training set fits the task, else distributed). Distributed training
+        grows the top levels of every tree with all tasks together, in one barrier stage,
+        until every node of a level holds at most min(rows / numWorkers, what one task's
+        memory holds) rows; those levels are the replicated trees' nodes exactly. Each node
+        of that level is then grown by one task from its own random stream, so the subtrees
+        below differ from the replicated ones (the model then depends on numWorkers through
+        that row limit). See ``sparkxml.fastxml.distributed``.
+    topK, predictionCol, scoresCol
+        Copied to the model; see ``FastXMLModel``.
+    verbose : int, default 0
+        Log "tree i/n" every ``verbose`` trees of each training task through the Python
+        logger ``sparkxml`` (live, see ``sparkxml._core.progress``); 0 = silent.
+
+    Examples
+    --------
+    >>> model = FastXML(numTrees=50, numWorkers=2).fit(train_df)
+    >>> model.setTopK(5).transform(test_df).select("prediction", "scores")
+    """
+
+    _model_kind = "fastxml"
+
+    def __init__(self, *, featuresCol=None, labelsCol=None, predictionCol=None, scoresCol=None,
+                 topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
+                 bias=None, seed=None, numWorkers=None, rowOrder=None, trainingMode=None,
+                 verbose=None):
+        super().__init__()
+        self._setDefault(verbose=0)
+        self._set_params(**self._input_kwargs_of(locals()))
+
+    @staticmethod
+    def _input_kwargs_of(local_vars: dict) -> dict:
+        return {k: v for k, v in local_vars.items() if k not in ("self", "__class__")}
+
+    def setParams(self, **kwargs):
+        return self._set_params(**kwargs)
+
+    def setNumTrees(self, value: int):
+        return self._set(numTrees=value)
+
+    def setMaxLeaf(self, value: int):
+        return self._set(maxLeaf=value)
+
+    def setLabelsPerLeaf(self, value: int):
+        return self._set(labelsPerLeaf=value)
+
+    def setLogLossCoeff(self, value: float):
+        return self._set(logLossCoeff=value)
+
+    def setBias(self, value: float):
+        return self._set(bias=value)
+
+    def setSeed(self, value: int):
+        return self._set(seed=value)
+
+    def setNumWorkers(self, value: int):
+        return self._set(numWorkers=value)
+
+    def setRowOrder(self, value: str):
+        return self._set(rowOrder=value)
+
+    def setVerbose(self, value: int):
+        return self._set(verbose=value)
+
+    def setTrainingMode(self, value: str):
+        return self._set(trainingMode=value)
+
+    def setTopK(self, value: int):
+        return self._set(topK=value)
+
+    def setFeaturesCol(self, value: str):
+        return self._set(featuresCol=value)
+
+    def setLabelsCol(self, value: str):
+        return self._set(labelsCol=value)
+
+    def setPredictionCol(self, value: str):
+        return self._set(predictionCol=value)
+
+    def setScoresCol(self, value: str):
+        return self._set(scoresCol=value)
+
+    # ------------------------------------------------------------------ training
+    def _fit_validated(self, dataset):
+        check_vector_column(dataset, self.getFeaturesCol())
+        check_int_array_column(dataset, self.getLabelsCol())
+        forest, _, n_features, n_labels, info = fit_forest(self, dataset, type(self).__name__)
+        model = FastXMLModel._create(forest, n_features, n_labels, float(self.getBias()))
+        model._training_info = info
+        return model
+
+
+class FastXMLModel(SparkXMLModel, FastXMLParams):
+    """A trained FastXML forest.
+
+    ``transform`` adds ``predictionCol`` (array<int>: the topK labels, best first; labels with
+    a zero score are left out) and ``scoresCol`` (array<float>, aligned: the mean over trees of
+    the reached leaves' label distributions). It fails on a null vector or a NaN / infinite
+    feature value, naming ``featuresCol``: the separators cannot route them.
+
+    Save format
+    -----------
+    ``path/metadata/part-*``: Spark ML metadata JSON (class, uid, params) with
+    ``formatVersion`` 2, ``modelKind`` "fastxml", ``saveId`` and the arrays' manifest;
+    ``path/data/*.parquet``: the arrays in chunk rows (``sparkxml_kernels.persist``; version 1
+    directories, ``data/arrays.npz``, still load). The arrays: ``n_features``,
+    ``n_labels``, ``bias`` (0-d) and the forest: ``tree_ids`` int32 (T,), ``tree_offsets``
+    int64 (T+1,), ``children`` int32 (M, 2) [positive, negative] child ids local to the tree
+    (-1 for leaves), separator weights CSR over nodes ``w_indptr`` int64 (M+1,), ``w_index``
+    int32 (feature id; ``n_features`` is the bias), ``w_value`` float32, and leaf
+    distributions CSR ``leaf_indptr`` int64 (M+1,), ``leaf_label`` int32, ``leaf_score``
+    float32 (descending). ``sparkxml_kernels.load_model(path)`` reads it without Spark.
+    """
+
+    _model_kind = "fastxml"
+    _required_arrays = tuple(FOREST_DTYPES) + ("n_features", "n_labels", "bias")
+
+    def __init__(self):
+        super().__init__()
+        self._arrays: dict = {}
+        self._predictor = None
+        self._predictor_key = None
+        # diagnostics of the fit that made this model (mode, memory figures, task peaks);
+        # not saved
+        self._training_info: dict = {}
+
+    @classmethod
+    def _create(cls, forest: dict, n_features: int, n_labels: int, bias: float):
+        model = cls()
+        model._arrays = dict(forest, n_features=np.array(n_features, dtype=np.int64),
+                             n_labels=np.array(n_labels, dtype=np.int64),
+                             bias=np.array(bias, dtype=np.float64))
+        return model
+
+    @classmethod
+    def _from_arrays(cls, arrays: dict, path: str):
+        model = cls()
+        model._arrays = arrays
+        try:
+            model._check_arrays()
+        except (ValueError, KeyError, IndexError) as e:
+            from sparkxml_kernels.persist import ModelFormatError
+
+            name = cls.__name__[:-len("Model")]
+            raise ModelFormatError(f"{path}: {name} arrays are inconsistent: {e}") from None
+        return model
+
+    def _check_arrays(self) -> None:
+        self.predictor
+
+    def _save_arrays(self) -> dict:
+        return self._arrays
+
+    def _predictor_spec(self):
+        """(predictor class, constructor arguments): plain values, so transform tasks can
+        build the predictor from them."""
+        a = self._arrays
+        return FastXMLPredictor, (a, int(a["n_features"]), int(a["n_labels"]), float(a["bias"]))
+
+    @property
+    def predictor(self) -> FastXMLPredictor:
+        """The JVM-free predictor (``predict(indptr, indices, data, k)``)."""
+        cls, args = self._predictor_spec()
+        key = (cls, args[1:])
+        if self._predictor is None or self._predictor_key != key:
+            self._predictor, self._predictor_key = cls(*args), key
+        return self._predictor
+
+    @property
+    def numFeatures(self) -> int:
+        return int(self._arrays["n_features"])
+
+    @property
+    def numLabels(self) -> int:
+        return int(self._arrays["n_labels"])
+
+    @property
+    def trees(self) -> int:
+        return len(self._arrays["tree_ids"])
+
+    def setTopK(self, value: int):
+        return self._set(topK=value)
+
+    def setFeaturesCol(self, value: str):
+        return self._set(featuresCol=value)
+
+    def setPredictionCol(self, value: str):
+        return self._set(predictionCol=value)
+
+    def setScoresCol(self, value: str):
+        return self._set(scoresCol=value)
+
+    def copy(self, extra=None):
+        that = super().copy(extra)
+        that._arrays = self._arrays
+        that._predictor, that._predictor_key = self._predictor, self._predictor_key
+        return that
+
+    def _transform_validated(self, dataset):
+        fcol = self.getFeaturesCol()
+        check_vector_column(dataset, fcol)
+        pcol, scol, k = self.getPredictionCol(), self.getScoresCol(), self.getTopK()
+        for c in (pcol, scol):
+            if c in dataset.columns:
+                raise ValueError(f"output column '{c}' already exists in the DataFrame")
+        n_features = self.numFeatures
+        self.predictor  # fails here, on the driver, when the params do not fit the arrays
+        cls, args = self._predictor_spec()
+        extra = args[1:]
+        key = (cls.__module__, cls.__qualname__, extra)
+        handle = self._task_model(dataset)  # not the forest itself: see sparkxml._core.serving
+        out_fields = [T.StructField(pcol, T.ArrayType(T.IntegerType())),
+                      T.StructField(scol, T.ArrayType(T.FloatType()))]
+        schema = T.StructType(list(dataset.schema.fields) + out_fields)
+
+        def predict(batches):
+            predictor = handle.build(key, lambda arrays: cls(arrays, *extra))
+            for b in batches:
+                xi, xj, xv, _ = arrow_io.vectors_to_csr(b.column(fcol), fcol,
+                                                        num_features=n_features)
+                if not np.all(np.isfinite(xv)):
+                    # fit rejects them too; the separators cannot route a NaN
+                    raise ValueError(f"featuresCol: column '{fcol}' holds NaN or infinite "
+                                     f"values; the trees cannot route them")
+                labels, scores = predictor.predict(xi, xj, xv, k)
+                counts = (scores > 0).sum(axis=1)
+                lab, sco = arrow_io.topk_to_arrow(labels, scores, counts)
+                yield pa.RecordBatch.from_arrays(list(b.columns) + [lab, sco],
+                                                 schema=b.schema.append(pa.field(pcol, lab.type))
+                                                 .append(pa.field(scol, sco.type)))
+
+        return dataset.mapInArrow(predict, schema)

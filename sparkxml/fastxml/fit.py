@@ -1,0 +1,347 @@
+"""The Spark side of training FastXML-family forests (FastXML, PfastreXML), shared by both.
+
+Trees are independent (Prabhu & Varma, KDD'14, Algorithm 1), so training replicates the
+training set to ``numWorkers`` Spark tasks with DataFrame operations only (cross join with a
+small group frame, repartition by group, ``mapInArrow``); each task orders its rows, grows its
+share of the trees in compiled code (``sparkxml_kernels.fastxml``) and returns them as arrays.
+No broadcast variable and no RDD, so it also runs over Spark Connect.
+
+Row order decides the trees, so it must not depend on how Spark delivered the rows:
+
+- ``rowOrder="content"`` (default): rows are ordered by a key computed in the JVM from their
+  content, ``(xxhash64, hash)`` of the feature vector and the label set (labels deduplicated
+  and sorted). The model then depends only on the multiset of rows and the seed, whatever the
+  partitioning and numWorkers. Exact duplicate rows share a key and sit next to each other
+  (their order among themselves cannot matter). Two different rows sharing both keys (a 96-bit
+  collision) would keep their arrival order. The key reads the vector as stored: the same
+  values once dense and once sparse are different rows to it.
+- ``rowOrder="input"``: rows keep the DataFrame's order (``monotonically_increasing_id``), the
+  order of a file read in order, which is what the authors' C++ trains on. It changes when the
+  DataFrame is repartitioned.
+
+Which training runs (``trainingMode``): the data pass measures the rows, and
+:func:`estimate_task_bytes` says what a task holding all of them needs. "auto" replicates when
+that fits a task's memory (:func:`task_memory`) and otherwise trains data-parallel
+(``sparkxml.fastxml.distributed``); "replicated" fails early with the figures when it does not fit.
+Trees come back as chunked binary rows (``_barrier.encode_array_batches``: no cell over 64 MB,
+no Arrow batch over 512 MB), so a forest of any size reaches the driver (within
+``spark.driver.maxResultSize``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from sparkxml_kernels import arrow_io
+from sparkxml_kernels.fastxml import forest as kforest
+from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, propensity_weights, tail_centroids
+
+from sparkxml._core.barrier import (RESULT_SCHEMA,
+    decode_ranks,
+    encode_array_batches,
+    peak_rss_bytes,
+    reset_peak_rss,
+    rss_bytes)
+from sparkxml._core.compat import to_arrow
+from sparkxml.fastxml.distributed import fit_distributed
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.memory import parse_bytes, physical_memory_bytes
+from sparkxml._core.partitioning import partition_keys
+from sparkxml.session import default_parallelism
+
+# Address space a Python worker takes before any training data: the interpreter, numpy,
+# pyarrow, numba and the loaded kernels (measured: VmPeak of a worker after a FastXML fit,
+# WORKER_OVERHEAD_NOTE). Spark enforces spark.executor.pyspark.memory as the worker's
+# address-space limit (RLIMIT_AS), so only the rest is there for the data.
+WORKER_OVERHEAD_BYTES = 1792 << 20
+
+# The arrays a forest is made of (see sparkxml_kernels.fastxml.forest) and their dtypes.
+FOREST_DTYPES = {
+    "tree_ids": np.int32, "tree_offsets": np.int64, "children": np.int32,
+    "w_indptr": np.int64, "w_index": np.int32, "w_value": np.float32,
+    "leaf_indptr": np.int64, "leaf_label": np.int32, "leaf_score": np.float32,
+}
+# What PfastreXML adds, computed once (by the first task): label weights and tail centroids.
+EXTRA_DTYPES = {"inv_prop": np.float32, "tail_indptr": np.int64, "tail_index": np.int32,
+                "tail_value": np.float32}
+
+
+def ordered_rows(dataset, fcol: str, lcol: str, row_order: str):
+    """Columns ``_k1, _k2`` (the order), ``f`` (features), ``y`` (labels, each once)."""
+    if row_order == "content":
+        labels = F.array_sort(F.array_distinct(F.col(lcol)))
+        return dataset.select(F.xxhash64(F.col(fcol), labels).alias("_k1"),
+                              F.hash(F.col(fcol), labels).cast("long").alias("_k2"),
+                              F.col(fcol).alias("f"), labels.alias("y"))
+    # array_distinct keeps the first occurrence of each label, in order
+    return dataset.select(F.monotonically_increasing_id().alias("_k1"), F.lit(0).cast("long")
+                          .alias("_k2"), F.col(fcol).alias("f"),
+                          F.array_distinct(F.col(lcol)).alias("y"))
+
+
+def data_stats(data, fcol: str, lcol: str, who: str) -> dict:
+    """One pass over the data: sizes, label range, nulls and non-finite values, checked on
+    the driver with messages that name the column."""
+
+    def stats(batches):
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            f, y = b.column("f"), b.column("y")
+            null_f, null_y = f.null_count, y.null_count
+            if null_f:
+                f = f.filter(f.is_valid())
+            _, nnz_x, dmin, dmax = arrow_io.vector_stats(f, fcol)
+            vals = f.field("values").flatten().to_numpy(zero_copy_only=False)
+            bad_x = int(np.count_nonzero(~np.isfinite(vals)))
+            null_lab = y.flatten().null_count
+            li, lab = (arrow_io.lists_to_csr(y, lcol, dtype=np.int64) if not null_lab
+                       else (np.zeros(1, np.int64), np.zeros(0, np.int64)))
+            yield pa.RecordBatch.from_pydict({
+                "rows": [b.num_rows], "nnz_x": [nnz_x], "nnz_y": [int(li[-1])],
+                "dmin": [dmin], "dmax": [dmax], "ymin": [int(lab.min()) if len(lab) else 0],
+                "ymax": [int(lab.max()) if len(lab) else -1], "null_f": [null_f],
+                "null_y": [null_y], "null_lab": [null_lab], "bad_x": [bad_x]})
+
+    schema = ("rows long, nnz_x long, nnz_y long, dmin long, dmax long, ymin long, "
+              "ymax long, null_f long, null_y long, null_lab long, bad_x long")
+    parts = data.select("f", "y").mapInArrow(stats, schema).collect()
+    if not parts or sum(r["rows"] for r in parts) == 0:
+        raise ValueError(f"{who}: the training DataFrame is empty")
+    problems = {
+        "null_f": lambda n: f"featuresCol: column '{fcol}' holds {n} null feature vector(s); "
+                            f"drop or fill those rows",
+        "null_y": lambda n: f"labelsCol: column '{lcol}' holds {n} null labels array(s); use "
+                            f"an empty array for a row without labels",
+        "null_lab": lambda n: f"labelsCol: column '{lcol}' holds {n} null label id(s) inside "
+                              f"its arrays",
+        "bad_x": lambda n: f"featuresCol: column '{fcol}' holds {n} NaN or infinite value(s)"}
+    for key, message in problems.items():
+        count = sum(r[key] for r in parts)
+        if count:
+            raise ValueError(message(count))
+    dims = sorted({r["dmin"] for r in parts if r["dmin"] >= 0}
+                  | {r["dmax"] for r in parts if r["dmax"] >= 0})
+    if len(dims) > 1:
+        raise ValueError(f"featuresCol: column '{fcol}' holds vectors of different sizes "
+                         f"{dims[:5]}")
+    ymin = min(r["ymin"] for r in parts)
+    if ymin < 0:
+        raise ValueError(f"labelsCol: column '{lcol}' has a negative label id {ymin}")
+    ymax = max(r["ymax"] for r in parts)
+    if ymax >= 2**31 - 1:
+        raise ValueError(f"labelsCol: column '{lcol}' has label id {ymax}, beyond int32")
+    return {"rows": sum(r["rows"] for r in parts), "nnz_x": sum(r["nnz_x"] for r in parts),
+            "nnz_y": sum(r["nnz_y"] for r in parts), "n_features": dims[0],
+            "n_labels": max(ymax + 1, 1)}
+
+
+def estimate_task_bytes(rows: int, nnz_x: int, nnz_y: int, n_features: int,
+                        n_labels: int) -> int:
+    """Bytes one training task needs: the Arrow batches it receives, the CSR copy, the kernel's
+    column-major copy and per-node workspaces (measured on Bibtex: ~3.5x the CSR size)."""
+    csr = rows * 8 + nnz_x * 8 + nnz_y * 4
+    arrow = nnz_x * 12 + nnz_y * 4 + rows * 40
+    workspaces = 8 * (n_features + 2 * n_labels + 4 * rows)
+    return arrow + 3 * csr + workspaces
+
+
+def tail_bytes(stats: dict) -> int:
+    """Bytes of PfastreXML's tail centroids (index int32 + value float32 an entry): each row
+    adds its features and bias to each of its labels, at most L (D + 1) entries in all."""
+    rows = max(stats["rows"], 1)
+    entries = min(stats["n_labels"] * (stats["n_features"] + 1),
+                  (stats["nnz_x"] + rows) * stats["nnz_y"] // rows)
+    return 8 * entries + 16 * stats["nnz_y"]
+
+
+def task_memory(spark, workers: int) -> tuple[int, int, str]:
+    """(bytes a training task may use for its data, the limit it comes from, where from).
+
+    ``spark.executor.pyspark.memory`` when set (less ``WORKER_OVERHEAD_BYTES``, the worker's
+    own address space: Spark enforces the setting as RLIMIT_AS); in local mode without it,
+    this machine's memory / numWorkers (every task runs here at once); on a cluster without
+    it, the driver machine's memory, assumed per executor.
+    """
+    conf = spark.conf.get("spark.executor.pyspark.memory", None)
+    master = spark.conf.get("spark.master", "") or ""
+    if conf:
+        limit = parse_bytes(conf)
+        return (max(0, limit - WORKER_OVERHEAD_BYTES), limit,
+                f"spark.executor.pyspark.memory, less about "
+                f"{WORKER_OVERHEAD_BYTES >> 20} MiB for the Python worker itself")
+    if master.startswith("local"):
+        have = physical_memory_bytes() // max(1, workers)
+        return have, have, f"this machine's memory / numWorkers={workers}"
+    have = physical_memory_bytes()
+    return have, have, "the driver machine's memory (assumed per executor)"
+
+
+def replicated_bytes(stats: dict, extra_bytes: int = 0) -> int:
+    """What one replicated training task needs (:func:`estimate_task_bytes` + extras)."""
+    return estimate_task_bytes(stats["rows"], stats["nnz_x"], stats["nnz_y"],
+                               stats["n_features"], stats["n_labels"]) + extra_bytes
+
+
+def check_memory(spark, stats: dict, workers: int, who: str = "FastXML",
+                 extra_bytes: int = 0) -> None:
+    """Raise MemoryError, with the figures, when a replicated task cannot hold the data."""
+    need = replicated_bytes(stats, extra_bytes)
+    have, limit, where = task_memory(spark, workers)
+    if need > have:
+        raise MemoryError(
+            f"{who}: each replicated training task holds the whole training set "
+            f"({stats['rows']} rows, {stats['nnz_x']} feature non-zeros, {stats['nnz_y']} "
+            f"labels) and needs about {need / 2**20:.0f} MiB, but only {limit / 2**20:.0f} MiB "
+            f"is available ({where}). Use trainingMode='distributed' (or 'auto'), lower "
+            f"numWorkers, raise spark.executor.pyspark.memory, or subsample the data.")
+
+
+def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
+    """Train ``est``'s forest on ``dataset``; return (forest, extra arrays, n_features,
+    n_labels, info).
+
+    ``propensity``: None (FastXML: nDCG, unit label weights) or (A, B) (PfastreXML: DCG with
+    the inverse propensities as label weights); ``tail``: also compute the tail centroids.
+    ``est`` supplies the FastXML params (columns, numTrees, seed, trainingMode, ...).
+    ``info``: the mode that ran and its memory figures (diagnostics).
+    """
+    fcol, lcol = est.getFeaturesCol(), est.getLabelsCol()
+    spark = dataset.sparkSession
+    num_trees = est.getNumTrees()
+    requested = (est.getNumWorkers() if est.isDefined(est.numWorkers)
+                 else default_parallelism(spark))
+    requested = max(1, requested)
+    workers = min(requested, num_trees)
+
+    data = ordered_rows(dataset, fcol, lcol, est.getRowOrder())
+    with FitProgress(spark, est, est.getVerbose()) as progress:
+        with progress.phase("checks"):
+            stats = data_stats(data, fcol, lcol, who)
+        extra_bytes = tail_bytes(stats) if tail else 0
+        need = replicated_bytes(stats, extra_bytes)
+        have, limit, _ = task_memory(spark, workers)
+        mode = est.getTrainingMode()
+        if mode == "auto":
+            mode = "replicated" if need <= have else "distributed"
+        info = {"mode": mode, "replicated_task_bytes": need, "task_memory_bytes": have,
+                "memory_limit_bytes": limit}
+        params = dict(seed=int(est.getSeed()), max_leaf=est.getMaxLeaf(),
+                      labels_per_leaf=est.getLabelsPerLeaf(),
+                      log_loss_coeff=float(est.getLogLossCoeff()), bias=float(est.getBias()))
+        n_features, n_labels = stats["n_features"], stats["n_labels"]
+        if mode == "distributed":
+            have_d, _, _ = task_memory(spark, requested)
+            avg = (lambda rows: estimate_task_bytes(
+                rows, stats["nnz_x"] * rows / max(stats["rows"], 1),
+                stats["nnz_y"] * rows / max(stats["rows"], 1), n_features, n_labels))
+            with progress.phase("train"):
+                forest, extra, more = fit_distributed(
+                    data, stats, params, num_trees, requested, have_d, avg, fcol, lcol,
+                    propensity, tail, who, progress.task_spec())
+            info.update(more, task_memory_bytes=have_d, workers=requested)
+            unit = "tree top"
+        else:
+            check_memory(spark, stats, workers, who, extra_bytes)
+            with progress.phase("train"):
+                forest, extra, tasks = _fit_replicated(
+                    spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
+                    propensity, tail, who, progress.task_spec(per_task=True))
+            info.update(workers=workers, tasks=tasks)
+            unit = "tree"
+        if progress.verbose > 0 and not progress.live_lines:
+            progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
+                                unit=unit)
+    return forest, extra, n_features, n_labels, info
+
+
+def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
+                    propensity, tail, who, progress=None):
+    keys = partition_keys(workers)
+    groups = spark.createDataFrame([(k,) for k in keys], "_g long")
+    trees_of = {k: np.arange(p, num_trees, workers, dtype=np.int32) for p, k in enumerate(keys)}
+    extra_key = keys[0] if propensity is not None else None
+    train = _make_train_fn(trees_of, keys, n_features, n_labels, params, fcol, lcol,
+                           propensity, tail, extra_key, progress)
+    table = to_arrow(data.crossJoin(groups).repartition(workers, "_g")
+                     .mapInArrow(train, RESULT_SCHEMA))
+    per_task, infos = decode_ranks(table)
+    parts = [{name: a[name] for name in FOREST_DTYPES} for a in per_task.values()]
+    forest = kforest.sort_forest(kforest.concat_forests(parts))
+    if len(forest["tree_ids"]) != num_trees:
+        raise RuntimeError(f"{who}: expected {num_trees} trees back from the training tasks, "
+                           f"got {len(forest['tree_ids'])}")
+    extra = {}
+    if propensity is not None:
+        first = [a for a in per_task.values() if "inv_prop" in a]
+        if len(first) != 1:
+            raise RuntimeError(f"{who}: expected the label weights from one training task, "
+                               f"got {len(first)}")
+        extra = {name: first[0][name] for name in EXTRA_DTYPES if name in first[0]}
+        if not tail:
+            extra.update({k: np.zeros(0, EXTRA_DTYPES[k]) for k in TAIL_KEYS})
+    return forest, extra, [infos[r] for r in sorted(infos)]
+
+
+def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
+                   fcol: str, lcol: str, propensity, tail: bool, extra_key, progress=None):
+    # Plain locals only: the closure is pickled to the tasks.
+    rank_of = {k: p for p, k in enumerate(keys)}
+
+    def train(batches):
+        from sparkxml_kernels.precompile import warm_async
+        from sparkxml_kernels.progress import ProgressReporter
+
+        warm_async("fastxml")  # load/compile the kernels while the rows arrive
+        reset_ok = reset_peak_rss()
+        rss0 = rss_bytes()
+        by_group: dict = {}
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            g = b.column("_g").to_numpy()
+            for key in np.unique(g):
+                sel = b.filter(pa.array(g == key)) if len(np.unique(g)) > 1 else b
+                by_group.setdefault(int(key), []).append(sel)
+        for key, parts in by_group.items():
+            table = pa.Table.from_batches(parts).combine_chunks()
+            # Row order must not depend on how the shuffle delivered the rows.
+            order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
+            table = table.take(pa.array(order))
+            xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
+                                                    num_features=n_features)
+            yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
+            out = {}
+            kw = dict(params)
+            if propensity is not None:
+                weights = propensity_weights(yi, yj, n_labels, *propensity)
+                kw.update(label_weight=weights, normalise_dcg=False)
+                if key == extra_key:
+                    out["inv_prop"] = weights
+                    if tail:
+                        out.update(tail_centroids(xi, xj, xv, yi, yj, n_features, n_labels,
+                                                  params["bias"]))
+            trees = trees_of[key]
+            reporter = ProgressReporter(progress, rank_of[key])
+            if reporter.enabled:  # one tree at a time (tree t depends on (seed, t) only)
+                done = []
+                for i in range(len(trees)):
+                    done.append(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
+                                                     trees[i:i + 1], **kw))
+                    reporter.progress(i + 1, len(trees), unit="tree")
+                reporter.close()
+                out.update(kforest.concat_forests(done))
+            else:
+                out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
+                                                trees, **kw))
+            yield from encode_array_batches(rank_of[key], out, {
+                "rows": len(xi) - 1, "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": rss0,
+                "peak_rss_is_task_local": reset_ok})
+
+    return train
+
+
+__all__ = ["FOREST_DTYPES", "EXTRA_DTYPES", "TAIL_KEYS", "check_memory", "data_stats",
+           "estimate_task_bytes", "fit_forest", "ordered_rows", "replicated_bytes", "tail_bytes",
+           "task_memory"]

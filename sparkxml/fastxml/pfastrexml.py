@@ -1,0 +1,206 @@
+"""PfastreXML on Spark (Jain, Prabhu & Varma, KDD'16): FastXML for tail labels.
+
+The trees are FastXML's, grown on propensity-scored DCG: each label weighs its inverse
+propensity ``1 + C (N_l + B)^-A`` (``C = (ln N - 1)(B + 1)^A``, from the training label
+counts), both in the split objective and in the leaf distributions, and gains are not
+normalised by the ideal DCG. Tail classifiers (one centroid a label) then rerank the trees'
+best labels. Training runs exactly as FastXML's (``_fastxml_fit``); the kernels are
+``sparkxml_kernels.fastxml`` (shared) and ``sparkxml_kernels.fastxml.pfastre``.
+"""
+from __future__ import annotations
+
+from pyspark.ml.param import Param, Params, TypeConverters
+
+from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, PfastreXMLPredictor
+
+from sparkxml.fastxml.fit import fit_forest
+from sparkxml._core.validation import check_int_array_column, check_vector_column
+from sparkxml.fastxml.fastxml import FastXML, FastXMLModel, FastXMLParams
+
+
+class _PfastreXMLParams(FastXMLParams):
+    propensityA = Param(Params._dummy(), "propensityA", "A of the inverse label propensities "
+                        "1 + C (N_l + B)^-A, C = (ln N - 1)(B + 1)^A (finite; 0.55 as the XC "
+                        "repository for most data sets, 0.5 Wikipedia, 0.6 Amazon)",
+                        typeConverter=TypeConverters.toFloat)
+    propensityB = Param(Params._dummy(), "propensityB", "B of the inverse label propensities "
+                        "(finite, > -1; 1.5 for most data sets, 0.4 Wikipedia, 2.6 Amazon)",
+                        typeConverter=TypeConverters.toFloat)
+    tailClassifiers = Param(Params._dummy(), "tailClassifiers", "rerank the trees' labels with "
+                            "the tail classifiers (PfastreXML); false keeps the trees' "
+                            "propensity-weighted scores alone (PfastXML, the authors' -S 1)",
+                            typeConverter=TypeConverters.toBoolean)
+    gamma = Param(Params._dummy(), "gamma", "steepness of the tail classifiers' score "
+                  "1 / (1 + exp(gamma |x - w_l|^2)) (finite, > 0)",
+                  typeConverter=TypeConverters.toFloat)
+    alpha = Param(Params._dummy(), "alpha", "weight of the trees in the final score "
+                  "tree^alpha * tail^(1 - alpha) (in [0, 1])",
+                  typeConverter=TypeConverters.toFloat)
+    numCandidates = Param(Params._dummy(), "numCandidates", "labels of highest tree score "
+                          "per row that the tail classifiers rerank (>= 1)",
+                          typeConverter=TypeConverters.toInt)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(propensityA=0.55, propensityB=1.5, tailClassifiers=True, gamma=30.0,
+                         alpha=0.8, numCandidates=1000)
+
+    def getPropensityA(self) -> float:
+        return self.getOrDefault(self.propensityA)
+
+    def getPropensityB(self) -> float:
+        return self.getOrDefault(self.propensityB)
+
+    def getTailClassifiers(self) -> bool:
+        return self.getOrDefault(self.tailClassifiers)
+
+    def getGamma(self) -> float:
+        return self.getOrDefault(self.gamma)
+
+    def getAlpha(self) -> float:
+        return self.getOrDefault(self.alpha)
+
+    def getNumCandidates(self) -> int:
+        return self.getOrDefault(self.numCandidates)
+
+    def setGamma(self, value: float):
+        return self._set(gamma=value)
+
+    def setAlpha(self, value: float):
+        return self._set(alpha=value)
+
+    def setNumCandidates(self, value: int):
+        return self._set(numCandidates=value)
+
+    def setTailClassifiers(self, value: bool):
+        return self._set(tailClassifiers=value)
+
+
+class PfastreXML(FastXML, _PfastreXMLParams):
+    """PfastreXML extreme multi-label classifier (Jain, Prabhu & Varma, KDD'16), and PfastXML
+    with ``tailClassifiers=False``.
+
+    Every FastXML param applies with the same meaning and default (``numTrees`` 50,
+    ``maxLeaf`` 10, ``labelsPerLeaf`` 100, ``logLossCoeff`` 1, ``bias`` 1, ``seed``,
+    ``numWorkers``, ``rowOrder``, ``trainingMode``, columns, ``topK``); see ``FastXML``. In
+    addition:
+
+    Parameters
+    ----------
+    propensityA, propensityB : float, default 0.55, 1.5
+        Inverse propensity of label l: ``1 + C (N_l + B)^-A`` with ``C = (ln N - 1)(B + 1)^A``,
+        N training rows, N_l rows carrying l (computed in float64, used in float32). The
+        trees optimise DCG with these label weights and their leaves hold the weighted label
+        means, as the authors' ``PfastreXML_train`` with such an inverse-propensity file.
+    tailClassifiers : bool, default True
+        Fit the tail classifiers and rerank with them; False is PfastXML (trees only).
+    gamma : float, default 30
+        Tail score of label l for a row x: ``1 / (1 + exp(gamma (|w_l|^2 + 1 - 2 x̂·w_l)))``,
+        x̂ the row with the bias feature appended, unit-normalised, and w_l the mean of the
+        training rows carrying l, normalised the same way.
+    alpha : float, default 0.8
+        Final score ``tree^alpha * tail^(1 - alpha)``.
+    numCandidates : int, default 1000
+        Per row, the labels of highest tree score that get a tail score (the others are not
+        predicted).
+
+    At seed 0 with ``rowOrder="input"`` the trees are the authors' (``PfastreXML_train -s 0``
+    given the same inverse propensities) node for node, and the centroids equal their ``w``
+    file; see ``sparkxml_kernels.fastxml.pfastre`` for where scoring differs.
+
+    Examples
+    --------
+    >>> model = PfastreXML(numTrees=50, numWorkers=2).fit(train_df)
+    >>> model.transform(test_df).select("prediction", "scores")
+    """
+
+    _model_kind = "pfastrexml"
+
+    def __init__(self, *, featuresCol=None, labelsCol=None, predictionCol=None, scoresCol=None,
+                 topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
+                 bias=None, seed=None, numWorkers=None, rowOrder=None, trainingMode=None,
+                 propensityA=None,
+                 propensityB=None, tailClassifiers=None, gamma=None, alpha=None,
+                 numCandidates=None, verbose=None):
+        super().__init__()
+        self._set_params(**self._input_kwargs_of(locals()))
+
+    def setPropensityA(self, value: float):
+        return self._set(propensityA=value)
+
+    def setPropensityB(self, value: float):
+        return self._set(propensityB=value)
+
+    def _fit_validated(self, dataset):
+        check_vector_column(dataset, self.getFeaturesCol())
+        check_int_array_column(dataset, self.getLabelsCol())
+        A, B = float(self.getPropensityA()), float(self.getPropensityB())
+        if not B > -1.0:
+            raise ValueError(f"PfastreXML: propensityB={B} must be > -1 (the propensities use "
+                             f"(B + 1)^A)")
+        tail = bool(self.getTailClassifiers())
+        forest, extra, n_features, n_labels, info = fit_forest(
+            self, dataset, "PfastreXML", propensity=(A, B), tail=tail)
+        model = PfastreXMLModel._create(forest, n_features, n_labels, float(self.getBias()),
+                                        extra)
+        model._training_info = info
+        return model
+
+
+class PfastreXMLModel(FastXMLModel, _PfastreXMLParams):
+    """A trained PfastreXML model: FastXML's outputs (``predictionCol`` array<int>, the topK
+    labels best first; ``scoresCol`` array<float> aligned), where a score is
+    ``tree^alpha * tail^(1 - alpha)`` over the row's ``numCandidates`` best tree labels, or
+    the tree score alone (the mean of the reached leaves' propensity-weighted label means)
+    with ``tailClassifiers=False``. ``gamma``, ``alpha``, ``numCandidates``,
+    ``tailClassifiers`` and ``topK`` may be changed on the model; ``tailClassifiers=True``
+    needs a model fitted with them.
+
+    Save format
+    -----------
+    As ``FastXMLModel`` with ``modelKind`` "pfastrexml", plus the arrays
+    ``inv_prop`` float32 (L,) the inverse propensities used in training, and the tail
+    centroids as CSR over labels ``tail_indptr`` int64 (L+1,), ``tail_index`` int32 (feature
+    id, ``n_features`` being the bias, ascending), ``tail_value`` float32 (all three empty
+    when fitted with ``tailClassifiers=False``). ``sparkxml_kernels.load_model(path)`` returns
+    a ``PfastreXMLPredictor`` with the saved gamma, alpha, numCandidates, tailClassifiers.
+    """
+
+    _model_kind = "pfastrexml"
+    _required_arrays = FastXMLModel._required_arrays + ("inv_prop",) + TAIL_KEYS
+
+    @classmethod
+    def _create(cls, forest: dict, n_features: int, n_labels: int, bias: float,
+                extra: dict | None = None):
+        model = super()._create(forest, n_features, n_labels, bias)
+        model._arrays.update(extra or {})
+        return model
+
+    @property
+    def hasTailClassifiers(self) -> bool:
+        """Whether the model holds tail classifiers (it was fitted with them)."""
+        return len(self._arrays["tail_indptr"]) > 0
+
+    @property
+    def inversePropensities(self) -> list:
+        """The inverse label propensities used in training (for ``XMLEvaluator``)."""
+        return self._arrays["inv_prop"].astype(float).tolist()
+
+    def _check_arrays(self) -> None:
+        a = self._arrays
+        PfastreXMLPredictor(a, int(a["n_features"]), int(a["n_labels"]), float(a["bias"]),
+                            tail_classifiers=self.hasTailClassifiers)
+        if len(a["inv_prop"]) != int(a["n_labels"]):
+            raise ValueError(f"inv_prop has {len(a['inv_prop'])} entries for "
+                             f"n_labels={int(a['n_labels'])}")
+
+    def _predictor_spec(self):
+        cls, args = super()._predictor_spec()
+        tail = bool(self.getTailClassifiers())
+        if tail and not self.hasTailClassifiers:
+            raise ValueError("PfastreXMLModel: tailClassifiers=True, but the model was fitted "
+                             "without tail classifiers (PfastXML); set tailClassifiers=False")
+        return PfastreXMLPredictor, args + (tail, float(self.getGamma()),
+                                            float(self.getAlpha()),
+                                            int(self.getNumCandidates()))
+

@@ -1,0 +1,18 @@
+"""Factorization machines: ``FMRegressor``, ``FMClassifier``, gradient-boosted FMs
+(``GBFMRegressor``, ``GBFMClassifier``) and the ``FieldEncoder`` that builds their fields.
+
+Modules: ``fm`` and ``gbfm`` (estimators and models), ``fields`` (the encoder), ``base``
+(what FM and GBFM share: checks, summary, bases), ``tasks`` (what runs in the Spark tasks).
+"""
+from sparkxml._core.lazy import lazy_exports
+
+_EXPORTS = {
+    "FMRegressor": ".fm", "FMRegressionModel": ".fm",
+    "FMClassifier": ".fm", "FMClassificationModel": ".fm",
+    "GBFMRegressor": ".gbfm", "GBFMRegressionModel": ".gbfm",
+    "GBFMClassifier": ".gbfm", "GBFMClassificationModel": ".gbfm",
+    "FieldEncoder": ".fields", "FieldEncoderModel": ".fields",
+    "FMTrainingSummary": ".base",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

@@ -1,0 +1,248 @@
+"""What FM and GBFM share on the driver: input checks, the barrier fit, models and summaries.
+
+A fit runs two Spark jobs:
+
+1. a checks job: one ``mapInArrow`` task per input partition reads the vectors as Arrow
+   structs (never densified) and reports counts, vector sizes and the first offending value
+   of each check (non-finite features, labels or weights; labels other than 0/1 for
+   classifiers; null vectors, labels, weights, validation flags), so bad input fails before
+   training with an error naming the column and the value;
+2. ONE barrier stage (``sparkxml._core.barrier``) over ``numWorkers`` partitions. The rows are
+   partitioned by a content key (``xxhash64`` of the features, label and weight columns,
+   computed in the JVM) and sorted by it inside each task (``sparkxml_kernels.fm.train``), so
+   the model does not depend on how the input was partitioned. Exact duplicate rows share a
+   key and land in the same task. All tasks train in lockstep over the socket collective;
+   rank 0 returns the model arrays.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from pyspark.ml.linalg import VectorUDT
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkxml._core.barrier import run_barrier_training
+from sparkxml.fm.tasks import (KEY,
+    STATS_SCHEMA,
+    make_load_fn,
+    make_predict_fn,
+    make_stats_task,
+    make_train_fn)
+from sparkxml._core.validation import check_column, check_vector_column
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.params import add_setters as add_setters
+from sparkxml._core.workers import check_slots, workers_for
+
+__all__ = ["FMTrainingSummary", "FMEstimatorBase", "FMModelBase", "add_setters"]
+
+
+def data_checks(dataset, fcol, label, weight, valid, classification: bool) -> dict:
+    """The checks job (see the module docstring); raises ValueError naming the column."""
+    cols = list(dict.fromkeys([fcol, label] + [c for c in (weight, valid) if c]))
+    rows = dataset.select(*cols).mapInArrow(
+        make_stats_task(fcol, label, weight, valid, classification), STATS_SCHEMA).collect()
+    r = {k: sum((row[k] or 0) for row in rows) for k in ("n", "nnz", "label_null",
+                                                         "weight_null", "n_valid", "valid_null",
+                                                         "weight_train")}
+
+    def first(key):
+        return next((row[key] for row in rows if row[key] is not None), None)
+
+    if r["n"] == 0:
+        raise ValueError("the training DataFrame is empty")
+    if r["label_null"]:
+        raise ValueError(f"labelCol: column '{label}' has {r['label_null']} null value(s)")
+    if first("label_bad") is not None:
+        raise ValueError(f"labelCol: column '{label}' holds the non-finite value "
+                         f"{first('label_bad')!r}")
+    if first("label_nonbinary") is not None:
+        raise ValueError(f"labelCol: column '{label}' holds the label "
+                         f"{first('label_nonbinary')!r}; binary classification needs labels "
+                         f"0 and 1")
+    if r["weight_null"]:
+        raise ValueError(f"weightCol: column '{weight}' has {r['weight_null']} null value(s)")
+    if first("weight_bad") is not None:
+        raise ValueError(f"weightCol: column '{weight}' holds the value "
+                         f"{first('weight_bad')!r}; weights must be finite and >= 0")
+    if r["valid_null"]:
+        raise ValueError(f"validationIndicatorCol: column '{valid}' has {r['valid_null']} "
+                         f"null value(s)")
+    if first("x_bad") is not None:
+        raise ValueError(f"featuresCol: column '{fcol}' holds the value {first('x_bad')!r}; "
+                         f"features must be finite")
+    sizes = sorted({row["dmin"] for row in rows if row["dmin"] >= 0}
+                   | {row["dmax"] for row in rows if row["dmax"] >= 0})
+    if len(sizes) > 1:
+        raise ValueError(f"featuresCol: column '{fcol}' holds vectors of different sizes: "
+                         f"{sizes[0]} and {sizes[-1]}")
+    if not sizes or sizes[0] < 1:
+        raise ValueError(f"featuresCol: column '{fcol}' holds vectors of size 0")
+    r.update(d=int(sizes[0]), n_train=r["n"] - r["n_valid"])
+    return r
+
+
+def check_field_starts(field_starts, d: int, param: str = "fieldStarts") -> list:
+    """The field starts as ints, checked against the vector size d (they must cover it)."""
+    fs = [int(x) for x in field_starts]
+    if not fs or fs[0] != 0:
+        raise ValueError(f"{param}={fs!r}: the first field must start at 0, or features "
+                         f"0..{(fs[0] - 1) if fs else d - 1} belong to no field")
+    if any(b <= a for a, b in zip(fs, fs[1:])):
+        raise ValueError(f"{param}={fs!r} must be strictly ascending")
+    if fs[-1] >= d:
+        raise ValueError(f"{param}={fs!r} does not fit the vectors: the last field starts at "
+                         f"{fs[-1]}, but the vectors have {d} features (indices 0..{d - 1})")
+    return fs
+
+
+# ============================================================================ summary
+class FMTrainingSummary:
+    """What a fit reports.
+
+    Attributes
+    ----------
+    history : dict
+        Per sweep / epoch / stage: "train_rmse" and "alpha" (MCMC regression; "alpha" only for
+        classification), "objective" (ALS), "loss" (AdamW), "train_loss" and "valid_metric"
+        (GBFM), with "seconds" since the start of training.
+    numBlocks : int
+        Exclusive feature blocks the coordinate updates ran over (one all-reduce each).
+    trainingSeconds : float
+        Wall time of the barrier stage (driver view).
+    checksSeconds : float
+    workerInfo : list of dict
+        Per rank: rows, non-zeros, load/train seconds, bytes exchanged, peak memory.
+    """
+
+    def __init__(self, history: dict, training_seconds=0.0, worker_info=None,
+                 checks_seconds=None):
+        self.history = dict(history or {})
+        self.numBlocks = int(self.history.get("n_blocks", 0))
+        self.trainingSeconds = float(training_seconds)
+        self.workerInfo = list(worker_info or [])
+        self.checksSeconds = checks_seconds
+
+    @classmethod
+    def _from_fit(cls, result, checks_seconds):
+        history = result.infos[0].pop("history", {})
+        for info in result.infos:
+            info.pop("history", None)
+        return cls(history, result.seconds, result.infos, checks_seconds)
+
+    def _to_arrays(self) -> dict:
+        out = {}
+        for k, v in self.history.items():
+            a = np.asarray(v)
+            if a.dtype.kind in "fiub" and a.ndim <= 2:
+                out[f"summary.{k}"] = a.astype(np.float64)
+        return out
+
+    @classmethod
+    def _from_arrays(cls, arrays: dict):
+        hist = {k[len("summary."):]: v.tolist() for k, v in arrays.items()
+                if k.startswith("summary.")}
+        return cls(hist) if hist else None
+
+    def __repr__(self):
+        return f"FMTrainingSummary(blocks={self.numBlocks}, keys={sorted(self.history)})"
+
+
+# ============================================================================ estimator
+class FMEstimatorBase(SparkXMLEstimator):
+    """The fit shared by FM and GBFM estimators. Subclasses set ``_kind`` ("fm" | "gbfm"),
+    ``_task`` and implement ``_train_params(stats)`` and ``_model_class``."""
+
+    _kind = "fm"
+    _task = "regression"
+
+    def _opt(self, param):
+        return self.getOrDefault(param) if self.isDefined(param) else None
+
+    def _train_params(self, stats: dict) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _check_params(self, weight, valid) -> None:
+        """Checks that need no data (run before any Spark job)."""
+
+    def _check_schema(self, dataset, fcol, label, weight, valid):
+        numeric = (T.NumericType,)
+        check_vector_column(dataset, fcol)
+        check_column(dataset, label, "labelCol", numeric, "numeric")
+        if weight:
+            check_column(dataset, weight, "weightCol", numeric, "numeric")
+        if valid:
+            check_column(dataset, valid, "validationIndicatorCol", (T.BooleanType,),
+                         "boolean")
+        if KEY in dataset.columns:
+            raise ValueError(f"column name '{KEY}' is reserved")
+
+    def _fit_validated(self, dataset):
+        spark = dataset.sparkSession
+        fcol, label = self.getFeaturesCol(), self.getLabelCol()
+        weight = self._opt(self.weightCol) or None
+        valid = (self._opt(self.validationIndicatorCol) or None
+                 if self.hasParam("validationIndicatorCol") else None)
+        self._check_schema(dataset, fcol, label, weight, valid)
+        self._check_params(weight, valid)
+        n_workers = self._opt(self.numWorkers)
+        if n_workers is not None:
+            check_slots(spark, n_workers)
+        t0 = time.perf_counter()
+        stats = data_checks(dataset, fcol, label, weight, valid, self._task != "regression")
+        n_workers = workers_for(spark, stats, valid, n_workers)
+        params = dict(self._train_params(stats), task=self._task)
+        checks_seconds = time.perf_counter() - t0
+        # fixed internal names: the label may also serve as weight or be named like a param
+        key_cols = [F.col(fcol), F.col(label)] + ([F.col(weight)] if weight else [])
+        cols = [F.col(fcol).alias("f"), F.col(label).cast("double").alias("y")]
+        if weight:
+            cols.append(F.col(weight).cast("double").alias("w"))
+        if valid:
+            cols.append(F.col(valid).alias("v"))
+        cols.append(F.xxhash64(*key_cols).alias(KEY))
+        df = dataset.select(*cols).repartition(int(n_workers), F.col(KEY))
+        result = run_barrier_training(
+            df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,
+                                        "v" if valid else None, stats["d"], column="f"),
+            make_train_fn(self._kind, params), timeout_s=self.getTimeoutSeconds(),
+            repartition=False)
+        summary = FMTrainingSummary._from_fit(result, checks_seconds)
+        return self._model_class._create(result.arrays, summary)
+
+
+# ============================================================================ models
+class FMModelBase(SparkXMLPredictorModel):
+    """Shared by FM and GBFM models: the JVM-free predictor, transform and persistence.
+    Subclasses set ``_predictor_class`` and ``_task``."""
+
+    _summary_class = FMTrainingSummary
+    _task = "regression"
+
+    @classmethod
+    def _create(cls, arrays: dict, summary=None):
+        return cls(cls._predictor_class.from_arrays(arrays), summary)
+
+    def _outputs(self):
+        if self._task == "regression":
+            return [(self.getPredictionCol(), "pred")]
+        return [(self.getRawPredictionCol(), "raw"), (self.getProbabilityCol(), "prob"),
+                (self.getPredictionCol(), "pred")]
+
+    def _transform_validated(self, dataset):
+        if self._predictor is None:
+            raise RuntimeError("this model has no parameters (was it constructed directly?)")
+        fcol = self.getFeaturesCol()
+        check_vector_column(dataset, fcol)
+        outs = self._outputs()
+        for name, _ in outs:
+            if name in dataset.columns:
+                raise ValueError(f"output column '{name}' already exists in the DataFrame")
+        schema = T.StructType(list(dataset.schema.fields)
+                              + [T.StructField(n, VectorUDT() if k in ("raw", "prob")
+                                               else T.DoubleType()) for n, k in outs])
+        fn = make_predict_fn(self._model_kind, self._task_model(dataset), fcol,
+                             self.numFeatures, self._task != "regression",
+                             [k for _, k in outs], [n for n, _ in outs])
+        return dataset.mapInArrow(fn, schema)

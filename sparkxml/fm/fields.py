@@ -1,0 +1,211 @@
+"""``FieldEncoder``: categorical columns -> one-hot field vector + ``fieldStarts``.
+
+Factorization machines and GBFM take a sparse vector whose features are grouped in fields (a
+user id, an item id, an age band, genres...). ``FieldEncoder(inputCols=[...]).fit(df)`` learns
+each column's categories (one job: a ``groupBy`` count of (column, category) pairs; most
+frequent first, ties by value) and the model's ``transform`` adds ``outputCol``: a SparseVector with 1.0 at
+each row's category of every column, columns side by side in ``inputCols`` order. The model's
+``fieldStarts`` goes straight to ``GBFMRegressor(fieldStarts=...)`` (and to ``FMRegressor`` for
+per-field MCMC priors).
+
+Column types: string, integer or boolean; ``array<...>`` of those for multi-valued columns
+(1.0 at each category of the list). Unseen categories and nulls: ``handleInvalid`` "keep"
+(default: the field is left empty for that row, the other fields stay), "skip" (drop the row)
+or "error".
+"""
+from __future__ import annotations
+
+import numpy as np
+from pyspark import keyword_only
+from pyspark.ml.linalg import VectorUDT
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkxml_kernels.fm.fields import FIELD_KEYS, FieldVocabulary
+
+from sparkxml.fm.base import add_setters
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.params import HasHandleInvalid, HasInputCols, HasOutputCol
+
+__all__ = ["FieldEncoder", "FieldEncoderModel"]
+
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)
+
+
+class _FieldEncoderParams(HasInputCols, HasOutputCol, HasHandleInvalid):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(outputCol="features", handleInvalid="keep")
+
+
+def _element_type(dataset, name: str):
+    if name not in dataset.columns:
+        raise ValueError(f"inputCols: column '{name}' is not in the DataFrame (columns: "
+                         f"{dataset.columns})")
+    t = dataset.schema[name].dataType
+    base = t.elementType if isinstance(t, T.ArrayType) else t
+    if not isinstance(base, _INTEGRAL + (T.StringType,)):
+        raise TypeError(f"inputCols: column '{name}' must be string, integer or boolean (or an "
+                        f"array of those), got {t.simpleString()}")
+    return t, base
+
+
+class FieldEncoder(SparkXMLEstimator, _FieldEncoderParams):
+    """Learn the categories of ``inputCols``; see the module docstring.
+
+    Parameters
+    ----------
+    inputCols : list of str
+        Categorical columns, one field each, in this order.
+    outputCol : str, default "features"
+    handleInvalid : {"keep", "skip", "error"}, default "keep"
+        At transform: what an unseen category or a null does.
+
+    Examples
+    --------
+    >>> enc = FieldEncoder(inputCols=["user", "item", "age", "genres"]).fit(ratings)
+    >>> enc.fieldStarts            # e.g. [0, 6040, 9746, 9753]
+    >>> FMRegressor(fieldStarts=enc.fieldStarts).fit(enc.transform(ratings))
+    """
+
+    _model_kind = "fields"
+
+    @keyword_only
+    def __init__(self, *, inputCols=None, outputCol="features", handleInvalid="keep"):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, inputCols=None, outputCol="features", handleInvalid="keep"):
+        return self._set_params(**self._input_kwargs)
+
+    def _fit_validated(self, dataset):
+        if not self.isDefined(self.inputCols) or not self.getOrDefault(self.inputCols):
+            raise ValueError("inputCols: set the categorical columns to encode")
+        cols = list(self.getInputCols())
+        if len(set(cols)) != len(cols):
+            raise ValueError(f"inputCols: {cols} names a column twice")
+        # one job for all columns: (column index, category as a string) -> count
+        parts, bases = [], []
+        for k, c in enumerate(cols):
+            t, base = _element_type(dataset, c)
+            values = F.explode(F.col(c)) if isinstance(t, T.ArrayType) else F.col(c)
+            if isinstance(base, T.BooleanType):
+                values = values.cast("int")
+            parts.append(dataset.select(F.lit(k).alias("c"), values.cast("string").alias("v")))
+            bases.append(base)
+        union = parts[0]
+        for part in parts[1:]:
+            union = union.unionByName(part)
+        rows = union.where(F.col("v").isNotNull()).groupBy("c", "v").count().collect()
+        vocabs = []
+        for k, c in enumerate(cols):
+            mine = [r for r in rows if r["c"] == k]
+            if not mine:
+                raise ValueError(f"inputCols: column '{c}' holds no non-null value")
+            if isinstance(bases[k], T.StringType):
+                vals = np.array([r["v"] for r in mine], dtype=str)
+            else:
+                vals = np.array([int(r["v"]) for r in mine], dtype=np.int64)
+            counts = np.array([r["count"] for r in mine], np.int64)
+            vocabs.append(vals[np.lexsort((vals, -counts))])  # most frequent first
+        model = FieldEncoderModel._create(FieldVocabulary(vocabs, cols))
+        return model
+
+
+class FieldEncoderModel(SparkXMLModel, _FieldEncoderParams):
+    """Fitted :class:`FieldEncoder`.
+
+    Save format: ``path/metadata`` (``modelKind`` "fields") and ``path/data/`` (the
+    arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with
+    ``field_starts`` int64 (m+1,), ``n_columns``, and per column c ``vocab_c`` (int64 or
+    unicode categories, in field order) and ``name_c``. ``sparkxml_kernels.load_model(path)``
+    returns a ``FieldVocabulary`` whose ``encode(columns)`` gives the CSR rows without Spark.
+    """
+
+    _model_kind = "fields"
+    _required_arrays = FIELD_KEYS
+
+    def __init__(self):
+        super().__init__()
+        self._vocab = None
+
+    @classmethod
+    def _create(cls, vocab: FieldVocabulary):
+        model = cls()
+        model._vocab = vocab
+        return model
+
+    @property
+    def vocabulary(self) -> FieldVocabulary:
+        """The JVM-free encoder (``encode(columns, handle_invalid)`` -> CSR)."""
+        return self._vocab
+
+    @property
+    def fieldStarts(self) -> list:
+        """Start index of each column's field (the ``fieldStarts`` param of FM and GBFM)."""
+        return [int(x) for x in self._vocab.field_starts[:-1]]
+
+    @property
+    def numFeatures(self) -> int:
+        return self._vocab.n_features
+
+    def categories(self, column: str) -> list:
+        """The categories of ``column`` in field order (index i = feature fieldStart + i)."""
+        if column not in self._vocab.names:
+            raise ValueError(f"'{column}' is not one of inputCols {self._vocab.names}")
+        return self._vocab.vocabs[self._vocab.names.index(column)].tolist()
+
+    def _save_arrays(self) -> dict:
+        return self._vocab.to_arrays()
+
+    @classmethod
+    def _from_arrays(cls, arrays: dict, path: str):
+        from sparkxml_kernels.persist import ModelFormatError
+
+        try:
+            return cls._create(FieldVocabulary.from_arrays(arrays))
+        except (ValueError, KeyError) as e:
+            raise ModelFormatError(f"{path}: {e}") from None
+
+    def copy(self, extra=None):
+        that = super().copy(extra)
+        that._vocab = self._vocab
+        return that
+
+    def _transform_validated(self, dataset):
+        cols = list(self.getInputCols())
+        if cols != self._vocab.names:
+            raise ValueError(f"inputCols {cols} differ from the columns the encoder was fit on "
+                             f"{self._vocab.names}")
+        for c in cols:
+            _element_type(dataset, c)
+        out = self.getOutputCol()
+        if out in dataset.columns:
+            raise ValueError(f"output column '{out}' already exists in the DataFrame")
+        schema = T.StructType(list(dataset.schema.fields) + [T.StructField(out, VectorUDT())])
+        fn = _make_encode_fn(self._vocab.to_arrays(), cols, self.getHandleInvalid(), out)
+        return dataset.mapInArrow(fn, schema)
+
+
+def _make_encode_fn(arrays: dict, cols, handle_invalid: str, out: str):
+    def encode(batches):
+        import pyarrow as pa
+
+        from sparkxml.datasets import vector_array
+
+        voc = FieldVocabulary.from_arrays(arrays)
+        for b in batches:
+            indptr, indices, data, keep = voc.encode(
+                [b.column(b.schema.get_field_index(c)) for c in cols], handle_invalid)
+            if not keep.all():
+                b = b.filter(pa.array(keep))
+            vec = vector_array(indptr, indices, data, voc.n_features)
+            yield pa.RecordBatch.from_arrays(list(b.columns) + [vec],
+                                             names=list(b.schema.names) + [out])
+
+    return encode
+
+
+add_setters(FieldEncoder, ("inputCols", "outputCol", "handleInvalid"))
+add_setters(FieldEncoderModel, ("outputCol", "handleInvalid"))

@@ -1,0 +1,287 @@
+"""Factorization machines on Spark: ``FMRegressor`` and ``FMClassifier``.
+
+ŷ(x) = w0 + Σ_j w_j x_j + Σ_{j<l} ⟨v_j, v_l⟩ x_j x_l (Rendle, ICDM 2010), learned by
+
+* ``solver="mcmc"`` (default): Gibbs sampling with Gaussian/Gamma hyper-priors as libFM and
+  myFM run it, so there is no regularisation to tune; binary classification by probit
+  regression with latent targets; the prediction averages the posterior samples kept after
+  ``burnIn`` (every ``thinning``-th sweep);
+* ``solver="als"``: coordinate descent (libFM's ALS; squared loss, or logistic loss by
+  GLMNET-style re-expansion each sweep) with L2 ``regParam``;
+* ``solver="adamw"``: mini-batch AdamW (Spark MLlib's FM solver) with decoupled weight decay
+  ``regParam``, learning rate ``stepSize`` and ``miniBatchFraction``.
+
+Training is ONE barrier stage (``sparkxml.fm.base``). The coordinate solvers update all
+parameters of an exclusive feature block (features that never share a row, such as a one-hot
+encoded column; found from the data, see ``sparkxml_kernels.fm.layout``) at once, with one
+all-reduce of per-feature sums: exactly the sequential update. Same seed, same data: the same
+model whatever ``numWorkers`` and input partitioning, up to the rounding of those sums.
+"""
+from __future__ import annotations
+
+import numpy as np
+from pyspark import keyword_only
+
+from sparkxml_kernels.fm.predictor import FMPredictor
+
+from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
+from sparkxml._core.params import (HasBurnIn,
+    HasFactorSize,
+    HasFeaturesCol,
+    HasFieldStarts,
+    HasFitIntercept,
+    HasFitLinear,
+    HasFMSolver,
+    HasInitStd,
+    HasLabelCol,
+    HasMaxIter,
+    HasMiniBatchFraction,
+    HasNumWorkers,
+    HasPredictionCol,
+    HasProbabilityCol,
+    HasRawPredictionCol,
+    HasRegParam,
+    HasSeed,
+    HasStepSize,
+    HasThinning,
+    HasTimeoutSeconds,
+    HasTol,
+    HasWeightCol)
+
+__all__ = ["FMRegressor", "FMRegressionModel", "FMClassifier", "FMClassificationModel"]
+
+_PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "factorSize", "solver",
+           "maxIter", "regParam", "initStd", "seed", "burnIn", "thinning", "stepSize",
+           "miniBatchFraction", "tol", "fitIntercept", "fitLinear", "fieldStarts", "numWorkers",
+           "timeoutSeconds")
+_CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
+
+
+class _FMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFactorSize,
+                HasFMSolver, HasMaxIter, HasRegParam, HasInitStd, HasSeed, HasBurnIn,
+                HasThinning, HasStepSize, HasMiniBatchFraction, HasTol, HasFitIntercept,
+                HasFitLinear, HasFieldStarts, HasNumWorkers, HasTimeoutSeconds):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
+                         factorSize=8, solver="mcmc", maxIter=200, regParam=0.001, initStd=0.1,
+                         seed=0, burnIn=5, thinning=1, stepSize=0.003, miniBatchFraction=0.01,
+                         tol=1e-6, fitIntercept=True, fitLinear=True, timeoutSeconds=600.0)
+
+
+class _FMClassifierParams(_FMParams, HasRawPredictionCol, HasProbabilityCol):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
+
+
+class _FMEstimator(FMEstimatorBase):
+    _kind = "fm"
+
+    def _check_params(self, weight, valid):
+        if self.getSolver() == "mcmc":
+            if self.getBurnIn() >= self.getMaxIter():
+                raise ValueError(f"burnIn={self.getBurnIn()} must be below maxIter="
+                                 f"{self.getMaxIter()}: no MCMC sample would be kept")
+            if weight and self._task == "classification":
+                raise ValueError("weightCol is not supported by solver 'mcmc' for "
+                                 "classification (the probit likelihood has no row weights); "
+                                 "use solver 'als' or 'adamw'")
+
+    def _train_params(self, stats: dict) -> dict:
+        solver = self.getSolver()
+        fs = self._opt(self.fieldStarts)
+        if fs is not None:
+            fs = check_field_starts(fs, stats["d"])
+        return {"solver": solver, "factorSize": self.getFactorSize(),
+                "maxIter": self.getMaxIter(), "regParam": self.getRegParam(),
+                "initStd": self.getInitStd(), "seed": int(self.getSeed()),
+                "burnIn": self.getBurnIn(), "thinning": self.getThinning(),
+                "stepSize": self.getStepSize(), "miniBatchFraction": self.getMiniBatchFraction(),
+                "tol": self.getTol(), "fitIntercept": self.getFitIntercept(),
+                "fitLinear": self.getFitLinear(), "fieldStarts": fs}
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    featuresCol : str, default "features"
+        Spark ML vector column (sparse or dense; finite values), all of one size.
+    labelCol : str, default "label"
+    weightCol : str, optional
+        Non-negative row weights: a row of weight w counts as w copies of the row (in MCMC
+        regression it scales the row's noise precision). Not available for MCMC
+        classification.
+    factorSize : int, default 8
+        Rank k of the pairwise interactions.
+    solver : {"mcmc", "als", "adamw"}, default "mcmc"
+        The most accurate, and free of regularisation to tune, is "mcmc" (on a9a it matched
+        myFM's AUC; see the README). "als" needs ``regParam``; "adamw" ``stepSize``,
+        ``miniBatchFraction`` and ``regParam``.
+    maxIter : int, default 200
+        Sweeps over the parameters (mcmc, als) or epochs (adamw).
+    regParam : float, default 0.001
+        L2 regularisation of w and V on the mean loss (als), decoupled weight decay (adamw);
+        unused by mcmc.
+    initStd : float, default 0.1
+        Standard deviation of the initial factors.
+    seed : int, default 0
+    burnIn : int, default 5
+        MCMC: sweeps discarded before samples are kept (as myFM's default of keeping all but
+        the first 5).
+    thinning : int, default 1
+        MCMC: keep every thinning-th sweep after burn-in. The model stores every kept sample
+        (see the model's save format): raise it to bound the model size.
+    stepSize : float, default 0.003
+        adamw learning rate, in (0, 1].
+    miniBatchFraction : float, default 0.01
+        adamw: fraction of the rows in a mini-batch, in (0, 1].
+    tol : float, default 1e-6
+        als / adamw: stop when the objective (mean loss) changed by less than this fraction
+        over one sweep / epoch.
+    fitIntercept, fitLinear : bool, default True
+        Learn w0 / the linear weights w.
+    fieldStarts : list of int, optional
+        Start index of each field (a contiguous range of the vector, e.g. one encoded
+        categorical column). MCMC gives each field its own hyper-priors (myFM's
+        ``group_shapes``); without it all features share one. The coordinate updates find
+        their blocks from the data either way.
+    numWorkers : int, optional
+        Barrier tasks; all run at once. Default: the session's parallelism, capped at one
+        worker per 50,000 rows.
+    timeoutSeconds : float, default 600
+        Bound on every wait for a peer task.
+"""
+
+
+class FMRegressor(_FMEstimator, _FMParams):
+    """Factorization machine regression (squared loss; MCMC: Gaussian likelihood with a
+    Gamma prior on its precision).
+    """ + _DOC_PARAMS + """
+    Examples
+    --------
+    >>> model = FMRegressor(factorSize=8, maxIter=200).fit(train_df)
+    >>> model.transform(test_df).select("prediction")
+    """
+
+    _task = "regression"
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None,
+                 predictionCol="prediction", factorSize=8, solver="mcmc", maxIter=200,
+                 regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
+                 miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
+                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", labelCol="label", weightCol=None,
+                  predictionCol="prediction", factorSize=8, solver="mcmc", maxIter=200,
+                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
+                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
+                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0):
+        return self._set_params(**self._input_kwargs)
+
+    @property
+    def _model_class(self):
+        return FMRegressionModel
+
+
+class FMClassifier(_FMEstimator, _FMClassifierParams):
+    """Factorization machine binary classification (labels 0 and 1): probit with latent
+    targets (mcmc, as libFM), logistic loss (als, adamw).
+
+    Takes every parameter of :class:`FMRegressor`, plus ``rawPredictionCol`` (default
+    "rawPrediction": [-m, m] with m the margin: ŷ for logistic, Φ⁻¹(p) for probit) and
+    ``probabilityCol`` (default "probability": [1 - p, p]).
+    """
+
+    _task = "classification"
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None,
+                 predictionCol="prediction", rawPredictionCol="rawPrediction",
+                 probabilityCol="probability", factorSize=8, solver="mcmc", maxIter=200,
+                 regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
+                 miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
+                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", labelCol="label", weightCol=None,
+                  predictionCol="prediction", rawPredictionCol="rawPrediction",
+                  probabilityCol="probability", factorSize=8, solver="mcmc", maxIter=200,
+                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
+                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
+                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0):
+        return self._set_params(**self._input_kwargs)
+
+    @property
+    def _model_class(self):
+        return FMClassificationModel
+
+
+add_setters(FMRegressor, _PARAMS)
+add_setters(FMClassifier, _PARAMS + _CLASSIFIER_PARAMS)
+
+
+class _FMModel(FMModelBase):
+    """Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "fm") and ``path/data/``
+    (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with ``w0`` float64 (S,),
+    ``w`` float32 (S, d), ``V`` float32 (S, d, k), ``link`` ("identity" | "probit" |
+    "logistic"), ``n_features``, plus ``summary.*`` training history. S = 1 (als, adamw) or the
+    number of MCMC samples kept: the prediction is the mean over the samples of link(ŷ_s)
+    (``sparkxml_kernels.fm.predictor``), so an MCMC model holds S x d x (k + 1) float32
+    values."""
+
+    _model_kind = "fm"
+    _predictor_class = FMPredictor
+    _required_arrays = FMPredictor.keys
+
+    @property
+    def numSamples(self) -> int:
+        """Parameter sets averaged at prediction (MCMC samples kept; 1 otherwise)."""
+        return int(self._predictor.n_samples)
+
+    @property
+    def intercept(self) -> float:
+        """w0 (for MCMC: the posterior mean over the kept samples)."""
+        return float(np.mean(self._predictor.w0))
+
+    @property
+    def linear(self):
+        """Linear weights w as a DenseVector (MCMC: posterior mean)."""
+        from pyspark.ml.linalg import DenseVector
+
+        return DenseVector(self._predictor.w.astype(np.float64).mean(axis=0))
+
+    @property
+    def factors(self):
+        """Factors V as a DenseMatrix (d x k) (MCMC: posterior mean; the prediction uses the
+        samples, not this mean)."""
+        from pyspark.ml.linalg import DenseMatrix
+
+        V = self._predictor.V.astype(np.float64).mean(axis=0)
+        return DenseMatrix(V.shape[0], V.shape[1], V.reshape(-1, order="F").tolist())
+
+
+class FMRegressionModel(_FMModel, _FMParams):
+    """Fitted :class:`FMRegressor`: adds ``predictionCol`` (double)."""
+
+    __doc__ += _FMModel.__doc__
+    _task = "regression"
+
+
+class FMClassificationModel(_FMModel, _FMClassifierParams):
+    """Fitted :class:`FMClassifier`: adds ``rawPredictionCol``, ``probabilityCol`` (vectors)
+    and ``predictionCol`` (1.0 when p > 0.5), as Spark ML's classifiers."""
+
+    __doc__ += _FMModel.__doc__
+    _task = "classification"
+
+
+add_setters(FMRegressionModel, ("featuresCol", "predictionCol"))
+add_setters(FMClassificationModel, ("featuresCol", "predictionCol", "rawPredictionCol",
+                                    "probabilityCol"))

@@ -1,0 +1,243 @@
+"""Gradient Boosting Factorization Machines on Spark: ``GBFMRegressor`` and ``GBFMClassifier``.
+
+GBFM (Cheng et al., RecSys 2014) adds pairwise interactions only between the field pairs that
+help: features are grouped in fields (``fieldStarts``: e.g. user, item, age band, genre, each
+a one-hot block, as ``sparkxml.fm.fields.FieldEncoder`` builds them), and each boosting stage
+
+1. picks a field pair (p, q) by the paper's greedy selection on the current gradient: the
+   field p whose per-feature fit explains the most, then the field q whose multiplier of that
+   fit explains the most of what it leaves;
+2. fits first-order terms for p and q and a rank-``factorSize`` interaction
+   Σ_{i∈C_p, j∈C_q} x_i x_j ⟨V_p^i, V_q^j⟩ to the loss's second-order expansion by ``maxIter``
+   sweeps of exact coordinate descent (regularised by ``regParam``);
+3. adds it with shrinkage ``stepSize``.
+
+``model.stages`` lists the chosen pairs and each stage's training-loss decrease. Early stopping
+watches a validation set (``validationIndicatorCol``, ``earlyStoppingRounds``). Training is one
+barrier stage, as for ``FMRegressor``; see ``sparkxml_kernels.fm.gbfm`` for the algorithm and
+how it differs from the paper's text.
+"""
+from __future__ import annotations
+
+from pyspark import keyword_only
+
+from sparkxml_kernels.fm.predictor import GBFMPredictor
+
+from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
+from sparkxml._core.params import (HasEarlyStoppingRounds,
+    HasFactorSize,
+    HasFeaturesCol,
+    HasFieldStarts,
+    HasInitStd,
+    HasLabelCol,
+    HasMaxIter,
+    HasNumStages,
+    HasNumWorkers,
+    HasPredictionCol,
+    HasProbabilityCol,
+    HasRawPredictionCol,
+    HasRegParam,
+    HasSeed,
+    HasStepSize,
+    HasTimeoutSeconds,
+    HasValidationIndicatorCol,
+    HasWeightCol)
+
+__all__ = ["GBFMRegressor", "GBFMRegressionModel", "GBFMClassifier", "GBFMClassificationModel"]
+
+_PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts", "numStages",
+           "stepSize", "factorSize", "maxIter", "regParam", "initStd", "seed", "numWorkers",
+           "validationIndicatorCol", "earlyStoppingRounds", "timeoutSeconds")
+_CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
+
+
+class _GBFMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFieldStarts,
+                  HasNumStages, HasStepSize, HasFactorSize, HasMaxIter, HasRegParam, HasInitStd,
+                  HasSeed, HasNumWorkers, HasValidationIndicatorCol, HasEarlyStoppingRounds,
+                  HasTimeoutSeconds):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
+                         numStages=100, stepSize=0.3, factorSize=8, maxIter=3, regParam=1e-4,
+                         initStd=0.01, seed=0, earlyStoppingRounds=0, timeoutSeconds=600.0)
+
+
+class _GBFMClassifierParams(_GBFMParams, HasRawPredictionCol, HasProbabilityCol):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
+
+
+class _GBFMEstimator(FMEstimatorBase):
+    _kind = "gbfm"
+
+    def _check_params(self, weight, valid):
+        if not self.isDefined(self.fieldStarts) or self._opt(self.fieldStarts) is None:
+            raise ValueError("fieldStarts is required: GBFM chooses pairs of fields (e.g. "
+                             "from sparkxml.fm.fields.FieldEncoder's fieldStarts)")
+        if len(self.getFieldStarts()) < 2:
+            raise ValueError(f"fieldStarts={self.getFieldStarts()!r}: GBFM needs at least two "
+                             f"fields")
+        if self.getEarlyStoppingRounds() > 0 and not valid:
+            raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
+
+    def _train_params(self, stats: dict) -> dict:
+        fs = check_field_starts(self.getFieldStarts(), stats["d"])
+        return {"fieldStarts": fs, "numStages": self.getNumStages(),
+                "stepSize": self.getStepSize(), "factorSize": self.getFactorSize(),
+                "maxIter": self.getMaxIter(), "regParam": self.getRegParam(),
+                "initStd": self.getInitStd(), "seed": int(self.getSeed()),
+                "earlyStoppingRounds": self.getEarlyStoppingRounds()}
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    featuresCol : str, default "features"
+        Spark ML vector column (finite values), all of one size.
+    labelCol : str, default "label"
+    weightCol : str, optional
+        Non-negative row weights.
+    fieldStarts : list of int (required)
+        Start index of each field, strictly ascending from 0; the last field runs to the end
+        of the vector. At least two fields.
+    numStages : int, default 100
+        Boosting stages (one field pair each).
+    stepSize : float, default 0.3
+        Shrinkage of every stage, in (0, 1].
+    factorSize : int, default 8
+        Rank of each stage's interaction.
+    maxIter : int, default 3
+        Coordinate-descent sweeps fitting each stage.
+    regParam : float, default 1e-4
+        L2 regularisation of the stage parameters (on the mean loss); also used by the greedy
+        pair selection.
+    initStd : float, default 0.01
+        Standard deviation of the initial factors beyond the first (which starts from the
+        greedy selection's fit).
+    seed : int, default 0
+    validationIndicatorCol : str, optional
+        Boolean column: true rows are the validation set (not trained on); its loss (RMSE or
+        log-loss) is recorded after every stage.
+    earlyStoppingRounds : int, default 0
+        Stop when the validation loss has not improved for this many stages (0 = off); the
+        model keeps the best number of stages.
+    numWorkers, timeoutSeconds
+        As :class:`sparkxml.fm.FMRegressor`.
+"""
+
+
+class GBFMRegressor(_GBFMEstimator, _GBFMParams):
+    """GBFM regression (squared loss).
+    """ + _DOC_PARAMS + """
+    Examples
+    --------
+    >>> enc = FieldEncoder(inputCols=["user", "item", "age", "genre"]).fit(df)
+    >>> model = GBFMRegressor(fieldStarts=enc.fieldStarts, numStages=50).fit(enc.transform(df))
+    >>> model.stages[:3]   # [{'stage': 0, 'fields': (0, 1), 'gain': ...}, ...]
+    """
+
+    _task = "regression"
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None,
+                 predictionCol="prediction", fieldStarts=None, numStages=100, stepSize=0.3,
+                 factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
+                 numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
+                 timeoutSeconds=600.0):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", labelCol="label", weightCol=None,
+                  predictionCol="prediction", fieldStarts=None, numStages=100, stepSize=0.3,
+                  factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
+                  numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
+                  timeoutSeconds=600.0):
+        return self._set_params(**self._input_kwargs)
+
+    @property
+    def _model_class(self):
+        return GBFMRegressionModel
+
+
+class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
+    """GBFM binary classification (logistic loss; labels 0 and 1).
+
+    Takes every parameter of :class:`GBFMRegressor`, plus ``rawPredictionCol`` (default
+    "rawPrediction": [-m, m], m the log-odds) and ``probabilityCol`` (default "probability").
+    """
+
+    _task = "classification"
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None,
+                 predictionCol="prediction", rawPredictionCol="rawPrediction",
+                 probabilityCol="probability", fieldStarts=None, numStages=100, stepSize=0.3,
+                 factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
+                 numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
+                 timeoutSeconds=600.0):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", labelCol="label", weightCol=None,
+                  predictionCol="prediction", rawPredictionCol="rawPrediction",
+                  probabilityCol="probability", fieldStarts=None, numStages=100, stepSize=0.3,
+                  factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
+                  numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
+                  timeoutSeconds=600.0):
+        return self._set_params(**self._input_kwargs)
+
+    @property
+    def _model_class(self):
+        return GBFMClassificationModel
+
+
+add_setters(GBFMRegressor, _PARAMS)
+add_setters(GBFMClassifier, _PARAMS + _CLASSIFIER_PARAMS)
+
+
+class _GBFMModel(FMModelBase):
+    """Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "gbfm") and
+    ``path/data/`` (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with
+    ``w0``, ``field_starts`` int64 (m+1,), ``stage_fields`` int32 (S, 2), ``stage_offsets``
+    int64 (S+1,), ``stage_V`` float64 (R, k), ``stage_lin`` float64 (R,), ``stage_gain``
+    float64 (S,), ``link``, ``n_features`` (see ``sparkxml_kernels.fm.predictor``), plus
+    ``summary.*`` training history."""
+
+    _model_kind = "gbfm"
+    _predictor_class = GBFMPredictor
+    _required_arrays = GBFMPredictor.keys
+
+    @property
+    def stages(self) -> list:
+        """One dict a stage, in order: ``stage``, ``fields`` (p, q) (field indices into
+        ``fieldStarts``), ``gain`` (training-loss decrease of the stage, mean loss) and
+        ``selectionGain`` (the greedy selection's score of the pair, when known)."""
+        P = self._predictor
+        sel = (self._summary.history.get("selection_gain")
+               if self._summary is not None else None) or []
+        return [{"stage": s, "fields": (int(p), int(q)), "gain": float(P.stage_gain[s]),
+                 "selectionGain": float(sel[s]) if s < len(sel) else None}
+                for s, (p, q) in enumerate(P.stage_fields)]
+
+
+class GBFMRegressionModel(_GBFMModel, _GBFMParams):
+    """Fitted :class:`GBFMRegressor`: adds ``predictionCol`` (double)."""
+
+    __doc__ += _GBFMModel.__doc__
+    _task = "regression"
+
+
+class GBFMClassificationModel(_GBFMModel, _GBFMClassifierParams):
+    """Fitted :class:`GBFMClassifier`: adds ``rawPredictionCol``, ``probabilityCol`` and
+    ``predictionCol``."""
+
+    __doc__ += _GBFMModel.__doc__
+    _task = "classification"
+
+
+add_setters(GBFMRegressionModel, ("featuresCol", "predictionCol"))
+add_setters(GBFMClassificationModel, ("featuresCol", "predictionCol", "rawPredictionCol",
+                                      "probabilityCol"))

@@ -1,0 +1,188 @@
+"""The code FM and GBFM run inside Spark tasks: the data-check task, the barrier stage's load
+and train functions, and the transform function.
+
+Kept apart from the estimators so that a Python worker unpickling these closures imports only
+numpy, pyarrow and ``sparkxml_kernels`` (not ``pyspark.ml``). Functions here capture plain
+values only (no Spark objects, no Estimator).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from sparkxml_kernels import arrow_io
+from sparkxml_kernels.model_cache import as_handle
+
+from sparkxml._core.arrow import column_of, dense_vectors
+
+KEY = "__sparkxml_key"
+
+STATS_SCHEMA = ("n long, nnz long, dmin long, dmax long, label_null long, label_bad double, "
+                "label_nonbinary double, weight_null long, weight_bad double, x_bad double, "
+                "n_valid long, valid_null long, weight_train double")
+
+
+def _first(values, bad):
+    idx = np.flatnonzero(bad)
+    return float(values[idx[0]]) if idx.size else None
+
+
+def make_stats_task(fcol, label, weight, valid, classification: bool):
+    """One row per input partition: counts, vector sizes and the first offending value of each
+    check (labels, weights, feature values), so that the driver can name what is wrong."""
+
+    def stats(batches):
+        acc = {"n": 0, "nnz": 0, "dmin": None, "dmax": None, "label_null": 0, "label_bad": None,
+               "label_nonbinary": None, "weight_null": 0, "weight_bad": None, "x_bad": None,
+               "n_valid": 0, "valid_null": 0, "weight_train": 0.0}
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            n, nnz, dmin, dmax = arrow_io.vector_stats(column_of(b, fcol), fcol)
+            acc["n"] += n
+            acc["nnz"] += nnz
+            if n and dmin >= 0:
+                acc["dmin"] = dmin if acc["dmin"] is None else min(acc["dmin"], dmin)
+                acc["dmax"] = dmax if acc["dmax"] is None else max(acc["dmax"], dmax)
+            col = column_of(b, fcol)
+            vals = col.field("values").flatten().to_numpy(zero_copy_only=False)
+            if acc["x_bad"] is None:
+                acc["x_bad"] = _first(vals, ~np.isfinite(vals))
+            lab = column_of(b, label)
+            acc["label_null"] += lab.null_count
+            y = lab.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+            if acc["label_bad"] is None:
+                acc["label_bad"] = _first(y, ~np.isfinite(y))
+            if classification and acc["label_nonbinary"] is None:
+                acc["label_nonbinary"] = _first(y, np.isfinite(y) & (y != 0.0) & (y != 1.0))
+            w = np.ones(n)
+            if weight is not None:
+                wc = column_of(b, weight)
+                acc["weight_null"] += wc.null_count
+                w = wc.cast(pa.float64()).fill_null(1.0).to_numpy(zero_copy_only=False)
+                if acc["weight_bad"] is None:
+                    acc["weight_bad"] = _first(w, ~np.isfinite(w) | (w < 0))
+            train = np.ones(n, bool)
+            if valid is not None:
+                vc = column_of(b, valid)
+                acc["valid_null"] += vc.null_count
+                v = np.asarray(vc.fill_null(False).to_numpy(zero_copy_only=False), bool)
+                acc["n_valid"] += int(v.sum())
+                train = ~v
+            wt = w[train]
+            acc["weight_train"] += float(wt[np.isfinite(wt)].sum())
+        if acc["dmin"] is None:
+            acc["dmin"] = acc["dmax"] = -1
+        yield pa.RecordBatch.from_pylist([acc])
+
+    return stats
+
+
+def make_load_fn(fcol, label, weight, valid, d: int, column=None):
+    """The barrier task's loader: Arrow batches -> CSR (float64 values), labels, weights,
+    content keys and the validation flags, all in arrival order. ``column``: the name of the
+    vector column in the batches when it differs from ``fcol`` (used in messages)."""
+    column = column or fcol
+
+    def load(batches, rank, world):
+        ip, ix, dv, ys, ws, ks, vs = [], [], [], [], [], [], []
+        offset = 0
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            indptr, indices, data, _ = arrow_io.vectors_to_csr(column_of(b, column), fcol,
+                                                               num_features=d,
+                                                               value_dtype=np.float64)
+            ip.append(indptr[1:] + offset)
+            offset += int(indptr[-1])
+            ix.append(indices)
+            dv.append(data)
+            # copies: a view would keep the whole Arrow batch alive
+            ys.append(np.array(column_of(b, label).cast(pa.float64())
+                               .to_numpy(zero_copy_only=False), np.float64))
+            if weight is not None:
+                ws.append(np.array(column_of(b, weight).cast(pa.float64())
+                                   .to_numpy(zero_copy_only=False), np.float64))
+            if valid is not None:
+                vs.append(np.asarray(column_of(b, valid).to_numpy(zero_copy_only=False), bool))
+            ks.append(np.array(column_of(b, KEY).to_numpy(zero_copy_only=False), np.int64))
+        cat = (lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt))
+        return {"indptr": np.concatenate([[0], cat(ip, np.int64)]).astype(np.int64),
+                "indices": cat(ix, np.int32), "data": cat(dv, np.float64),
+                "y": cat(ys, np.float64), "w": cat(ws, np.float64) if weight else None,
+                "valid": cat(vs, bool) if valid else None, "keys": cat(ks, np.int64),
+                "d": int(d), "fcol": fcol}
+
+    return load
+
+
+def make_train_fn(kind: str, params: dict):
+    """The barrier task's training function: canonical row order and blocks
+    (``fm.train.prepare``), then the FM solver or GBFM; rank 0 returns the model arrays."""
+
+    def train_fn(state, coll, rank, world):
+        from sparkxml_kernels.fm import train as T
+
+        valid = state["valid"]
+        prep = T.prepare(state["indptr"], state["indices"], state["data"], state["y"],
+                         state["w"], state["keys"], state["d"], coll, rank, world,
+                         column=state["fcol"], extra=valid)
+        if valid is not None:
+            prep, valid = prep
+        state.clear()
+        if kind == "fm":
+            arrays, hist = T.train_fm(prep, params, coll)
+        else:
+            from sparkxml_kernels.fm.gbfm import run_gbfm
+
+            tr = prep if valid is None or not valid.any() else prep.subset(~valid)
+            va = None if valid is None or not valid.any() else prep.subset(valid)
+            arrays, hist = run_gbfm(tr, va, params, coll)
+        info = {"n_rows": int(prep.n), "nnz": int(prep.indices.size),
+                "n_blocks": int(hist.get("n_blocks", 0))}
+        if rank == 0:
+            info["history"] = hist
+            return arrays, info
+        return None, info
+
+    return train_fn
+
+
+def output_arrays(raw, pred, classification: bool, kinds):
+    """Arrow arrays of the requested outputs: 'pred' (double: value, or 0/1 class), 'raw'
+    ([-m, m]) and 'prob' ([1-p, p]) vectors."""
+    out = []
+    for k in kinds:
+        if k == "pred":
+            v = (pred > 0.5).astype(np.float64) if classification else pred
+            out.append(pa.array(np.asarray(v, np.float64), pa.float64()))
+        elif k == "raw":
+            out.append(dense_vectors(np.column_stack([-raw, raw])))
+        else:
+            out.append(dense_vectors(np.column_stack([1.0 - pred, pred])))
+    return out
+
+
+def make_predict_fn(kind: str, model, fcol: str, d: int, classification: bool, kinds,
+                    names):
+    """The ``mapInArrow`` function of a model's transform: input columns + outputs
+    (``model``: a ``ModelHandle`` or the arrays)."""
+    handle = as_handle(model)
+
+    def predict(batches):
+        from sparkxml_kernels.fm.predictor import FMPredictor, GBFMPredictor
+
+        P = handle.build(kind, (FMPredictor if kind == "fm" else GBFMPredictor).from_arrays)
+        for b in batches:
+            indptr, indices, data, _ = arrow_io.vectors_to_csr(column_of(b, fcol), fcol,
+                                                               num_features=d,
+                                                               value_dtype=np.float64)
+            if data.size and not np.isfinite(data).all():
+                bad = data[~np.isfinite(data)][0]
+                raise ValueError(f"featuresCol: column '{fcol}' holds the value {bad!r}; "
+                                 f"features must be finite")
+            raw, pred = P.predict_csr(indptr, indices, data)
+            cols = list(b.columns) + output_arrays(raw, pred, classification, kinds)
+            yield pa.RecordBatch.from_arrays(cols, names=list(b.schema.names) + list(names))
+
+    return predict

@@ -1,0 +1,397 @@
+"""What decision trees and random forests share on the Spark side: params, the fit flow and
+the model base (outputs, persistence, scikit-learn's ``tree_`` arrays).
+
+A fit runs three Spark jobs, whatever the number of trees:
+
+1. one SQL aggregate over every row (JVM only): row count, label range, weights, vector sizes,
+   and non-finite features (trees refuse NaN/inf), so bad input fails first, naming the column
+   and the value (plus a class count job for ``classWeight='balanced'``);
+2. a sketch job over up to 200,000 sampled rows (all rows below that), keeping every distinct
+   float32 value of a feature as long as there are at most ``maxBins``: such a feature gets a
+   bin per value, and thresholds at the midpoints of values, i.e. exact (scikit-learn's) splits;
+3. ONE barrier stage over ``numWorkers`` partitions (``sparkxml._core.barrier``): each task bins
+   its rows (uint8, or uint16 above 255 bins), and the tasks grow the tree(s) in lockstep
+   through direct authenticated sockets (``sparkxml_kernels.forest``); rank 0 returns the
+   model arrays.
+
+Row identity is a content key computed in the JVM (``xxhash64`` of the features, label and
+weight): forests draw bootstrap counts from it, so rows with equal content share their counts.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from pyspark.ml.functions import vector_to_array
+from pyspark.ml.linalg import DenseVector
+from pyspark.sql import functions as F
+
+from sparkxml_kernels.forest.bins import bin_values
+from sparkxml_kernels.forest.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
+                                              criterion_id)
+from sparkxml_kernels.forest.predictor import ARRAY_KEYS, ForestPredictor
+from sparkxml_kernels.forest.splitter import sklearn_seed
+from sparkxml_kernels import binning
+
+from sparkxml._core.barrier import run_barrier_training
+from sparkxml._core.histogram_engine import (check_schema,
+    data_checks,
+    feature_exprs,
+    sketch_pass,
+    transform_with)
+from sparkxml._core.workers import check_slots, needs_repartition, workers_for
+from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
+from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.params import add_setters
+from sparkxml._core.params import (HasBootstrap,
+    HasClassWeight,
+    HasCriterion,
+    HasFeatureSubsetStrategy,
+    HasFeaturesCol,
+    HasFeaturesCols,
+    HasLabelCol,
+    HasMaxLeafNodes,
+    HasMinInfoGain,
+    HasMinInstancesPerNode,
+    HasMinSamplesSplit,
+    HasMinWeightFractionPerNode,
+    HasNumTrees,
+    HasNumWorkers,
+    HasOobScore,
+    HasPredictionCol,
+    HasProbabilityCol,
+    HasRawPredictionCol,
+    HasSeed,
+    HasSubsamplingRate,
+    HasTimeoutSeconds,
+    HasTreeMaxBins,
+    HasTreeMaxDepth,
+    HasWeightCol)
+
+# rows the sketch job summarises (LightGBM bins from 200,000 rows): below this, bins are exact
+# for every feature with at most maxBins distinct values
+_TREE_SKETCH_ROWS = 200_000
+
+TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
+               "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
+               "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
+               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds")
+CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
+FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
+
+
+# ============================================================================ params
+class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasPredictionCol,
+                  HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
+                  HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
+                  HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
+                  HasTimeoutSeconds):
+    _rules_prefix = "tree"
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
+                         maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
+                         minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
+                         featureSubsetStrategy="auto", seed=0, timeoutSeconds=600.0)
+
+    def _features_spec(self) -> dict:
+        if self.isSet(self.featuresCols) and self.getFeaturesCols():
+            return {"kind": "columns", "cols": list(self.getFeaturesCols())}
+        return {"kind": "vector", "col": self.getFeaturesCol()}
+
+    def _opt(self, param):
+        return self.getOrDefault(param) if self.isDefined(param) else None
+
+
+class ClassifierParams(HasRawPredictionCol, HasProbabilityCol, HasClassWeight):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
+
+
+class ForestParams(HasNumTrees, HasBootstrap, HasSubsamplingRate, HasOobScore):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(numTrees=20, bootstrap=True, subsamplingRate=1.0, oobScore=False)
+
+
+def n_subset_features(strategy: str, d: int, classification: bool, forest: bool) -> int:
+    """Features drawn per node (scikit-learn's rounding: int(sqrt(d)), int(log2(d)),
+    int(fraction * d), at least 1). 'auto': all for a single tree; sqrt (classification) or
+    onethird (regression) for a forest, as Spark MLlib."""
+    if strategy == "auto":
+        strategy = "all" if not forest else ("sqrt" if classification else "onethird")
+    if strategy == "all":
+        k = d
+    elif strategy == "sqrt":
+        k = int(math.sqrt(d))
+    elif strategy == "log2":
+        k = int(math.log2(d)) if d > 0 else 1
+    elif strategy == "onethird":
+        k = int(d / 3)
+    elif "." in strategy or "e" in strategy.lower():
+        k = int(float(strategy) * d)
+    else:
+        k = min(int(strategy), d)
+    return max(1, min(k, d))
+
+
+# ============================================================================ estimator
+class TreeEstimator(SparkXMLEstimator):
+    """The fit flow of every tree estimator (see the module docstring)."""
+
+    _task = "regression"
+    _forest = False
+
+    def _check_criterion(self):
+        crit = self.getOrDefault(self.criterion)
+        allowed = CLASSIFICATION_CRITERIA if self._task == "classification" \
+            else REGRESSION_CRITERIA
+        if crit not in allowed:
+            raise ValueError(f"criterion '{crit}' does not apply to {self._task}; use one of "
+                             f"{list(allowed)}")
+        return crit
+
+    def _extra_checks(self, spec, label):
+        """Aggregates riding along with the data checks: non-finite features, label range."""
+        L = F.col(label).cast("double")
+        extra = {"label_min": F.min(L), "label_sum": F.sum(L)}
+        if spec["kind"] == "vector":
+            arr = vector_to_array(F.col(spec["col"]))
+            bad = F.filter(arr, lambda x: F.isnan(x) | (F.abs(x) == float("inf")))
+            extra["features_bad"] = F.first(F.when(F.size(bad) > 0, bad[0]), ignorenulls=True)
+        else:
+            for i, c in enumerate(spec["cols"]):
+                x = F.col(c).cast("double")
+                extra[f"features_bad_{i}"] = F.first(
+                    F.when(x.isNull() | F.isnan(x) | (F.abs(x) == float("inf")),
+                           F.coalesce(x, F.lit(float("nan")))), ignorenulls=True)
+        return extra
+
+    def _raise_on_extra(self, spec, label, crit, extra):
+        if spec["kind"] == "vector":
+            if extra["features_bad"] is not None:
+                raise ValueError(f"featuresCol: column '{spec['col']}' holds the value "
+                                 f"{float(extra['features_bad'])!r}; trees need finite "
+                                 f"features (no NaN or inf)")
+        else:
+            for i, c in enumerate(spec["cols"]):
+                v = extra[f"features_bad_{i}"]
+                if v is not None:
+                    raise ValueError(f"featuresCols: column '{c}' holds a null, NaN or inf "
+                                     f"value ({float(v)!r}); trees need finite features")
+        if crit == "poisson":
+            if extra["label_min"] < 0:
+                raise ValueError(f"labelCol: column '{label}' holds the negative value "
+                                 f"{extra['label_min']!r}; criterion 'poisson' needs y >= 0")
+            if not extra["label_sum"] > 0:
+                raise ValueError(f"labelCol: column '{label}' sums to "
+                                 f"{extra['label_sum']!r}; criterion 'poisson' needs a "
+                                 f"positive sum")
+
+    def _class_weights(self, dataset, label, k):
+        if self._task != "classification" or self._opt(self.classWeight) is None:
+            return None
+        rows = dataset.groupBy(F.col(label).cast("long").alias("c")).count().collect()
+        counts = np.zeros(k)
+        for r in rows:
+            counts[int(r["c"])] = r["count"]
+        present = counts > 0
+        w = np.zeros(k)
+        w[present] = counts.sum() / (present.sum() * counts[present])
+        return w.tolist()
+
+    def _split_params(self, crit, k, d):
+        mtry = n_subset_features(self.getFeatureSubsetStrategy(), d,
+                                 self._task == "classification", self._forest)
+        return {"criterion": criterion_id(crit), "n_classes": k,
+                "max_depth": int(self.getMaxDepth()),
+                "min_samples_split": int(self.getMinSamplesSplit()),
+                "min_samples_leaf": int(self.getMinInstancesPerNode()),
+                "min_weight_fraction": float(self.getMinWeightFractionPerNode()),
+                "min_impurity_decrease": float(self.getMinInfoGain()),
+                "max_features": mtry, "max_leaf_nodes": int(self.getMaxLeafNodes())}
+
+    def _engine_config(self) -> dict:  # forests add theirs
+        return {"kind": "tree", "rand_state": sklearn_seed(int(self.getSeed()) & 0xFFFFFFFF)}
+
+    def _fit_validated(self, dataset):
+        spark = dataset.sparkSession
+        spec = self._features_spec()
+        label = self.getLabelCol()
+        weight = self._opt(self.weightCol) or None
+        check_schema(dataset, spec, label, weight, None)
+        crit = self._check_criterion()
+        if self._forest and self.getMaxLeafNodes() > 0:
+            raise ValueError("maxLeafNodes: forests grow level-wise; best-first growth "
+                             "(maxLeafNodes > 0) is for DecisionTreeClassifier/Regressor")
+        engine = self._engine_config()
+        n_workers = self._opt(self.numWorkers)
+        if n_workers is not None:
+            check_slots(spark, n_workers)
+        max_bins = int(self.getMaxBins())
+        t0 = time.perf_counter()
+        stats = data_checks(dataset, spec, label, weight, None, self._task,
+                             extra=self._extra_checks(spec, label))
+        self._raise_on_extra(spec, label, crit, stats["extra"])
+        d = stats["d"]
+        k = int(stats["label_max"]) + 1 if self._task == "classification" else 0
+        k = max(k, 2) if self._task == "classification" else 0
+        n_workers = workers_for(spark, stats, None, n_workers)
+        class_weights = self._class_weights(dataset, label, k)
+        checks_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        spec32 = dict(spec, float32=True)
+        # up to 256 as GBT counts it (255 bins, uint8); above, one bin per maxBins (uint16)
+        wide = max_bins > 256
+        n_real = binning.n_real_bins(max_bins, wide=wide)
+        sketch, infos = sketch_pass(dataset, spec32, weight, None, stats, min(max_bins, 256),
+                                     self.getSeed(), sample_rows=_TREE_SKETCH_ROWS,
+                                     size=max(binning.SKETCH_FACTOR * n_real, 256))
+        edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
+        vals = bin_values(sketch, edges)
+        sketch_seconds = time.perf_counter() - t0
+        cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
+                   criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
+                   n_features=d, class_weights=class_weights)
+        cols = feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
+        if weight is not None:
+            cols.append(F.col(weight).cast("double").alias(weight))
+        df = dataset.select(*cols)
+        df = df.withColumn(ROW_ID, F.xxhash64(*[F.col(c) for c in df.columns]))
+        result = run_barrier_training(
+            df, n_workers, make_load_fn(spec32, label, weight, None, edges, d),
+            make_tree_train_fn(cfg), timeout_s=self.getTimeoutSeconds(),
+            repartition=needs_repartition(infos, n_workers))
+        arrays = dict(result.arrays)
+        oob = arrays.pop("oob_score", None)
+        info = {"checksSeconds": checks_seconds, "sketchSeconds": sketch_seconds,
+                "trainingSeconds": result.seconds, "workerInfo": result.infos,
+                "numWorkers": n_workers}
+        model = self._model_class(ForestPredictor.from_arrays(arrays),
+                                  None if oob is None else float(oob), info)
+        return model
+
+
+# ============================================================================ model
+class TreeModel(SparkXMLModel):
+    """Fitted trees: ``transform`` adds Spark ML's outputs; scikit-learn's arrays per tree.
+
+    Save format (``modelKind`` "forest"): ``data/`` (parquet chunk rows,
+    ``sparkxml_kernels.persist``) holds the
+    ``sparkxml_kernels.forest.predictor`` arrays (every tree in scikit-learn's ``tree_``
+    layout, concatenated, with ``tree_offsets``), plus ``oob_score`` (0-d, forests fitted with
+    ``oobScore``). ``sparkxml_kernels.load_model(path)`` returns a ``ForestPredictor``.
+    """
+
+    _model_kind = "forest"
+    _required_arrays = ARRAY_KEYS
+
+    def __init__(self, predictor: ForestPredictor | None = None, oob_score=None, info=None):
+        super().__init__()
+        self._predictor = predictor
+        self._oob = oob_score
+        self._info = info or {}
+
+    @property
+    def predictor(self) -> ForestPredictor:
+        """The JVM-free predictor (numpy / CSR input)."""
+        return self._predictor
+
+    @property
+    def numFeatures(self) -> int:
+        return int(self._predictor.n_features)
+
+    @property
+    def totalNumNodes(self) -> int:
+        return int(self._predictor.feature.size)
+
+    @property
+    def featureImportances(self) -> DenseVector:
+        """scikit-learn's ``feature_importances_``: normalised weighted impurity decrease
+        (averaged over trees for a forest), as a Vector."""
+        return DenseVector(self._predictor.feature_importances())
+
+    def treeArrays(self, i: int = 0) -> dict:
+        """Tree ``i`` in scikit-learn's ``tree_`` layout: ``children_left``,
+        ``children_right``, ``feature``, ``threshold``, ``impurity``, ``n_node_samples``,
+        ``weighted_n_node_samples``, ``value`` (N, 1, K), node ids in depth-first preorder."""
+        return self._predictor.tree_arrays(int(i)).as_dict()
+
+    @property
+    def trainingInfo(self) -> dict:
+        """Timings and per-worker figures of the fit (empty after load)."""
+        return dict(self._info)
+
+    def _save_arrays(self) -> dict:
+        arrays = dict(self._predictor.to_arrays())
+        if self._oob is not None:
+            arrays["oob_score"] = np.asarray(self._oob, np.float64)
+        return arrays
+
+    @classmethod
+    def _from_arrays(cls, arrays: dict, path: str):
+        from sparkxml_kernels.persist import ModelFormatError
+
+        try:
+            predictor = ForestPredictor.from_arrays(arrays)
+        except ValueError as e:
+            raise ModelFormatError(f"{path}: {e}") from None
+        oob = arrays.get("oob_score")
+        return cls(predictor, None if oob is None else float(oob))
+
+    def copy(self, extra=None):
+        that = super().copy(extra)
+        that._predictor, that._oob, that._info = self._predictor, self._oob, self._info
+        return that
+
+    def _outputs(self):
+        outs = [(self.getPredictionCol(), "pred")]
+        if self._predictor.n_classes:
+            outs = [(self.getRawPredictionCol(), "raw"), (self.getProbabilityCol(), "prob")] \
+                + outs
+        return outs
+
+    def _transform_validated(self, dataset):
+        if self._predictor is None:
+            raise RuntimeError("this model has no trees (was it constructed directly?)")
+        handle = self._task_model(dataset)  # not the trees themselves: see sparkxml._core.serving
+        d = self.numFeatures
+        return transform_with(
+            dataset, self._features_spec(), self._outputs(),
+            lambda spec, kinds, names, drop: make_tree_predict_fn(handle, spec, d, kinds,
+                                                                   names, drop))
+
+
+class ClassificationModelMixin:
+    @property
+    def numClasses(self) -> int:
+        return int(self._predictor.n_classes)
+
+
+class ForestModelMixin:
+    @property
+    def getNumTrees(self) -> int:
+        """Number of trees (a property, as pyspark's forest models)."""
+        return int(self._predictor.n_trees)
+
+    @property
+    def outOfBagScore(self) -> float:
+        """scikit-learn's ``oob_score_``: accuracy (classifier) or R² (regressor) of each
+        training row predicted by the trees it is out of bag for."""
+        if self._oob is None:
+            raise RuntimeError("no out-of-bag score: fit with oobScore=True (and bootstrap "
+                               "or subsamplingRate < 1)")
+        return self._oob
+
+
+def add_tree_setters(estimator, model, classifier: bool, forest: bool):
+    names = TREE_PARAMS + (CLASSIFIER_PARAMS if classifier else ()) + \
+        (FOREST_PARAMS if forest else ())
+    add_setters(estimator, names)
+    outs = ("featuresCol", "featuresCols", "predictionCol") + \
+        (("rawPredictionCol", "probabilityCol") if classifier else ())
+    add_setters(model, outs)

@@ -1,0 +1,163 @@
+"""Random forests with scikit-learn's criteria on Spark: ``RandomForestClassifier`` and
+``RandomForestRegressor``.
+
+All trees grow in ONE barrier stage, level by level, with one histogram reduce per level for
+all trees' frontier nodes (``sparkxml_kernels.forest.forest``). A node whose rows are few
+enough that shipping them costs less than its histogram is finished in one process from its
+rows, with the same split search. Bootstrap counts come from hash(row content key, seed,
+tree) -- Poisson(subsamplingRate) as Spark MLlib -- and each node's features from hash(seed,
+tree, node path), so the model is the same for any numWorkers and input partitioning (with
+integer weights; otherwise up to rounding on near-ties). Probabilities average the trees'
+leaf class fractions and ``featureImportances`` averages their normalised impurity
+decreases, as scikit-learn.
+
+Differences from scikit-learn's forests: bootstrap counts are Poisson (MLlib), not a
+multinomial draw of n rows; a node whose drawn features are all constant becomes a leaf (as
+MLlib) where scikit-learn draws further features; the random streams differ (hashes).
+"""
+from __future__ import annotations
+
+from pyspark import keyword_only
+
+from sparkxml.forest.base import (ClassificationModelMixin,
+    ClassifierParams,
+    ForestModelMixin,
+    ForestParams,
+    TreeEstimator,
+    TreeModel,
+    TreeParams,
+    add_tree_setters)
+
+__all__ = ["RandomForestClassifier", "RandomForestClassificationModel",
+           "RandomForestRegressor", "RandomForestRegressionModel"]
+
+
+class _RFClassifierParams(TreeParams, ClassifierParams, ForestParams):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(criterion="gini")
+
+
+class _RFRegressorParams(TreeParams, ForestParams):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(criterion="squared_error")
+
+
+class _ForestEstimator(TreeEstimator):
+    _forest = True
+
+    def _engine_config(self) -> dict:
+        boot = bool(self.getBootstrap())
+        rate = float(self.getSubsamplingRate())
+        oob = bool(self.getOobScore())
+        if oob and not boot and rate >= 1.0:
+            raise ValueError("oobScore=True needs bootstrap=True or subsamplingRate < 1 (with "
+                             "every row in every tree there is no out-of-bag row)")
+        return {"kind": "forest", "n_trees": int(self.getNumTrees()),
+                "seed": int(self.getSeed()), "bootstrap": boot, "rate": rate, "oob": oob}
+
+
+class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
+    """A random forest of classification trees, trained in one barrier stage.
+
+    Takes every parameter of :class:`sparkxml.forest.tree.DecisionTreeClassifier` but
+    ``maxLeafNodes`` (forests grow level-wise), plus:
+
+    numTrees : int, default 20
+    bootstrap : bool, default True
+        Poisson(subsamplingRate) counts per row and tree; False: each row once (kept with
+        probability subsamplingRate).
+    subsamplingRate : float, default 1.0
+    oobScore : bool, default False
+        Compute ``model.outOfBagScore`` (scikit-learn's ``oob_score_``, accuracy) in the same stage.
+    featureSubsetStrategy : str, default "auto" (= "sqrt")
+
+    Outputs: ``rawPredictionCol`` (sum of the trees' class fractions, as Spark ML),
+    ``probabilityCol`` (their mean, scikit-learn's predict_proba), ``predictionCol``.
+
+    Examples
+    --------
+    >>> rf = RandomForestClassifier(numTrees=100, maxDepth=64, numWorkers=2).fit(train)
+    """
+
+    _task = "classification"
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
+                 weightCol=None, predictionCol="prediction", rawPredictionCol="rawPrediction",
+                 probabilityCol="probability", criterion="gini", numTrees=20, maxDepth=5,
+                 maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
+                 minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
+                 featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
+                 subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
+                 timeoutSeconds=600.0):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", featuresCols=None, labelCol="label",
+                  weightCol=None, predictionCol="prediction", rawPredictionCol="rawPrediction",
+                  probabilityCol="probability", criterion="gini", numTrees=20, maxDepth=5,
+                  maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
+                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
+                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
+                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
+                  timeoutSeconds=600.0):
+        return self._set_params(**self._input_kwargs)
+
+    @property
+    def _model_class(self):
+        return RandomForestClassificationModel
+
+
+class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
+    """A random forest of regression trees, trained in one barrier stage.
+
+    Takes the parameters of :class:`RandomForestClassifier` but ``classWeight`` and the
+    classifier outputs; ``criterion`` "squared_error" (default), "friedman_mse" or "poisson";
+    ``featureSubsetStrategy`` "auto" = "onethird" (Spark MLlib). ``oobScore`` is R².
+    """
+
+    _task = "regression"
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
+                 weightCol=None, predictionCol="prediction", criterion="squared_error",
+                 numTrees=20, maxDepth=5, maxBins=256, minInstancesPerNode=1,
+                 minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
+                 minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
+                 subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
+                 timeoutSeconds=600.0):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", featuresCols=None, labelCol="label",
+                  weightCol=None, predictionCol="prediction", criterion="squared_error",
+                  numTrees=20, maxDepth=5, maxBins=256, minInstancesPerNode=1,
+                  minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
+                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
+                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
+                  timeoutSeconds=600.0):
+        return self._set_params(**self._input_kwargs)
+
+    @property
+    def _model_class(self):
+        return RandomForestRegressionModel
+
+
+class RandomForestClassificationModel(ForestModelMixin, ClassificationModelMixin,
+                                      TreeModel, _RFClassifierParams):
+    """Fitted :class:`RandomForestClassifier`. ``treeArrays(i)``: tree i in scikit-learn's
+    ``tree_`` layout; ``oobScore``; ``featureImportances``. Save format: see
+    ``sparkxml.forest.base.TreeModel``."""
+
+
+class RandomForestRegressionModel(ForestModelMixin, TreeModel, _RFRegressorParams):
+    """Fitted :class:`RandomForestRegressor` (prediction = mean of the trees' leaf means).
+    Save format: see ``sparkxml.forest.base.TreeModel``."""
+
+
+add_tree_setters(RandomForestClassifier, RandomForestClassificationModel, True, True)
+add_tree_setters(RandomForestRegressor, RandomForestRegressionModel, False, True)

@@ -1,0 +1,118 @@
+"""The code trees and forests run inside Spark tasks: the barrier-stage training function
+and the predict function (loading and sketching are GBT's, ``sparkxml._gbt_tasks``).
+
+Like ``_gbt_tasks``, this module imports no ``pyspark.ml`` (a fresh Python worker unpickling
+these closures stays cheap) and its functions capture plain values only.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from sparkxml_kernels.forest.predictor import ForestPredictor
+from sparkxml_kernels.model_cache import as_handle
+
+from sparkxml._core.arrow import batch_features, dense_vectors
+
+
+def make_tree_train_fn(cfg: dict):
+    """The barrier task's training function.
+
+    ``cfg`` (plain values): kind ("tree" | "forest"), split (``SplitParams`` fields), n_classes,
+    criterion (name), vals (list of lists), edges (list of lists), n_features, class_weights
+    (list or None), rand_state (trees), n_trees / seed / bootstrap / rate / oob (forests).
+    """
+
+    def train_fn(state, coll, rank, world):
+        from sparkxml_kernels.forest import builder, forest, histogram
+        from sparkxml_kernels.forest.criteria import is_classification
+        from sparkxml_kernels.forest.tree import SplitParams
+
+        X, y, keys = state["X"], state["y"], state["ids"]
+        n = y.size
+        rw = np.ones(n) if state["w"] is None else np.asarray(state["w"], np.float64)
+        params = SplitParams(**cfg["split"])
+        K = cfg["n_classes"]
+        cls = np.zeros(n, np.int32)
+        if is_classification(params.criterion):
+            cls = y.astype(np.int32)
+            if cfg.get("class_weights") is not None:
+                rw = rw * np.asarray(cfg["class_weights"], np.float64)[cls]
+        ylny = histogram.ylny(y) if cfg["criterion"] == "poisson" else np.zeros(n)
+        vals = np.asarray(cfg["vals"], np.float64)
+        edges = [np.asarray(e, np.float64) for e in cfg["edges"]]
+        d = cfg["n_features"]
+        info = {"n_train": int(n), "binned_bytes": int(X.nbytes),
+                "load_timing": state.get("timing")}
+        arrays = None
+        if cfg["kind"] == "tree":
+            tree = builder.grow_tree(X, cls, y, ylny, rw, params, coll, vals, edges,
+                                     cfg["rand_state"])
+            if rank == 0:
+                arrays = ForestPredictor.from_trees([tree], d, K, cfg["criterion"]).to_arrays()
+            return arrays, info
+        res, counts = forest.grow_forest(X, cls, y, ylny, rw, keys, params, cfg["n_trees"],
+                                         cfg["seed"], cfg["bootstrap"], cfg["rate"], coll,
+                                         vals, edges)
+        info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)
+        if rank == 0:
+            arrays = ForestPredictor.from_arrays(dict(
+                {k: v for k, v in res.items() if k != "bin"}, n_features=d, n_classes=K,
+                criterion=cfg["criterion"])).to_arrays()
+        if cfg["oob"]:
+            packed = coll.reduce_and_decide(
+                np.zeros(1), lambda _: forest.pack_for_routing(res) if rank == 0 else None)
+            route = forest.unpack_for_routing(packed)
+            sums, n_oob = forest.oob_sums(X, counts, route)
+            stats = coll.allreduce_sum(forest.oob_statistics(sums, n_oob, y, K))
+            if rank == 0:
+                arrays["oob_score"] = np.asarray(forest.oob_score(stats, K), np.float64)
+        return arrays, info
+
+    return train_fn
+
+
+def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
+    """Output columns of a transform: prediction, and for classifiers rawPrediction (the
+    leaf's weighted class counts for one tree, the sum of the trees' class fractions for a
+    forest, as Spark ML) and probability (the trees' mean class fractions)."""
+    n = X.shape[0]
+    if pred.n_classes == 0:
+        v = pred.predict_values(X) if n else np.zeros(0)
+        return [pa.array(np.asarray(v, np.float64), pa.float64())]
+    prob = pred.predict_values(X) if n else np.zeros((0, pred.n_classes))
+    if single_tree:
+        leaves = pred.apply(X)[:, 0] if n else np.zeros(0, np.int64)
+        raw = prob * pred.weighted_n_node_samples[leaves][:, None]
+    else:
+        raw = prob * pred.n_trees
+    out = []
+    for k in kinds:
+        if k == "raw":
+            out.append(dense_vectors(raw))
+        elif k == "prob":
+            out.append(dense_vectors(prob))
+        else:
+            out.append(pa.array(np.argmax(prob, axis=1).astype(np.float64) if n
+                                else np.zeros(0), pa.float64()))
+    return out
+
+
+def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
+    """The ``mapInArrow`` function of a tree/forest model's transform (``model``: a
+    ``ModelHandle`` or the arrays)."""
+    handle = as_handle(model)
+
+    def predict(batches):
+        pred = handle.build("ForestPredictor", ForestPredictor.from_arrays)
+        single = pred.n_trees == 1
+        for b in batches:
+            keep = [i for i, nm in enumerate(b.schema.names) if nm != drop]
+            cols = [b.column(i) for i in keep]
+            X = batch_features(b, spec, n_features) if b.num_rows else \
+                np.zeros((0, n_features))
+            cols += _tree_outputs(pred, X, kinds, single)
+            yield pa.RecordBatch.from_arrays(cols, names=[b.schema.names[i] for i in keep]
+                                             + names)
+
+    return predict

@@ -1,0 +1,161 @@
+"""Decision trees with scikit-learn's criteria on Spark: ``DecisionTreeClassifier`` and
+``DecisionTreeRegressor``.
+
+The tree is scikit-learn's, node for node, where the bins are exact (every feature with at
+most ``maxBins`` distinct float32 values, the data sketched in full): rank 0 of the barrier
+stage replays scikit-learn's depth-first (or, with ``maxLeafNodes``, best-first) builder and
+its splitter's random feature order from ``seed`` (= ``random_state``), one histogram reduce
+per split node (``sparkxml_kernels.forest.builder``). With integer weights (and, for
+regression, integer targets) all sums are exact, so the tree is the same for any numWorkers
+and partitioning; otherwise near-ties can break differently by rounding: sums over histogram
+bins round differently from scikit-learn's running sums (pendigits with
+``classWeight='balanced'``, maxDepth 8: the first different node is node 5 of 271).
+"""
+from __future__ import annotations
+
+from pyspark import keyword_only
+
+from sparkxml.forest.base import (ClassificationModelMixin,
+    ClassifierParams,
+    TreeEstimator,
+    TreeModel,
+    TreeParams,
+    add_tree_setters)
+
+__all__ = ["DecisionTreeClassifier", "DecisionTreeClassificationModel",
+           "DecisionTreeRegressor", "DecisionTreeRegressionModel"]
+
+
+class _DTClassifierParams(TreeParams, ClassifierParams):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(criterion="gini")
+
+
+class _DTRegressorParams(TreeParams):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(criterion="squared_error")
+
+
+class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
+    """A classification tree (scikit-learn's ``DecisionTreeClassifier``), trained in one
+    barrier stage. Labels are 0, 1, ..., K-1.
+
+    Parameters (scikit-learn's name in brackets)
+    ----------
+    featuresCol : str, default "features"
+        Spark ML vector column (dense or sparse; absent entries are 0.0). Features must be
+        finite; they are rounded to float32 as scikit-learn does.
+    featuresCols : list of str, optional
+        Numeric columns used instead of ``featuresCol``.
+    labelCol : str, default "label"
+    weightCol : str, optional
+        Non-negative row weights [sample_weight].
+    predictionCol, rawPredictionCol, probabilityCol : str
+        Outputs: the class, the leaf's weighted class counts, the leaf's class fractions.
+    criterion : {"gini", "entropy", "log_loss"}, default "gini"
+    maxDepth : int, default 5
+        [max_depth]; >= 0, any depth (64 grows pendigits' trees in full).
+    maxBins : int, default 256
+        Bins per feature, 2..65536 (up to 256: at most 255 bins, stored as uint8; above: that
+        many, uint16); a feature with at most that many distinct values gets a bin per value
+        (exact splits), others quantile bins.
+    minInstancesPerNode : int, default 1  [min_samples_leaf]
+    minSamplesSplit : int, default 2  [min_samples_split]
+    minWeightFractionPerNode : float, default 0.0  [min_weight_fraction_leaf]
+    maxLeafNodes : int, default 0
+        [max_leaf_nodes]: > 0 grows best-first up to this many leaves.
+    minInfoGain : float, default 0.0  [min_impurity_decrease]
+    featureSubsetStrategy : str, default "auto" (= "all")
+        [max_features]: "all", "sqrt", "log2", "onethird", a fraction "0.5" or a count "7".
+    classWeight : {"balanced"}, optional  [class_weight]
+    seed : int, default 0
+        [random_state]: scikit-learn's splitter draws are replayed from it.
+    numWorkers : int, optional
+        Barrier tasks (default: the session's parallelism, one per 50,000 rows at most).
+    timeoutSeconds : float, default 600
+        Bound on every wait for a peer task.
+
+    Examples
+    --------
+    >>> model = DecisionTreeClassifier(maxDepth=64, numWorkers=2).fit(train_df)
+    >>> model.treeArrays(0)["threshold"]       # scikit-learn's tree_.threshold
+    """
+
+    _task = "classification"
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
+                 weightCol=None, predictionCol="prediction", rawPredictionCol="rawPrediction",
+                 probabilityCol="probability", criterion="gini", maxDepth=5, maxBins=256,
+                 minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
+                 maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
+                 classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", featuresCols=None, labelCol="label",
+                  weightCol=None, predictionCol="prediction", rawPredictionCol="rawPrediction",
+                  probabilityCol="probability", criterion="gini", maxDepth=5, maxBins=256,
+                  minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
+                  maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
+                  classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0):
+        return self._set_params(**self._input_kwargs)
+
+    @property
+    def _model_class(self):
+        return DecisionTreeClassificationModel
+
+
+class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
+    """A regression tree (scikit-learn's ``DecisionTreeRegressor``), trained in one barrier
+    stage.
+
+    Takes the parameters of :class:`DecisionTreeClassifier` but ``classWeight`` and the
+    classifier outputs; ``criterion`` is "squared_error" (default), "friedman_mse" (Friedman's
+    improvement; the same splits as squared_error, which scikit-learn >= 1.9 uses for it) or
+    "poisson" (labels >= 0 with a positive sum). Adds ``predictionCol`` (the leaf mean).
+    """
+
+    _task = "regression"
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
+                 weightCol=None, predictionCol="prediction", criterion="squared_error",
+                 maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
+                 minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
+                 featureSubsetStrategy="auto", seed=0, numWorkers=None, timeoutSeconds=600.0):
+        super().__init__()
+        self._set_params(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", featuresCols=None, labelCol="label",
+                  weightCol=None, predictionCol="prediction", criterion="squared_error",
+                  maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
+                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
+                  featureSubsetStrategy="auto", seed=0, numWorkers=None,
+                  timeoutSeconds=600.0):
+        return self._set_params(**self._input_kwargs)
+
+    @property
+    def _model_class(self):
+        return DecisionTreeRegressionModel
+
+
+class DecisionTreeClassificationModel(ClassificationModelMixin, TreeModel,
+                                      _DTClassifierParams):
+    """Fitted :class:`DecisionTreeClassifier`: adds ``rawPredictionCol`` (the leaf's weighted
+    class counts), ``probabilityCol`` and ``predictionCol``. ``treeArrays(0)`` is
+    scikit-learn's ``tree_``; ``featureImportances`` its ``feature_importances_``. Save format:
+    see ``sparkxml.forest.base.TreeModel``."""
+
+
+class DecisionTreeRegressionModel(TreeModel, _DTRegressorParams):
+    """Fitted :class:`DecisionTreeRegressor`: adds ``predictionCol`` (the leaf mean). Save
+    format: see ``sparkxml.forest.base.TreeModel``."""
+
+
+add_tree_setters(DecisionTreeClassifier, DecisionTreeClassificationModel, True, False)
+add_tree_setters(DecisionTreeRegressor, DecisionTreeRegressionModel, False, False)

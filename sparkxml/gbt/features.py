@@ -1,0 +1,129 @@
+"""Driver side of the GBT engine's feature kinds (issue 14): wide (uint16) bins, categorical
+features and sparse vector columns.
+
+* **maxBins above 256**: the sketch keeps ``8 x`` the real bins per feature and the edges
+  allow up to 65535 real bins; tasks bin to uint16 (``sparkxml_kernels.gbt.binned``).
+* **Categorical features**: named by ``categoricalCols`` (names in ``featuresCols``, or the
+  vector column's ML attribute names), plus the vector column's nominal attributes (what
+  ``StringIndexer`` + ``VectorAssembler`` write). Their categories are the distinct values the
+  sketch saw (it keeps every value of a feature with at most ``8 x`` the real bins); they
+  must be integers in [0, 2**31 - 1) (LightGBM's rule), at most ``maxBins - 1`` of them. A
+  category the sampled sketch never saw is binned as missing at training (it goes right at
+  every categorical split) and at prediction.
+* **Sparse vector columns**: a vector column of at least ``SPARSE_MIN_FEATURES`` slots
+  travels to the Python tasks as Spark's VectorUDT struct (its stored entries only) instead
+  of a dense array made by ``vector_to_array``; tasks convert it to CSR and store the binned
+  rows sparsely when the entries fill less than a quarter of the matrix (LightGBM/XGBoost
+  style, ``binned.SparseBinned``), so a task's memory grows with the non-zeros, not rows x d.
+  The data-check job then reads the vector size from the first row instead of a JVM
+  aggregate over dense arrays, and tasks refuse a vector of another size.
+"""
+from __future__ import annotations
+
+import numpy as np
+from pyspark.sql import functions as F
+
+from sparkxml_kernels import binning
+from sparkxml_kernels.gbt.categorical import check_categories
+
+# a vector column this wide (or wider) ships sparse (the dense array costs 8 bytes a slot)
+SPARSE_MIN_FEATURES = 1024
+
+
+def vector_width(dataset, col: str):
+    """Size of the vector column from its ML attribute metadata or its first non-null row
+    (None for an empty column)."""
+    try:
+        n = dataset.schema[col].metadata.get("ml_attr", {}).get("num_attrs")
+        if isinstance(n, int) and n > 0:
+            return n
+    except (KeyError, AttributeError):
+        pass
+    row = dataset.select(col).where(F.col(col).isNotNull()).first()
+    return None if row is None else int(row[0].size)
+
+
+def with_sparse(dataset, spec: dict) -> dict:
+    """``spec`` with ``sparse=True`` when a vector column is wide enough to ship sparse, and
+    ``width``: the column's vector size (metadata or first row; None for no rows)."""
+    if spec["kind"] != "vector":
+        return spec
+    d = vector_width(dataset, spec["col"])
+    if d is None:
+        return spec
+    # the width rides along: the data checks take it instead of measuring every vector
+    spec = dict(spec, width=d)
+    return dict(spec, sparse=True) if d >= SPARSE_MIN_FEATURES else spec
+
+
+def _nominal_attrs(dataset, col):
+    """(index -> name) of the vector column's nominal ML attributes and of all named ones."""
+    try:
+        attrs = dataset.schema[col].metadata.get("ml_attr", {}).get("attrs", {})
+    except (KeyError, AttributeError):
+        return {}, {}
+    nominal, named = {}, {}
+    for kind, group in attrs.items():
+        for a in group:
+            i = a.get("idx")
+            if not isinstance(i, int):
+                continue
+            if a.get("name"):
+                named[str(a["name"])] = i
+            if kind == "nominal":
+                nominal[i] = a.get("name", f"f{i}")
+    return nominal, named
+
+
+def categorical_features(dataset, spec: dict, names, d: int) -> list:
+    """Sorted ids of the categorical features: ``categoricalCols`` ``names`` (column names
+    of ``featuresCols``, or attribute names of the vector column) and nominal attributes."""
+    names = list(names or [])
+    ids = set()
+    if spec["kind"] == "columns":
+        cols = list(spec["cols"])
+        for n in names:
+            if n not in cols:
+                raise ValueError(f"categoricalCols: '{n}' is not one of featuresCols {cols}")
+            ids.add(cols.index(n))
+    else:
+        nominal, named = _nominal_attrs(dataset, spec["col"])
+        for n in names:
+            if n not in named:
+                raise ValueError(f"categoricalCols: '{n}' is not an attribute name of the "
+                                 f"vector column '{spec['col']}' (known: "
+                                 f"{sorted(named)[:20]})")
+            ids.add(named[n])
+        ids.update(i for i in nominal if 0 <= i < d)
+    return sorted(ids)
+
+
+def sketch_args(max_bins: int) -> tuple:
+    """(maxBins for the sketch task, summary size): above 256 bins the summary keeps 8 x the
+    real bins (the task's own default is bounded by uint8 bins)."""
+    wide = max_bins > 256
+    n_real = binning.n_real_bins(max_bins, wide=wide)
+    return min(max_bins, 256), (max(binning.SKETCH_FACTOR * n_real, 256) if wide else None)
+
+
+def edges_and_categories(sketch, max_bins: int, cat_ids, feature_names):
+    """Bin edges of every feature and the categories (list of d: None or sorted float64
+    values) of the categorical ones, checked (see the module docstring)."""
+    wide = max_bins > 256
+    edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
+    if not cat_ids:
+        return edges, None
+    n_real = binning.n_real_bins(max_bins, wide=wide)
+    cats = [None] * sketch.n_features
+    for f in cat_ids:
+        name = feature_names[f] if feature_names else f"f{f}"
+        values = check_categories(sketch.feature(f)[0], name)
+        if not sketch.exact[f] or values.size > n_real:
+            raise ValueError(f"categoricalCols: feature '{name}' has more than {n_real} "
+                             f"categories; raise maxBins (up to 65536) above its number of "
+                             f"categories")
+        cats[f] = values
+        # exact bins: edges midway between consecutive categories, one bin per category
+        edges[f] = binning._midpoints(values[:-1], values[1:]) if values.size > 1 \
+            else np.empty(0)
+    return edges, cats
