@@ -218,8 +218,29 @@ class SparkXMLParams(Params, MLWritable, MLReadable):
         """Load an instance saved with ``write().save(path)``."""
         return cls.read().load(path)
 
+    def _opt(self, param):
+        """The param's value, or None where it has neither a value nor a default."""
+        return self.getOrDefault(param) if self.isDefined(param) else None
+
     def _set_params(self, **kwargs: Any):
         return self._set(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+def _workers_missing_sparkxml(e: BaseException) -> str | None:
+    """One clear line for the commonest set-up error, instead of pages of JVM trace: Spark's
+    Python workers run another interpreter (PYSPARK_PYTHON unset or pointing elsewhere) that
+    cannot import sparkxml or its kernels."""
+    text = str(e)
+    for mod in ("sparkxml_kernels", "sparkxml"):
+        if f"No module named '{mod}" in text:
+            import os
+
+            return (f"Spark's Python workers cannot import {mod}: they run "
+                    f"PYSPARK_PYTHON={os.environ.get('PYSPARK_PYTHON', '(unset: python3)')}; "
+                    f"set PYSPARK_PYTHON to the Python that has sparkxml installed before "
+                    f"the session starts (sparkxml.session.get_session() does it for local "
+                    f"sessions)")
+    return None
 
 
 class SparkXMLEstimator(Estimator, SparkXMLParams):
@@ -227,7 +248,13 @@ class SparkXMLEstimator(Estimator, SparkXMLParams):
 
     def _fit(self, dataset):
         self._validate_params()
-        model = self._fit_validated(dataset)
+        try:
+            model = self._fit_validated(dataset)
+        except Exception as e:
+            missing = _workers_missing_sparkxml(e)
+            if missing is None:
+                raise
+            raise RuntimeError(missing) from None
         self._copyValues(model)
         model._validate_params()
         return model

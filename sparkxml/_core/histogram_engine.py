@@ -19,6 +19,7 @@ from sparkxml_kernels import binning
 from sparkxml._core.barrier import RESULT_SCHEMA, decode_arrays
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.histogram_tasks import ROW_ID, make_sketch_task, spec_columns
+from sparkxml._core.validation import check_output_columns
 
 # Bin edges come from a uniform sample of about this many training rows (all rows when there
 # are fewer), as LightGBM does (it bins from 200,000 rows): the sketch job then ships a tenth
@@ -179,9 +180,7 @@ def transform_with(dataset, spec, outs, make_predict):
                              f"{list(fields)})")
     if spec["kind"] == "vector" and not isinstance(fields[spec["col"]], VectorUDT):
         raise TypeError(f"featuresCol: column '{spec['col']}' must be a Spark ML vector")
-    for name, _ in outs:
-        if name in fields:
-            raise ValueError(f"output column '{name}' already exists in the DataFrame")
+    check_output_columns(fields, outs)
     kinds = [k for _, k in outs]
     names = [n for n, _ in outs]
     schema = T.StructType(list(dataset.schema.fields)

@@ -26,3 +26,12 @@ def check_int_array_column(dataset, name: str, param: str = "labelsCol") -> None
         raise TypeError(f"{param}: column '{name}' must be array<int>, got "
                         f"{dtype.simpleString()}")
 
+
+def check_output_columns(columns, names) -> None:
+    """Refuse a transform whose output column is already in the frame (``columns``: the
+    frame's column names; ``names``: the output columns, as names or ``(name, type)``)."""
+    present = set(columns)
+    for item in names:
+        name = item[0] if isinstance(item, tuple) else item
+        if name in present:
+            raise ValueError(f"output column '{name}' already exists in the DataFrame")

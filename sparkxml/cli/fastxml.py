@@ -119,18 +119,24 @@ def add_parsers(algos) -> None:
 
     def data_args(sp, required=True):
         sp.add_argument("--data", required=required, help="data file")
-        sp.add_argument("--format", default="xc", choices=["xc", "smat", "arff"])
+        sp.add_argument("--format", default="xc", choices=["xc", "smat", "arff"],
+                        help="data file format")
         sp.add_argument("--labels", default=None, help="label matrix file (--format smat)")
         sp.add_argument("--xml", default=None, help="Mulan label XML (--format arff)")
 
     def train_args(sp):
-        sp.add_argument("--num-trees", type=int, default=50)
-        sp.add_argument("--max-leaf", type=int, default=10)
-        sp.add_argument("--labels-per-leaf", type=int, default=100)
-        sp.add_argument("--log-loss-coeff", type=float, default=1.0)
-        sp.add_argument("--bias", type=float, default=1.0)
-        sp.add_argument("--seed", type=int, default=0)
-        sp.add_argument("--num-workers", type=int, default=None)
+        sp.add_argument("--num-trees", type=int, default=50, help="trees in the ensemble")
+        sp.add_argument("--max-leaf", type=int, default=10,
+                        help="a node with at most this many points becomes a leaf")
+        sp.add_argument("--labels-per-leaf", type=int, default=100,
+                        help="labels kept in each leaf's distribution")
+        sp.add_argument("--log-loss-coeff", type=float, default=1.0,
+                        help="C of the per-node L1-regularised logistic regression")
+        sp.add_argument("--bias", type=float, default=1.0,
+                        help="value of the bias feature appended to every point")
+        sp.add_argument("--seed", type=int, default=0, help="random seed")
+        sp.add_argument("--num-workers", type=int, default=None,
+                        help="training tasks (default: from the data and the session)")
 
     t = cmds.add_parser("train", help="train and save a model")
     data_args(t)
@@ -141,13 +147,13 @@ def add_parsers(algos) -> None:
     t.set_defaults(fn=cmd_train, check=model_path_free)
     pr = cmds.add_parser("predict", help="write top-k label:score lines")
     data_args(pr)
-    pr.add_argument("--model", required=True)
-    pr.add_argument("--output", required=True)
-    pr.add_argument("--k", type=int, default=5)
+    pr.add_argument("--model", required=True, help="saved model directory")
+    pr.add_argument("--output", required=True, help="file to write")
+    pr.add_argument("--k", type=int, default=5, help="labels per row")
     pr.set_defaults(fn=cmd_predict)
     ev = cmds.add_parser("evaluate", help="print P@1/3/5 of a saved model")
     data_args(ev)
-    ev.add_argument("--model", required=True)
+    ev.add_argument("--model", required=True, help="saved model directory")
     ev.set_defaults(fn=cmd_evaluate)
     d = cmds.add_parser("demo", help="train on generated data (or --data/--test), print P@k, "
                         "save, load and predict")

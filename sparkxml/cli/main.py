@@ -13,8 +13,19 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+class _Parser(argparse.ArgumentParser):
+    """Every (sub)command's help shows its defaults (subparsers are made of this class)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sparkxml", description="Train, apply and evaluate sparkxml models on data files, on local Spark, a cluster (spark-submit) or Spark Connect.")
+    p = _Parser(prog="sparkxml", description="Train, apply and evaluate sparkxml models on data files, on local Spark, a cluster (spark-submit) or Spark Connect.")
+    from sparkxml import __version__
+
+    p.add_argument("--version", action="version", version=f"sparkxml {__version__}")
     p.add_argument("--master", default=None, help="Spark master (default local[*]; ignored "
                    "under spark-submit unless given)")
     p.add_argument("--remote", default=None, help="Spark Connect URL (sc://host:port)")

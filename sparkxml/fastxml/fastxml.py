@@ -28,6 +28,7 @@ from sparkxml._core.params import (HasFeaturesCol,
     HasTopK,
     HasTrainingMode,
     HasVerbose)
+from sparkxml._core.validation import check_output_columns
 
 
 class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
@@ -297,9 +298,7 @@ class FastXMLModel(SparkXMLModel, FastXMLParams):
         fcol = self.getFeaturesCol()
         check_vector_column(dataset, fcol)
         pcol, scol, k = self.getPredictionCol(), self.getScoresCol(), self.getTopK()
-        for c in (pcol, scol):
-            if c in dataset.columns:
-                raise ValueError(f"output column '{c}' already exists in the DataFrame")
+        check_output_columns(dataset.columns, (pcol, scol))
         n_features = self.numFeatures
         self.predictor  # fails here, on the driver, when the params do not fit the arrays
         cls, args = self._predictor_spec()

@@ -34,6 +34,7 @@ from sparkxml._core.validation import check_column, check_vector_column
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
 from sparkxml._core.params import add_setters as add_setters
 from sparkxml._core.workers import check_slots, workers_for
+from sparkxml._core.validation import check_output_columns
 
 __all__ = ["FMTrainingSummary", "FMEstimatorBase", "FMModelBase", "add_setters"]
 
@@ -157,9 +158,6 @@ class FMEstimatorBase(SparkXMLEstimator):
     _kind = "fm"
     _task = "regression"
 
-    def _opt(self, param):
-        return self.getOrDefault(param) if self.isDefined(param) else None
-
     def _train_params(self, stats: dict) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -236,9 +234,7 @@ class FMModelBase(SparkXMLPredictorModel):
         fcol = self.getFeaturesCol()
         check_vector_column(dataset, fcol)
         outs = self._outputs()
-        for name, _ in outs:
-            if name in dataset.columns:
-                raise ValueError(f"output column '{name}' already exists in the DataFrame")
+        check_output_columns(dataset.columns, outs)
         schema = T.StructType(list(dataset.schema.fields)
                               + [T.StructField(n, VectorUDT() if k in ("raw", "prob")
                                                else T.DoubleType()) for n, k in outs])

@@ -26,6 +26,7 @@ from sparkxml_kernels.fm.fields import FIELD_KEYS, FieldVocabulary
 from sparkxml.fm.base import add_setters
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
 from sparkxml._core.params import HasHandleInvalid, HasInputCols, HasOutputCol
+from sparkxml._core.validation import check_output_columns
 
 __all__ = ["FieldEncoder", "FieldEncoderModel"]
 
@@ -181,8 +182,7 @@ class FieldEncoderModel(SparkXMLModel, _FieldEncoderParams):
         for c in cols:
             _element_type(dataset, c)
         out = self.getOutputCol()
-        if out in dataset.columns:
-            raise ValueError(f"output column '{out}' already exists in the DataFrame")
+        check_output_columns(dataset.columns, [out])
         schema = T.StructType(list(dataset.schema.fields) + [T.StructField(out, VectorUDT())])
         fn = _make_encode_fn(self._vocab.to_arrays(), cols, self.getHandleInvalid(), out)
         return dataset.mapInArrow(fn, schema)

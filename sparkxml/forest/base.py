@@ -102,9 +102,6 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
             return {"kind": "columns", "cols": list(self.getFeaturesCols())}
         return {"kind": "vector", "col": self.getFeaturesCol()}
 
-    def _opt(self, param):
-        return self.getOrDefault(param) if self.isDefined(param) else None
-
 
 class ClassifierParams(HasRawPredictionCol, HasProbabilityCol, HasClassWeight):
     def __init__(self, *args):

@@ -141,9 +141,6 @@ class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasP
             return {"kind": "columns", "cols": list(self.getFeaturesCols())}
         return {"kind": "vector", "col": self.getFeaturesCol()}
 
-    def _opt(self, param):
-        return self.getOrDefault(param) if self.isDefined(param) else None
-
 
 class _GBTClassifierParams(GBTParams, HasRawPredictionCol, HasProbabilityCol, HasNumClasses,
                            HasThresholds, HasScalePosWeight):

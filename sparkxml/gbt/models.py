@@ -29,6 +29,7 @@ from sparkxml._core.progress import FitProgress
 from sparkxml._core.histogram_engine import X_COL  # the dense-array copy of a vector column for the tasks
 from sparkxml.gbt.summary import GBTTrainingSummary
 from sparkxml._core.base import SparkXMLPredictorModel
+from sparkxml._core.validation import check_output_columns
 
 _M_COL = "__sparkxml_margin"
 # evaluateEachIteration's loss per objective: MLlib's squared error (the mean of (p - y)^2)
@@ -221,9 +222,7 @@ class GBTModelBase(SparkXMLPredictorModel):
         fields = {f.name: f.dataType for f in dataset.schema.fields}
         self._check_features(fields, spec)
         outs = self._outputs() + self._extra_outputs()
-        for name, _ in outs:
-            if name in fields:
-                raise ValueError(f"output column '{name}' already exists in the DataFrame")
+        check_output_columns(fields, outs)
         margin = self._margin_col(fields)
         handle = self._task_model(dataset)  # not the trees themselves: see sparkxml._core.serving
         schema = T.StructType(list(dataset.schema.fields)

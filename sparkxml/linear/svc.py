@@ -72,6 +72,7 @@ from sparkxml._core.params import (HasC,
     HasTol,
     HasWeightCol)
 from sparkxml.session import default_parallelism
+from sparkxml._core.validation import check_output_columns
 
 __all__ = ["LinearSVC", "LinearSVCModel", "LinearSVCTrainingSummary"]
 
@@ -106,9 +107,6 @@ class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionC
                          rawPredictionCol="rawPrediction", maxIter=100, tol=1e-3,
                          fitIntercept=True, threshold=0.0, seed=0, timeoutSeconds=600.0,
                          C=1.0, loss="hinge", multiClass="ovr", schedule="shark", numBlocks=0)
-
-    def _opt(self, param):
-        return self.getOrDefault(param) if self.isDefined(param) else None
 
 
 _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "rawPredictionCol",
@@ -458,9 +456,7 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
         fcol = self.getFeaturesCol()
         check_vector_column(dataset, fcol)
         raw_col, pred_col = self.getRawPredictionCol(), self.getPredictionCol()
-        for c in (raw_col, pred_col):
-            if c in dataset.columns:
-                raise ValueError(f"output column '{c}' already exists in the DataFrame")
+        check_output_columns(dataset.columns, (raw_col, pred_col))
         threshold = float(self.getThreshold())
         handle = self._task_model(dataset)  # see sparkxml._core.serving
         schema = T.StructType(list(dataset.schema.fields)
