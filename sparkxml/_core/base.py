@@ -63,24 +63,30 @@ def _class_name(obj_or_cls) -> str:
     return f"{cls.__module__}.{cls.__name__}"
 
 
+def names_class(name: str, cls: type) -> bool:
+    """Whether the metadata class path ``name`` imports as ``cls``: directories saved under
+    another import path of the same class (``sparkxml.<Name>``, the defining module's path,
+    or a path of ``sparkxml._core.moved``) name the same class."""
+    import importlib
+
+    mod, _, attr = name.rpartition(".")
+    if attr != cls.__name__ or not mod.startswith("sparkxml"):
+        return False
+    try:
+        return getattr(importlib.import_module(mod), attr, None) is cls
+    except ImportError:
+        return False
+
+
 class _ClassCheck:
-    """Accepts a metadata class path that imports as ``cls`` (directories saved under
-    another import path of the same class load too, see ``sparkxml._core.moved``); its
-    ``str`` is the path a save writes."""
+    """The ``expected_class`` of a load: accepts the class paths that name ``cls``; its
+    ``str`` (in errors) is the path a save writes."""
 
     def __init__(self, cls: type):
         self.cls = cls
 
     def __call__(self, name: str) -> bool:
-        import importlib
-
-        mod, _, attr = name.rpartition(".")
-        if attr != self.cls.__name__ or not mod.startswith("sparkxml"):
-            return False
-        try:
-            return getattr(importlib.import_module(mod), attr, None) is self.cls
-        except ImportError:
-            return False
+        return names_class(name, self.cls)
 
     def __str__(self) -> str:
         return _class_name(self.cls)

@@ -114,11 +114,10 @@ def _model_classes(algo):
     if algo == "lambdamart":
         from sparkxml.gbt.lambdamart import LambdaMARTModel
 
-        return {"sparkxml.gbt.lambdamart.LambdaMARTModel": LambdaMARTModel}
+        return (LambdaMARTModel,)
     from sparkxml.gbt.estimators import GBTClassificationModel, GBTRegressionModel
 
-    return {"sparkxml.gbt.GBTClassificationModel": GBTClassificationModel,
-            "sparkxml.gbt.GBTRegressionModel": GBTRegressionModel}
+    return (GBTClassificationModel, GBTRegressionModel)
 
 
 def _scored(spark, args):

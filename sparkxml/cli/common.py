@@ -22,19 +22,16 @@ def model_path_free(args) -> None:
     check_model_path(args.model, args.overwrite)
 
 
-def load_saved_model(path: str, allowed: dict):
-    """Load the sparkxml model saved at ``path``.
-
-    ``allowed`` maps the class names this command accepts (as saved in the metadata, e.g.
-    ``"sparkxml.gbt.GBTClassificationModel"``) to their classes; any other class is an error
-    naming what was found.
-    """
+def load_saved_model(path: str, allowed: tuple):
+    """Load the sparkxml model saved at ``path``, which must hold one of the ``allowed``
+    classes; any other class is an error naming what was found."""
+    from sparkxml._core.base import _class_name, names_class
     from sparkxml_kernels.persist import check_sparkxml, load_metadata
 
     meta = load_metadata(path)
     check_sparkxml(meta, path)
-    cls = allowed.get(meta.get("class"))
-    if cls is None:
-        raise ValueError(f"--model {path} holds a {meta.get('class')}, expected one of "
-                         f"{sorted(allowed)}")
-    return cls.load(path)
+    for cls in allowed:
+        if names_class(str(meta.get("class")), cls):
+            return cls.load(path)
+    raise ValueError(f"--model {path} holds a {meta.get('class')}, expected one of "
+                     f"{sorted(_class_name(c) for c in allowed)}")

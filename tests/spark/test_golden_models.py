@@ -62,3 +62,17 @@ def test_golden_model_loads_and_predicts_as_saved(spark, kind):
     rows = model.transform(df).select(*cols).collect()
     for c in cols:
         assert [_plain(r[c]) for r in rows] == saved["expected"][c], (kind, c)
+
+
+def test_saves_name_the_public_class_path(spark, tmp_path):
+    """A save writes ``sparkxml.<Name>``, which pyspark's reader imports whatever module
+    defines the class."""
+    model = sparkxml.LinearSVCModel.load(os.path.join(GOLDEN, "linear_svc", "model"))
+    model.write().save(str(tmp_path / "m"))
+    with open(next((tmp_path / "m" / "metadata").glob("part-*"))) as f:
+        assert json.loads(f.readline())["class"] == "sparkxml.LinearSVCModel"
+    again = DefaultParamsReader.loadParamsInstance(str(tmp_path / "m"), spark)
+    assert type(again) is sparkxml.LinearSVCModel
+    with pytest.raises(Exception, match="holds a sparkxml.LinearSVCModel, not a "
+                                        "sparkxml.GBTRegressionModel"):
+        sparkxml.GBTRegressionModel.load(str(tmp_path / "m"))
