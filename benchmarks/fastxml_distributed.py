@@ -225,7 +225,7 @@ def main():
         vp = ", ".join(str(v[1] >> 20) for v in r["vm"])
         print(f"| {label} | {c} | {r['info']['mode']} | {p} | {r['fit']:.1f} | {pk} | {vp} |")
     diff = {k: dis["p"][k] - rep["p"][k] for k in (1, 3, 5)}
-    print(f"\nP@k difference (capped - replicated), points: "
+    print("\nP@k difference (capped - replicated), points: "
           + ", ".join(f"P@{k} {v:+.2f}" for k, v in diff.items())
           + f"; fit time ratio {dis['fit'] / rep['fit']:.2f}")
     ok = info["mode"] == "distributed" and all(abs(v) <= 1.0 for v in diff.values())

@@ -440,8 +440,8 @@ def main():
     print("\nloads (one line per model load in a Python worker):")
     for e in res["loads"]:
         print("  ", json.dumps(e))
-    print(f"\n| model | plan with the forest in the closure | plan with a ModelHandle | "
-          f"loads per worker process | node-cache decodes |")
+    print("\n| model | plan with the forest in the closure | plan with a ModelHandle | "
+          "loads per worker process | node-cache decodes |")
     print("|---|---|---|---|---|")
     inline_b = res["plan_bytes_inline"]
     inline_s = f"{inline_b / 2**20:.1f} MiB" if isinstance(inline_b, int) else inline_b

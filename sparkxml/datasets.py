@@ -14,9 +14,10 @@ the whole file in driver memory, and fewer than 2**31 non-zeros.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from sparkxml_kernels import formats
@@ -33,12 +34,13 @@ __all__ = ["read_xc", "read_smat", "read_arff_multilabel", "read_svmlight", "rea
            "from_csr", "from_dense", "to_csr", "labels_to_csr"]
 
 
-def _list_array(indptr, values, typ):
+def _list_array(indptr: npt.ArrayLike, values: npt.ArrayLike, typ: Any) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(np.asarray(indptr, np.int32), pa.int32()),
                                     pa.array(values, type=typ))
 
 
-def vector_array(indptr, indices, data, size: int) -> pa.StructArray:
+def vector_array(indptr: np.ndarray, indices: npt.ArrayLike, data: npt.ArrayLike,
+                 size: int) -> pa.StructArray:
     n = len(indptr) - 1
     fields = [pa.field("type", pa.int8(), nullable=False), pa.field("size", pa.int32()),
               pa.field("indices", pa.list_(pa.int32())), pa.field("values", pa.list_(pa.float64()))]
@@ -162,7 +164,7 @@ def read_svmlight(spark: "SparkSession", path: PathLike, query_path: Optional[Pa
     return df.select("label", "features", *(["qid"] if qid is not None else []))
 
 
-def _dense_vector_array(X) -> pa.StructArray:
+def _dense_vector_array(X: np.ndarray) -> pa.StructArray:
     n, d = X.shape
     fields = [pa.field("type", pa.int8(), nullable=False), pa.field("size", pa.int32()),
               pa.field("indices", pa.list_(pa.int32())), pa.field("values", pa.list_(pa.float64()))]
@@ -209,7 +211,7 @@ def from_dense(spark: "SparkSession", X: np.ndarray, columns: Optional[dict] = N
                        featuresCol, X.shape[1])
 
 
-def _with_width(df, col: str, width: int):
+def _with_width(df: "DataFrame", col: str, width: int) -> "DataFrame":
     # Spark ML's attribute-group metadata (as VectorAssembler writes it): the vector size is
     # known from the schema without a job.
     return df.withMetadata(col, {"ml_attr": {"num_attrs": int(width)}})
@@ -244,7 +246,7 @@ def read_tsv(spark: "SparkSession", path: PathLike, query_path: Optional[PathLik
 
 
 def to_csr(df: "DataFrame", featuresCol: str = "features", num_features: Optional[int] = None,
-           value_dtype=np.float64) -> tuple:
+           value_dtype: npt.DTypeLike = np.float64) -> tuple:
     """Collect a vector column to the driver as CSR (rows in the DataFrame's order).
 
     Returns

@@ -11,7 +11,10 @@ sufficient statistics ``(sum, count)`` with ``mapInArrow`` and the kernels of
 """
 from __future__ import annotations
 
+from typing import Any, Iterable, Iterator, Sequence, TypeVar
+
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 from pyspark import keyword_only
 from pyspark.ml.evaluation import Evaluator
@@ -36,8 +39,10 @@ __all__ = ["XMLEvaluator", "RankingEvaluator", "label_propensities"]
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC_TYPES = _INTEGER_TYPES + (T.FloatType, T.DoubleType, T.DecimalType)
 
+_P = TypeVar("_P", bound=Params)
 
-def _field(who: str, dataset, name: str, role: str):
+
+def _field(who: str, dataset: DataFrame, name: str, role: str) -> T.StructField:
     """The schema field of column ``name``; a clear error when it is missing."""
     if name not in dataset.columns:
         raise ValueError(f"{who}: {role} column '{name}' not found; the DataFrame has columns "
@@ -45,14 +50,14 @@ def _field(who: str, dataset, name: str, role: str):
     return dataset.schema[name]
 
 
-def _check_int_array(who: str, dataset, name: str, role: str, what: str):
+def _check_int_array(who: str, dataset: DataFrame, name: str, role: str, what: str) -> None:
     dt = _field(who, dataset, name, role).dataType
     if not (isinstance(dt, T.ArrayType) and isinstance(dt.elementType, _INTEGER_TYPES)):
         raise TypeError(f"{who}: {role} column '{name}' must be array<int> ({what}), got "
                         f"{dt.simpleString()}")
 
 
-def _numpy(col, dtype) -> np.ndarray:
+def _numpy(col: Any, dtype: npt.DTypeLike) -> np.ndarray:
     """A null-free primitive Arrow column as numpy, without pandas (``to_numpy`` imports it)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
@@ -67,16 +72,16 @@ class _MetricName(Params):
     def getMetricName(self) -> str:
         return self.getOrDefault(self.metricName)
 
-    def setMetricName(self, value: str):
+    def setMetricName(self: _P, value: str) -> _P:
         return self._set(metricName=value)
 
-    def setK(self, value: int):
+    def setK(self: _P, value: int) -> _P:
         return self._set(k=value)
 
     def isLargerBetter(self) -> bool:
         return True
 
-    def _check_metric(self, allowed) -> str:
+    def _check_metric(self, allowed: Sequence[str]) -> str:
         name = self.getMetricName()
         if name not in allowed:
             raise ValueError(f"{type(self).__name__}: param metricName={name!r} is invalid: "
@@ -111,24 +116,25 @@ class XMLEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelsCol, HasPred
     @keyword_only
     def __init__(self, *, metricName: str = "precisionAtK", k: int = 5,
                  labelsCol: str = "labels", predictionCol: str = "prediction",
-                 inversePropensities=None):
+                 inversePropensities: Sequence[float] | None = None) -> None:
         super().__init__()
         self._setDefault(metricName="precisionAtK", k=5, labelsCol="labels",
                          predictionCol="prediction")
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, metricName=None, k=None, labelsCol=None, predictionCol=None,
-                  inversePropensities=None):
+    def setParams(self, *, metricName: str | None = None, k: int | None = None,
+                  labelsCol: str | None = None, predictionCol: str | None = None,
+                  inversePropensities: Sequence[float] | None = None) -> XMLEvaluator:
         return self._set_params(**self._input_kwargs)
 
-    def setLabelsCol(self, value: str):
+    def setLabelsCol(self, value: str) -> XMLEvaluator:
         return self._set(labelsCol=value)
 
-    def setPredictionCol(self, value: str):
+    def setPredictionCol(self, value: str) -> XMLEvaluator:
         return self._set(predictionCol=value)
 
-    def setInversePropensities(self, value):
+    def setInversePropensities(self, value: Sequence[float]) -> XMLEvaluator:
         return self._set(inversePropensities=value)
 
     def _validate_params(self) -> None:
@@ -141,7 +147,7 @@ class XMLEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelsCol, HasPred
                              "(one a label id): compute them from the training labels with "
                              "sparkxml.evaluation.label_propensities(train_df)")
 
-    def _evaluate(self, dataset) -> float:
+    def _evaluate(self, dataset: DataFrame) -> float:
         self._validate_params()
         labels_col, pred_col = self.getLabelsCol(), self.getPredictionCol()
         _check_int_array("XMLEvaluator", dataset, labels_col, "labels", "true label ids")
@@ -152,7 +158,7 @@ class XMLEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelsCol, HasPred
         if metric in ("pspAtK", "psndcgAtK"):
             w = np.asarray(self.getOrDefault(self.inversePropensities), np.float64)
 
-        def stats(batches):
+        def stats(batches: Iterable[Any]) -> Iterator[Any]:
             num = den = 0.0
             for batch in batches:
                 Y = lists_to_csr(batch.column(0), labels_col)
@@ -197,31 +203,32 @@ class RankingEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelCol, HasP
 
     @keyword_only
     def __init__(self, *, metricName: str = "ndcgAtK", k: int = 10, labelCol: str = "label",
-                 predictionCol: str = "prediction", groupCol: str = "qid"):
+                 predictionCol: str = "prediction", groupCol: str = "qid") -> None:
         super().__init__()
         self._setDefault(metricName="ndcgAtK", k=10, labelCol="label",
                          predictionCol="prediction", groupCol="qid")
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, metricName=None, k=None, labelCol=None, predictionCol=None,
-                  groupCol=None):
+    def setParams(self, *, metricName: str | None = None, k: int | None = None,
+                  labelCol: str | None = None, predictionCol: str | None = None,
+                  groupCol: str | None = None) -> RankingEvaluator:
         return self._set_params(**self._input_kwargs)
 
-    def setLabelCol(self, value: str):
+    def setLabelCol(self, value: str) -> RankingEvaluator:
         return self._set(labelCol=value)
 
-    def setPredictionCol(self, value: str):
+    def setPredictionCol(self, value: str) -> RankingEvaluator:
         return self._set(predictionCol=value)
 
-    def setGroupCol(self, value: str):
+    def setGroupCol(self, value: str) -> RankingEvaluator:
         return self._set(groupCol=value)
 
     def _validate_params(self) -> None:
         super()._validate_params()
         self._check_metric(self.METRICS)
 
-    def _evaluate(self, dataset) -> float:
+    def _evaluate(self, dataset: DataFrame) -> float:
         self._validate_params()
         label_col, pred_col, group_col = (self.getLabelCol(), self.getPredictionCol(),
                                           self.getGroupCol())
@@ -238,7 +245,7 @@ class RankingEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelCol, HasP
         metric, k = self.getMetricName(), self.getK()
         names = (label_col, pred_col, group_col)
 
-        def stats(batches):
+        def stats(batches: Iterable[Any]) -> Iterator[Any]:
             import pyarrow.compute as pc
 
             parts = [b for b in batches if b.num_rows]
@@ -300,7 +307,7 @@ def label_propensities(df: "DataFrame", labelsCol: str = "labels", A: float = 0.
     """
     _check_int_array("label_propensities", df, labelsCol, "labels", "label ids")
 
-    def counts(batches):
+    def counts(batches: Iterable[Any]) -> Iterator[Any]:
         n, acc = 0, np.zeros(0, np.int64)
         for batch in batches:
             indptr, ids = lists_to_csr(batch.column(0), labelsCol, dtype=np.int64)

@@ -53,7 +53,7 @@ def default_parallelism(spark: "SparkSession") -> int:
         if v:
             return max(1, int(v))
     try:
-        master = spark.conf.get("spark.master", "")
+        master = spark.conf.get("spark.master", "") or ""
     except Exception:
         master = ""
     if master.startswith("local"):

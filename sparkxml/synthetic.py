@@ -6,11 +6,21 @@ uniform noise. FastXML should reach P@1 well above the most-frequent-label basel
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+# (indptr int64 (n+1,), indices int32, data float32) and (indptr int64 (n+1,), ids int32)
+CSRFeatures = tuple[np.ndarray, np.ndarray, np.ndarray]
+CSRLabels = tuple[np.ndarray, np.ndarray]
 
 
 def make_multilabel(n_rows: int = 4000, n_features: int = 2000, n_labels: int = 200,
-                    seed: int = 0, topic_size: int = 12, noise: int = 8):
+                    seed: int = 0, topic_size: int = 12,
+                    noise: int = 8) -> tuple[CSRFeatures, CSRLabels]:
     """Generate a multi-label dataset.
 
     Returns
@@ -43,7 +53,8 @@ def make_multilabel(n_rows: int = 4000, n_features: int = 2000, n_labels: int = 
     return X, Y
 
 
-def csr_rows(X, Y, start: int, stop: int):
+def csr_rows(X: CSRFeatures, Y: CSRLabels, start: int,
+             stop: int) -> tuple[CSRFeatures, CSRLabels]:
     """Rows [start, stop) of the (X, Y) CSR pair returned by ``make_multilabel``."""
     xi, xj, xv = X
     yi, yj = Y
@@ -52,7 +63,8 @@ def csr_rows(X, Y, start: int, stop: int):
     return (xi[start:stop + 1] - a, xj[a:b], xv[a:b]), (yi[start:stop + 1] - c, yj[c:d])
 
 
-def rows_frame(spark, X, Y, start: int, stop: int, num_features: int):
+def rows_frame(spark: SparkSession, X: CSRFeatures, Y: CSRLabels, start: int, stop: int,
+               num_features: int) -> DataFrame:
     """DataFrame (features, labels) of rows [start, stop) of ``make_multilabel``'s output."""
     from sparkxml.datasets import from_csr
 
@@ -64,7 +76,8 @@ RATING_FIELDS = ("user", "item", "age", "genre", "hour", "device")
 
 
 def make_ratings(n_rows: int = 20000, n_users: int = 300, n_items: int = 200,
-                 noise: float = 0.3, seed: int = 0):
+                 noise: float = 0.3, seed: int = 0,
+                 ) -> tuple[dict[str, np.ndarray], np.ndarray, list[tuple[str, str]]]:
     """Rating-like data with planted field interactions (for FM and GBFM tests and demos).
 
     Six categorical columns: ``user`` (n_users ids), ``item`` (n_items), and four context
@@ -98,7 +111,8 @@ def make_ratings(n_rows: int = 20000, n_users: int = 300, n_items: int = 200,
     return cols, rating, [("user", "item"), ("age", "genre")]
 
 
-def one_hot_fields(columns: dict, sizes: dict | None = None):
+def one_hot_fields(columns: dict, sizes: dict | None = None,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, list[int]]:
     """One-hot CSR of integer category columns side by side, and the field starts.
 
     Returns (indptr int64, indices int32, data float64, n_features, field_starts list).

@@ -68,7 +68,7 @@ def load_model(path: str) -> Any:
         if kind not in _LOADERS:
             raise ModelFormatError(f"{path} holds an unknown model kind {kind!r}")
         mod, attr = _LOADERS[kind].split(":")
-        obj = importlib.import_module(mod)
+        obj: Any = importlib.import_module(mod)
         for part in attr.split("."):
             obj = getattr(obj, part)
         return obj(path, meta)

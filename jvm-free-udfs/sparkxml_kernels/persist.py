@@ -44,6 +44,7 @@ import os
 import time
 import uuid
 import warnings
+from typing import Any, Callable, Iterator, Union
 
 import numpy as np
 import pyarrow as pa
@@ -69,6 +70,10 @@ DATA_SCHEMA = pa.schema([
 ])
 
 
+# a class path, or a predicate on class paths (its ``str`` names it in errors)
+ExpectedClass = Union[str, Callable[[str], bool], None]
+
+
 class ModelFormatError(ValueError):
     """The directory is missing, corrupt, or not a sparkxml model."""
 
@@ -91,7 +96,7 @@ def pyarrow_path(path: str) -> str:
     return path
 
 
-def resolve(path: str):
+def resolve(path: str) -> tuple[Any, str]:
     """Return (filesystem, path inside it) for a local path or URI."""
     if not isinstance(path, str) or not path:
         raise ValueError(f"model path must be a non-empty string, got {path!r}")
@@ -106,17 +111,17 @@ def exists(path: str) -> bool:
     return fs.get_file_info(p).type != pafs.FileType.NotFound
 
 
-def _write_bytes(fs, path: str, payload: bytes) -> None:
+def _write_bytes(fs: Any, path: str, payload: bytes) -> None:
     with fs.open_output_stream(path) as out:
         out.write(payload)
 
 
-def _read_bytes(fs, path: str) -> bytes:
+def _read_bytes(fs: Any, path: str) -> bytes:
     with fs.open_input_stream(path) as f:
         return f.read()
 
 
-def _listing(fs, directory: str) -> list:
+def _listing(fs: Any, directory: str) -> list:
     """Visible files of ``directory`` (Spark skips names starting with '_' or '.')."""
     return sorted((f for f in fs.get_file_info(pafs.FileSelector(directory))
                    if not os.path.basename(f.path).startswith(("_", "."))),
@@ -158,7 +163,7 @@ def finish_metadata(metadata: str, arrays: dict | None, save_id: str,
     return json.dumps(meta, separators=(",", ":"))
 
 
-def parse_metadata(text: str, path: str, expected_class=None) -> dict:
+def parse_metadata(text: str, path: str, expected_class: ExpectedClass = None) -> dict:
     """The metadata dict from the text of a metadata part file; ``ModelFormatError`` naming
     ``path`` for whatever is wrong. ``expected_class``: the class path the metadata must name,
     or a callable that says whether a class path is acceptable (its ``str`` names it in the
@@ -175,7 +180,7 @@ def parse_metadata(text: str, path: str, expected_class=None) -> dict:
     return meta
 
 
-def load_metadata(path: str, expected_class=None) -> dict:
+def load_metadata(path: str, expected_class: ExpectedClass = None) -> dict:
     """Read and check ``path/metadata``; raise ``ModelFormatError`` naming what is wrong."""
     fs, p = resolve(path)
     if fs.get_file_info(p).type == pafs.FileType.NotFound:
@@ -231,13 +236,13 @@ LOAD_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, Over
 
 # ---------------------------------------------------------------------------- data rows
 def data_batches(arrays: dict, save_id: str, chunk_bytes: int = CHUNK_BYTES,
-                 group_bytes: int = GROUP_BYTES):
+                 group_bytes: int = GROUP_BYTES) -> Iterator[Any]:
     """Yield the data rows of ``arrays`` as Arrow record batches of about ``group_bytes``
     (``DATA_SCHEMA``); only one batch is in memory at a time."""
-    rows = []
+    rows: list[tuple] = []
     held = 0
 
-    def flush():
+    def flush() -> Any:
         cols = list(zip(*rows))
         return pa.RecordBatch.from_arrays(
             [pa.array([save_id] * len(rows), pa.string()),
@@ -265,7 +270,7 @@ def assembler(meta: dict, path: str, rows: int | None = None) -> Assembler:
         raise ModelFormatError(f"{path}/metadata is corrupt: {e}") from None
 
 
-def check_save_ids(batch, save_id: str, path: str) -> None:
+def check_save_ids(batch: Any, save_id: str, path: str) -> None:
     """Raise unless every row of ``batch`` carries ``save_id``."""
     ids = batch.column("save_id")
     import pyarrow.compute as pc
@@ -348,7 +353,7 @@ def save_directory(path: str, metadata: str, arrays: dict | None, overwrite: boo
     return save_id
 
 
-def _delete(fs, path: str, kind, quiet: bool = True) -> None:
+def _delete(fs: Any, path: str, kind: Any, quiet: bool = True) -> None:
     try:
         if kind == pafs.FileType.Directory:
             fs.delete_dir(path)
@@ -377,7 +382,7 @@ def load_arrays(path: str, required: tuple = (), meta: dict | None = None) -> di
     return check_required(_read_parquet_arrays(fs, p, meta, path), required, path)
 
 
-def _read_parquet_arrays(fs, p: str, meta: dict, path: str) -> dict:
+def _read_parquet_arrays(fs: Any, p: str, meta: dict, path: str) -> dict:
     import pyarrow.parquet as pq
 
     if "arrays" not in meta:

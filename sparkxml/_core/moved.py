@@ -11,6 +11,9 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+from typing import Sequence
 
 MOVED = {
     "sparkxml.linear_svm": "sparkxml.linear",
@@ -23,18 +26,19 @@ MOVED = {
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname in MOVED:
             return importlib.util.spec_from_loader(fullname, self)
         return None
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> None:
         return None
 
-    def exec_module(self, module):
+    def exec_module(self, module: ModuleType) -> None:
         target = importlib.import_module(MOVED[module.__name__])
         module.__doc__ = f"Saved models' import path, served by {target.__name__}."
-        module.__getattr__ = lambda name: getattr(target, name)  # type: ignore[attr-defined]
+        module.__getattr__ = lambda name: getattr(target, name)  # type: ignore[method-assign]
 
 
 def install() -> None:

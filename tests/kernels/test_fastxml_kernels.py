@@ -301,7 +301,7 @@ def test_small_and_label_free_training_sets():
     # N <= max_leaf: the root is the only node, a leaf with the mean label vector
     f = train_forest(*data, tree_ids=[0], max_leaf=10)
     assert f["children"].tolist() == [[-1, -1]]
-    Yi, Yl = data[3], data[4]
+    Yl = data[4]
     assert f["leaf_score"].size == len(set(Yl.tolist()))
     # no labels at all: splits still happen (random), every leaf is empty
     Xi, Xf, Xv, _, _, d, L = make_data(4, n=60)

@@ -54,7 +54,7 @@ def test_serving_wheel_without_pyspark(tmp_path):
     src = os.path.join(KERNELS, "sparkxml_kernels")
     want = {os.path.relpath(os.path.join(d, f), KERNELS).replace(os.sep, "/")
             for d, _, files in os.walk(src) for f in files
-            if f.endswith(".py") or f in ("py.typed", "_warm_signatures.txt")}
+            if f.endswith(".py") or f == "_warm_signatures.txt"}
     assert want <= names, sorted(want - names)
     requires = [line.split(":", 1)[1].strip().lower() for line in meta.splitlines()
                 if line.startswith("Requires-Dist:")]

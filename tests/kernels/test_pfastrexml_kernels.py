@@ -79,7 +79,7 @@ def test_leaf_scores_are_weighted_means():
     data = make_data(7, n=12)
     w = _weights(data)
     f = train_forest(*data, tree_ids=[0], max_leaf=20, label_weight=w, normalise_dcg=False)
-    Yi, Yl = data[3], data[4]
+    Yl = data[4]
     assert f["children"].tolist() == [[-1, -1]]
     got = dict(zip(f["leaf_label"].tolist(), f["leaf_score"].tolist()))
     want = {lab: float(np.float32(w[lab] * np.sum(Yl == lab) / 12)) for lab in set(Yl.tolist())}

@@ -5,14 +5,12 @@ crashed save could leave) changes nothing: the same model loads.
 
 Models are built here without Spark (kernels + ``Model.write()``, which needs no JVM).
 """
-import io
 import json
 import os
 import shutil
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 import sparkxml_kernels

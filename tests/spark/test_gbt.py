@@ -10,7 +10,6 @@ from pyspark.ml.evaluation import BinaryClassificationEvaluator, RegressionEvalu
 from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.linalg import Vectors
 from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
-from pyspark.sql import functions as F
 
 import sparkxml_kernels
 from sparkxml import GBTClassifier, GBTRegressor

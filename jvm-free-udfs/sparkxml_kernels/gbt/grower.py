@@ -295,7 +295,6 @@ class TreeGrower:
             k = rows.size
             self._partition[:k] = rows
         st = _State(k)
-        S = self.n_slots
 
         def decide(summed):
             return self._decide(st, summed, mask, hist_features)
