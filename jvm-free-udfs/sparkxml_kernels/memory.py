@@ -1,7 +1,7 @@
 """Handing freed memory back to the system between the phases of a training task.
 
-A training task's peak resident memory is what must-show 6 bounds (LinearSVC: <= 2x the CSR
-a task holds). glibc's malloc raises its mmap threshold each time a large block is freed
+A training task's peak resident memory is what LinearSVC keeps under 2x the CSR a task
+holds. glibc's malloc raises its mmap threshold each time a large block is freed
 (up to 32 MiB), so later arrays of a few MB come from the heap and, once freed, stay
 resident; a round's fresh large arrays then land on top of that. ``release_freed()`` returns
 those pages (``malloc_trim(0)``: every free page of every arena) and pyarrow's unused pool

@@ -240,7 +240,7 @@ RULES.update({
     "maxDepth": _ge(0),
     "maxLeaves": _ge(0),
     "growPolicy": _one_of("depthwise", "lossguide"),
-    "maxBins": _between(2, 65536),  # above 256: uint16 bins (issue 14)
+    "maxBins": _between(2, 65536),  # above 256: uint16 bins
     "regLambda": _ge(0.0),
     "regAlpha": _ge(0.0),
     "minSplitLoss": _ge(0.0),
@@ -532,7 +532,7 @@ RULES.update({
 
 
 # ---------------------------------------------------------------- GBT models and progress
-# (issue 13: MLlib-compatible GBT models, XGBoost parity, progress of long fits)
+# (MLlib-compatible GBT models, XGBoost parity, progress of long fits)
 # pyspark's HasMaxIter / HasStepSize say ">= 0"; sparkxml's checks want >= 1 and (0, 1]:
 # the same param names with docs that state the ranges RULES enforce.
 HasMaxIter = _simple_mixin(
@@ -613,7 +613,7 @@ RULES.update({
 
 
 # ---------------------------------------------------------------- FastXML / PfastreXML training mode
-# (issue 14: XML models larger than one task)
+# (XML models larger than one task)
 HasTrainingMode = _simple_mixin(
     "HasTrainingMode", "trainingMode", "how the trees are trained: 'replicated' (every task "
     "holds the whole training set and grows whole trees), 'distributed' (every task holds a "
@@ -628,7 +628,7 @@ RULES.update({
 
 
 # --------------------------------------------------------------------------------------------
-# GBT categorical features (issue 14: GBTRegressor / GBTClassifier / LambdaMART): LightGBM's
+# GBT categorical features (GBTRegressor / GBTClassifier / LambdaMART): LightGBM's
 # categorical knobs under camelCase names (sparkxml_kernels.gbt.categorical)
 
 
@@ -672,7 +672,7 @@ RULES.update({
 
 
 # ---------------------------------------------------------------- threads inside a task
-# (GBTRegressor, GBTClassifier, LambdaMART: issue 14, item 1)
+# (GBTRegressor, GBTClassifier, LambdaMART)
 HasNthread = _simple_mixin(
     "HasNthread", "nthread", "threads each Spark task uses for binning, histogram building, "
     "partitioning and prediction (>= 1; capped at the cores numba sees); unset: the task's "

@@ -68,7 +68,7 @@ def _classic_context(spark):
     """The SparkContext of a classic session, None over Spark Connect.
 
     The one place sparkxml touches a SparkContext: a classic session has no other API for a
-    job's description and group (issue 13 asks for both in the Spark UI and status tracker).
+    job's description and group (both shown in the Spark UI and status tracker).
     Over Connect this returns None before any attribute access, and the labels travel as
     session tags instead; training itself never needs it."""
     if is_connect(spark):

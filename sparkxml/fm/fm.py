@@ -102,7 +102,10 @@ class _FMEstimator(FMEstimatorBase):
                 "fitLinear": self.getFitLinear(), "fieldStarts": fs}
 
 
-_DOC_PARAMS = """
+class FMRegressor(_FMEstimator, _FMParams):
+    """Factorization machine regression (squared loss; MCMC: Gaussian likelihood with a
+    Gamma prior on its precision).
+
     Parameters
     ----------
     featuresCol : str, default "features"
@@ -151,13 +154,7 @@ _DOC_PARAMS = """
         worker per 50,000 rows.
     timeoutSeconds : float, default 600
         Bound on every wait for a peer task.
-"""
 
-
-class FMRegressor(_FMEstimator, _FMParams):
-    """Factorization machine regression (squared loss; MCMC: Gaussian likelihood with a
-    Gamma prior on its precision).
-    """ + _DOC_PARAMS + """
     Examples
     --------
     >>> model = FMRegressor(factorSize=8, maxIter=200).fit(train_df)

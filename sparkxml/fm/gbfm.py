@@ -90,7 +90,9 @@ class _GBFMEstimator(FMEstimatorBase):
                 "earlyStoppingRounds": self.getEarlyStoppingRounds()}
 
 
-_DOC_PARAMS = """
+class GBFMRegressor(_GBFMEstimator, _GBFMParams):
+    """GBFM regression (squared loss).
+
     Parameters
     ----------
     featuresCol : str, default "features"
@@ -124,12 +126,7 @@ _DOC_PARAMS = """
         model keeps the best number of stages.
     numWorkers, timeoutSeconds
         As :class:`sparkxml.fm.FMRegressor`.
-"""
 
-
-class GBFMRegressor(_GBFMEstimator, _GBFMParams):
-    """GBFM regression (squared loss).
-    """ + _DOC_PARAMS + """
     Examples
     --------
     >>> enc = FieldEncoder(inputCols=["user", "item", "age", "genre"]).fit(df)

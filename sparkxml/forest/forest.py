@@ -62,8 +62,12 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
     """A random forest of classification trees, trained in one barrier stage.
 
     Takes every parameter of :class:`sparkxml.forest.tree.DecisionTreeClassifier` but
-    ``maxLeafNodes`` (forests grow level-wise), plus:
+    ``maxLeafNodes`` (forests grow level-wise), plus the ones below. Outputs:
+    ``rawPredictionCol`` (sum of the trees' class fractions, as Spark ML), ``probabilityCol``
+    (their mean, scikit-learn's predict_proba), ``predictionCol``.
 
+    Parameters
+    ----------
     numTrees : int, default 20
     bootstrap : bool, default True
         Poisson(subsamplingRate) counts per row and tree; False: each row once (kept with
@@ -72,9 +76,6 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
     oobScore : bool, default False
         Compute ``model.outOfBagScore`` (scikit-learn's ``oob_score_``, accuracy) in the same stage.
     featureSubsetStrategy : str, default "auto" (= "sqrt")
-
-    Outputs: ``rawPredictionCol`` (sum of the trees' class fractions, as Spark ML),
-    ``probabilityCol`` (their mean, scikit-learn's predict_proba), ``predictionCol``.
 
     Examples
     --------

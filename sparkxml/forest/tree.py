@@ -40,9 +40,10 @@ class _DTRegressorParams(TreeParams):
 
 class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
     """A classification tree (scikit-learn's ``DecisionTreeClassifier``), trained in one
-    barrier stage. Labels are 0, 1, ..., K-1.
+    barrier stage. Labels are 0, 1, ..., K-1. scikit-learn's name of a parameter is given in
+    brackets.
 
-    Parameters (scikit-learn's name in brackets)
+    Parameters
     ----------
     featuresCol : str, default "features"
         Spark ML vector column (dense or sparse; absent entries are 0.0). Features must be

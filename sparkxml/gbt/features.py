@@ -1,4 +1,4 @@
-"""Driver side of the GBT engine's feature kinds (issue 14): wide (uint16) bins, categorical
+"""Driver side of the GBT engine's feature kinds: wide (uint16) bins, categorical
 features and sparse vector columns.
 
 * **maxBins above 256**: the sketch keeps ``8 x`` the real bins per feature and the edges

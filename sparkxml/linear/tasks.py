@@ -100,7 +100,7 @@ def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept
         # the kernels and pyarrow's compute functions are loaded before the first batch is
         # read (a fresh Python worker: ~60 MiB of compiled code and ~40 MiB of Arrow's
         # function registry, whatever the data), so that the RSS taken here is the baseline
-        # of the memory the rows cost (must-show 6: worker memory <= 2x its CSR partition)
+        # of the memory the rows cost (the aim: worker memory <= 2x its CSR partition)
         solver.warm_up(False)
         if cs:  # (Crammer-Singer's kernels too: used when the data has more than two classes)
             solver.warm_up(True)

@@ -2,7 +2,7 @@
 categorical features, with their histogram, partition and routing kernels.
 
 The dense uint8 matrix without categorical features keeps its own kernels (histogram.py,
-partition.py): every function here sends that case there unchanged, and takes the new code
+partition.py): every function here sends that case there as it is, and takes its own code
 paths only for the data that need them:
 
 * **wide bins** -- a feature with more than 255 real bins (``maxBins`` up to 65536) is binned

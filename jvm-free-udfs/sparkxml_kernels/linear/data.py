@@ -9,7 +9,7 @@ Two ways in:
   each partition in the JVM), one Arrow batch at a time, written straight into arrays sized
   from the batches' lengths; the caller releases each batch once written. Fresh numpy arrays
   only take memory where they are written, so the input shrinks as the output grows and the
-  peak stays near one copy of the CSR (must-show 6: worker memory <= 2x its CSR partition).
+  peak stays near one copy of the CSR (the aim: worker memory <= 2x its CSR partition).
   Rows out of order (never expected) fall back to ``prepare``.
 """
 from __future__ import annotations

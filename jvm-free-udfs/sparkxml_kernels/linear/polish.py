@@ -45,7 +45,7 @@ POLISH_PASSES = 20  # DCD passes over the gathered rows
 
 
 # rows per slice of the per-row passes below: their float temporaries stay ~1 MB whatever
-# the task's rows (must-show 6: worker memory <= 2x its CSR)
+# the task's rows (the aim: worker memory <= 2x its CSR)
 CHUNK_ROWS = 1 << 16
 
 

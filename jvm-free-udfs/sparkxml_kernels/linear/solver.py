@@ -81,7 +81,7 @@ ONE_BLOCK_PASSES = 10
 # the rows gathered by a polish: at most this fraction of an average block (rows and nnz).
 # Larger polishes save rounds (a9a squared hinge, 2 blocks: 4 rounds at 0.5, 6 at 0.25; 8
 # blocks: 25 and 68); rank 0 holds 2 x 8 bytes per gathered entry, so 0.25 keeps a worker
-# holding one block under 2x its CSR (must-show 6).
+# holding one block under 2x its CSR.
 POLISH_BLOCK_FRACTION = 0.25
 # ... or up to these many rows and entries where that is more (a few MB whatever the data:
 # small and moderate data sets are polished more thoroughly, in fewer rounds)
