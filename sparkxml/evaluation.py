@@ -27,6 +27,7 @@ from sparkxml_kernels import metrics as M
 from sparkxml_kernels.arrow_io import lists_to_csr
 
 from sparkxml._core.base import SparkXMLParams
+from sparkxml._core.constraints import one_of
 from sparkxml._core.params import (HasGroupCol,
     HasInversePropensities,
     HasK,
@@ -82,6 +83,7 @@ class _MetricName(Params):
         return True
 
     def _check_metric(self, allowed: Sequence[str]) -> str:
+        # the _constraints rule checks a set metricName; this also rejects a null one
         name = self.getMetricName()
         if name not in allowed:
             raise ValueError(f"{type(self).__name__}: param metricName={name!r} is invalid: "
@@ -112,6 +114,7 @@ class XMLEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelsCol, HasPred
     """
 
     METRICS = M.XC_METRICS
+    _constraints = {"metricName": one_of(*METRICS)}
 
     @keyword_only
     def __init__(self, *, metricName: str = "precisionAtK", k: int = 5,
@@ -200,6 +203,7 @@ class RankingEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelCol, HasP
     """
 
     METRICS = M.RANKING_METRICS
+    _constraints = {"metricName": one_of(*METRICS)}
 
     @keyword_only
     def __init__(self, *, metricName: str = "ndcgAtK", k: int = 10, labelCol: str = "label",

@@ -49,7 +49,7 @@ from pyspark.ml.util import MLReadable, MLReader, MLWritable, MLWriter
 from sparkxml_kernels import persist
 
 from sparkxml._core import storage as _storage
-from sparkxml._core.params import validate_params
+from sparkxml._core.constraints import SHARED_PARAM_CONSTRAINTS, validate_params
 
 
 def _class_name(obj_or_cls) -> str:
@@ -200,6 +200,8 @@ class SparkXMLParams(Params, MLWritable, MLReadable):
     """
 
     _model_kind = "params"
+    # the pyspark.ml.param.shared params' rules; mixins and subclasses add their own
+    _constraints = SHARED_PARAM_CONSTRAINTS
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

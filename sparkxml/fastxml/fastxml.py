@@ -17,17 +17,18 @@ from sparkxml.fastxml.fit import FOREST_DTYPES, fit_forest
 from sparkxml.fastxml.fit import check_memory as _check_memory  # noqa: F401  (tests import it here)
 from sparkxml._core.validation import check_int_array_column, check_vector_column
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.constraints import finite, ge, gt
 from sparkxml._core.params import (HasFeaturesCol,
     HasLabelsCol,
     HasNumTrees,
     HasNumWorkers,
     HasPredictionCol,
-    HasRowOrder,
-    HasScoresCol,
     HasSeed,
-    HasTopK,
-    HasTrainingMode,
     HasVerbose)
+from sparkxml.fastxml.params import (HasRowOrder,
+    HasScoresCol,
+    HasTopK,
+    HasTrainingMode)
 from sparkxml._core.validation import check_output_columns
 
 
@@ -43,6 +44,8 @@ class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol
                          typeConverter=TypeConverters.toFloat)
     bias = Param(Params._dummy(), "bias", "value of the bias feature appended to every point "
                  "(finite; 0 disables it)", typeConverter=TypeConverters.toFloat)
+    _constraints = {"maxLeaf": ge(1), "labelsPerLeaf": ge(1), "logLossCoeff": gt(0.0),
+                    "bias": finite()}
 
     def __init__(self, *args):
         super().__init__(*args)

@@ -14,6 +14,7 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, PfastreXMLPredictor
 
 from sparkxml.fastxml.fit import fit_forest
+from sparkxml._core.constraints import between, finite, finite_positive, ge
 from sparkxml._core.validation import check_int_array_column, check_vector_column
 from sparkxml.fastxml.fastxml import FastXML, FastXMLModel, FastXMLParams
 
@@ -39,6 +40,8 @@ class _PfastreXMLParams(FastXMLParams):
     numCandidates = Param(Params._dummy(), "numCandidates", "labels of highest tree score "
                           "per row that the tail classifiers rerank (>= 1)",
                           typeConverter=TypeConverters.toInt)
+    _constraints = {"propensityA": finite(), "propensityB": finite(), "gamma": finite_positive(),
+                    "alpha": between(0.0, 1.0), "numCandidates": ge(1)}
 
     def __init__(self, *args):
         super().__init__(*args)

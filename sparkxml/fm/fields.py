@@ -25,7 +25,9 @@ from sparkxml_kernels.fm.fields import FIELD_KEYS, FieldVocabulary
 
 from sparkxml.fm.base import add_setters
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
-from sparkxml._core.params import HasHandleInvalid, HasInputCols, HasOutputCol
+from sparkxml.fm.params import (HasHandleInvalid,
+    HasInputCols,
+    HasOutputCol)
 from sparkxml._core.validation import check_output_columns
 
 __all__ = ["FieldEncoder", "FieldEncoderModel"]

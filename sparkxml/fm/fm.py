@@ -25,17 +25,10 @@ from pyspark import keyword_only
 from sparkxml_kernels.fm.predictor import FMPredictor
 
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
-from sparkxml._core.params import (HasBurnIn,
-    HasFactorSize,
-    HasFeaturesCol,
-    HasFieldStarts,
+from sparkxml._core.params import (HasFeaturesCol,
     HasFitIntercept,
-    HasFitLinear,
-    HasFMSolver,
-    HasInitStd,
     HasLabelCol,
     HasMaxIter,
-    HasMiniBatchFraction,
     HasNumWorkers,
     HasPredictionCol,
     HasProbabilityCol,
@@ -43,10 +36,17 @@ from sparkxml._core.params import (HasBurnIn,
     HasRegParam,
     HasSeed,
     HasStepSize,
-    HasThinning,
     HasTimeoutSeconds,
     HasTol,
     HasWeightCol)
+from sparkxml.fm.params import (HasBurnIn,
+    HasFactorSize,
+    HasFieldStarts,
+    HasFitLinear,
+    HasFMSolver,
+    HasInitStd,
+    HasMiniBatchFraction,
+    HasThinning)
 
 __all__ = ["FMRegressor", "FMRegressionModel", "FMClassifier", "FMClassificationModel"]
 

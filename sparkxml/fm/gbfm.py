@@ -25,13 +25,9 @@ from sparkxml_kernels.fm.predictor import GBFMPredictor
 
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
 from sparkxml._core.params import (HasEarlyStoppingRounds,
-    HasFactorSize,
     HasFeaturesCol,
-    HasFieldStarts,
-    HasInitStd,
     HasLabelCol,
     HasMaxIter,
-    HasNumStages,
     HasNumWorkers,
     HasPredictionCol,
     HasProbabilityCol,
@@ -42,6 +38,10 @@ from sparkxml._core.params import (HasEarlyStoppingRounds,
     HasTimeoutSeconds,
     HasValidationIndicatorCol,
     HasWeightCol)
+from sparkxml.fm.params import (HasFactorSize,
+    HasFieldStarts,
+    HasInitStd,
+    HasNumStages)
 
 __all__ = ["GBFMRegressor", "GBFMRegressionModel", "GBFMClassifier", "GBFMClassificationModel"]
 

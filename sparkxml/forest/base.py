@@ -45,30 +45,30 @@ from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
 from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
 from sparkxml._core.params import add_setters
-from sparkxml._core.params import (HasBootstrap,
-    HasClassWeight,
-    HasCriterion,
-    HasFeatureSubsetStrategy,
-    HasFeaturesCol,
+from sparkxml._core.params import (HasFeaturesCol,
     HasFeaturesCols,
     HasLabelCol,
-    HasMaxLeafNodes,
-    HasMinInfoGain,
-    HasMinInstancesPerNode,
-    HasMinSamplesSplit,
-    HasMinWeightFractionPerNode,
     HasNumTrees,
     HasNumWorkers,
-    HasOobScore,
     HasPredictionCol,
     HasProbabilityCol,
     HasRawPredictionCol,
     HasSeed,
     HasSubsamplingRate,
     HasTimeoutSeconds,
-    HasTreeMaxBins,
-    HasTreeMaxDepth,
     HasWeightCol)
+from sparkxml.forest.params import (HasBootstrap,
+    HasClassWeight,
+    HasCriterion,
+    HasFeatureSubsetStrategy,
+    HasMaxLeafNodes,
+    HasMinInfoGain,
+    HasMinInstancesPerNode,
+    HasMinSamplesSplit,
+    HasMinWeightFractionPerNode,
+    HasOobScore,
+    HasTreeMaxBins,
+    HasTreeMaxDepth)
 
 # rows the sketch job summarises (LightGBM bins from 200,000 rows): below this, bins are exact
 # for every feature with at most maxBins distinct values
@@ -88,8 +88,6 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                   HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
                   HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
                   HasTimeoutSeconds):
-    _rules_prefix = "tree"
-
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",

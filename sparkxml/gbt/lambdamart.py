@@ -57,8 +57,8 @@ from sparkxml._core.params import add_setters
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml._core.histogram_engine import data_checks, feature_exprs, finite_col
 from sparkxml._core.progress import FitProgress
-from sparkxml._core.params import (HasGroupCol,
-    HasLabelGain,
+from sparkxml._core.params import HasGroupCol
+from sparkxml.gbt.params import (HasLabelGain,
     HasLambdarankNorm,
     HasNdcgTruncation,
     HasObjective,

@@ -52,25 +52,26 @@ from sparkxml.linear.tasks import (B_COL,
 from sparkxml._core.validation import check_vector_column
 from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.constraints import finite, finite_positive, ge, one_of
 from sparkxml._core.params import add_setters
 from sparkxml._core.workers import check_slots
-from sparkxml._core.params import (HasC,
-    HasFeaturesCol,
+from sparkxml._core.params import (HasFeaturesCol,
     HasFitIntercept,
     HasLabelCol,
-    HasLoss,
-    HasMarginThreshold,
     HasMaxIter,
-    HasMultiClass,
-    HasNumBlocks,
     HasNumWorkers,
     HasPredictionCol,
     HasRawPredictionCol,
-    HasSchedule,
     HasSeed,
     HasTimeoutSeconds,
     HasTol,
     HasWeightCol)
+from sparkxml.linear.params import (HasC,
+    HasLoss,
+    HasMarginThreshold,
+    HasMultiClass,
+    HasNumBlocks,
+    HasSchedule)
 from sparkxml.session import default_parallelism
 from sparkxml._core.validation import check_output_columns
 
@@ -99,7 +100,16 @@ class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionC
                        HasRawPredictionCol, HasMaxIter, HasTol, HasFitIntercept,
                        HasMarginThreshold, HasSeed, HasNumWorkers, HasTimeoutSeconds, HasC,
                        HasLoss, HasMultiClass, HasSchedule, HasNumBlocks):
-    _rules_prefix = "svm"  # params.RULES["svm:loss"], ...: LinearSVC's own ranges
+    # LinearSVC's own meanings and ranges of these names (a probability threshold, say,
+    # would lie in [0, 1])
+    _constraints = {
+        "C": finite_positive(),
+        "loss": one_of("hinge", "squared_hinge"),
+        "multiClass": one_of("ovr", "crammer_singer"),
+        "schedule": one_of("shark", "permutation"),
+        "numBlocks": ge(0),
+        "threshold": finite(),
+    }
 
     def __init__(self, *args):
         super().__init__(*args)

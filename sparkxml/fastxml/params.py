@@ -1,0 +1,91 @@
+"""Params of FastXML and PfastreXML shared as mixins (the rest are declared on
+``FastXMLParams`` and ``_PfastreXMLParams``)."""
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.ml.param import Param, Params, TypeConverters
+
+from sparkxml._core.constraints import ge, nonempty, one_of
+
+
+class HasScoresCol(Params):
+    """Mixin for param scoresCol: output column of scores, array<float> aligned with the prediction
+    column.
+    """
+
+    scoresCol: "Param[str]" = Param(
+        Params._dummy(), "scoresCol",
+        "output column of scores, array<float> aligned with the prediction column",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"scoresCol": nonempty()}
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._setDefault(scoresCol="scores")
+
+    def getScoresCol(self) -> str:
+        """Gets the value of scoresCol or its default value."""
+        return self.getOrDefault(self.scoresCol)
+
+
+class HasTopK(Params):
+    """Mixin for param topK: number of labels to predict per row (>= 1)."""
+
+    topK: "Param[int]" = Param(
+        Params._dummy(), "topK",
+        "number of labels to predict per row (>= 1)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"topK": ge(1)}
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._setDefault(topK=5)
+
+    def getTopK(self) -> int:
+        """Gets the value of topK or its default value."""
+        return self.getOrDefault(self.topK)
+
+
+class HasRowOrder(Params):
+    """Mixin for param rowOrder: order of the training rows, which the trees depend on: 'content'
+    (by a hash of features and labels computed in the JVM: the model depends only on the
+    multiset of rows and the seed) or 'input' (the DataFrame's order, as the authors' C++ reads
+    a file; it changes with the partitioning).
+    """
+
+    rowOrder: "Param[str]" = Param(
+        Params._dummy(), "rowOrder",
+        "order of the training rows, which the trees depend on: 'content' (by a hash of features "
+        "and labels computed in the JVM: the model depends only on the multiset of rows and the "
+        "seed) or 'input' (the DataFrame's order, as the authors' C++ reads a file; it changes "
+        "with the partitioning)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"rowOrder": one_of("content", "input")}
+
+    def getRowOrder(self) -> str:
+        """Gets the value of rowOrder or its default value."""
+        return self.getOrDefault(self.rowOrder)
+
+
+class HasTrainingMode(Params):
+    """Mixin for param trainingMode: how the trees are trained: 'replicated' (every task holds the
+    whole training set and grows whole trees), 'distributed' (every task holds a shard of the
+    rows; the top levels of every tree are grown by all tasks together until a node fits one
+    task, then each such subtree is grown by one task) or 'auto' (replicated when the estimated
+    per-task memory fits, else distributed).
+    """
+
+    trainingMode: "Param[str]" = Param(
+        Params._dummy(), "trainingMode",
+        "how the trees are trained: 'replicated' (every task holds the whole training set and "
+        "grows whole trees), 'distributed' (every task holds a shard of the rows; the top levels "
+        "of every tree are grown by all tasks together until a node fits one task, then each such "
+        "subtree is grown by one task) or 'auto' (replicated when the estimated per-task memory "
+        "fits, else distributed)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"trainingMode": one_of("auto", "replicated", "distributed")}
+
+    def getTrainingMode(self) -> str:
+        """Gets the value of trainingMode or its default value."""
+        return self.getOrDefault(self.trainingMode)

@@ -1,0 +1,201 @@
+"""Params of the factorization machines: FMRegressor / FMClassifier, GBFMRegressor /
+GBFMClassifier and FieldEncoder. Names follow pyspark.ml's FM estimators where they exist.
+"""
+from __future__ import annotations
+
+from pyspark.ml.param import Param, Params, TypeConverters
+
+from sparkxml._core.constraints import (Rule,
+    column_list,
+    ge,
+    gt,
+    nonempty,
+    one_of,
+    open_closed)
+
+
+def field_starts() -> Rule:
+    """Field start indices: a non-empty strictly ascending list of ints starting at 0."""
+    return Rule(lambda v: (isinstance(v, list) and len(v) >= 1 and v[0] == 0
+                           and all(b > a for a, b in zip(v, v[1:]))),
+                "must be a non-empty strictly ascending list of ints starting at 0")
+
+
+class HasFactorSize(Params):
+    """Mixin for param factorSize: dimensionality of the factors (>= 1)."""
+
+    factorSize: "Param[int]" = Param(
+        Params._dummy(), "factorSize",
+        "dimensionality of the factors (>= 1)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"factorSize": ge(1)}
+
+    def getFactorSize(self) -> int:
+        """Gets the value of factorSize or its default value."""
+        return self.getOrDefault(self.factorSize)
+
+
+class HasFMSolver(Params):
+    """Mixin for param solver: FM training algorithm: 'mcmc' (Gibbs sampling with hyper-priors,
+    libFM/myFM; no regularisation to tune), 'als' (coordinate descent) or 'adamw' (mini-batch).
+    """
+
+    solver: "Param[str]" = Param(
+        Params._dummy(), "solver",
+        "FM training algorithm: 'mcmc' (Gibbs sampling with hyper-priors, libFM/myFM; no "
+        "regularisation to tune), 'als' (coordinate descent) or 'adamw' (mini-batch)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"solver": one_of("mcmc", "als", "adamw")}
+
+    def getSolver(self) -> str:
+        """Gets the value of solver or its default value."""
+        return self.getOrDefault(self.solver)
+
+
+class HasInitStd(Params):
+    """Mixin for param initStd: standard deviation of the initial factors (> 0)."""
+
+    initStd: "Param[float]" = Param(
+        Params._dummy(), "initStd",
+        "standard deviation of the initial factors (> 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"initStd": gt(0.0)}
+
+    def getInitStd(self) -> float:
+        """Gets the value of initStd or its default value."""
+        return self.getOrDefault(self.initStd)
+
+
+class HasFitLinear(Params):
+    """Mixin for param fitLinear: whether to fit the linear (first-order) terms."""
+
+    fitLinear: "Param[bool]" = Param(
+        Params._dummy(), "fitLinear",
+        "whether to fit the linear (first-order) terms",
+        typeConverter=TypeConverters.toBoolean)
+
+    def getFitLinear(self) -> bool:
+        """Gets the value of fitLinear or its default value."""
+        return self.getOrDefault(self.fitLinear)
+
+
+class HasBurnIn(Params):
+    """Mixin for param burnIn: MCMC sweeps discarded before samples are kept (>= 0, < maxIter)."""
+
+    burnIn: "Param[int]" = Param(
+        Params._dummy(), "burnIn",
+        "MCMC sweeps discarded before samples are kept (>= 0, < maxIter)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"burnIn": ge(0)}
+
+    def getBurnIn(self) -> int:
+        """Gets the value of burnIn or its default value."""
+        return self.getOrDefault(self.burnIn)
+
+
+class HasThinning(Params):
+    """Mixin for param thinning: MCMC: keep every thinning-th sample after burn-in (>= 1)."""
+
+    thinning: "Param[int]" = Param(
+        Params._dummy(), "thinning",
+        "MCMC: keep every thinning-th sample after burn-in (>= 1)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"thinning": ge(1)}
+
+    def getThinning(self) -> int:
+        """Gets the value of thinning or its default value."""
+        return self.getOrDefault(self.thinning)
+
+
+class HasMiniBatchFraction(Params):
+    """Mixin for param miniBatchFraction: adamw: fraction of the rows in one mini-batch, in (0, 1].
+    """
+
+    miniBatchFraction: "Param[float]" = Param(
+        Params._dummy(), "miniBatchFraction",
+        "adamw: fraction of the rows in one mini-batch, in (0, 1]",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"miniBatchFraction": open_closed(0.0, 1.0)}
+
+    def getMiniBatchFraction(self) -> float:
+        """Gets the value of miniBatchFraction or its default value."""
+        return self.getOrDefault(self.miniBatchFraction)
+
+
+class HasFieldStarts(Params):
+    """Mixin for param fieldStarts: start index of each field of the feature vector: strictly
+    ascending, first 0, all below the vector size (a field runs to the next start or the end).
+    """
+
+    fieldStarts: "Param[list[int]]" = Param(
+        Params._dummy(), "fieldStarts",
+        "start index of each field of the feature vector: strictly ascending, first 0, all below "
+        "the vector size (a field runs to the next start or the end)",
+        typeConverter=TypeConverters.toListInt)
+    _constraints = {"fieldStarts": field_starts()}
+
+    def getFieldStarts(self) -> list[int]:
+        """Gets the value of fieldStarts or its default value."""
+        return self.getOrDefault(self.fieldStarts)
+
+
+class HasNumStages(Params):
+    """Mixin for param numStages: number of boosting stages, one field pair each (>= 1)."""
+
+    numStages: "Param[int]" = Param(
+        Params._dummy(), "numStages",
+        "number of boosting stages, one field pair each (>= 1)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"numStages": ge(1)}
+
+    def getNumStages(self) -> int:
+        """Gets the value of numStages or its default value."""
+        return self.getOrDefault(self.numStages)
+
+
+class HasInputCols(Params):
+    """Mixin for param inputCols: categorical input columns (string, integer or boolean; array<...>
+    for multi-valued ones), one field each.
+    """
+
+    inputCols: "Param[list[str]]" = Param(
+        Params._dummy(), "inputCols",
+        "categorical input columns (string, integer or boolean; array<...> for multi-valued "
+        "ones), one field each",
+        typeConverter=TypeConverters.toListString)
+    _constraints = {"inputCols": column_list()}
+
+    def getInputCols(self) -> list[str]:
+        """Gets the value of inputCols or its default value."""
+        return self.getOrDefault(self.inputCols)
+
+
+class HasOutputCol(Params):
+    """Mixin for param outputCol: output column name."""
+
+    outputCol: "Param[str]" = Param(
+        Params._dummy(), "outputCol",
+        "output column name",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"outputCol": nonempty()}
+
+    def getOutputCol(self) -> str:
+        """Gets the value of outputCol or its default value."""
+        return self.getOrDefault(self.outputCol)
+
+
+class HasHandleInvalid(Params):
+    """Mixin for param handleInvalid: category unseen at fit, or null: 'keep' (no feature for that
+    field), 'skip' (drop the row) or 'error'.
+    """
+
+    handleInvalid: "Param[str]" = Param(
+        Params._dummy(), "handleInvalid",
+        "category unseen at fit, or null: 'keep' (no feature for that field), 'skip' (drop the "
+        "row) or 'error'",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"handleInvalid": one_of("keep", "skip", "error")}
+
+    def getHandleInvalid(self) -> str:
+        """Gets the value of handleInvalid or its default value."""
+        return self.getOrDefault(self.handleInvalid)

@@ -1,0 +1,224 @@
+"""Params of the decision trees and random forests: scikit-learn's tree parameters under
+Spark ML names (scikit-learn's name in each doc). maxDepth and maxBins are the trees' own
+(HasTreeMaxDepth, HasTreeMaxBins: other docs than GBT's, maxDepth 0 = a single leaf)."""
+from __future__ import annotations
+
+from pyspark.ml.param import Param, Params, TypeConverters
+
+from sparkxml._core.constraints import Rule, between, ge, one_of, zero_or_ge
+
+SUBSET_STRATEGIES = ("auto", "all", "sqrt", "log2", "onethird")
+
+
+def subset_strategy() -> Rule:
+    """A featureSubsetStrategy: a name, a fraction in (0, 1] or a count >= 1 (as a string)."""
+
+    def ok(v):
+        if v in SUBSET_STRATEGIES:
+            return True
+        try:
+            x = float(v)
+        except ValueError:
+            return False
+        if "." in v or "e" in v.lower():
+            return 0.0 < x <= 1.0
+        return x >= 1 and float(int(x)) == x
+
+    return Rule(ok, f"must be one of {list(SUBSET_STRATEGIES)}, a fraction in (0, 1] or a "
+                    f"count >= 1")
+
+
+class HasCriterion(Params):
+    """Mixin for param criterion: split criterion: 'gini', 'entropy' (= 'log_loss') for
+    classification; 'squared_error', 'friedman_mse', 'poisson' for regression.
+    """
+
+    criterion: "Param[str]" = Param(
+        Params._dummy(), "criterion",
+        "split criterion: 'gini', 'entropy' (= 'log_loss') for classification; 'squared_error', "
+        "'friedman_mse', 'poisson' for regression",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"criterion": one_of("gini", "entropy", "log_loss", "squared_error", "friedman_mse",
+                           "poisson")}
+
+    def getCriterion(self) -> str:
+        """Gets the value of criterion or its default value."""
+        return self.getOrDefault(self.criterion)
+
+
+class HasTreeMaxDepth(Params):
+    """Mixin for param maxDepth: maximum depth of a tree (>= 0; 0 = a single leaf; scikit-learn's
+    max_depth).
+    """
+
+    maxDepth: "Param[int]" = Param(
+        Params._dummy(), "maxDepth",
+        "maximum depth of a tree (>= 0; 0 = a single leaf; scikit-learn's max_depth)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"maxDepth": ge(0)}
+
+    def getMaxDepth(self) -> int:
+        """Gets the value of maxDepth or its default value."""
+        return self.getOrDefault(self.maxDepth)
+
+
+class HasTreeMaxBins(Params):
+    """Mixin for param maxBins: maximum number of bins per feature (2..65536); a feature with at
+    most this many distinct values gets a bin per value (exact splits).
+    """
+
+    maxBins: "Param[int]" = Param(
+        Params._dummy(), "maxBins",
+        "maximum number of bins per feature (2..65536); a feature with at most this many distinct "
+        "values gets a bin per value (exact splits)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"maxBins": between(2, 65536)}
+
+    def getMaxBins(self) -> int:
+        """Gets the value of maxBins or its default value."""
+        return self.getOrDefault(self.maxBins)
+
+
+class HasMinInstancesPerNode(Params):
+    """Mixin for param minInstancesPerNode: minimum rows in each child of a split (>= 1;
+    scikit-learn's min_samples_leaf).
+    """
+
+    minInstancesPerNode: "Param[int]" = Param(
+        Params._dummy(), "minInstancesPerNode",
+        "minimum rows in each child of a split (>= 1; scikit-learn's min_samples_leaf)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"minInstancesPerNode": ge(1)}
+
+    def getMinInstancesPerNode(self) -> int:
+        """Gets the value of minInstancesPerNode or its default value."""
+        return self.getOrDefault(self.minInstancesPerNode)
+
+
+class HasMinSamplesSplit(Params):
+    """Mixin for param minSamplesSplit: minimum rows for a node to be split (>= 2; scikit-learn's
+    min_samples_split).
+    """
+
+    minSamplesSplit: "Param[int]" = Param(
+        Params._dummy(), "minSamplesSplit",
+        "minimum rows for a node to be split (>= 2; scikit-learn's min_samples_split)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"minSamplesSplit": ge(2)}
+
+    def getMinSamplesSplit(self) -> int:
+        """Gets the value of minSamplesSplit or its default value."""
+        return self.getOrDefault(self.minSamplesSplit)
+
+
+class HasMinWeightFractionPerNode(Params):
+    """Mixin for param minWeightFractionPerNode: minimum fraction of the total weight in each child
+    of a split, in [0, 0.5] (scikit-learn's min_weight_fraction_leaf).
+    """
+
+    minWeightFractionPerNode: "Param[float]" = Param(
+        Params._dummy(), "minWeightFractionPerNode",
+        "minimum fraction of the total weight in each child of a split, in [0, 0.5] "
+        "(scikit-learn's min_weight_fraction_leaf)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"minWeightFractionPerNode": between(0.0, 0.5)}
+
+    def getMinWeightFractionPerNode(self) -> float:
+        """Gets the value of minWeightFractionPerNode or its default value."""
+        return self.getOrDefault(self.minWeightFractionPerNode)
+
+
+class HasMaxLeafNodes(Params):
+    """Mixin for param maxLeafNodes: grow best-first up to this many leaves (0 = no limit, else >=
+    2; scikit-learn's max_leaf_nodes).
+    """
+
+    maxLeafNodes: "Param[int]" = Param(
+        Params._dummy(), "maxLeafNodes",
+        "grow best-first up to this many leaves (0 = no limit, else >= 2; scikit-learn's "
+        "max_leaf_nodes)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"maxLeafNodes": zero_or_ge(2)}
+
+    def getMaxLeafNodes(self) -> int:
+        """Gets the value of maxLeafNodes or its default value."""
+        return self.getOrDefault(self.maxLeafNodes)
+
+
+class HasMinInfoGain(Params):
+    """Mixin for param minInfoGain: minimum weighted impurity decrease of a split (>= 0;
+    scikit-learn's min_impurity_decrease).
+    """
+
+    minInfoGain: "Param[float]" = Param(
+        Params._dummy(), "minInfoGain",
+        "minimum weighted impurity decrease of a split (>= 0; scikit-learn's "
+        "min_impurity_decrease)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"minInfoGain": ge(0.0)}
+
+    def getMinInfoGain(self) -> float:
+        """Gets the value of minInfoGain or its default value."""
+        return self.getOrDefault(self.minInfoGain)
+
+
+class HasFeatureSubsetStrategy(Params):
+    """Mixin for param featureSubsetStrategy: features drawn per node: 'auto', 'all', 'sqrt',
+    'log2', 'onethird', a fraction in (0, 1] or a count >= 1 (as a string).
+    """
+
+    featureSubsetStrategy: "Param[str]" = Param(
+        Params._dummy(), "featureSubsetStrategy",
+        "features drawn per node: 'auto', 'all', 'sqrt', 'log2', 'onethird', a fraction in (0, 1] "
+        "or a count >= 1 (as a string)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"featureSubsetStrategy": subset_strategy()}
+
+    def getFeatureSubsetStrategy(self) -> str:
+        """Gets the value of featureSubsetStrategy or its default value."""
+        return self.getOrDefault(self.featureSubsetStrategy)
+
+
+class HasClassWeight(Params):
+    """Mixin for param classWeight: 'balanced': weight classes by n / (K * count), as
+    scikit-learn's class_weight='balanced' (unset: no class weights).
+    """
+
+    classWeight: "Param[str]" = Param(
+        Params._dummy(), "classWeight",
+        "'balanced': weight classes by n / (K * count), as scikit-learn's class_weight='balanced' "
+        "(unset: no class weights)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"classWeight": one_of("balanced")}
+
+    def getClassWeight(self) -> str:
+        """Gets the value of classWeight or its default value."""
+        return self.getOrDefault(self.classWeight)
+
+
+class HasBootstrap(Params):
+    """Mixin for param bootstrap: resample rows per tree (Poisson counts) instead of using each row
+    once.
+    """
+
+    bootstrap: "Param[bool]" = Param(
+        Params._dummy(), "bootstrap",
+        "resample rows per tree (Poisson counts) instead of using each row once",
+        typeConverter=TypeConverters.toBoolean)
+
+    def getBootstrap(self) -> bool:
+        """Gets the value of bootstrap or its default value."""
+        return self.getOrDefault(self.bootstrap)
+
+
+class HasOobScore(Params):
+    """Mixin for param oobScore: compute the out-of-bag score (accuracy or R^2) after fitting."""
+
+    oobScore: "Param[bool]" = Param(
+        Params._dummy(), "oobScore",
+        "compute the out-of-bag score (accuracy or R^2) after fitting",
+        typeConverter=TypeConverters.toBoolean)
+
+    def getOobScore(self) -> bool:
+        """Gets the value of oobScore or its default value."""
+        return self.getOrDefault(self.oobScore)

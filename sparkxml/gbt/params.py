@@ -1,0 +1,535 @@
+"""Params of the gradient-boosted trees: GBTRegressor, GBTClassifier and LambdaMART.
+
+Names follow pyspark.ml where it has one (maxDepth, maxBins, ...) and XGBoost's meaning
+otherwise (regLambda = lambda, regAlpha = alpha, minSplitLoss = gamma); the categorical
+knobs are LightGBM's under camelCase names (``sparkxml_kernels.gbt.categorical``). The
+params GBT shares with the forests and FM live in ``sparkxml._core.params``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.ml.param import Param, Params, TypeConverters
+
+from sparkxml._core.constraints import (Rule,
+    between,
+    feature_names,
+    finite_floats,
+    finite_positive,
+    ge,
+    gt,
+    nonempty,
+    not_infinite,
+    one_of,
+    open_closed)
+
+GBT_METRICS = ("rmse", "logloss", "error", "auc", "mlogloss")
+
+
+def eval_metric() -> Rule:
+    """A GBT metric, or a ranking metric 'ndcg@k' / 'map@k' (k >= 1; bare 'ndcg' / 'map' =
+    @10). Each estimator also checks that the metric fits its task."""
+
+    def ok(v):
+        if v in GBT_METRICS:
+            return True
+        base, _, k = v.partition("@")
+        return base in ("ndcg", "map") and (not k or (k.isdigit() and int(k) >= 1
+                                                      and str(int(k)) == k))
+
+    return Rule(ok, f"must be one of {list(GBT_METRICS)}, 'ndcg@k' or 'map@k' (k >= 1)")
+
+
+def monotone_signs() -> Rule:
+    """A list of -1, 0 or 1 (one monotone constraint a feature)."""
+    return Rule(lambda v: isinstance(v, list) and all(c in (-1, 0, 1) for c in v),
+                "must be a list of -1, 0 or 1")
+
+
+def _model_or_path(value):
+    """initModel: a saved model's path, or a fitted model of the same estimator family."""
+    if isinstance(value, str) or hasattr(value, "predictor"):
+        return value
+    raise TypeError(f"initModel must be a model path (str) or a fitted model, got "
+                    f"{type(value).__name__}")
+
+
+class HasMaxDepth(Params):
+    """Mixin for param maxDepth: maximum depth of a tree (>= 0; 0 = unlimited, only with growPolicy
+    'lossguide' and maxLeaves > 0).
+    """
+
+    maxDepth: "Param[int]" = Param(
+        Params._dummy(), "maxDepth",
+        "maximum depth of a tree (>= 0; 0 = unlimited, only with growPolicy 'lossguide' and "
+        "maxLeaves > 0)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"maxDepth": ge(0)}
+
+    def getMaxDepth(self) -> int:
+        """Gets the value of maxDepth or its default value."""
+        return self.getOrDefault(self.maxDepth)
+
+
+class HasMaxLeaves(Params):
+    """Mixin for param maxLeaves: maximum number of leaves of a tree (>= 0; 0 = no limit)."""
+
+    maxLeaves: "Param[int]" = Param(
+        Params._dummy(), "maxLeaves",
+        "maximum number of leaves of a tree (>= 0; 0 = no limit)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"maxLeaves": ge(0)}
+
+    def getMaxLeaves(self) -> int:
+        """Gets the value of maxLeaves or its default value."""
+        return self.getOrDefault(self.maxLeaves)
+
+
+class HasGrowPolicy(Params):
+    """Mixin for param growPolicy: 'depthwise' (split every node of a level) or 'lossguide' (split
+    the leaf with the highest gain first).
+    """
+
+    growPolicy: "Param[str]" = Param(
+        Params._dummy(), "growPolicy",
+        "'depthwise' (split every node of a level) or 'lossguide' (split the leaf with the "
+        "highest gain first)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"growPolicy": one_of("depthwise", "lossguide")}
+
+    def getGrowPolicy(self) -> str:
+        """Gets the value of growPolicy or its default value."""
+        return self.getOrDefault(self.growPolicy)
+
+
+class HasMaxBins(Params):
+    """Mixin for param maxBins: maximum number of histogram bins per feature (2..65536; above 256
+    the bins are uint16).
+    """
+
+    maxBins: "Param[int]" = Param(
+        Params._dummy(), "maxBins",
+        "maximum number of histogram bins per feature (2..65536; above 256 the bins are uint16)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"maxBins": between(2, 65536)}
+
+    def getMaxBins(self) -> int:
+        """Gets the value of maxBins or its default value."""
+        return self.getOrDefault(self.maxBins)
+
+
+class HasRegLambda(Params):
+    """Mixin for param regLambda: L2 regularisation of leaf weights (>= 0)."""
+
+    regLambda: "Param[float]" = Param(
+        Params._dummy(), "regLambda",
+        "L2 regularisation of leaf weights (>= 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"regLambda": ge(0.0)}
+
+    def getRegLambda(self) -> float:
+        """Gets the value of regLambda or its default value."""
+        return self.getOrDefault(self.regLambda)
+
+
+class HasRegAlpha(Params):
+    """Mixin for param regAlpha: L1 regularisation of leaf weights (>= 0)."""
+
+    regAlpha: "Param[float]" = Param(
+        Params._dummy(), "regAlpha",
+        "L1 regularisation of leaf weights (>= 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"regAlpha": ge(0.0)}
+
+    def getRegAlpha(self) -> float:
+        """Gets the value of regAlpha or its default value."""
+        return self.getOrDefault(self.regAlpha)
+
+
+class HasMinSplitLoss(Params):
+    """Mixin for param minSplitLoss: minimum loss reduction to make a split (gamma, >= 0)."""
+
+    minSplitLoss: "Param[float]" = Param(
+        Params._dummy(), "minSplitLoss",
+        "minimum loss reduction to make a split (gamma, >= 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"minSplitLoss": ge(0.0)}
+
+    def getMinSplitLoss(self) -> float:
+        """Gets the value of minSplitLoss or its default value."""
+        return self.getOrDefault(self.minSplitLoss)
+
+
+class HasMinChildWeight(Params):
+    """Mixin for param minChildWeight: minimum sum of hessians in a child (>= 0)."""
+
+    minChildWeight: "Param[float]" = Param(
+        Params._dummy(), "minChildWeight",
+        "minimum sum of hessians in a child (>= 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"minChildWeight": ge(0.0)}
+
+    def getMinChildWeight(self) -> float:
+        """Gets the value of minChildWeight or its default value."""
+        return self.getOrDefault(self.minChildWeight)
+
+
+class HasColsampleByTree(Params):
+    """Mixin for param colsampleByTree: fraction of features sampled per tree, in (0, 1]."""
+
+    colsampleByTree: "Param[float]" = Param(
+        Params._dummy(), "colsampleByTree",
+        "fraction of features sampled per tree, in (0, 1]",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"colsampleByTree": open_closed(0.0, 1.0)}
+
+    def getColsampleByTree(self) -> float:
+        """Gets the value of colsampleByTree or its default value."""
+        return self.getOrDefault(self.colsampleByTree)
+
+
+class HasEvalMetric(Params):
+    """Mixin for param evalMetric: validation metric: rmse, logloss, error, auc or mlogloss (unset:
+    rmse for regression, logloss for binary, mlogloss for multiclass).
+    """
+
+    evalMetric: "Param[str]" = Param(
+        Params._dummy(), "evalMetric",
+        "validation metric: rmse, logloss, error, auc or mlogloss (unset: rmse for regression, "
+        "logloss for binary, mlogloss for multiclass)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"evalMetric": eval_metric()}
+
+    def getEvalMetric(self) -> str:
+        """Gets the value of evalMetric or its default value."""
+        return self.getOrDefault(self.evalMetric)
+
+
+class HasNumClasses(Params):
+    """Mixin for param numClasses: number of classes (2..10000; unset: max label + 1)."""
+
+    numClasses: "Param[int]" = Param(
+        Params._dummy(), "numClasses",
+        "number of classes (2..10000; unset: max label + 1)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"numClasses": between(2, 10_000)}
+
+    def getNumClasses(self) -> int:
+        """Gets the value of numClasses or its default value."""
+        return self.getOrDefault(self.numClasses)
+
+
+class HasObjective(Params):
+    """Mixin for param objective: ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas) or
+    'pairwise' (RankNet).
+    """
+
+    objective: "Param[str]" = Param(
+        Params._dummy(), "objective",
+        "ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas) or 'pairwise' (RankNet)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"objective": one_of("lambdarank", "pairwise")}
+
+    def getObjective(self) -> str:
+        """Gets the value of objective or its default value."""
+        return self.getOrDefault(self.objective)
+
+
+class HasNdcgTruncation(Params):
+    """Mixin for param ndcgTruncation: lambdarank truncation level (>= 1): pairs need a document
+    ranked above it; the ideal DCG normalising a query is taken at this depth (LightGBM's
+    lambdarank_truncation_level).
+    """
+
+    ndcgTruncation: "Param[int]" = Param(
+        Params._dummy(), "ndcgTruncation",
+        "lambdarank truncation level (>= 1): pairs need a document ranked above it; the ideal DCG "
+        "normalising a query is taken at this depth (LightGBM's lambdarank_truncation_level)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"ndcgTruncation": ge(1)}
+
+    def getNdcgTruncation(self) -> int:
+        """Gets the value of ndcgTruncation or its default value."""
+        return self.getOrDefault(self.ndcgTruncation)
+
+
+class HasLabelGain(Params):
+    """Mixin for param labelGain: gain of each relevance grade 0, 1, 2, ... (non-empty list of
+    finite floats; unset: 2^rel - 1).
+    """
+
+    labelGain: "Param[list[float]]" = Param(
+        Params._dummy(), "labelGain",
+        "gain of each relevance grade 0, 1, 2, ... (non-empty list of finite floats; unset: 2^rel "
+        "- 1)",
+        typeConverter=TypeConverters.toListFloat)
+    _constraints = {"labelGain": finite_floats()}
+
+    def getLabelGain(self) -> list[float]:
+        """Gets the value of labelGain or its default value."""
+        return self.getOrDefault(self.labelGain)
+
+
+class HasSigma(Params):
+    """Mixin for param sigma: steepness of the pair sigmoid (> 0)."""
+
+    sigma: "Param[float]" = Param(
+        Params._dummy(), "sigma",
+        "steepness of the pair sigmoid (> 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"sigma": gt(0.0)}
+
+    def getSigma(self) -> float:
+        """Gets the value of sigma or its default value."""
+        return self.getOrDefault(self.sigma)
+
+
+class HasLambdarankNorm(Params):
+    """Mixin for param lambdarankNorm: normalise lambdas per query (LightGBM's lambdarank_norm)."""
+
+    lambdarankNorm: "Param[bool]" = Param(
+        Params._dummy(), "lambdarankNorm",
+        "normalise lambdas per query (LightGBM's lambdarank_norm)",
+        typeConverter=TypeConverters.toBoolean)
+
+    def getLambdarankNorm(self) -> bool:
+        """Gets the value of lambdarankNorm or its default value."""
+        return self.getOrDefault(self.lambdarankNorm)
+
+
+class HasMissing(Params):
+    """Mixin for param missing: feature value that means 'missing' besides NaN and null (XGBoost's
+    missing; NaN = only NaN; with 0.0, absent sparse entries are missing too).
+    """
+
+    missing: "Param[float]" = Param(
+        Params._dummy(), "missing",
+        "feature value that means 'missing' besides NaN and null (XGBoost's missing; NaN = only "
+        "NaN; with 0.0, absent sparse entries are missing too)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"missing": not_infinite()}
+
+    def getMissing(self) -> float:
+        """Gets the value of missing or its default value."""
+        return self.getOrDefault(self.missing)
+
+
+class HasScalePosWeight(Params):
+    """Mixin for param scalePosWeight: weight multiplier of the positive class in the gradients
+    (XGBoost's scale_pos_weight; binary classification; finite, > 0).
+    """
+
+    scalePosWeight: "Param[float]" = Param(
+        Params._dummy(), "scalePosWeight",
+        "weight multiplier of the positive class in the gradients (XGBoost's scale_pos_weight; "
+        "binary classification; finite, > 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"scalePosWeight": finite_positive()}
+
+    def getScalePosWeight(self) -> float:
+        """Gets the value of scalePosWeight or its default value."""
+        return self.getOrDefault(self.scalePosWeight)
+
+
+class HasBaseMarginCol(Params):
+    """Mixin for param baseMarginCol: column of per-row raw scores to start from instead of the
+    base score, at fit and at predict (XGBoost's base_margin): double, or an array/vector of
+    numClasses values for multiclass.
+    """
+
+    baseMarginCol: "Param[str]" = Param(
+        Params._dummy(), "baseMarginCol",
+        "column of per-row raw scores to start from instead of the base score, at fit and at "
+        "predict (XGBoost's base_margin): double, or an array/vector of numClasses values for "
+        "multiclass",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"baseMarginCol": nonempty()}
+
+    def getBaseMarginCol(self) -> str:
+        """Gets the value of baseMarginCol or its default value."""
+        return self.getOrDefault(self.baseMarginCol)
+
+
+class HasMonotoneConstraints(Params):
+    """Mixin for param monotoneConstraints: per-feature monotone constraint, -1 (decreasing), 0
+    (none) or 1 (increasing), as XGBoost's monotone_constraints (a shorter list leaves the other
+    features unconstrained).
+    """
+
+    monotoneConstraints: "Param[list[int]]" = Param(
+        Params._dummy(), "monotoneConstraints",
+        "per-feature monotone constraint, -1 (decreasing), 0 (none) or 1 (increasing), as "
+        "XGBoost's monotone_constraints (a shorter list leaves the other features unconstrained)",
+        typeConverter=TypeConverters.toListInt)
+    _constraints = {"monotoneConstraints": monotone_signs()}
+
+    def getMonotoneConstraints(self) -> list[int]:
+        """Gets the value of monotoneConstraints or its default value."""
+        return self.getOrDefault(self.monotoneConstraints)
+
+
+class HasPredContribCol(Params):
+    """Mixin for param predContribCol: output column of SHAP feature contributions (TreeSHAP):
+    array<double> of numFeatures + 1 values (last: bias), array<array<double>> per class for
+    multiclass; unset: not computed.
+    """
+
+    predContribCol: "Param[str]" = Param(
+        Params._dummy(), "predContribCol",
+        "output column of SHAP feature contributions (TreeSHAP): array<double> of numFeatures + 1 "
+        "values (last: bias), array<array<double>> per class for multiclass; unset: not computed",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"predContribCol": nonempty()}
+
+    def getPredContribCol(self) -> str:
+        """Gets the value of predContribCol or its default value."""
+        return self.getOrDefault(self.predContribCol)
+
+
+class HasLeafCol(Params):
+    """Mixin for param leafCol: output column of leaf indices: a vector with, per tree, the index
+    of the reached leaf among its tree's leaves counted left to right (Spark MLlib's leafCol);
+    unset: not computed.
+    """
+
+    leafCol: "Param[str]" = Param(
+        Params._dummy(), "leafCol",
+        "output column of leaf indices: a vector with, per tree, the index of the reached leaf "
+        "among its tree's leaves counted left to right (Spark MLlib's leafCol); unset: not "
+        "computed",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"leafCol": nonempty()}
+
+    def getLeafCol(self) -> str:
+        """Gets the value of leafCol or its default value."""
+        return self.getOrDefault(self.leafCol)
+
+
+class HasInitModel(Params):
+    """Mixin for param initModel: model to continue training from (XGBoost's xgb_model): a fitted
+    model or its saved path; training starts from its raw scores and the new trees are appended
+    to its trees.
+    """
+
+    initModel: "Param[Any]" = Param(
+        Params._dummy(), "initModel",
+        "model to continue training from (XGBoost's xgb_model): a fitted model or its saved path; "
+        "training starts from its raw scores and the new trees are appended to its trees",
+        typeConverter=_model_or_path)
+
+    def getInitModel(self) -> Any:
+        """Gets the value of initModel or its default value."""
+        return self.getOrDefault(self.initModel)
+
+
+class HasCategoricalCols(Params):
+    """Mixin for param categoricalCols: features split as categories (LightGBM-style splits on
+    categories sorted by gradient statistics): names in featuresCols, or names of the vector
+    column's ML attributes; a vector column's nominal attributes (e.g. from StringIndexer +
+    VectorAssembler) are categorical too. Values must be integers in [0, 2**31 - 1), at most as
+    many distinct ones as maxBins has real bins (255 for 256).
+    """
+
+    categoricalCols: "Param[list[str]]" = Param(
+        Params._dummy(), "categoricalCols",
+        "features split as categories (LightGBM-style splits on categories sorted by gradient "
+        "statistics): names in featuresCols, or names of the vector column's ML attributes; a "
+        "vector column's nominal attributes (e.g. from StringIndexer + VectorAssembler) are "
+        "categorical too. Values must be integers in [0, 2**31 - 1), at most as many distinct "
+        "ones as maxBins has real bins (255 for 256)",
+        typeConverter=TypeConverters.toListString)
+    _constraints = {"categoricalCols": feature_names()}
+
+    def getCategoricalCols(self) -> list[str]:
+        """Gets the value of categoricalCols or its default value."""
+        return self.getOrDefault(self.categoricalCols)
+
+
+class HasMaxCatToOnehot(Params):
+    """Mixin for param maxCatToOnehot: a categorical feature with at most this many categories
+    splits one category against the rest (LightGBM's max_cat_to_onehot; >= 1).
+    """
+
+    maxCatToOnehot: "Param[int]" = Param(
+        Params._dummy(), "maxCatToOnehot",
+        "a categorical feature with at most this many categories splits one category against the "
+        "rest (LightGBM's max_cat_to_onehot; >= 1)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"maxCatToOnehot": ge(1)}
+
+    def getMaxCatToOnehot(self) -> int:
+        """Gets the value of maxCatToOnehot or its default value."""
+        return self.getOrDefault(self.maxCatToOnehot)
+
+
+class HasCatSmooth(Params):
+    """Mixin for param catSmooth: added to a category's hessian sum when categories are sorted by
+    gradient / hessian; categories with a smaller hessian sum are left out of the search
+    (LightGBM's cat_smooth, which counts rows; >= 0).
+    """
+
+    catSmooth: "Param[float]" = Param(
+        Params._dummy(), "catSmooth",
+        "added to a category's hessian sum when categories are sorted by gradient / hessian; "
+        "categories with a smaller hessian sum are left out of the search (LightGBM's cat_smooth, "
+        "which counts rows; >= 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"catSmooth": ge(0.0)}
+
+    def getCatSmooth(self) -> float:
+        """Gets the value of catSmooth or its default value."""
+        return self.getOrDefault(self.catSmooth)
+
+
+class HasCatL2(Params):
+    """Mixin for param catL2: extra L2 regularisation in the gain of many-vs-many categorical
+    splits (LightGBM's cat_l2; >= 0).
+    """
+
+    catL2: "Param[float]" = Param(
+        Params._dummy(), "catL2",
+        "extra L2 regularisation in the gain of many-vs-many categorical splits (LightGBM's "
+        "cat_l2; >= 0)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"catL2": ge(0.0)}
+
+    def getCatL2(self) -> float:
+        """Gets the value of catL2 or its default value."""
+        return self.getOrDefault(self.catL2)
+
+
+class HasMaxCatThreshold(Params):
+    """Mixin for param maxCatThreshold: most categories on the left of a many-vs-many categorical
+    split (LightGBM's max_cat_threshold; >= 1).
+    """
+
+    maxCatThreshold: "Param[int]" = Param(
+        Params._dummy(), "maxCatThreshold",
+        "most categories on the left of a many-vs-many categorical split (LightGBM's "
+        "max_cat_threshold; >= 1)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"maxCatThreshold": ge(1)}
+
+    def getMaxCatThreshold(self) -> int:
+        """Gets the value of maxCatThreshold or its default value."""
+        return self.getOrDefault(self.maxCatThreshold)
+
+
+class HasNthread(Params):
+    """Mixin for param nthread: threads each Spark task uses for binning, histogram building,
+    partitioning and prediction (>= 1; capped at the cores numba sees); unset: the task's
+    spark.task.cpus, read in the task as xgboost.spark does. Models are the same whatever its
+    value.
+    """
+
+    nthread: "Param[int]" = Param(
+        Params._dummy(), "nthread",
+        "threads each Spark task uses for binning, histogram building, partitioning and "
+        "prediction (>= 1; capped at the cores numba sees); unset: the task's spark.task.cpus, "
+        "read in the task as xgboost.spark does. Models are the same whatever its value",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"nthread": ge(1)}
+
+    def getNthread(self) -> int:
+        """Gets the value of nthread or its default value."""
+        return self.getOrDefault(self.nthread)
