@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sparkxml_kernels
-from sparkxml.cli.fastxml import main
+from sparkxml.cli import main
 
 FAST = ["--max-iter", "4", "--max-depth", "3", "--num-workers", "2", "--seed", "1"]
 
@@ -138,7 +138,7 @@ def test_bad_input_names_file_and_line(spark, files, capsys, tmp_path):
 
 
 def test_precompile_command_runs_without_spark_and_names_a_bad_group(capsys):
-    from sparkxml.cli.fastxml import main
+    from sparkxml.cli import main
 
     assert main(["precompile", "--groups", "no_such_group", "--jobs", "1"]) == 2
     assert "no_such_group" in capsys.readouterr().err
