@@ -1,4 +1,5 @@
-"""What all test folders share: the one way to build a classic Spark session.
+"""What all test folders share: the one way to build a classic Spark session and the one data
+locator.
 
 Each folder keeps its own ``spark`` fixture, because each runs in its own pytest process with
 its own master (one SparkContext a process): tests/spark ``local[2]``, tests/reliability
@@ -10,6 +11,8 @@ import os
 import sys
 
 import pytest
+
+from _data import data_path as _data_path
 
 # the settings every classic test session runs with
 SPARK_CONF = {
@@ -37,3 +40,8 @@ def spark_builder():
     """:func:`build_spark`, for the folders' ``spark`` fixtures."""
     return build_spark
 
+
+@pytest.fixture(scope="session")
+def data_path():
+    """``data_path(*parts)``: the path of a research data file (see tests/_data.py)."""
+    return _data_path
