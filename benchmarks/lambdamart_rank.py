@@ -1,6 +1,6 @@
 """LambdaMART on LightGBM's learning-to-rank sample beside LightGBM and XGBoost, one run.
 
-    python benchmarks/lambdamart_rank.py [--data /work/shared/data/lightgbm_rank]
+    python benchmarks/lambdamart_rank.py [--data ../shared/data/lightgbm_rank]
                                          [--iters 100] [--depth 6] [--step 0.1]
                                          [--workers 2] [--threads 1] [--no-spark]
 
