@@ -23,7 +23,7 @@ Engines, all 100 rounds at learning rate 0.1 by default:
 NDCG@k is computed here for every engine the same way: per query, gain 2^rel - 1, discount
 1/log2(rank + 2), ties in score in file order, a query without relevant documents counts 1,
 averaged over the 50 test queries (``sparkxml_kernels.metrics.ranking_metric``, which agrees
-with LightGBM's ``ndcg@k`` to 1e-9: tests/kernels/test_metrics.py). The LambdaMART row also
+with LightGBM's ``ndcg@k`` to 1e-9: tests/kernels/test_core_metrics.py). The LambdaMART row also
 shows ``RankingEvaluator``'s NDCG@10 on the Spark predictions.
 """
 from __future__ import annotations
