@@ -13,7 +13,7 @@ construction), medians of ``--repeats`` runs.
 
 Data sets:
 
-* **Adult** (``a9a`` from /work/shared/data): LIBSVM's 123 binary features are the one-hot
+* **Adult** (``a9a`` from ../shared/data): LIBSVM's 123 binary features are the one-hot
   encoding of 14 attributes (fields listed in the data README); decoded back to 14
   categorical codes (a missing attribute -> NaN). Categorical fits on the codes, and, for
   reference, numerical fits on the 123 one-hot columns. Test AUC / accuracy on a9a.t.

@@ -4,7 +4,7 @@ every rank's port, with a killed rank 0 / rank 1, and with a frozen rank, one ru
     python benchmarks/gbt_faults.py [--pairs 5] [--master local[2,4]]
 
 GBTRegressor on 2000 generated rows x 5 features, 8 trees of depth 4, subsamplingRate 0.8,
-numWorkers 2 (the data of tests/reliability/test_barrier_faults.py), after a warm-up fit.
+numWorkers 2 (the data of tests/reliability/test_core_barrier_faults.py), after a warm-up fit.
 Clean and stray fits are interleaved ``--pairs`` times (stray: every rank opens 3 silent
 connections to the other rank's listener before the ranks connect); the kill and stop
 faults happen once (a marker file), after round 1, so the retried stage runs clean; the

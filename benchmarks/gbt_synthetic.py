@@ -23,7 +23,7 @@ Timed:
   extrapolated linearly to ``trees`` (MLlib's cost per tree is about constant: one job per
   tree level); said so in the output;
 - xgboost.spark SparkXGBClassifier(num_workers=2) when importable;
-- sparkxml on the 7000-row LightGBM binary sample (/work/shared/data or --binary-dir), default
+- sparkxml on the 7000-row LightGBM binary sample (../shared/data or --binary-dir), default
   numWorkers and numWorkers=2.
 
 Prints a table of fit times and ratios, and the 1-minute load average before and after each

@@ -1,6 +1,6 @@
 """LambdaMART on LightGBM's learning-to-rank sample beside LightGBM and XGBoost, one run.
 
-    python benchmarks/lambdamart_rank.py [--data /work/shared/data/lightgbm_rank]
+    python benchmarks/lambdamart_rank.py [--data ../shared/data/lightgbm_rank]
                                          [--iters 100] [--depth 6] [--step 0.1]
                                          [--workers 2] [--threads 1] [--no-spark]
 
@@ -23,7 +23,7 @@ Engines, all 100 rounds at learning rate 0.1 by default:
 NDCG@k is computed here for every engine the same way: per query, gain 2^rel - 1, discount
 1/log2(rank + 2), ties in score in file order, a query without relevant documents counts 1,
 averaged over the 50 test queries (``sparkxml_kernels.metrics.ranking_metric``, which agrees
-with LightGBM's ``ndcg@k`` to 1e-9: tests/kernels/test_metrics.py). The LambdaMART row also
+with LightGBM's ``ndcg@k`` to 1e-9: tests/kernels/test_core_metrics.py). The LambdaMART row also
 shows ``RankingEvaluator``'s NDCG@10 on the Spark predictions.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The client half of test_storage_server.py, run in its own process (a clean Spark Connect
+"""The client half of test_core_storage_server.py, run in its own process (a clean Spark Connect
 client: no in-process server, no other session): fits a mixed Pipeline over the separate
 server, saves and loads it, and prints what it saw as one JSON line.
 

@@ -12,16 +12,18 @@ from sparkxml import LambdaMART, LambdaMARTModel, RankingEvaluator
 from sparkxml.datasets import read_svmlight
 from sparkxml_kernels.formats import read_svmlight as read_svmlight_arrays
 
-RANK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
-                    "lightgbm_rank")
+from _data import data_path
+
+
+def rank(name):
+    """A file of LightGBM's lambdarank example (skips where the data is missing)."""
+    return data_path("lightgbm_rank", name)
 
 
 def test_lambdamart_over_connect(spark_connect, tmp_path):
-    if not os.path.isdir(RANK):
-        pytest.skip("shared rank data not available")
     spark = spark_connect
-    test_path = os.path.join(RANK, "rank.test")
-    query_path = os.path.join(RANK, "rank.test.query")
+    test_path = rank("rank.test")
+    query_path = rank("rank.test.query")
     # the small test file as training data (768 rows, 50 queries), scattered over partitions
     df = read_svmlight(spark, test_path, query_path, num_features=300).repartition(3)
     df = df.withColumn("val", (df.qid % 5) == 0)

@@ -1,16 +1,14 @@
 """Shared data for the tree kernel tests: pendigits and diabetes, binned as the trees bin."""
-import os
-
 import numpy as np
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+from _data import data_path
 
 
 def pendigits(split="pendigits"):
     """pendigits (svmlight, labels 1..10 -> 0..9, 16 integer features)."""
     from sklearn.datasets import load_svmlight_file
 
-    X, y = load_svmlight_file(os.path.join(DATA, "pendigits", split), n_features=16)
+    X, y = load_svmlight_file(data_path("pendigits", split), n_features=16)
     return X.toarray(), (y - 1).astype(np.int64)
 
 

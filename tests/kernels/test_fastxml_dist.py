@@ -15,7 +15,7 @@ from sparkxml_kernels.fastxml.pfastre import (centroid_add, centroid_emit, prope
                                               propensity_weights_from_counts, tail_centroids,
                                               unit_norms)
 
-from test_collective import _run_ranks
+from test_core_collective import _run_ranks
 from test_fastxml_kernels import assert_forest_equal
 
 N, D, L = 300, 150, 25

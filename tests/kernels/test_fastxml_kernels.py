@@ -1,7 +1,7 @@
 """FastXML kernels against their plain-Python twins, plus invariants of trees and predictions.
 
-Everything here runs on small generated data (plus a small Bibtex slice when the shared data
-is present) and needs no Spark.
+Everything here runs on small generated data (plus Bibtex where the research data is found:
+tests/_data.py) and needs no Spark.
 """
 from __future__ import annotations
 
@@ -23,7 +23,12 @@ from sparkxml_kernels.fastxml.naive import train_forest_naive
 from sparkxml_kernels.fastxml.ndcg import discount_tables, optimize_ndcg, optimize_ndcg_naive
 from sparkxml_kernels.fastxml.predictor import predict_naive
 
-BIBTEX = "/work/shared/data/bibtex/xc_split/bibtex_train.txt"
+from _data import data_path
+
+
+def bibtex_train():
+    """The Bibtex training file of the XC split (skips where the research data is missing)."""
+    return data_path("bibtex", "xc_split", "bibtex_train.txt")
 
 
 def make_data(seed, n=80, d=30, n_labels=12, density=0.2, empty_rows=0.1):
@@ -211,11 +216,10 @@ def test_tree_matches_naive_builder(seed, max_leaf):
     assert got["tree_offsets"][-1] > 4
 
 
-@pytest.mark.skipif(not os.path.exists(BIBTEX), reason="shared Bibtex data not present")
 def test_tree_matches_naive_builder_on_bibtex_slice():
     from sparkxml_kernels.formats import read_xc
 
-    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(BIBTEX)[:7]
+    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(bibtex_train())[:7]
     n = 120  # the first 120 points
     data = (Xi[:n + 1], Xf[:Xi[n]], Xv[:Xi[n]], Yi[:n + 1], Yl[:Yi[n]], d, n_labels)
     assert_forest_equal(train_forest(*data, tree_ids=[5]), train_forest_naive(*data, tree_ids=[5]))
@@ -406,7 +410,6 @@ def test_predictor_validation_and_persistence(tmp_path):
 CPP_TREES = os.path.join(os.path.dirname(__file__), "data", "fastxml_cpp_bibtex_trees.json")
 
 
-@pytest.mark.skipif(not os.path.exists(BIBTEX), reason="shared Bibtex data not present")
 def test_seed_zero_grows_the_authors_trees_on_bibtex():
     """Trees 0 and 1 at seed 0 equal the authors' C++ trees (``fastXML_train -s 0``), node for
     node. The fixture is their trees' fingerprint, written by
@@ -417,7 +420,7 @@ def test_seed_zero_grows_the_authors_trees_on_bibtex():
 
     with open(CPP_TREES) as fh:
         fixture = json.load(fh)["trees"]
-    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(BIBTEX)[:7]
+    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(bibtex_train())[:7]
     ids = sorted(int(t) for t in fixture)
     forest = train_forest(Xi, Xf, Xv, Yi, Yl, d, n_labels, ids, seed=0)
     for pos, t in enumerate(ids):

@@ -1,6 +1,5 @@
 """The boosting loop: quality on real data, determinism, simulated workers, early stopping."""
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,14 +10,11 @@ from sparkxml_kernels.collective import InProcessGroup
 from sparkxml_kernels.gbt.metrics import (auc_exact, metric_from_stats, metric_stats,
                                           register_metric)
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "lightgbm_binary"
+from _data import data_path
 
 
 def _load(name):
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"{path} not available")
-    a = np.loadtxt(path)
+    a = np.loadtxt(data_path("lightgbm_binary", name))
     return np.ascontiguousarray(a[:, 1:]), a[:, 0]
 
 

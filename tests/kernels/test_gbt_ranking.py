@@ -2,7 +2,6 @@
 values, finite differences, the booster on LightGBM's rank sample, simulated workers."""
 import math
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from sparkxml_kernels.gbt.loss import make_loss
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 
-RANK = Path(__file__).resolve().parents[3] / "shared" / "data" / "lightgbm_rank"
+from _data import data_path
 
 
 def _queries(seed, n_queries=30, max_size=45, max_rel=4, tie_every=3):
@@ -203,12 +202,13 @@ def test_group_ptr_and_configuration_names():
 
 # ------------------------------------------------------------------ booster on real data
 def _rank_data():
-    if not RANK.is_dir():
-        pytest.skip("shared rank data not available")
     from sparkxml_kernels.formats import read_svmlight
 
-    y, q, ip, ix, dv, d = read_svmlight(RANK / "rank.train", RANK / "rank.train.query")
-    yt, qt, ipt, ixt, dvt, _ = read_svmlight(RANK / "rank.test", RANK / "rank.test.query", d)
+    def rank(name):
+        return data_path("lightgbm_rank", name)
+
+    y, q, ip, ix, dv, d = read_svmlight(rank("rank.train"), rank("rank.train.query"))
+    yt, qt, ipt, ixt, dvt, _ = read_svmlight(rank("rank.test"), rank("rank.test.query"), d)
     return (ip, ix, dv, d), y, q, (ipt, ixt, dvt, d), yt, qt
 
 

@@ -1,6 +1,5 @@
 """Linear-SVM kernels: numba vs naive twins, liblinear's objectives, CoCoA+ blocks,
 determinism over row order and over the number of tasks, the JVM-free predictor."""
-import os
 import threading
 
 import numpy as np
@@ -15,7 +14,8 @@ from sparkxml_kernels.linear import data, dcd, naive, solver
 from sparkxml_kernels.linear._rng import stream_state
 from sparkxml_kernels.linear.predictor import LinearSVCPredictor
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+from _data import data_path
+
 
 
 def _random_problem(n=60, d=12, k=2, seed=0, density=0.4):
@@ -29,9 +29,7 @@ def _random_problem(n=60, d=12, k=2, seed=0, density=0.4):
 
 @pytest.fixture(scope="module")
 def a9a_slice():
-    path = os.path.join(DATA, "a9a", "a9a")
-    if not os.path.exists(path):
-        pytest.skip("shared a9a data not available")
+    path = data_path("a9a", "a9a")  # the first 4000 rows are all it reads
     y, _, ip, ix, v, d = read_svmlight(path, num_features=123)
     X = sp.csr_matrix((v, ix, ip), shape=(len(y), d))[:4000]
     return X, (y[:4000] > 0).astype(np.int32)

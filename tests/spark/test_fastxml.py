@@ -12,8 +12,7 @@ from sparkxml.datasets import read_xc
 from sparkxml.synthetic import csr_rows, make_multilabel, rows_frame
 from sparkxml_kernels.persist import ModelFormatError
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
-BIBTEX = os.path.join(DATA, "bibtex", "xc_split")
+from _data import data_path
 
 
 @pytest.fixture(scope="module")
@@ -203,8 +202,8 @@ def test_partition_keys_match_spark_hash(spark):
 
 
 def test_bibtex_precision_matches_authors_cpp(spark):
-    train = read_xc(spark, os.path.join(BIBTEX, "bibtex_train.txt")).cache()
-    test = read_xc(spark, os.path.join(BIBTEX, "bibtex_test.txt")).cache()
+    train = read_xc(spark, data_path("bibtex", "xc_split", "bibtex_train.txt")).cache()
+    test = read_xc(spark, data_path("bibtex", "xc_split", "bibtex_test.txt")).cache()
     # rowOrder="input": the rows in file order, as the authors' C++ reads them
     model = FastXML(numWorkers=2, rowOrder="input").fit(train)
     pred = model.transform(test).cache()

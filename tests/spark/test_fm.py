@@ -19,7 +19,8 @@ from sparkxml.fm.gbfm import GBFMRegressionModel
 from sparkxml.synthetic import make_ratings
 from sparkxml_kernels.persist import ModelFormatError
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+from _data import data_path
+
 A9A_FIELDS = [0, 5, 13, 18, 34, 39, 46, 60, 66, 71, 73, 75, 77, 82]
 
 
@@ -27,10 +28,7 @@ A9A_FIELDS = [0, 5, 13, 18, 34, 39, 46, 60, 66, 71, 73, 75, 77, 82]
 def a9a(spark):
     from sklearn.datasets import load_svmlight_file
 
-    path = os.path.join(DATA, "a9a", "a9a")
-    if not os.path.exists(path):
-        pytest.skip("shared a9a data not available")
-    X, y = load_svmlight_file(path, n_features=123)
+    X, y = load_svmlight_file(data_path("a9a", "a9a"), n_features=123)
     X, y = X[:4000], (y[:4000] > 0).astype(float)
     df = from_csr(spark, X.indptr, X.indices, X.data, 123, columns={"label": y})
     return X, y, df

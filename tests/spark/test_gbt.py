@@ -1,6 +1,5 @@
 """GBTClassifier / GBTRegressor on local[2]: accuracy, determinism, persistence, early
 stopping, Pipelines and tuning, bad input."""
-import os
 
 import numpy as np
 import pandas as pd
@@ -16,13 +15,13 @@ from sparkxml import GBTClassifier, GBTRegressor
 from sparkxml.gbt.estimators import GBTClassificationModel, GBTRegressionModel
 from sparkxml_kernels.gbt.metrics import auc_exact
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
-                    "lightgbm_binary")
+from _data import data_path
+
 FCOLS = [f"f{i}" for i in range(1, 29)]
 
 
 def _read(name):
-    a = np.loadtxt(os.path.join(DATA, name))
+    a = np.loadtxt(data_path("lightgbm_binary", name))
     pdf = pd.DataFrame(a[:, 1:], columns=FCOLS)
     pdf.insert(0, "label", a[:, 0])
     return pdf
@@ -30,8 +29,6 @@ def _read(name):
 
 @pytest.fixture(scope="module")
 def binary(spark):
-    if not os.path.exists(os.path.join(DATA, "binary.train")):
-        pytest.skip("lightgbm_binary data not available")
     tr, te = _read("binary.train"), _read("binary.test")
     va = VectorAssembler(inputCols=FCOLS, outputCol="features")
     train = va.transform(spark.createDataFrame(tr)).cache()

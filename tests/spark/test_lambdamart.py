@@ -1,6 +1,5 @@
 """LambdaMART on local[2]: quality on LightGBM's rank sample, independence from the input
 partitioning, early stopping, errors, persistence and Pipelines."""
-import os
 
 import numpy as np
 import pytest
@@ -13,8 +12,12 @@ import sparkxml_kernels
 from sparkxml import LambdaMART, LambdaMARTModel, RankingEvaluator
 from sparkxml_kernels import metrics as M
 
-RANK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
-                    "lightgbm_rank")
+from _data import data_path
+
+
+def rank(name):
+    """A file of LightGBM's lambdarank example (skips where the data is missing)."""
+    return data_path("lightgbm_rank", name)
 
 
 def _schema(group=("qid", T.LongType()), label="label", extra=()):
@@ -58,14 +61,12 @@ def _assert_same_model(a, b):
 
 
 def test_rank_sample_ndcg_beats_target(spark):
-    if not os.path.isdir(RANK):
-        pytest.skip("shared rank data not available")
     from sparkxml.datasets import read_svmlight
 
-    train = read_svmlight(spark, os.path.join(RANK, "rank.train"),
-                          os.path.join(RANK, "rank.train.query"))
-    test = read_svmlight(spark, os.path.join(RANK, "rank.test"),
-                         os.path.join(RANK, "rank.test.query"), num_features=300)
+    train = read_svmlight(spark, rank("rank.train"),
+                          rank("rank.train.query"))
+    test = read_svmlight(spark, rank("rank.test"),
+                         rank("rank.test.query"), num_features=300)
     model = LambdaMART(maxIter=100, stepSize=0.1, maxDepth=6, numWorkers=2).fit(train)
     out = model.transform(test).cache()
     ndcg10 = RankingEvaluator(k=10).evaluate(out)
@@ -187,14 +188,12 @@ def test_ranking_evaluator_agrees_with_lightgbm_and_naive(spark):
     and the query-by-query naive reference."""
     lgb = pytest.importorskip("lightgbm")
     sp = pytest.importorskip("scipy.sparse")
-    if not os.path.isdir(RANK):
-        pytest.skip("shared rank data not available")
     from sparkxml_kernels.formats import read_svmlight
 
-    y, q, ip, ix, dv, d = read_svmlight(os.path.join(RANK, "rank.train"),
-                                        os.path.join(RANK, "rank.train.query"))
-    yt, qt, ipt, ixt, dvt, _ = read_svmlight(os.path.join(RANK, "rank.test"),
-                                             os.path.join(RANK, "rank.test.query"), d)
+    y, q, ip, ix, dv, d = read_svmlight(rank("rank.train"),
+                                        rank("rank.train.query"))
+    yt, qt, ipt, ixt, dvt, _ = read_svmlight(rank("rank.test"),
+                                             rank("rank.test.query"), d)
     X = sp.csr_matrix((dv, ix, ip), shape=(len(y), d))
     Xt = sp.csr_matrix((dvt, ixt, ipt), shape=(len(yt), d))
     train = lgb.Dataset(X, y, group=np.bincount(q))

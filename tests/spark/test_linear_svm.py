@@ -1,7 +1,6 @@
 """LinearSVC on local[2]: the Spark fit is the in-process CoCoA+ training bit for bit, the same
 model for any numWorkers and input partitioning, multiclass accuracy on dna, persistence,
 Pipeline, CrossValidator and bad input. Fits are few and shared through module fixtures."""
-import os
 import warnings
 
 import numpy as np
@@ -20,16 +19,15 @@ from sparkxml_kernels.collective import LocalCollective
 from sparkxml_kernels.formats import read_svmlight
 from sparkxml_kernels.linear import solver
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+from _data import data_path
+
 # the estimator of the shared fit: 3 blocks (CoCoA+ with polish), two workers
 EST = dict(numBlocks=3, numWorkers=2, seed=3, loss="squared_hinge", C=0.5, maxIter=30)
 
 
 def _svm(name, n=None, binary=True):
-    path = os.path.join(DATA, name)
-    if not os.path.exists(path):
-        pytest.skip(f"shared data {name} not available")
-    y, _, ip, ix, v, d = read_svmlight(path, num_features=123 if binary else 180)
+    y, _, ip, ix, v, d = read_svmlight(data_path(*name.split("/")),
+                                       num_features=123 if binary else 180)
     X = sp.csr_matrix((v, ix, ip), shape=(len(y), d))
     if n:
         X, y = X[:n], y[:n]

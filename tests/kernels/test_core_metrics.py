@@ -1,14 +1,12 @@
 """Metric kernels: hand-made cases, naive twins, LightGBM's NDCG/MAP on the same scores."""
 import math
-import os
 
 import numpy as np
 import pytest
 
 from sparkxml_kernels import metrics as M
 
-RANK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
-                                    "data", "lightgbm_rank"))
+from _data import data_path
 
 
 def csr(rows):
@@ -155,14 +153,12 @@ def test_ranking_matches_naive(metric):
 def test_lightgbm_ndcg_and_map_agree():
     lgb = pytest.importorskip("lightgbm")
     sp = pytest.importorskip("scipy.sparse")
-    if not os.path.isdir(RANK):
-        pytest.skip("shared data not available")
     from sparkxml_kernels.formats import read_svmlight
 
-    y, q, ip, ix, dv, d = read_svmlight(os.path.join(RANK, "rank.train"),
-                                        os.path.join(RANK, "rank.train.query"))
-    yt, qt, ipt, ixt, dvt, _ = read_svmlight(os.path.join(RANK, "rank.test"),
-                                             os.path.join(RANK, "rank.test.query"), d)
+    y, q, ip, ix, dv, d = read_svmlight(data_path("lightgbm_rank", "rank.train"),
+                                        data_path("lightgbm_rank", "rank.train.query"))
+    yt, qt, ipt, ixt, dvt, _ = read_svmlight(data_path("lightgbm_rank", "rank.test"),
+                                             data_path("lightgbm_rank", "rank.test.query"), d)
     X = sp.csr_matrix((dv, ix, ip), shape=(len(y), d))
     Xt = sp.csr_matrix((dvt, ixt, ipt), shape=(len(yt), d))
     train = lgb.Dataset(X, y, group=np.bincount(q))

@@ -18,7 +18,7 @@ from sparkxml_kernels.fastxml.pfastre import (PfastreXMLPredictor, propensity_we
                                               tail_centroids_naive)
 from sparkxml_kernels.fastxml.predictor import predict_naive
 
-from test_fastxml_kernels import BIBTEX, _rows_of, assert_forest_equal, make_data
+from test_fastxml_kernels import _rows_of, assert_forest_equal, bibtex_train, make_data
 
 PF_TREES = os.path.join(os.path.dirname(__file__), "data", "pfastrexml_cpp_bibtex_trees.json.gz")
 
@@ -193,7 +193,6 @@ def test_pfastre_predictor_validation_and_loading(tmp_path):
         load_model(bad)
 
 
-@pytest.mark.skipif(not os.path.exists(BIBTEX), reason="shared Bibtex data not present")
 def test_seed_zero_grows_the_authors_pfastrexml_trees_on_bibtex():
     """Trees 0 and 1 at seed 0 equal the authors' ``PfastreXML_train -s 0`` trees (given the
     same float32 inverse propensities, A=0.55, B=1.5), node for node, leaf scores included.
@@ -204,7 +203,7 @@ def test_seed_zero_grows_the_authors_pfastrexml_trees_on_bibtex():
 
     with gzip.open(PF_TREES, "rt") as fh:
         fixture = json.load(fh)["trees"]
-    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(BIBTEX)[:7]
+    Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(bibtex_train())[:7]
     ids = sorted(int(t) for t in fixture)
     forest = train_forest(Xi, Xf, Xv, Yi, Yl, d, n_labels, ids, seed=0,
                           label_weight=propensity_weights(Yi, Yl, n_labels),

@@ -2,7 +2,6 @@
 
 The vectorised readers are compared with their line-by-line twins (formats_naive)."""
 import gzip
-import os
 import time
 
 import numpy as np
@@ -11,13 +10,7 @@ import pytest
 from sparkxml_kernels import formats as F
 from sparkxml_kernels import formats_naive as FN
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
-DATA = os.path.abspath(os.environ.get("SPARKXML_DATA", DATA))
-BIBTEX_XC = os.path.join(DATA, "bibtex", "xc_split")
-BIBTEX_MULAN = os.path.join(DATA, "bibtex", "mulan_split")
-ENRON = os.path.join(DATA, "enron")
-RANK = os.path.join(DATA, "lightgbm_rank")
-needs_data = pytest.mark.skipif(not os.path.isdir(DATA), reason="shared data not available")
+from _data import data_path
 
 
 def assert_same(a, b):
@@ -35,10 +28,10 @@ def rows(indptr, ids):
 
 
 # ------------------------------------------------------------------------- real files
-@needs_data
 def test_bibtex_xc_shapes_and_speed():
+    path = data_path("bibtex", "xc_split", "bibtex_train.txt")
     t = time.perf_counter()
-    xi, xx, xd, yi, yy, d, L = F.read_xc(os.path.join(BIBTEX_XC, "bibtex_train.txt"))
+    xi, xx, xd, yi, yy, d, L = F.read_xc(path)
     elapsed = time.perf_counter() - t
     assert (len(xi) - 1, d, L) == (4880, 1836, 159)
     assert xi.dtype == np.int64 and xx.dtype == np.int32 and xd.dtype == np.float32
@@ -50,20 +43,18 @@ def test_bibtex_xc_shapes_and_speed():
     assert elapsed < 1.5, f"read_xc took {elapsed:.2f} s"
 
 
-@needs_data
 def test_bibtex_xc_matches_naive():
-    path = os.path.join(BIBTEX_XC, "bibtex_test.txt")
+    path = data_path("bibtex", "xc_split", "bibtex_test.txt")
     assert_same(F.read_xc(path), FN.read_xc_naive(path))
 
 
-@needs_data
 def test_arff_bibtex_matches_xc_split_labels():
     """XC's Bibtex test rows are Mulan rows: same features, same labels (XML order)."""
-    xc = F.read_xc(os.path.join(BIBTEX_XC, "bibtex_test.txt"))
+    xc = F.read_xc(data_path("bibtex", "xc_split", "bibtex_test.txt"))
     by_features = {}
     for part in ("train", "test"):
-        m = F.read_arff_multilabel(os.path.join(BIBTEX_MULAN, f"bibtex-{part}.arff"),
-                                   os.path.join(BIBTEX_MULAN, "bibtex.xml"))
+        m = F.read_arff_multilabel(data_path("bibtex", "mulan_split", f"bibtex-{part}.arff"),
+                                   data_path("bibtex", "mulan_split", "bibtex.xml"))
         assert m[5] == 1836 and len(m[6]) == 159
         for f, y in zip(rows(m[0], m[1]), rows(m[3], m[4])):
             by_features.setdefault(tuple(f), []).append(y)
@@ -71,9 +62,8 @@ def test_arff_bibtex_matches_xc_split_labels():
         assert y in by_features[tuple(f)]
 
 
-@needs_data
 def test_arff_enron_matches_naive_and_uses_xml_order():
-    arff, xml = os.path.join(ENRON, "enron-test.arff"), os.path.join(ENRON, "enron.xml")
+    arff, xml = data_path("enron", "enron-test.arff"), data_path("enron", "enron.xml")
     got = F.read_arff_multilabel(arff, xml)
     assert_same(got, FN.read_arff_multilabel_naive(arff, xml))
     xi, xx, xd, yi, yy, d, names = got
@@ -85,9 +75,9 @@ def test_arff_enron_matches_naive_and_uses_xml_order():
     assert names[0] == "A.A1"
 
 
-@needs_data
 def test_svmlight_rank_one_based_with_query_file():
-    path, query = os.path.join(RANK, "rank.test"), os.path.join(RANK, "rank.test.query")
+    path = data_path("lightgbm_rank", "rank.test")
+    query = data_path("lightgbm_rank", "rank.test.query")
     y, qid, xi, xx, xd, d = F.read_svmlight(path, query)
     assert_same((y, qid, xi, xx, xd, d), FN.read_svmlight_naive(path, query))
     assert len(y) == 768 and qid.max() + 1 == 50 and d == 300

@@ -7,8 +7,7 @@ import pyarrow.fs as pafs
 import pytest
 
 import sparkxml_kernels
-from sparkxml import session
-from sparkxml.cli import fastxml as cli
+from sparkxml import cli, session
 from sparkxml_kernels import persist
 
 META = persist.metadata_json("x.Model", "uid1", {}, {}, model_kind="gbt")

@@ -1,5 +1,4 @@
 """sparkxml.datasets: files -> DataFrames of VectorUDT features and array<int> labels."""
-import os
 import time
 
 import numpy as np
@@ -10,14 +9,11 @@ from pyspark.sql import types as T
 from sparkxml import datasets as DS
 from sparkxml_kernels import formats as F
 
-DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
-                                    "data"))
-needs_data = pytest.mark.skipif(not os.path.isdir(DATA), reason="shared data not available")
+from _data import data_path
 
 
-@needs_data
 def test_read_xc_bibtex(spark):
-    path = os.path.join(DATA, "bibtex", "xc_split", "bibtex_train.txt")
+    path = data_path("bibtex", "xc_split", "bibtex_train.txt")
     t = time.perf_counter()
     df = DS.read_xc(spark, path)
     n = df.count()
@@ -53,26 +49,25 @@ def test_read_smat_pair(spark, tmp_path):
         DS.read_smat(spark, fx, fy)
 
 
-@needs_data
 def test_read_arff_enron_label_names(spark):
-    df = DS.read_arff_multilabel(spark, os.path.join(DATA, "enron", "enron-test.arff"),
-                                 os.path.join(DATA, "enron", "enron.xml"), numPartitions=3)
+    df = DS.read_arff_multilabel(spark, data_path("enron", "enron-test.arff"),
+                                 data_path("enron", "enron.xml"), numPartitions=3)
     names = df.schema["labels"].metadata["labelNames"]
     assert len(names) == 53 and names[0] == "A.A1"
     assert df.count() == 579
     assert df.first().features.size == 1001
 
 
-@needs_data
 def test_read_svmlight_rank_with_query_file(spark):
-    path = os.path.join(DATA, "lightgbm_rank", "rank.test")
-    df = DS.read_svmlight(spark, path, path + ".query")
+    path = data_path("lightgbm_rank", "rank.test")
+    query = data_path("lightgbm_rank", "rank.test.query")
+    df = DS.read_svmlight(spark, path, query)
     assert df.columns == ["label", "features", "qid"]
     assert [f.dataType for f in df.schema.fields][::2] == [T.DoubleType(), T.LongType()]
     rows = df.collect()
     assert len(rows) == 768 and rows[0].features.size == 300
     qid = np.array([r.qid for r in rows])
-    assert np.array_equal(np.bincount(qid), np.loadtxt(path + ".query", dtype=int))
+    assert np.array_equal(np.bincount(qid), np.loadtxt(query, dtype=int))
     no_q = DS.read_svmlight(spark, path)
     assert no_q.columns == ["label", "features"]
 

@@ -1,6 +1,5 @@
 """Decision trees and random forests on local[2]: scikit-learn's trees node for node,
 determinism across workers and partitioning, persistence, Pipelines and tuning, bad input."""
-import os
 
 import numpy as np
 import pytest
@@ -19,7 +18,9 @@ from sklearn.datasets import load_diabetes, load_svmlight_file  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier as SkTree  # noqa: E402
 from sklearn.tree import DecisionTreeRegressor as SkTreeRegressor  # noqa: E402
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "pendigits")
+from _data import data_path  # noqa: E402
+
+
 FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
           "n_node_samples", "weighted_n_node_samples", "value")
 
@@ -31,8 +32,8 @@ def _frame(spark, X, y, parts=2):
 
 @pytest.fixture(scope="module")
 def pen(spark):
-    X, y = load_svmlight_file(os.path.join(DATA, "pendigits"), n_features=16)
-    Xt, yt = load_svmlight_file(os.path.join(DATA, "pendigits.t"), n_features=16)
+    X, y = load_svmlight_file(data_path("pendigits", "pendigits"), n_features=16)
+    Xt, yt = load_svmlight_file(data_path("pendigits", "pendigits.t"), n_features=16)
     X, Xt, y, yt = X.toarray(), Xt.toarray(), y - 1, yt - 1
     return X, y, Xt, yt, _frame(spark, X, y), _frame(spark, Xt, yt)
 
