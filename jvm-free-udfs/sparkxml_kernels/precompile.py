@@ -10,7 +10,7 @@ The list is *recorded*, not written by hand: ``python -m sparkxml._core.warmup_r
 estimator's fit and transform on small data in a new process with an empty cache and reads
 back, from the cache's index files, every signature numba compiled (callees included). A
 signature whose kernel was changed since is compiled anyway (a harmless extra entry); a
-kernel added since is compiled on first use, as before; ``tests/kernels/test_jit.py`` fails
+kernel added since is compiled on first use, as before; ``tests/kernels/test_core_jit.py`` fails
 when a kernel is in neither the list nor ``NOT_WARMED``.
 
 ``warm_async(groups)`` loads (or compiles) a group's signatures on a background thread, so a

@@ -200,6 +200,8 @@ class SparkXMLParams(Params, MLWritable, MLReadable):
     """
 
     _model_kind = "params"
+    # the keywords of the last ``@keyword_only`` call (pyspark sets it)
+    _input_kwargs: dict[str, Any]
     # the pyspark.ml.param.shared params' rules; mixins and subclasses add their own
     _constraints = SHARED_PARAM_CONSTRAINTS
 

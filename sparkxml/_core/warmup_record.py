@@ -11,7 +11,7 @@ signature numba compiled there, in the driver or in a Python worker, callees inc
 back from that cache's index files. A signature goes to the first profile (in ``PROFILES``
 order) that compiled it, so a fit that warms ``gbt_threads`` warms ``gbt`` too.
 
-Rerun it when a kernel's signature changes or a kernel is added (test_jit.py says when).
+Rerun it when a kernel's signature changes or a kernel is added (test_core_jit.py says when).
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """LambdaMART over Spark Connect: fit (repartition by query, barrier stage), transform,
 RankingEvaluator, read_svmlight, early stopping, save/overwrite/load, Pipeline, kernel
 loader."""
-import os
 
 import numpy as np
 import pytest
