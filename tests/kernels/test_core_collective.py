@@ -381,3 +381,48 @@ def test_chunked_reduction_adds_the_same_bits(monkeypatch, chunk):
         np.testing.assert_array_equal(s, tree_sum(local))
         np.testing.assert_array_equal(got, expected_i.astype(np.float64))
     np.testing.assert_array_equal(results[0][2], expected_i)  # rank 0 summed in place
+
+
+def test_every_collective_implements_the_protocol_and_in_process_matches_sequential():
+    """LocalCollective, InProcessGroup's members and SocketCollective are all a
+    ``Collective``; the thread group's broadcast and ordered fold give every rank rank 0's
+    array and the rank-order fold, as the socket collective does."""
+    import threading
+
+    import numpy as np
+
+    from sparkxml_kernels.collective import Collective, InProcessGroup, LocalCollective
+    from sparkxml_kernels.collective import SocketCollective as S
+
+    assert isinstance(LocalCollective(), Collective)
+    for name in ("allreduce_sum", "reduce_and_decide", "broadcast", "ordered_fold",
+                 "barrier", "close"):
+        assert callable(getattr(S, name))
+    group = InProcessGroup(3, timeout=60)
+    out = [None] * 3
+    terms = np.random.default_rng(0).normal(size=(3, 5))
+
+    def work(rank):
+        c = group.collective(rank)
+        assert isinstance(c, Collective)
+        with c:
+            b = c.broadcast(np.arange(4.0) if rank == 0 else None)
+
+            def add(acc):  # acc holds the fold over the lower ranks on arrival
+                acc += terms[rank]
+
+            f = c.ordered_fold(np.zeros(5), add)
+            c.barrier()
+            out[rank] = (b, f)
+
+    threads = [threading.Thread(target=work, args=(r,)) for r in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seq = np.zeros(5)
+    for r in range(3):
+        seq += terms[r]
+    for b, f in out:
+        np.testing.assert_array_equal(b, np.arange(4.0))
+        np.testing.assert_array_equal(f, seq)

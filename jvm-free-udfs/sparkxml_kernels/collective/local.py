@@ -11,7 +11,20 @@ import numpy as np
 from .._dtypes import FLOAT
 
 
-class LocalCollective:
+class ContextCollective:
+    """``with collective:`` closes it on the way out (``close`` is idempotent)."""
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class LocalCollective(ContextCollective):
     """One process, world_size 1: every collective operation is the identity."""
 
     rank = 0
@@ -36,15 +49,6 @@ class LocalCollective:
 
     def barrier(self) -> None:
         return None
-
-    def close(self) -> None:
-        return None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class InProcessGroup:
@@ -120,7 +124,7 @@ class InProcessGroup:
             raise RuntimeError("another worker of the in-process group failed") from None
 
 
-class InProcessCollective:
+class InProcessCollective(ContextCollective):
     """One thread worker's provider (see :class:`InProcessGroup`)."""
 
     def __init__(self, group: InProcessGroup, rank: int):
@@ -143,12 +147,3 @@ class InProcessCollective:
 
     def barrier(self) -> None:
         self._group._wait()
-
-    def close(self) -> None:
-        return None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

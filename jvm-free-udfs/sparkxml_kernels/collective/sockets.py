@@ -51,6 +51,8 @@ from multiprocessing.connection import (
 
 import numpy as np
 
+from .local import ContextCollective
+
 __all__ = ["SocketCollective", "open_listener", "new_authkey",
            "tree_parent", "tree_children"]
 
@@ -301,7 +303,7 @@ def _dropped_summary(dropped, n_pending: int) -> str:
             f"port and were not a peer: " + ", ".join(parts))
 
 
-class SocketCollective:
+class SocketCollective(ContextCollective):
     """Tree-structured reduce / broadcast among ``world_size`` processes over TCP.
 
     Parameters
@@ -676,9 +678,3 @@ class SocketCollective:
         self._parent = None
         for p in peers:
             p.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
