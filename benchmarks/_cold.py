@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from _harness import Results, load_average, session
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -60,12 +62,13 @@ def _child(root: str, kind: str, data: str, fits: int) -> dict:
 def run(kind: str, data: str) -> None:
     """Print the cold-start table of ``kind`` ("fastxml": Bibtex in ``data``; "gbt": the
     LightGBM binary sample in ``data``)."""
+    res = Results({"fastxml": "fastxml_bibtex_cold", "gbt": "gbt_synthetic_cold"}[kind])
     tmp = tempfile.mkdtemp(prefix="sparkxml-cold-")
     try:
         fresh, installed = os.path.join(tmp, "fresh"), os.path.join(tmp, "installed")
         _copy_sources(fresh)
         _copy_sources(installed)
-        l0 = os.getloadavg()[0]
+        l0 = res.check.load_before
         a0 = _child(fresh, kind, data, 2)
         t = time.perf_counter()
         pc = subprocess.run([sys.executable, "-m", "sparkxml_kernels.precompile", "--quiet",
@@ -76,7 +79,7 @@ def run(kind: str, data: str) -> None:
             raise RuntimeError(f"precompile failed:\n{pc.stdout}\n{pc.stderr}")
         a = _child(installed, kind, data, 1)
         b = _child(installed, kind, data, 2)
-        l1 = os.getloadavg()[0]
+        l1 = load_average()[0]
         n_files = sum(len(f) for _, _, f in os.walk(os.path.join(installed, "sparkxml_kernels",
                                                                  "_numba_cache")))
         size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in
@@ -104,11 +107,19 @@ def run(kind: str, data: str) -> None:
              a0["predicts"][1], a0["metric"])]
     for label, proc, f, p, m in rows:
         print(f"| {label} | {proc} | {f:.2f} | {p:.2f} | {m} |")
+        res.add(f"{label}, {proc}", "fit", f, "s", note=m)
+        res.add(f"{label}, {proc}", "predict", p, "s")
+    res.add("install-time precompile", "time", install, "s")
     fa, fa0, fb, fc = a["fits"][0], a0["fits"][0], b["fits"][0], b["fits"][1]
     print(f"\n(a)/(b) = {fa / fb:.2f} (target <= 2); (a0)/(b) = {fa0 / fb:.2f}; "
           f"(a)/(c) = {fa / fc:.2f}; (a0)/(c) = {fa0 / fc:.2f}")
     print(f"fit+predict: (a)/(b) = {(fa + a['predicts'][0]) / (fb + b['predicts'][0]):.2f}, "
           f"(a0)/(b) = {(fa0 + a0['predicts'][0]) / (fb + b['predicts'][0]):.2f}")
+    res.add("(a) / (b): fresh precompiled / warm, first fit", "fit ratio", fa / fb, "x",
+            note="target <= 2")
+    res.add("(a0) / (b): fresh without precompile / warm, first fit", "fit ratio", fa0 / fb,
+            "x")
+    res.write()
 
 
 # ------------------------------------------------------------------ child process
@@ -196,10 +207,7 @@ def _gbt(spark, data, fits):
 
 
 def _child_main(kind, data, fits):
-    from sparkxml.session import get_session
-
-    spark = get_session(master="local[2]", app_name=f"sparkxml-cold-{kind}")
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(master="local[2]", app=f"sparkxml-cold-{kind}")
     try:
         out = (_fastxml if kind == "fastxml" else _gbt)(spark, data, fits)
         out["where"] = _where(spark)

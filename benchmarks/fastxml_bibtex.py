@@ -17,11 +17,12 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
+
+from _harness import Results, load_average, session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data", "bibtex", "xc_split")
@@ -43,11 +44,9 @@ def fmt(p):
 
 def run_sparkxml(train_path, test_path, Yte, repeats, configs):
     """Fit and predict each (name, estimator class, params) config on one local[2] session."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from sparkxml.datasets import read_xc
-    from sparkxml.session import get_session
 
-    spark = get_session(master="local[2]")
+    spark = session(master="local[2]", app="fastxml-bibtex", log_level=None)
     train = read_xc(spark, train_path).cache()
     test = read_xc(spark, test_path).cache()
     train.count(), test.count()
@@ -162,6 +161,8 @@ def main():
         return
     import scipy.sparse as sp
 
+    res = Results("fastxml_bibtex")
+
     from sparkxml import FastXML, PfastreXML
     from sparkxml_kernels import formats
     from sparkxml_kernels.fastxml.pfastre import propensity_weights
@@ -202,7 +203,7 @@ def main():
         results["PfastreXML C++ (authors)"] = run_cpp(args.cpp_bin, train_path, test_path,
                                                       inv_prop, repeats=args.repeats)
     print(f"\nBibtex XC split: {Xtr.shape[0]} train, {Xte.shape[0]} test rows; load average "
-          f"{os.getloadavg()[0]:.1f} at the end\n")
+          f"{load_average()[0]:.1f} at the end\n")
     print("| system | P@1/3/5 | PSP@1/3/5 | fit s | predict s | fit ratio (ours/them) | note |")
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
@@ -211,6 +212,11 @@ def main():
         p, psp = precision_at(r["pred"], Yte), precision_at(r["pred"], Yte, inv_prop=inv_prop)
         print(f"| {name} | {fmt(p)} | {fmt(psp)} | {r['fit']:.2f} | {r['predict']:.2f} | "
               f"{ours['fit'] / r['fit']:.2f} | {r['note']} |")
+        for metric, v, unit in (("fit", r["fit"], "s"), ("predict", r["predict"], "s"),
+                                *((f"P@{k}", p[k], "%") for k in (1, 3, 5)),
+                                *((f"PSP@{k}", psp[k], "%") for k in (1, 3, 5))):
+            res.add(name, metric, v, unit, note=r["note"] if metric == "fit" else None)
+    res.write()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import Results, load_average, session  # noqa: E402
 
 
 def delicious_like(n_rows: int, n_features: int = 500, n_labels: int = 983, seed: int = 0,
@@ -136,9 +137,8 @@ def frame(spark, X, Y, n_features, start, stop):
 
 
 def run(mode, conf, X, Y, n_train, n_features, args, est_cls):
-    from sparkxml.session import get_session
-
-    spark = get_session(master=f"local[{args.workers}]", conf=conf)
+    spark = session(master=f"local[{args.workers}]", app=f"fastxml-distributed-{mode}",
+                    conf=conf, log_level=None)
     try:
         limit = worker_status(spark, 1)[0][0]
         train = frame(spark, X, Y, n_features, 0, n_train).repartition(args.workers).cache()
@@ -174,7 +174,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--pfastrexml", action="store_true")
     args = ap.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    res = Results("fastxml_distributed")
     # Spark enforces spark.executor.pyspark.memory as RLIMIT_AS, which counts address space
     # reserved but never touched; glibc reserves 64 MiB of it per thread arena (up to 8 per
     # core). Two arenas keep the workers' reserve near their use (on a cluster:
@@ -212,7 +212,7 @@ def main():
           f"{np.mean(info.get('top_nodes_per_tree', [0])):.1f}, stage-1 rounds "
           f"{[s['rounds'] for s in info.get('stage1', [])]})")
     print(f"forced replication under the cap: {dis['refused']}")
-    load = os.getloadavg()
+    load = load_average()
     name = est_cls.__name__
     print(f"\n{name}, {args.trees} trees, numWorkers={args.workers}, local[{args.workers}]; "
           f"load average {load[0]:.1f} / {load[1]:.1f} at the end\n")
@@ -224,12 +224,21 @@ def main():
         pk = "; ".join(f"{k}: {v}" for k, v in peaks(r["info"]).items())
         vp = ", ".join(str(v[1] >> 20) for v in r["vm"])
         print(f"| {label} | {c} | {r['info']['mode']} | {p} | {r['fit']:.1f} | {pk} | {vp} |")
+        case = f"{name} {label} (spark.executor.pyspark.memory {c})"
+        res.add(case, "fit", r["fit"], "s", note=f"mode {r['info']['mode']}")
+        for k in (1, 3, 5):
+            res.add(case, f"P@{k}", r["p"][k], "%")
+        res.add(case, "peak RSS of a task",
+                max((x for v in peaks(r["info"]).values() for x in v), default=None), "MiB")
     diff = {k: dis["p"][k] - rep["p"][k] for k in (1, 3, 5)}
     print("\nP@k difference (capped - replicated), points: "
           + ", ".join(f"P@{k} {v:+.2f}" for k, v in diff.items())
           + f"; fit time ratio {dis['fit'] / rep['fit']:.2f}")
     ok = info["mode"] == "distributed" and all(abs(v) <= 1.0 for v in diff.values())
     print("must-show (auto chose distributed, |dP@k| <= 1 point):", "MET" if ok else "MISSED")
+    res.add(f"{name} auto capped / replicated", "fit ratio", dis["fit"] / rep["fit"], "x",
+            note=f"auto chose {info['mode']}; must-show {'MET' if ok else 'MISSED'}")
+    res.write()
 
 
 if __name__ == "__main__":

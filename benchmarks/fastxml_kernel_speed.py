@@ -45,6 +45,9 @@ def main(argv=None):
 
     import numpy as np
 
+    from _harness import Results
+
+    res = Results("fastxml_kernel_speed")
     t0 = time.perf_counter()
     from sparkxml_kernels.fastxml import FastXMLPredictor, train_forest
     t_import = time.perf_counter() - t0
@@ -80,8 +83,11 @@ def main(argv=None):
     n_nodes = int(forest["tree_offsets"][-1])
     print(f"data: {Xi.size - 1} train / {test[0].size - 1} test points, D={d}, L={n_labels}; "
           f"{args.trees} trees, {n_nodes / args.trees:.0f} nodes a tree")
+    case = f"FastXML kernel, {args.trees} trees, one process"
     for k in (1, 3, 5):
-        print(f"P@{k}: {precision_at(labels, test[3], test[4], k):.2f}")
+        p_k = precision_at(labels, test[3], test[4], k)
+        print(f"P@{k}: {p_k:.2f}")
+        res.add(case, f"P@{k}", p_k, "%")
     print(f"train {args.trees} trees, one process: wall {np.median(walls):.2f} s, "
           f"CPU {np.median(cpus):.2f} s (median of {args.repeat}; all wall: "
           f"{', '.join(f'{w:.2f}' for w in walls)})")
@@ -89,6 +95,14 @@ def main(argv=None):
           f"train {t_first_train:.2f} s, predict {t_first_predict:.2f} s; import {t_import:.2f} s")
     print(f"predict {test[0].size - 1} points, top 5: {np.median(times) * 1000:.0f} ms "
           f"(median of {len(times)})")
+    res.add(case, "train wall", np.median(walls), "s", note=f"median of {args.repeat}")
+    res.add(case, "train CPU", np.median(cpus), "s", note=f"median of {args.repeat}")
+    res.add(case, "predict top 5", np.median(times) * 1000, "ms",
+            note=f"{test[0].size - 1} points, median of {len(times)}")
+    first = "cold compile" if args.cold else "compile or cache load"
+    res.add(case, f"first call train ({first})", t_first_train, "s")
+    res.add(case, f"first call predict ({first})", t_first_predict, "s")
+    res.write()
     return 0
 
 

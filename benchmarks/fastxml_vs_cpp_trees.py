@@ -155,10 +155,12 @@ def main(argv=None):
     if not (args.cpp_bin or args.cpp_model):
         ap.error("give --cpp-bin or --cpp-model")
 
+    from _harness import Results
     from sparkxml_kernels.fastxml import train_forest
     from sparkxml_kernels.fastxml.pfastre import propensity_weights, tail_centroids
     from sparkxml_kernels.formats import read_xc, write_smat
 
+    res = Results("fastxml_vs_cpp_trees")
     pf = args.algo == "pfastrexml"
     train = [f for f in sorted(os.listdir(args.data)) if f.endswith("_train.txt")][0]
     Xi, Xf, Xv, Yi, Yl, d, n_labels = read_xc(os.path.join(args.data, train))[:7]
@@ -182,11 +184,15 @@ def main(argv=None):
         subprocess.run([os.path.join(args.cpp_bin, exe), *files, model_dir, "-T", "2", "-s",
                         "0", "-t", str(args.trees), "-q", "1"], check=True,
                        stdout=subprocess.DEVNULL)
-        print(f"their C++ trained {args.trees} trees in {time.perf_counter() - t0:.1f} s")
+        cpp_s = time.perf_counter() - t0
+        print(f"their C++ trained {args.trees} trees in {cpp_s:.1f} s")
+        res.add(f"{args.algo} C++ (authors), -T 2", "train", cpp_s, "s")
     t0 = time.perf_counter()
     forest = train_forest(Xi, Xf, Xv, Yi, Yl, d, n_labels, np.arange(args.trees), seed=0,
                           label_weight=weights, normalise_dcg=not pf)
-    print(f"ours trained {args.trees} trees in {time.perf_counter() - t0:.1f} s (one process)")
+    ours_s = time.perf_counter() - t0
+    print(f"ours trained {args.trees} trees in {ours_s:.1f} s (one process)")
+    res.add(f"{args.algo} sparkxml kernel, one process", "train", ours_s, "s")
     if pf and os.path.exists(os.path.join(model_dir, "w")):
         worst, same_ids = compare_centroids(os.path.join(model_dir, "w"),
                                             tail_centroids(Xi, Xf, Xv, Yi, Yl, d, n_labels, 1.0))
@@ -202,6 +208,8 @@ def main(argv=None):
         print(f"tree {t}: {len(ours['children'])} nodes ours, {len(theirs['children'])} theirs; "
               + ("identical" if diff is None else f"first difference at node {diff}"))
     print(f"{same} of {args.trees} trees identical")
+    res.add(f"{args.algo}, {args.trees} trees", "trees identical", same, "trees")
+    res.write()
 
     if args.write_fixture:
         ids = [int(x) for x in args.fixture_trees.split(",")]

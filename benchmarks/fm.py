@@ -33,11 +33,13 @@ numba cache. Test metrics are computed here with scikit-learn for every engine.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
-import sys
 import time
 
 import numpy as np
+
+from _harness import Results, session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 A9A = os.path.join(HERE, "..", "..", "shared", "data", "a9a")
@@ -47,32 +49,22 @@ A9A_NAMES = ["age", "workclass", "fnlwgt", "education", "education-num", "marita
              "hours-per-week", "native-country"]
 
 
-def session(workers):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master(f"local[{max(2, max(workers))}]")
-             .appName("fm-bench").config("spark.ui.enabled", "false")
-             .config("spark.driver.memory", "4g")
-             .config("spark.driver.maxResultSize", "2g")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 def timed(fn):
     t0 = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t0
 
 
-def row(name, metric, fit, ref):
+def row(name, metric, fit, ref, res=None, what="metric", data=""):
     ratio = f"{fit / ref:.2f}" if ref else "-"
+    if res is not None:  # recorded for docs/benchmarks.rst (benchmarks/_harness.py)
+        res.add(f"{data}{name}", what, metric)
+        res.add(f"{data}{name}", "fit", fit, "s")
     return f"| {name} | {metric:.4f} | {fit:.1f} | {ratio} |"
 
 
 # --------------------------------------------------------------------------- a9a
-def bench_a9a(args, spark):
+def bench_a9a(args, spark, res=None):
     import myfm
     from pyspark.ml.classification import FMClassifier as MLlibFM
     from sklearn.datasets import load_svmlight_file
@@ -90,6 +82,7 @@ def bench_a9a(args, spark):
                     columns={"label": yte}).cache()
     train.count(), test.count()
     rows = []
+    add = functools.partial(row, res=res, what="test AUC", data="a9a rank 8: ")
 
     def auc_of(model):
         p = np.array([r[0][1] for r in model.transform(test).select("probability").collect()])
@@ -98,7 +91,7 @@ def bench_a9a(args, spark):
     ref, t_ref = timed(lambda: myfm.MyFMClassifier(rank=8, random_seed=args.seed).fit(
         Xtr, ytr.astype(int), n_iter=args.iters))
     auc_ref = roc_auc_score(yte, ref.predict_proba(Xte))
-    rows.append(row(f"myFM MCMC ({args.iters} sweeps)", auc_ref, t_ref, t_ref))
+    rows.append(add(f"myFM MCMC ({args.iters} sweeps)", auc_ref, t_ref, t_ref))
     FMClassifier(maxIter=6, burnIn=1, numWorkers=max(args.workers)).fit(train.limit(500))
     fm_auc = None
     for nw in args.workers:
@@ -106,24 +99,24 @@ def bench_a9a(args, spark):
                                           seed=args.seed).fit(train))
         a = auc_of(m)
         fm_auc = a if fm_auc is None else fm_auc
-        rows.append(row(f"sparkxml FMClassifier mcmc, numWorkers={nw}", a, t, t_ref))
+        rows.append(add(f"sparkxml FMClassifier mcmc, numWorkers={nw}", a, t, t_ref))
     for solver in ("als", "adamw"):
         m, t = timed(lambda: FMClassifier(solver=solver, maxIter=100 if solver == "als" else 20,
                                           numWorkers=args.workers[0]).fit(train))
         hist = m.summary.history
         sweeps = len(hist.get("objective") or hist.get("loss") or [])
-        rows.append(row(f"sparkxml FMClassifier {solver} (defaults, {sweeps} "
+        rows.append(add(f"sparkxml FMClassifier {solver} (defaults, {sweeps} "
                         f"{'epochs' if solver == 'adamw' else 'sweeps'})", auc_of(m), t, t_ref))
     m, t = timed(lambda: GBFMClassifier(fieldStarts=A9A_FIELDS,
                                         numWorkers=args.workers[0]).fit(train))
     gb_auc = auc_of(m)
-    rows.append(row("sparkxml GBFMClassifier (14 fields, 100 stages)", gb_auc, t, t_ref))
+    rows.append(add("sparkxml GBFMClassifier (14 fields, 100 stages)", gb_auc, t, t_ref))
     pairs = [(A9A_NAMES[s["fields"][0]], A9A_NAMES[s["fields"][1]]) for s in m.stages]
     if not args.skip_mllib:
         for step in (1.0, 0.1):
             m, t = timed(lambda: MLlibFM(factorSize=8, maxIter=100, stepSize=step,
                                          seed=args.seed).fit(train))
-            rows.append(row(f"Spark MLlib FMClassifier (adamW, stepSize {step})", auc_of(m), t,
+            rows.append(add(f"Spark MLlib FMClassifier (adamW, stepSize {step})", auc_of(m), t,
                             t_ref))
     print("\na9a, rank 8 (test AUC; fit s; fit / myFM)\n")
     print("| engine | test AUC | fit s | time / myFM |\n|---|---|---|---|")
@@ -159,7 +152,7 @@ def read_ratings(path):
             df["rating"].astype(float).to_numpy())
 
 
-def bench_ratings(args, spark):
+def bench_ratings(args, spark, res=None):
     import myfm
     import scipy.sparse as sp
     from pyspark.ml.regression import FMRegressor as MLlibFMR
@@ -203,6 +196,7 @@ def bench_ratings(args, spark):
     kept = args.iters - 5
     thinning = max(1, int(np.ceil(kept * voc.n_features * (args.rank + 1) * 4 / (256 << 20))))
     rows = []
+    add = functools.partial(row, res=res, what="test RMSE", data=f"ratings {src}: ")
 
     def rmse_spark(model):
         out = model.transform(test).select("prediction", "rating").toPandas()
@@ -211,7 +205,7 @@ def bench_ratings(args, spark):
     ref, t_ref = timed(lambda: myfm.MyFMRegressor(rank=args.rank, random_seed=args.seed).fit(
         Xtr, ytr, n_iter=args.iters, group_shapes=shapes))
     rm_ref = float(np.sqrt(np.mean((ref.predict(Xte) - yte) ** 2)))
-    rows.append(row(f"myFM MCMC (rank {args.rank}, {args.iters} sweeps)", rm_ref, t_ref, t_ref))
+    rows.append(add(f"myFM MCMC (rank {args.rank}, {args.iters} sweeps)", rm_ref, t_ref, t_ref))
     FMRegressor(labelCol="rating", maxIter=6, burnIn=1,
                 numWorkers=max(args.workers)).fit(train.limit(500))
     for nw in args.workers:
@@ -219,14 +213,14 @@ def bench_ratings(args, spark):
                                          maxIter=args.iters, fieldStarts=enc.fieldStarts,
                                          thinning=thinning, numWorkers=nw,
                                          seed=args.seed).fit(train))
-        rows.append(row(f"sparkxml FMRegressor mcmc, numWorkers={nw}"
+        rows.append(add(f"sparkxml FMRegressor mcmc, numWorkers={nw}"
                         + (f", thinning {thinning}" if thinning > 1 else ""), rmse_spark(m), t,
                         t_ref))
     if not args.skip_mllib:
         m, t = timed(lambda: MLlibFMR(labelCol="rating", factorSize=args.rank,
                                       maxIter=args.mllib_iters, stepSize=0.01, regParam=0.01,
                                       seed=args.seed).fit(train))
-        rows.append(row(f"Spark MLlib FMRegressor (adamW, {args.mllib_iters} iterations, "
+        rows.append(add(f"Spark MLlib FMRegressor (adamW, {args.mllib_iters} iterations, "
                         f"stepSize 0.01, regParam 0.01)", rmse_spark(m), t, t_ref))
     print(f"\nratings: {src}: {int((~is_test).sum())} train / {int(is_test.sum())} test rows, "
           f"{shapes[0]} users, {shapes[1]} items (test RMSE; fit s; fit / myFM)\n")
@@ -249,14 +243,18 @@ def main():
     ap.add_argument("--skip-mllib", action="store_true")
     ap.add_argument("--mllib-iters", type=int, default=100)
     args = ap.parse_args()
-    spark = session(args.workers)
+    res = Results("fm")
+    spark = session(master=f"local[{max(2, max(args.workers))}]", app="fm-bench",
+                    conf={"spark.driver.memory": "4g", "spark.driver.maxResultSize": "2g",
+                          "spark.sql.shuffle.partitions": "4"})
     try:
         if not args.skip_a9a:
-            bench_a9a(args, spark)
+            bench_a9a(args, spark, res)
         if args.ratings or args.generated:
-            bench_ratings(args, spark)
+            bench_ratings(args, spark, res)
     finally:
         spark.stop()
+    res.write()
 
 
 if __name__ == "__main__":

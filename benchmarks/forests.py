@@ -43,24 +43,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gbt_synthetic import make_data  # noqa: E402  (the same data as the GBT benchmark)
+from _harness import Results, session  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data")
 FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
           "n_node_samples", "weighted_n_node_samples", "value")
-
-
-def spark_session(workers):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    return (SparkSession.builder.master(f"local[{workers}]").appName("forest-benchmark")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", "8g")
-            .config("spark.sql.shuffle.partitions", str(workers))
-            .getOrCreate())
 
 
 def frame(spark, X, y, parts):
@@ -172,7 +160,7 @@ def part_exact(spark, W):
               f"{same_tree(m.treeArrays(0), sk.tree_)}")
 
 
-def part_pendigits(spark, W, T, repeats, skip_mllib, criterion):
+def part_pendigits(spark, W, T, repeats, skip_mllib, criterion, res=None):
     from sklearn.datasets import load_svmlight_file
     from sklearn.ensemble import RandomForestClassifier as SkRF
 
@@ -220,6 +208,11 @@ def part_pendigits(spark, W, T, repeats, skip_mllib, criterion):
     print("\n| system | test accuracy | fit s | sparkxml time / theirs |\n|---|---|---|---|")
     for name, acc, sec in rows:
         print(f"| {name} | {100 * acc:.2f} % | {sec:.2f} | {ours / sec:.3f} |")
+        if res is not None:
+            case = f"pendigits {T} trees {criterion}: {name}"
+            res.add(case, "test accuracy", 100 * acc, "%")
+            res.add(case, "fit", sec, "s", note=f"median of {repeats}" if "sparkxml" in name
+                    else None)
 
 
 def _sklearn_synthetic(n, d, T, depth, W):
@@ -242,7 +235,7 @@ print(sec, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, (m.predict
 
 
 def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir,
-                   skip_sklearn=False):
+                   skip_sklearn=False, res=None):
     import pandas as pd
     from pyspark.ml.feature import VectorAssembler
 
@@ -302,6 +295,10 @@ def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir,
           "|---|---|---|---|---|")
     for name, acc, sec, mem in rows:
         print(f"| {name} | {100 * acc:.2f} % | {sec:.1f} | {ours / sec:.3f} | {mem} |")
+        if res is not None:
+            case = f"synthetic {n}x{d}, {T} trees depth {depth}: {name}"
+            res.add(case, "test accuracy", 100 * acc, "%")
+            res.add(case, "fit", sec, "s", note=f"memory {mem}")
 
 
 def main():
@@ -320,20 +317,24 @@ def main():
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    spark = spark_session(args.workers)
+    res = Results("forests")
+    spark = session(master=f"local[{args.workers}]", app="forest-benchmark",
+                    conf={"spark.driver.memory": "8g",
+                          "spark.sql.shuffle.partitions": str(args.workers)}, log_level=None)
     try:
         if "exact" not in args.skip:
             part_exact(spark, args.workers)
         if "pendigits" not in args.skip:
             part_pendigits(spark, args.workers, args.trees, args.repeats, "mllib" in args.skip,
-                           args.criterion)
+                           args.criterion, res)
         if "synthetic" not in args.skip:
             part_synthetic(spark, args.workers, args.synthetic_rows, args.synthetic_features,
                            args.synthetic_trees, args.synthetic_depth,
                            args.mllib_synthetic_trees, "mllib" in args.skip, args.workdir,
-                           "sklearn" in args.skip)
+                           "sklearn" in args.skip, res)
     finally:
         spark.stop()
+    res.write()
 
 
 if __name__ == "__main__":

@@ -37,6 +37,9 @@ from sparkxml_kernels import binning
 from sparkxml_kernels.gbt import binned, booster  # noqa: E402
 from sparkxml_kernels.gbt.metrics import auc_exact  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import Results, load_average  # noqa: E402
+
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 # a9a's attribute fields, 1-based inclusive feature ids (shared/data/README.md)
 FIELDS = [(1, 5), (6, 13), (14, 18), (19, 34), (35, 39), (40, 46), (47, 60), (61, 66),
@@ -113,7 +116,7 @@ def _scores(p, y):
     return auc_exact(y, p), float(np.mean((p > 0.5) == (y > 0.5)))
 
 
-def run(name, X, y, Xt, yt, cat_ids, trees, repeats, max_bins=256, label=None):
+def run(name, X, y, Xt, yt, cat_ids, trees, repeats, max_bins=256, label=None, res=None):
     rows = []
     for engine, fit in (("sparkxml (1 thread)", lambda: sparkxml_fit(X, y, cat_ids, trees,
                                                                        max_bins)),
@@ -134,11 +137,16 @@ def run(name, X, y, Xt, yt, cat_ids, trees, repeats, max_bins=256, label=None):
     base = rows[0][1]
     print(f"\n### {label or name}: {X.shape[0]:,} train rows, {Xt.shape[0]:,} test rows, "
           f"{len(cat_ids)} categorical of {X.shape[1]} features, {trees} trees "
-          f"(load average {os.getloadavg()[0]:.1f})\n")
+          f"(load average {load_average()[0]:.1f})\n")
     print("| engine | fit time | time / sparkxml | test AUC | test accuracy |")
     print("|---|---|---|---|---|")
     for engine, s, auc, acc in rows:
         print(f"| {engine} | {s:.2f} s | {s / base:.2f} | {auc:.4f} | {acc:.4f} |")
+        if res is not None:
+            case = f"{label or name}, {X.shape[0]} rows, {trees} trees: {engine}"
+            res.add(case, "fit", s, "s", note=f"median of {repeats}, binning included")
+            res.add(case, "test AUC", auc)
+            res.add(case, "test accuracy", acc)
     return rows
 
 
@@ -149,6 +157,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip", nargs="*", default=[], choices=["adult", "synthetic"])
     a = ap.parse_args(argv)
+    res = Results("gbt_categorical")
     # warm-up: compile the numba kernels outside the timings
     Xw, yw, kw = synthetic(3000, seed=1)
     sparkxml_fit(Xw, yw, list(range(kw)), 2, 5001)
@@ -157,16 +166,17 @@ def main(argv=None):
         codes, onehot, y = load_a9a("a9a")
         codes_t, onehot_t, yt = load_a9a("a9a.t")
         run("adult", codes, y, codes_t, yt, list(range(codes.shape[1])), a.trees, a.repeats,
-            label="Adult, 14 attributes as categorical features")
+            label="Adult, 14 attributes as categorical features", res=res)
         run("adult", onehot, y, onehot_t, yt, [], a.trees, a.repeats,
-            label="Adult, the 123 one-hot columns as numerical features (reference)")
+            label="Adult, the 123 one-hot columns as numerical features (reference)", res=res)
     if "synthetic" not in a.skip:
         X, y, k = synthetic(a.rows)
         cut = int(0.8 * a.rows)
         run("synthetic", X[:cut], y[:cut], X[cut:], y[cut:], list(range(k)), a.trees,
             a.repeats, max_bins=5001,
             label="synthetic, 8 categorical features (10..5000 categories, uint16 bins) + 4 "
-                  "numerical")
+                  "numerical", res=res)
+    res.write()
 
 
 if __name__ == "__main__":

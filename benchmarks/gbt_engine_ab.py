@@ -20,6 +20,8 @@ import os
 import subprocess
 import sys
 
+from _harness import Results, load_average
+
 RUN = r"""
 import sys, time
 import numpy as np
@@ -63,18 +65,28 @@ def main():
     ap.add_argument("--nthread", type=int, default=1,
                     help="booster nthread (> 1: wall seconds matter too, printed beside)")
     args = ap.parse_args()
+    res = Results("gbt_engine_ab")
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jvm-free-udfs")
-    ratios = []
+    ratios, this_cpu, base_cpu = [], [], []
     for i in range(args.pairs):
         a, ca, wa = run(here, args)
         b, cb, wb = run(args.baseline, args)
         ratios.append(a / b)
+        this_cpu.append(a)
+        base_cpu.append(b)
         print(f"pair {i}: this {a:.2f} s cpu ({wa:.2f} s wall), baseline {b:.2f} s cpu "
               f"({wb:.2f} s wall), ratio {a / b:.3f}, checksums {ca:.6f} / {cb:.6f}, "
-              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+              f"load average {load_average()[0]:.1f}", flush=True)
     ratios.sort()
     print(f"median this / baseline: {ratios[len(ratios) // 2]:.3f} ({args.objective}, "
           f"{args.rows} x {args.features}, {args.trees} trees, nthread {args.nthread})")
+    case = (f"{args.objective}, {args.rows} x {args.features}, {args.trees} trees, nthread "
+            f"{args.nthread}, baseline {args.baseline}")
+    res.add(case, "CPU ratio this / baseline (median)", ratios[len(ratios) // 2], "x",
+            note=f"{args.pairs} alternating pairs")
+    res.add(case, "this CPU (median)", sorted(this_cpu)[len(this_cpu) // 2], "s")
+    res.add(case, "baseline CPU (median)", sorted(base_cpu)[len(base_cpu) // 2], "s")
+    res.write()
 
 
 if __name__ == "__main__":

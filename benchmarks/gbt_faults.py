@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
 import pandas as pd
+
+from _harness import Results, session
 
 
 def main(argv=None):
@@ -28,15 +29,11 @@ def main(argv=None):
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--master", default="local[2,4]")
     args = ap.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     from sparkxml import GBTRegressor
 
-    spark = (SparkSession.builder.master(args.master).config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
-    spark.sparkContext.setLogLevel("FATAL")
+    res = Results("gbt_faults")
+    spark = session(master=args.master, app="gbt-faults",
+                    conf={"spark.sql.shuffle.partitions": "4"}, log_level="FATAL")
     rng = np.random.default_rng(11)
     X = rng.normal(size=(2000, 5))
     cols = [f"x{i}" for i in range(5)]
@@ -71,6 +68,11 @@ def main(argv=None):
     print(f"median: clean {np.median(clean):.2f} s, stray {np.median(stray):.2f} s, ratio "
           f"{np.median(stray) / np.median(clean):.3f}; fastest: clean {min(clean):.2f} s, "
           f"stray {min(stray):.2f} s, ratio {min(stray) / min(clean):.3f}")
+    res.add("clean fit", "fit (median)", np.median(clean), "s", note=f"{args.pairs} pairs")
+    res.add("3 silent connections per port", "fit (median)", np.median(stray), "s",
+            note=f"{args.pairs} pairs")
+    res.add("3 silent connections per port / clean", "fit ratio (medians)",
+            np.median(stray) / np.median(clean), "x")
     tmp = tempfile.mkdtemp()
     for i, (name, fault, kw) in enumerate([
             ("rank 0 killed (SIGKILL) after round 1", {"rank": 0, "kind": "kill"}, {}),
@@ -79,9 +81,12 @@ def main(argv=None):
              {"rank": 1, "kind": "stop"}, {"timeoutSeconds": 3})]):
         fault = dict(fault, after_round=1, marker=os.path.join(tmp, f"fault-{i}"))
         m, t = fit(fault, **kw)
-        print(f"{name}: {t:.2f} s, fault happened={os.path.exists(fault['marker'])}, "
-              f"same={same(m, ref)}", flush=True)
+        happened, same_model = os.path.exists(fault['marker']), same(m, ref)
+        print(f"{name}: {t:.2f} s, fault happened={happened}, "
+              f"same={same_model}", flush=True)
+        res.add(name, "fit", t, "s", note=f"fault happened={happened}, same={same_model}")
     spark.stop()
+    res.write()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+from _harness import Results
+
 
 def make_data(n, d, seed=0):
     rng = np.random.default_rng(seed)
@@ -90,6 +92,7 @@ def main():
     ap.add_argument("--nthread", type=int, default=1, help="sparkxml's threads (nthread)")
     ap.add_argument("--no-xgb", action="store_true")
     args = ap.parse_args()
+    rec = Results("gbt_kernel_speed")
 
     X, y = make_data(args.rows, args.features)
     Xs, ys = make_data(40_000, args.features, seed=1)  # >= MIN_PARALLEL_ROWS: threads too
@@ -110,7 +113,15 @@ def main():
           f"min {mn * 1e3:.1f} ms")
     print(f"sparkxml nthread={args.nthread}  bin {t_bin:6.2f} s  fit wall {t_fit:6.2f} s  "
           f"cpu {c_fit:6.2f} s  train rmse {rmse:.4f}")
+    data = f"{args.rows} x {args.features}, {args.trees} trees, depth {args.depth}"
+    rec.add(f"histogram pass, 1 node of {args.rows} rows", "CPU (median)", med * 1e3, "ms")
+    ours = f"sparkxml nthread={args.nthread}, {data}"
+    rec.add(ours, "bin", t_bin, "s", note=f"median of {args.repeat}")
+    rec.add(ours, "fit wall", t_fit, "s", note=f"median of {args.repeat}")
+    rec.add(ours, "fit CPU", c_fit, "s", note=f"median of {args.repeat}")
+    rec.add(ours, "train rmse", rmse)
     if args.no_xgb:
+        rec.write()
         return
     for th in args.threads:
         xr = [time_xgb(X, y, args, th) for _ in range(args.repeat)]
@@ -121,6 +132,13 @@ def main():
         print(f"xgboost(n_jobs={th})   bin {xb:6.2f} s  fit wall {xf:6.2f} s  cpu {xc:6.2f} s  "
               f"train rmse {xrmse:.4f}  sparkxml/xgboost fit: wall {t_fit / xf:.2f}, "
               f"cpu {c_fit / xc:.2f}")
+        theirs = f"xgboost hist n_jobs={th}, {data}"
+        rec.add(theirs, "bin", xb, "s", note=f"median of {args.repeat}")
+        rec.add(theirs, "fit wall", xf, "s", note=f"median of {args.repeat}")
+        rec.add(theirs, "fit CPU", xc, "s", note=f"median of {args.repeat}")
+        rec.add(theirs, "train rmse", xrmse)
+        rec.add(f"sparkxml / xgboost n_jobs={th}, {data}", "fit CPU ratio", c_fit / xc, "x")
+    rec.write()
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ from sparkxml.gbt.tasks import _make_train_fn  # noqa: E402
 from sparkxml_kernels import binning  # noqa: E402
 from sparkxml_kernels.collective import LocalCollective  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import Results, load_average  # noqa: E402
+
 
 def _rows(rng, n, d, nnz):
     """CSR of n rows with nnz distinct sorted feature ids each (values 1.0)."""
@@ -151,6 +154,7 @@ def main(argv=None):
     import subprocess
     import tempfile
 
+    res = Results("gbt_sparse_memory")
     t0 = time.perf_counter()
     edges = sketch_edges(a.rows, a.features, a.nnz)
     sketch_s = time.perf_counter() - t0
@@ -168,7 +172,7 @@ def main(argv=None):
     csr_bytes = 8 * (a.rows + 1) + 4 * nnz_total + 8 * nnz_total
     r.update(rows=a.rows, features=a.features, nnz_per_row=a.nnz, iters=a.iters,
              depth=a.depth, csr_bytes=csr_bytes, ratio=r["worker_bytes"] / csr_bytes,
-             dense_uint8_bytes=a.rows * a.features, load_avg=os.getloadavg()[0])
+             dense_uint8_bytes=a.rows * a.features, load_avg=load_average()[0])
     mb = 1 << 20
     print(f"a9a-like {a.rows:,} rows x {a.features:,} features, {a.nnz} non-zeros a row; "
           f"{a.iters} trees of depth {a.depth} (1 worker, load average {r['load_avg']:.1f})")
@@ -180,6 +184,15 @@ def main(argv=None):
           f"= {r['ratio']:.2f}x the CSR partition (bar: <= 2x)")
     print(f"  sketch {r['sketch_s']:.1f} s, load+bin {r['load_s']:.1f} s, "
           f"train {r['train_s']:.1f} s, train logloss {r['train_logloss']}")
+    case = (f"a9a-like {a.rows} rows x {a.features} features, {a.nnz} a row, {a.iters} trees "
+            f"depth {a.depth}, 1 worker")
+    res.add(case, "worker memory / CSR partition", r["ratio"], "x", note="bar: <= 2x")
+    res.add(case, "worker memory (peak RSS - RSS before load)", r["worker_bytes"] / mb, "MiB")
+    res.add(case, "CSR partition", csr_bytes / mb, "MiB")
+    res.add(case, "sparse binned matrix", r["binned_bytes"] / mb, "MiB")
+    res.add(case, "load+bin", r["load_s"], "s")
+    res.add(case, "train", r["train_s"], "s")
+    res.write()
     if a.json:
         with open(a.json, "w") as f:
             json.dump(r, f, indent=1)

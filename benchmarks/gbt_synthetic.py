@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
+
+from _harness import Results, load_average, session
 
 
 # test rows every engine's AUC is measured on (the first rows of the seed-1 test set)
@@ -55,19 +56,6 @@ def make_data(n, d, seed=0):
              + 0.3 * X[:, 4:10].sum(1) - 0.5)
     y = (score + 0.5 * rng.standard_normal(n) > 0).astype(np.float64)
     return X, y
-
-
-def spark_session(workers):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    return (SparkSession.builder.master(f"local[{workers}]").appName("gbt-benchmark")
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.memory", "6g")
-            .config("spark.sql.shuffle.partitions", str(workers))
-            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-            .getOrCreate())
 
 
 def spark_frame(spark, X, y, workdir, workers):
@@ -117,12 +105,12 @@ def main():
                          "warm one, each in a new process")
     args = ap.parse_args()
     if args.cold:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from _cold import run as run_cold
 
         run_cold("gbt", os.path.abspath(args.binary_dir))
         return
     os.makedirs(args.workdir, exist_ok=True)
+    rec = Results("gbt_synthetic")
     W, T, D = args.workers, args.trees, args.depth
     results = {}
     notes = []
@@ -144,11 +132,11 @@ def main():
 
     def timed(key, fn):
         """Run ``fn`` (returns test AUC); keep the best time of the rounds, with the load."""
-        l0 = os.getloadavg()[0]
+        l0 = load_average()[0]
         t0 = time.perf_counter()
         a = fn()
         el = time.perf_counter() - t0
-        l1 = os.getloadavg()[0]
+        l1 = load_average()[0]
         if key not in results or el < results[key]:
             results[key], aucs[key], loads[key] = el, a, (l0, l1)
         print(f"{key}: {el:.2f}s  test AUC {a:.4f}  (load average {l0:.1f} -> {l1:.1f})",
@@ -180,8 +168,8 @@ def main():
         print(f"lightgbm: {results['lightgbm']:.2f}s  test AUC {a:.4f}", flush=True)
 
     # ------------------------------------------------------------------ Spark engines
-    spark = spark_session(W)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(master=f"local[{W}]", app="gbt-benchmark",
+                    conf={"spark.driver.memory": "6g", "spark.sql.shuffle.partitions": str(W)})
     t0 = time.perf_counter()
     df, raw = spark_frame(spark, X, y, args.workdir, W)
     print(f"spark frame ready ({time.perf_counter() - t0:.1f}s)", flush=True)
@@ -308,6 +296,14 @@ def main():
         if name in aucs:
             extra += f"   AUC {aucs[name]:.4f}, load {loads[name][0]:.1f}->{loads[name][1]:.1f}"
         print(f"{name:55s} {sec:9.2f}{extra}")
+        case = f"{name}, {args.rows} x {args.features}, {T} trees depth {D}"
+        if name in aucs:
+            rec.add(case, "fit + predict 20,000 rows (best)", sec, "s",
+                    load_before=loads[name][0], note=f"best of {args.rounds}")
+            rec.add(case, "test AUC", aucs[name], load_before=loads[name][0])
+        else:
+            rec.add(case, "fit", sec, "s", note="; ".join(n for n in notes if "MLlib" in n)
+                    if "MLlib" in name else None)
     if ref:
         for key, _ in variants:
             if key in results:
@@ -317,9 +313,15 @@ def main():
         ratio = f", / native XGBoost = {sec / ref_fit:.2f}" if ref_fit and sec != ref_fit \
             else ""
         print(f"fit alone (no test prediction), best: {key} {sec:.2f}s{ratio}")
+        case = f"{key}, {args.rows} x {args.features}, {T} trees depth {D}"
+        rec.add(case, "fit alone (best)", sec, "s", load_before=loads.get(key, (None,))[0])
+        if ref_fit and sec != ref_fit:
+            rec.add(case, "fit alone / native XGBoost", sec / ref_fit, "x",
+                    load_before=loads.get(key, (None,))[0])
     for n in notes:
         print("note:", n)
     spark.stop()
+    rec.write()
 
 
 if __name__ == "__main__":

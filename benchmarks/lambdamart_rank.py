@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
+
+from _harness import Results, session
 
 KS = (1, 3, 5, 10)
 
@@ -55,16 +56,11 @@ def ndcgs(score, y, q):
 
 
 def run_spark(args, data):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     from sparkxml import LambdaMART, RankingEvaluator
     from sparkxml.datasets import read_svmlight
 
-    spark = (SparkSession.builder.master(f"local[{max(2, args.workers)}]")
-             .appName("lambdamart-bench").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(master=f"local[{max(2, args.workers)}]", app="lambdamart-bench",
+                    conf={"spark.sql.shuffle.partitions": "4"})
     train = read_svmlight(spark, os.path.join(data, "rank.train"),
                           os.path.join(data, "rank.train.query")).cache()
     test = read_svmlight(spark, os.path.join(data, "rank.test"),
@@ -149,6 +145,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-spark", action="store_true")
     args = ap.parse_args()
+    res = Results("lambdamart_rank")
     data = os.path.abspath(args.data)
     tr, te = load(data)
     yt, qt = te[0], te[1]
@@ -176,6 +173,12 @@ def main():
         print(f"{name:<40}" + "".join(f"{x:9.4f}" for x in v) + f"{fit:9.2f}")
         if note:
             print(f"{'':<4}{note}")
+        case = (f"{name}, {args.iters} rounds, step {args.step}, depth {args.depth}, "
+                f"{args.threads} thread(s)")
+        for k, x in zip(KS, v):
+            res.add(case, f"NDCG@{k}", x)
+        res.add(case, "fit", fit, "s", note=note or None)
+    res.write()
 
 
 if __name__ == "__main__":

@@ -34,6 +34,11 @@ sys.path.insert(0, ROOT)
 from sparkxml_kernels.formats import read_svmlight  # noqa: E402
 from sparkxml_kernels.linear import solver  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import Results, load_average, session  # noqa: E402
+
+RES = None  # this run's Results (main), fed by table()
+
 
 def load(path, d):
     y, _, ip, ix, v, _ = read_svmlight(path, num_features=d)
@@ -46,14 +51,26 @@ def primal(X, y01, w, loss, C=1.0):
     return 0.5 * float(w @ w) + C * float(np.sum(z if loss == "hinge" else z * z))
 
 
-def table(title, header, rows):
-    la = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+def table(title, header, rows, record=None):
+    """Print a table; ``record`` = (case prefix, number of leading columns naming the case,
+    {column: unit}) also records those columns of every row in RES."""
+    la = " / ".join(f"{x:.1f}" for x in load_average())
     print(f"\n### {title}\n\n(load average 1/5/15 min when printed: {la}, 2 cores)\n")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
         print("| " + " | ".join(str(x) for x in r) + " |")
     sys.stdout.flush()
+    if record is not None and RES is not None:
+        prefix, n_case, metrics = record
+        for r in rows:
+            case = f"{prefix}: " + " / ".join(str(x) for x in r[:n_case])
+            for col, unit in metrics.items():
+                try:
+                    value = float(r[header.index(col)])
+                except ValueError:  # an empty cell or a note: not measured
+                    continue
+                RES.add(case, col, value, unit)
 
 
 def liblinear_fit(X, y01, args):
@@ -138,7 +155,8 @@ def section_a9a(spark, data, repeats):
                          f"{primal(X, y01, w, loss):.4f}", f"{spark_acc(m):.2f}",
                          f"{sec:.2f}", f"{sec / mllib_hinge:.3f}"))
     table("a9a, C=1, no intercept (fit s: median of %d for sparkxml)" % repeats,
-          ["system", "loss", "primal", "test acc %", "fit s", "time / MLlib's"], rows)
+          ["system", "loss", "primal", "test acc %", "fit s", "time / MLlib's"], rows,
+          record=("a9a C=1", 2, {"primal": "", "test acc %": "%", "fit s": "s"}))
     table("where sparkxml's a9a fit time goes (s, medians; load/solver: slowest rank)",
           ["fit", "total", "checks job", "training job", "in tasks: load", "connect",
            "solver", "job outside the tasks", "driver"], brk)
@@ -200,7 +218,8 @@ def section_kernel(data):
                               f"{r.gap[-1][0]:.3g}", f"{sec2:.3f}"))
     table("kernel alone, one core: passes (capped) to reach liblinear's objective within 1e-3",
           ["loss", "schedule", "passes", "primal", "liblinear primal", "kernel s",
-           "liblinear s", "ratio"], rows)
+           "liblinear s", "ratio"], rows,
+          record=("kernel one core", 2, {"kernel s": "s", "liblinear s": "s", "ratio": "x"}))
     table("Shark vs permutation schedule, one block, to the local tol",
           ["loss", "schedule", "tol", "passes", "primal", "gap", "s"], rows2)
 
@@ -233,7 +252,8 @@ def section_dna(spark, data):
         sec = time.perf_counter() - t
         rows.append((name, "sparkxml (tol 1e-3)", f"{100 * ev.evaluate(model.transform(te)):.2f}",
                      f"{sec:.2f}"))
-    table("dna, C=1, no intercept", ["problem", "system", "test acc %", "fit s"], rows)
+    table("dna, C=1, no intercept", ["problem", "system", "test acc %", "fit s"], rows,
+          record=("dna C=1", 2, {"test acc %": "%", "fit s": "s"}))
 
 
 def synthetic(n, d=100_000, nnz=30, seed=0):
@@ -267,6 +287,7 @@ def _memory_rows(summary):
 MEMORY_HEADER = ["rank", "rows", "CSR MiB", "RSS at task start MiB",
                  "RSS at input start MiB", "peak RSS MiB", "(peak - input start) / CSR",
                  "(peak - task start) / CSR"]
+MEMORY_RECORD = {"peak RSS MiB": "MiB", "(peak - input start) / CSR": "x"}
 
 
 def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
@@ -308,7 +329,8 @@ def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
                      f"{s.gapHistory[-1][0] / s.primalHistory[-1][0]:.1e}", f"{sec:.1f}",
                      f"{sec / ml_sec:.3f}" if ml_sec else "(MLlib not run)"))
         table(f"scale: {rows_n} rows x 100k features, hinge, C={C}, no intercept, local[2]",
-              ["system", "primal", "gap/P", "fit s", "time / MLlib's"], rows)
+              ["system", "primal", "gap/P", "fit s", "time / MLlib's"], rows,
+              record=(f"scale {rows_n} rows hinge", 1, {"fit s": "s", "time / MLlib's": "x"}))
         info = s.workerInfo
         table("where that sparkxml fit goes (s; load/solver: slowest rank)",
               ["total", "row count job", "training job", "in tasks: load", "connect",
@@ -319,7 +341,8 @@ def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
                   " / ".join(f"{info[0][k + '_seconds']:.1f}"
                              for k in ("local", "polish", "evaluate", "allreduce")))])
         table(f"worker memory of that fit ({rows_n} rows, hinge, numWorkers = 2, "
-              f"{len(info)} blocks)", MEMORY_HEADER, _memory_rows(s))
+              f"{len(info)} blocks)", MEMORY_HEADER, _memory_rows(s),
+              record=(f"scale {rows_n} rows hinge fit, rank", 1, MEMORY_RECORD))
     if "memory" in parts:
         t = time.perf_counter()
         m = LinearSVC(numWorkers=2, numBlocks=2, loss="squared_hinge", C=0.1, maxIter=30,
@@ -329,7 +352,8 @@ def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
         table(f"worker memory: {rows_n} rows x 100k features, squared hinge, intercept, "
               f"numWorkers=numBlocks=2, fit {sec:.1f} s, {s.totalIterations} rounds, final "
               f"gap/P {s.gapHistory[-1][0] / s.primalHistory[-1][0]:.2e}", MEMORY_HEADER,
-              _memory_rows(s))
+              _memory_rows(s),
+              record=(f"scale {rows_n} rows squared hinge memory fit, rank", 1, MEMORY_RECORD))
     if {"fit", "memory"} & set(parts):
         df.unpersist()
     if "rounds" in parts:
@@ -350,7 +374,9 @@ def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
         table(f"rounds to relative duality gap by number of blocks (= workers), one process, "
               f"{rows_n} rows, squared hinge, C=0.1, intercept, tol 1e-3",
               ["blocks", "gap evaluations to 1e-2", "gap evaluations to 1e-3", "rounds run",
-               "final gap/P", "block passes", "s"], rows)
+               "final gap/P", "block passes", "s"], rows,
+              record=(f"scale {rows_n} rows rounds, blocks", 1, {"rounds run": "rounds",
+                                                                 "s": "s"}))
 
 
 def main():
@@ -371,6 +397,8 @@ def main():
                          "can run them side by side)")
     ap.add_argument("--sections", default="kernel,a9a,dna,scale")
     a = ap.parse_args()
+    global RES
+    RES = Results("linear_svm")
     secs = a.sections.split(",")
     if "kernel" in secs:
         section_kernel(a.data)
@@ -380,10 +408,7 @@ def main():
         section_scale(None, a.scale_rows, a.scale_mllib_iter, parts, blocks)  # no Spark needed
         secs = [x for x in secs if x != "scale"]
     if set(secs) & {"a9a", "dna", "scale"}:
-        from sparkxml.session import get_session
-
-        spark = get_session("local[2]", conf={"spark.driver.memory": "8g"})
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = session("local[2]", app="linear-svm-bench", conf={"spark.driver.memory": "8g"})
         try:
             if "a9a" in secs:
                 section_a9a(spark, a.data, a.repeats)
@@ -393,6 +418,7 @@ def main():
                 section_scale(spark, a.scale_rows, a.scale_mllib_iter, parts, blocks)
         finally:
             spark.stop()
+    RES.write()
 
 
 if __name__ == "__main__":

@@ -177,6 +177,9 @@ def main():
                     help="skip the large free that a reused worker has behind it")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _harness import Results, load_average
+
+    res = Results("linear_svm_memory")
     world = blocks = 2
     cfg = dict(loss=a.loss, multi_class="ovr", schedule="shark", tol=1e-3,
                max_iter=a.max_iter, num_blocks=blocks, seed=0, C=a.C,
@@ -199,7 +202,7 @@ def main():
         for p in procs:
             p.join()
     mib = 2.0 ** 20
-    la = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    la = " / ".join(f"{x:.1f}" for x in load_average())
     print(f"\n{a.rows} rows x 100k, {a.loss}, C={a.C}, intercept={not a.no_intercept}, "
           f"2 ranks x 1 block (load average {la})\n")
     names = ["read", "build", "train", "polish"]
@@ -213,8 +216,15 @@ def main():
               f"{(r1 - o['rss0']) / mib:.0f} | "
               + " / ".join(f"{(o['peaks'].get(k, r1) - r1) / mib:.1f}" for k in names)
               + f" | {(o['hwm'] - r1) / csr:.2f} | {i['rounds']} | {o['seconds']:.1f} |")
+        case = (f"{a.rows} rows x 100k, {a.loss}, C={a.C}, intercept={not a.no_intercept}"
+                f"{', fresh worker' if a.fresh_worker else ''}: rank {o['rank']}")
+        res.add(case, "(peak - input start) / CSR", (o["hwm"] - r1) / csr, "x",
+                note="must-show 6: <= 2")
+        res.add(case, "CSR", csr / mib, "MiB")
+        res.add(case, "train", o["seconds"], "s", note=f"{i['rounds']} rounds")
     coef = outs[0]["coef"]
     print(f"\ncoefficients: sum {coef.sum()!r}, |w|^2 {float((coef * coef).sum())!r}")
+    res.write()
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ import time
 
 import numpy as np
 
+from _harness import Results, best_of, load_average, session
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -139,30 +141,17 @@ class ConnectServer:
         return False
 
 
-def _best(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 def format_costs(models: dict, work: str, repeats: int) -> list:
     """Rows (model, operation, seconds, MiB on disk) for every format and transport."""
     import io
-
-    from pyspark.sql import SparkSession
 
     from sparkxml._core import storage as _storage
     from sparkxml.fastxml.fastxml import FastXMLModel
     from sparkxml_kernels import model_cache, persist
     from sparkxml_kernels.model_cache import ModelHandle
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.driver.memory", "3g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("local[2]", app="model-serving-formats",
+                    conf={"spark.driver.memory": "3g"})
     rows = []
 
     def size(p):
@@ -173,14 +162,14 @@ def format_costs(models: dict, work: str, repeats: int) -> list:
         arrays = model._arrays
         d = os.path.join(work, label)
         plain, uri = f"{d}/plain", f"file://{d}/uri"
-        save = _best(lambda: model.write().overwrite().save(plain), repeats)
+        save = best_of(lambda: model.write().overwrite().save(plain), repeats)
         rows.append((label, "this format, pyarrow (plain path): save", save, size(plain)))
         rows.append((label, "this format, pyarrow (plain path): load the arrays",
-                     _best(lambda: persist.load_arrays(plain), repeats), None))
-        save = _best(lambda: model.write().overwrite().save(uri), repeats)
+                     best_of(lambda: persist.load_arrays(plain), repeats), None))
+        save = best_of(lambda: model.write().overwrite().save(uri), repeats)
         rows.append((label, "this format, Spark (file:// URI): save", save, size(f"{d}/uri")))
         rows.append((label, "this format, Spark (file:// URI): load the arrays",
-                     _best(lambda: _storage.load(spark, uri, None, model_kind="fastxml"),
+                     best_of(lambda: _storage.load(spark, uri, None, model_kind="fastxml"),
                            repeats), None))
         npz = f"{d}/arrays.npz"
 
@@ -194,10 +183,10 @@ def format_costs(models: dict, work: str, repeats: int) -> list:
             with open(npz, "rb") as f, np.load(io.BytesIO(f.read())) as z:
                 return {k: z[k] for k in z.files}
 
-        rows.append((label, "formatVersion 1 (arrays.npz): save", _best(save_npz, repeats),
+        rows.append((label, "formatVersion 1 (arrays.npz): save", best_of(save_npz, repeats),
                      os.path.getsize(npz) / 2**20))
         rows.append((label, "formatVersion 1 (arrays.npz): load the arrays",
-                     _best(load_npz, repeats),
+                     best_of(load_npz, repeats),
                      None))
         npy = f"{d}/npy"
         os.makedirs(npy, exist_ok=True)
@@ -206,8 +195,8 @@ def format_costs(models: dict, work: str, repeats: int) -> list:
             for i, a in enumerate(arrays.values()):
                 np.save(f"{npy}/{i}.npy", a)
 
-        rows.append((label, "one .npy per array: save", _best(save_npy, repeats), size(npy)))
-        rows.append((label, "one .npy per array: map", _best(
+        rows.append((label, "one .npy per array: save", best_of(save_npy, repeats), size(npy)))
+        rows.append((label, "one .npy per array: map", best_of(
             lambda: [np.load(f"{npy}/{i}.npy", mmap_mode="c") for i in range(len(arrays))],
             repeats), None))
         save_id = FastXMLModel.load(plain)._stored.save_id
@@ -224,32 +213,34 @@ def format_costs(models: dict, work: str, repeats: int) -> list:
             ModelHandle(source=plain, save_id=save_id).arrays()
 
         rows.append((label, "executor, first worker of a node: decode into the node cache",
-                     _best(decode, repeats), None))
+                     best_of(decode, repeats), None))
         rows.append((label, "executor, any other worker: map the decoded copy",
-                     _best(mapped, repeats), None))
+                     best_of(mapped, repeats), None))
         model_cache.clear()
         print(f"{label}: done", flush=True)
     spark.stop()
     return rows
 
 
-def run_formats(args, work):
+def run_formats(args, work, rec):
     model, base_model, _, _ = build_model(args.target_mb)
     big = f"{sum(a.nbytes for a in model._arrays.values()) / 2**20:.0f} MiB"
     small = f"{sum(a.nbytes for a in base_model._arrays.values()) / 2**20:.2f} MiB"
     rows = format_costs({small: base_model, big: model}, work, args.repeats)
-    print(f"\nload average {os.getloadavg()}")
+    print(f"\nload average {load_average()}")
     print("\n| model | operation | seconds | MiB on disk |\n|---|---|---|---|")
     for label, op, sec, mb in rows:
         print(f"| {label} | {op} | {sec:.3f} | {'' if mb is None else f'{mb:.1f}'} |")
+        rec.add(f"formats, {label} model: {op}", "time (best)", sec, "s",
+                note=f"best of {args.repeats}")
+        if mb is not None:
+            rec.add(f"formats, {label} model: {op}", "on disk", mb, "MiB")
 
 
-def run_classic(args, work):
+def run_classic(args, work, rec):
     """Transform time in a classic ``local[2]`` session: the model read from its directory
     by the tasks against the model in the task closure (PySpark broadcasts a large pickled
     closure; every Python worker unpickles it), the same rows collected, alternating."""
-    from pyspark.sql import SparkSession
-
     from sparkxml.datasets import from_csr
     from sparkxml.fastxml.fastxml import FastXMLModel
     from sparkxml.synthetic import csr_rows
@@ -258,18 +249,16 @@ def run_classic(args, work):
     nbytes = sum(a.nbytes for a in model._arrays.values())
     path = os.path.join(work, "fastxml_model")
     model.write().save(path)
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARKXML_MODEL_CACHE_DIR"] = os.path.join(work, "node-cache")
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.driver.memory", args.server_memory).getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("local[2]", app="model-serving-classic",
+                    conf={"spark.driver.memory": args.server_memory})
     log = os.path.join(work, "loads.log")
     spark.conf.set("spark.sparkxml.modelLoadLog", log)
     loaded = FastXMLModel.load(path)
     (ti, tj, tv), _ = csr_rows(X, Y, 6000 - args.rows, 6000)
     test = from_csr(spark, ti, tj, tv, d, numPartitions=4).cache()
     test.count()
-    res = {"model_mb": nbytes / 2**20, "load_average": os.getloadavg()}
+    res = {"model_mb": nbytes / 2**20, "load_average": load_average()}
     handle_out = loaded.transform(test)
     spark.conf.set("spark.sparkxml.inlineModelBytes", str(nbytes + 1))
     inline_out = loaded.transform(test)  # the closure is fixed when the plan is built
@@ -295,6 +284,12 @@ def run_classic(args, work):
           f"read from its directory | in the task closure |\n|---|---|---|")
     for i in range(args.repeats):
         print(f"| collect {i + 1} (s) | {res['handle_s'][i]:.1f} | {res['inline_s'][i]:.1f} |")
+    case = f"classic local[2], {res['model_mb']:.0f} MiB model, {args.rows} rows"
+    rec.add(f"{case}: read from its directory", "collect (best)", min(res["handle_s"]), "s",
+            note=f"best of {args.repeats}, alternating")
+    rec.add(f"{case}: in the task closure", "collect (best)", min(res["inline_s"]), "s",
+            note=f"best of {args.repeats}, alternating")
+    rec.write()
 
 
 def _inline_run(df, timeout: float, server_dir: str) -> str:
@@ -349,13 +344,15 @@ def main():
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
         return
+    rec = Results("model_serving")
     if args.only == "formats":
-        run_formats(args, work)
+        run_formats(args, work, rec)
+        rec.write()
         return
     if args.only == "classic":
-        run_classic(args, work)
+        run_classic(args, work, rec)
         return
-    res = {"load_average": os.getloadavg()}
+    res = {"load_average": load_average()}
 
     from sparkxml.fastxml.fastxml import FastXMLModel
     from sparkxml.synthetic import csr_rows
@@ -450,6 +447,15 @@ def main():
           f"{res['plan_bytes_input'] / 1024:.1f} KiB) | "
           f"{sorted(res['loads_per_worker_process'].values())} | "
           f"{res['node_cache_misses']} |")
+    case = f"Spark Connect, {res['trees']} trees, {res['model_mb']:.0f} MiB model"
+    if isinstance(inline_b, int):
+        rec.add(case, "plan with the forest in the closure", inline_b / 2**20, "MiB")
+    rec.add(case, "plan with a ModelHandle", res["plan_bytes_handle"] / 1024, "KiB")
+    rec.add(case, "transform + collect (best)", min(res["transform_s"]), "s",
+            note=f"{args.rows} rows, best of {args.repeats}")
+    rec.add(case, "load over Connect", res["load_over_connect_s"], "s")
+    rec.add(case, "node-cache decodes", res["node_cache_misses"], "")
+    rec.write()
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
     sys.stdout.flush()
