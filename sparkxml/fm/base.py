@@ -32,6 +32,7 @@ from sparkxml.fm.tasks import (KEY,
     make_train_fn)
 from sparkxml._core.validation import check_column, check_vector_column
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.params import add_setters as add_setters
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml._core.validation import check_output_columns
@@ -99,8 +100,8 @@ def check_field_starts(field_starts, d: int, param: str = "fieldStarts") -> list
 
 
 # ============================================================================ summary
-class FMTrainingSummary:
-    """What a fit reports.
+class FMTrainingSummary(TrainingSummary):
+    """What a fit reports (the common fields: ``sparkxml._core.summary.TrainingSummary``).
 
     Attributes
     ----------
@@ -113,17 +114,16 @@ class FMTrainingSummary:
     trainingSeconds : float
         Wall time of the barrier stage (driver view).
     checksSeconds : float
+    numWorkers : int
     workerInfo : list of dict
         Per rank: rows, non-zeros, load/train seconds, bytes exchanged, peak memory.
     """
 
     def __init__(self, history: dict, training_seconds=0.0, worker_info=None,
                  checks_seconds=None):
+        super().__init__(training_seconds, worker_info, checks_seconds)
         self.history = dict(history or {})
         self.numBlocks = int(self.history.get("n_blocks", 0))
-        self.trainingSeconds = float(training_seconds)
-        self.workerInfo = list(worker_info or [])
-        self.checksSeconds = checks_seconds
 
     @classmethod
     def _from_fit(cls, result, checks_seconds):
@@ -132,19 +132,37 @@ class FMTrainingSummary:
             info.pop("history", None)
         return cls(history, result.seconds, result.infos, checks_seconds)
 
-    def _to_arrays(self) -> dict:
+    def _family_arrays(self) -> dict:
         out = {}
+        common = set(self._common_keys())
         for k, v in self.history.items():
             a = np.asarray(v)
-            if a.dtype.kind in "fiub" and a.ndim <= 2:
+            if a.dtype.kind in "fiub" and a.ndim <= 2 and f"summary.{k}" not in common:
                 out[f"summary.{k}"] = a.astype(np.float64)
         return out
 
     @classmethod
-    def _from_arrays(cls, arrays: dict):
+    def _saved(cls, arrays: dict) -> bool:
+        common = set(cls._common_keys())
+        return any(k.startswith("summary.") and k not in common for k in arrays)
+
+    @classmethod
+    def _from_family_arrays(cls, arrays: dict):
+        common = set(cls._common_keys())
         hist = {k[len("summary."):]: v.tolist() for k, v in arrays.items()
-                if k.startswith("summary.")}
-        return cls(hist) if hist else None
+                if k.startswith("summary.") and k not in common}
+        return cls(hist)
+
+    # the per-iteration curves a progress line shows (first present wins the name)
+    _CURVES = ("train_rmse", "objective", "loss", "train_loss", "valid_metric")
+
+    def _rows(self) -> list:
+        curves = {k: self.history[k] for k in self._CURVES
+                  if isinstance(self.history.get(k), list)}
+        n = len(self.history.get("seconds") or [])
+        return [(i + 1, {k: float(v[i]) for k, v in curves.items()
+                         if i < len(v) and np.ndim(v[i]) == 0})
+                for i in range(n)]
 
     def __repr__(self):
         return f"FMTrainingSummary(blocks={self.numBlocks}, keys={sorted(self.history)})"
