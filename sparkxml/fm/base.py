@@ -33,6 +33,8 @@ from sparkxml.fm.tasks import (KEY,
 from sparkxml._core.validation import check_column, check_vector_column
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
 from sparkxml._core.summary import TrainingSummary
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.params import HasVerbose
 from sparkxml._core.params import add_setters as add_setters
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml._core.validation import check_output_columns
@@ -169,12 +171,20 @@ class FMTrainingSummary(TrainingSummary):
 
 
 # ============================================================================ estimator
-class FMEstimatorBase(SparkXMLEstimator):
+class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
     """The fit shared by FM and GBFM estimators. Subclasses set ``_kind`` ("fm" | "gbfm"),
-    ``_task`` and implement ``_train_params(stats)`` and ``_model_class``."""
+    ``_task`` and implement ``_train_params(stats)`` and ``_model_class``.
+
+    Its jobs run labelled (``sparkxml._core.progress``: phases "checks" and "train"); with
+    ``verbose = N`` rank 0 logs one line every N iterations (GBFM: stages)."""
 
     _kind = "fm"
     _task = "regression"
+    _unit = "iteration"
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(verbose=0)
 
     def _train_params(self, stats: dict) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -205,27 +215,38 @@ class FMEstimatorBase(SparkXMLEstimator):
         n_workers = self._opt(self.numWorkers)
         if n_workers is not None:
             check_slots(spark, n_workers)
-        t0 = time.perf_counter()
-        stats = data_checks(dataset, fcol, label, weight, valid, self._task != "regression")
-        n_workers = workers_for(spark, stats, valid, n_workers)
-        params = dict(self._train_params(stats), task=self._task)
-        checks_seconds = time.perf_counter() - t0
-        # fixed internal names: the label may also serve as weight or be named like a param
-        key_cols = [F.col(fcol), F.col(label)] + ([F.col(weight)] if weight else [])
-        cols = [F.col(fcol).alias("f"), F.col(label).cast("double").alias("y")]
-        if weight:
-            cols.append(F.col(weight).cast("double").alias("w"))
-        if valid:
-            cols.append(F.col(valid).alias("v"))
-        cols.append(F.xxhash64(*key_cols).alias(KEY))
-        df = dataset.select(*cols).repartition(int(n_workers), F.col(KEY))
-        result = run_barrier_training(
-            df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,
-                                        "v" if valid else None, stats["d"], column="f"),
-            make_train_fn(self._kind, params), timeout_s=self.getTimeoutSeconds(),
-            repartition=False)
-        summary = FMTrainingSummary._from_fit(result, checks_seconds)
+        with FitProgress(spark, self, self.getVerbose()) as progress:
+            t0 = time.perf_counter()
+            with progress.phase("checks"):
+                stats = data_checks(dataset, fcol, label, weight, valid,
+                                    self._task != "regression")
+            n_workers = workers_for(spark, stats, valid, n_workers)
+            params = dict(self._train_params(stats), task=self._task)
+            checks_seconds = time.perf_counter() - t0
+            # fixed internal names: the label may also serve as weight or be named like a param
+            key_cols = [F.col(fcol), F.col(label)] + ([F.col(weight)] if weight else [])
+            cols = [F.col(fcol).alias("f"), F.col(label).cast("double").alias("y")]
+            if weight:
+                cols.append(F.col(weight).cast("double").alias("w"))
+            if valid:
+                cols.append(F.col(valid).alias("v"))
+            cols.append(F.xxhash64(*key_cols).alias(KEY))
+            df = dataset.select(*cols).repartition(int(n_workers), F.col(KEY))
+            with progress.phase("train"):
+                result = run_barrier_training(
+                    df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,
+                                                "v" if valid else None, stats["d"],
+                                                column="f"),
+                    make_train_fn(self._kind, params, progress=progress.task_spec()),
+                    timeout_s=self.getTimeoutSeconds(), repartition=False)
+            summary = FMTrainingSummary._from_fit(result, checks_seconds)
+            if progress.verbose > 0 and not progress.live_lines:
+                progress.log_rounds(summary._rows(), self._progress_total(params),
+                                    unit=self._unit)
         return self._model_class._create(result.arrays, summary)
+
+    def _progress_total(self, params: dict) -> int:
+        return int(params.get("maxIter", 0))
 
 
 # ============================================================================ models
