@@ -304,15 +304,25 @@ class SparkXMLModel(Model, SparkXMLParams):
 
 
 class SparkXMLPredictorModel(SparkXMLModel):
-    """A model that is one JVM-free predictor plus an optional training summary.
+    """The base of every sparkxml model: one JVM-free predictor plus an optional training
+    summary (a ``sparkxml._core.summary.TrainingSummary``).
 
     Subclasses set ``_predictor_class`` (``from_arrays(dict)``, ``to_arrays()``,
     ``n_features``) and ``_summary_class`` (``_from_arrays(dict)`` -> summary or None,
-    ``_to_arrays()``); the saved arrays are the predictor's plus the summary's.
+    ``_to_arrays()``); the saved arrays are the predictor's plus the summary's. Hooks for
+    models whose predictor is not stored as is:
+
+    * ``_predictor_arrays()`` / ``_predictor_from_arrays(arrays)``: the arrays a predictor is
+      saved as and read back from (default: its ``to_arrays`` / ``from_arrays``);
+    * ``_restore(arrays)``: read what else the model keeps from the loaded arrays;
+    * ``_state_attrs``: the further attributes ``copy`` carries over;
+    * ``_format_message(path, error)``: the ``ModelFormatError`` text of a bad directory.
     """
 
     _predictor_class = None
     _summary_class = None
+    _state_attrs: tuple = ()
+    _format_errors = (ValueError, KeyError, IndexError, TypeError)
 
     def __init__(self, predictor=None, summary=None):
         super().__init__()
@@ -326,6 +336,9 @@ class SparkXMLPredictorModel(SparkXMLModel):
 
     @property
     def numFeatures(self) -> int:
+        if self._predictor is None:
+            raise RuntimeError(f"this {type(self).__name__} holds no predictor (was it "
+                               f"constructed directly?)")
         return int(self._predictor.n_features)
 
     @property
@@ -334,12 +347,29 @@ class SparkXMLPredictorModel(SparkXMLModel):
 
     @property
     def summary(self):
+        """The training summary: what the fit measured (``sparkxml._core.summary``); saved
+        with the model."""
         if self._summary is None:
             raise RuntimeError("no training summary available for this model")
         return self._summary
 
+    # ------------------------------------------------------------------ persistence
+    def _predictor_arrays(self) -> dict:
+        return self._predictor.to_arrays()
+
+    @classmethod
+    def _predictor_from_arrays(cls, arrays: dict):
+        return cls._predictor_class.from_arrays(arrays)
+
+    def _restore(self, arrays: dict) -> None:
+        """Read the model's other saved arrays (default: none)."""
+
+    @classmethod
+    def _format_message(cls, path: str, error: BaseException) -> str:
+        return f"{path}: {error}"
+
     def _save_arrays(self) -> dict:
-        arrays = dict(self._predictor.to_arrays())
+        arrays = dict(self._predictor_arrays())
         if self._summary is not None:
             arrays.update(self._summary._to_arrays())
         return arrays
@@ -347,13 +377,16 @@ class SparkXMLPredictorModel(SparkXMLModel):
     @classmethod
     def _from_arrays(cls, arrays: dict, path: str):
         try:
-            predictor = cls._predictor_class.from_arrays(arrays)
-        except (ValueError, KeyError, IndexError) as e:
-            raise persist.ModelFormatError(f"{path}: {e}") from None
-        return cls(predictor, cls._summary_class._from_arrays(arrays))
+            model = cls(cls._predictor_from_arrays(arrays))
+            model._restore(arrays)
+            if cls._summary_class is not None:
+                model._summary = cls._summary_class._from_arrays(arrays)
+        except cls._format_errors as e:
+            raise persist.ModelFormatError(cls._format_message(path, e)) from None
+        return model
 
     def copy(self, extra=None):
         that = super().copy(extra)
-        that._predictor = self._predictor
-        that._summary = self._summary
+        for name in ("_predictor", "_summary") + self._state_attrs:
+            setattr(that, name, getattr(self, name))
         return that

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+from pyspark import keyword_only
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.sql import types as T
 
@@ -16,7 +17,8 @@ from sparkxml_kernels.fastxml.predictor import FastXMLPredictor
 from sparkxml.fastxml.fit import FOREST_DTYPES, fit_forest
 from sparkxml.fastxml.fit import check_memory as _check_memory  # noqa: F401  (tests import it here)
 from sparkxml._core.validation import check_int_array_column, check_vector_column
-from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.constraints import finite, ge, gt
 from sparkxml._core.params import (HasFeaturesCol,
     HasLabelsCol,
@@ -121,20 +123,22 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
 
     _model_kind = "fastxml"
 
-    def __init__(self, *, featuresCol=None, labelsCol=None, predictionCol=None, scoresCol=None,
-                 topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
-                 bias=None, seed=None, numWorkers=None, rowOrder=None, trainingMode=None,
-                 verbose=None):
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelsCol="labels",
+                 predictionCol="prediction", scoresCol="scores", topK=5, numTrees=50,
+                 maxLeaf=10, labelsPerLeaf=100, logLossCoeff=1.0, bias=1.0, seed=0,
+                 numWorkers=None, rowOrder="content", trainingMode="auto", verbose=0):
+        kwargs = self._input_kwargs
         super().__init__()
         self._setDefault(verbose=0)
-        self._set_params(**self._input_kwargs_of(locals()))
+        self._set_params(**kwargs)
 
-    @staticmethod
-    def _input_kwargs_of(local_vars: dict) -> dict:
-        return {k: v for k, v in local_vars.items() if k not in ("self", "__class__")}
-
-    def setParams(self, **kwargs):
-        return self._set_params(**kwargs)
+    @keyword_only
+    def setParams(self, *, featuresCol="features", labelsCol="labels",
+                  predictionCol="prediction", scoresCol="scores", topK=5, numTrees=50,
+                  maxLeaf=10, labelsPerLeaf=100, logLossCoeff=1.0, bias=1.0, seed=0,
+                  numWorkers=None, rowOrder="content", trainingMode="auto", verbose=0):
+        return self._set_params(**self._input_kwargs)
 
     def setNumTrees(self, value: int):
         return self._set(numTrees=value)
@@ -188,10 +192,60 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
         forest, _, n_features, n_labels, info = fit_forest(self, dataset, type(self).__name__)
         model = FastXMLModel._create(forest, n_features, n_labels, float(self.getBias()))
         model._training_info = info
+        model._summary = FastXMLTrainingSummary._from_info(info, self.getNumTrees())
         return model
 
 
-class FastXMLModel(SparkXMLModel, FastXMLParams):
+class FastXMLTrainingSummary(TrainingSummary):
+    """What a FastXML or PfastreXML fit reports (the common fields:
+    ``sparkxml._core.summary.TrainingSummary``).
+
+    Attributes
+    ----------
+    trainingSeconds : float
+        Wall time of the training job(s) (driver view).
+    checksSeconds : float
+        Wall time of the data pass before it.
+    numWorkers : int
+        Training tasks (replicated: at most numTrees; distributed: the row shards).
+    workerInfo : list of dict
+        Per task: rows, peak RSS (replicated), or the barrier stage's ranks (distributed).
+    trainingMode : str
+        "replicated" or "distributed": what ran.
+    numTrees : int
+    replicatedTaskBytes, taskMemoryBytes, memoryLimitBytes : int
+        What a replicated task would need, what a task may use, and the limit that comes
+        from (see ``sparkxml.fastxml.fit.task_memory``).
+    """
+
+    _int_fields = TrainingSummary._int_fields + ("numTrees", "replicatedTaskBytes",
+                                                 "taskMemoryBytes", "memoryLimitBytes")
+    _json_fields = TrainingSummary._json_fields + ("trainingMode",)
+
+    def __init__(self, training_seconds=0.0, worker_info=None, checks_seconds=None,
+                 num_workers=None, training_mode=None, num_trees=0,
+                 replicated_task_bytes=None, task_memory_bytes=None, memory_limit_bytes=None):
+        super().__init__(training_seconds, worker_info, checks_seconds, num_workers)
+        self.trainingMode = training_mode
+        self.numTrees = int(num_trees)
+        self.replicatedTaskBytes = replicated_task_bytes
+        self.taskMemoryBytes = task_memory_bytes
+        self.memoryLimitBytes = memory_limit_bytes
+
+    @classmethod
+    def _from_info(cls, info: dict, num_trees: int):
+        """The summary of ``fit_forest``'s info."""
+        workers = info.get("tasks") or info.get("stage1") or []
+        return cls(info.get("train_seconds", 0.0), workers, info.get("checks_seconds"),
+                   info.get("workers"), info.get("mode"), num_trees,
+                   info.get("replicated_task_bytes"), info.get("task_memory_bytes"),
+                   info.get("memory_limit_bytes"))
+
+    def _rows(self) -> list:
+        return [(i, {}) for i in range(1, self.numTrees + 1)]
+
+
+class FastXMLModel(SparkXMLPredictorModel, FastXMLParams):
     """A trained FastXML forest.
 
     ``transform`` adds ``predictionCol`` (array<int>: the topK labels, best first; labels with
@@ -215,41 +269,41 @@ class FastXMLModel(SparkXMLModel, FastXMLParams):
 
     _model_kind = "fastxml"
     _required_arrays = tuple(FOREST_DTYPES) + ("n_features", "n_labels", "bias")
+    _summary_class = FastXMLTrainingSummary
+    _state_attrs = ("_arrays", "_predictor_key", "_training_info")
+    _format_errors = (ValueError, KeyError, IndexError)
 
-    def __init__(self):
-        super().__init__()
-        self._arrays: dict = {}
-        self._predictor = None
+    def __init__(self, arrays: dict | None = None, summary=None):
+        # the forest's arrays; the predictor is built from them and the params (its key)
+        super().__init__(None, summary)
+        self._arrays: dict = dict(arrays or {})
         self._predictor_key = None
         # diagnostics of the fit that made this model (mode, memory figures, task peaks);
-        # not saved
+        # the summary keeps what is saved
         self._training_info: dict = {}
 
     @classmethod
     def _create(cls, forest: dict, n_features: int, n_labels: int, bias: float):
-        model = cls()
-        model._arrays = dict(forest, n_features=np.array(n_features, dtype=np.int64),
-                             n_labels=np.array(n_labels, dtype=np.int64),
-                             bias=np.array(bias, dtype=np.float64))
-        return model
+        return cls(dict(forest, n_features=np.array(n_features, dtype=np.int64),
+                        n_labels=np.array(n_labels, dtype=np.int64),
+                        bias=np.array(bias, dtype=np.float64)))
 
     @classmethod
-    def _from_arrays(cls, arrays: dict, path: str):
-        model = cls()
-        model._arrays = arrays
-        try:
-            model._check_arrays()
-        except (ValueError, KeyError, IndexError) as e:
-            from sparkxml_kernels.persist import ModelFormatError
+    def _predictor_from_arrays(cls, arrays: dict):
+        return None  # built on first use, from the arrays and the params
 
-            name = cls.__name__[:-len("Model")]
-            raise ModelFormatError(f"{path}: {name} arrays are inconsistent: {e}") from None
-        return model
+    def _restore(self, arrays: dict) -> None:
+        self._arrays = {k: v for k, v in arrays.items() if not k.startswith("summary.")}
+        self._check_arrays()
+
+    @classmethod
+    def _format_message(cls, path: str, error: BaseException) -> str:
+        return f"{path}: {cls.__name__[:-len('Model')]} arrays are inconsistent: {error}"
 
     def _check_arrays(self) -> None:
         self.predictor
 
-    def _save_arrays(self) -> dict:
+    def _predictor_arrays(self) -> dict:
         return self._arrays
 
     def _predictor_spec(self):
@@ -290,12 +344,6 @@ class FastXMLModel(SparkXMLModel, FastXMLParams):
 
     def setScoresCol(self, value: str):
         return self._set(scoresCol=value)
-
-    def copy(self, extra=None):
-        that = super().copy(extra)
-        that._arrays = self._arrays
-        that._predictor, that._predictor_key = self._predictor, self._predictor_key
-        return that
 
     def _transform_validated(self, dataset):
         fcol = self.getFeaturesCol()

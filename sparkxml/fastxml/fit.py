@@ -29,6 +29,8 @@ no Arrow batch over 512 MB), so a forest of any size reaches the driver (within
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
@@ -205,7 +207,8 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
     ``propensity``: None (FastXML: nDCG, unit label weights) or (A, B) (PfastreXML: DCG with
     the inverse propensities as label weights); ``tail``: also compute the tail centroids.
     ``est`` supplies the FastXML params (columns, numTrees, seed, trainingMode, ...).
-    ``info``: the mode that ran and its memory figures (diagnostics).
+    ``info``: the mode that ran, its memory figures and timings (diagnostics; the model's
+    summary is made from it, :class:`sparkxml.fastxml.fastxml.FastXMLTrainingSummary`).
     """
     fcol, lcol = est.getFeaturesCol(), est.getLabelsCol()
     spark = dataset.sparkSession
@@ -217,8 +220,10 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
 
     data = ordered_rows(dataset, fcol, lcol, est.getRowOrder())
     with FitProgress(spark, est, est.getVerbose()) as progress:
+        t0 = time.perf_counter()
         with progress.phase("checks"):
             stats = data_stats(data, fcol, lcol, who)
+        checks_seconds = time.perf_counter() - t0
         extra_bytes = tail_bytes(stats) if tail else 0
         need = replicated_bytes(stats, extra_bytes)
         have, limit, _ = task_memory(spark, workers)
@@ -236,20 +241,24 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
             avg = (lambda rows: estimate_task_bytes(
                 rows, stats["nnz_x"] * rows / max(stats["rows"], 1),
                 stats["nnz_y"] * rows / max(stats["rows"], 1), n_features, n_labels))
+            t0 = time.perf_counter()
             with progress.phase("train"):
                 forest, extra, more = fit_distributed(
                     data, stats, params, num_trees, requested, have_d, avg, fcol, lcol,
                     propensity, tail, who, progress.task_spec())
-            info.update(more, task_memory_bytes=have_d, workers=requested)
+            info.update(more, task_memory_bytes=have_d, workers=requested,
+                        train_seconds=time.perf_counter() - t0)
             unit = "tree top"
         else:
             check_memory(spark, stats, workers, who, extra_bytes)
+            t0 = time.perf_counter()
             with progress.phase("train"):
                 forest, extra, tasks = _fit_replicated(
                     spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
                     propensity, tail, who, progress.task_spec(per_task=True))
-            info.update(workers=workers, tasks=tasks)
+            info.update(workers=workers, tasks=tasks, train_seconds=time.perf_counter() - t0)
             unit = "tree"
+        info["checks_seconds"] = checks_seconds
         if progress.verbose > 0 and not progress.live_lines:
             progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
                                 unit=unit)

@@ -9,6 +9,7 @@ best labels. Training runs exactly as FastXML's (``_fastxml_fit``); the kernels 
 """
 from __future__ import annotations
 
+from pyspark import keyword_only
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, PfastreXMLPredictor
@@ -16,7 +17,8 @@ from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, PfastreXMLPredictor
 from sparkxml.fastxml.fit import fit_forest
 from sparkxml._core.constraints import between, finite, finite_positive, ge
 from sparkxml._core.validation import check_int_array_column, check_vector_column
-from sparkxml.fastxml.fastxml import FastXML, FastXMLModel, FastXMLParams
+from sparkxml.fastxml.fastxml import (FastXML, FastXMLModel, FastXMLParams,
+                                      FastXMLTrainingSummary)
 
 
 class _PfastreXMLParams(FastXMLParams):
@@ -119,14 +121,25 @@ class PfastreXML(FastXML, _PfastreXMLParams):
 
     _model_kind = "pfastrexml"
 
-    def __init__(self, *, featuresCol=None, labelsCol=None, predictionCol=None, scoresCol=None,
-                 topK=None, numTrees=None, maxLeaf=None, labelsPerLeaf=None, logLossCoeff=None,
-                 bias=None, seed=None, numWorkers=None, rowOrder=None, trainingMode=None,
-                 propensityA=None,
-                 propensityB=None, tailClassifiers=None, gamma=None, alpha=None,
-                 numCandidates=None, verbose=None):
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelsCol="labels",
+                 predictionCol="prediction", scoresCol="scores", topK=5, numTrees=50,
+                 maxLeaf=10, labelsPerLeaf=100, logLossCoeff=1.0, bias=1.0, seed=0,
+                 numWorkers=None, rowOrder="content", trainingMode="auto", propensityA=0.55,
+                 propensityB=1.5, tailClassifiers=True, gamma=30.0, alpha=0.8,
+                 numCandidates=1000, verbose=0):
+        kwargs = self._input_kwargs
         super().__init__()
-        self._set_params(**self._input_kwargs_of(locals()))
+        self._set_params(**kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", labelsCol="labels",
+                  predictionCol="prediction", scoresCol="scores", topK=5, numTrees=50,
+                  maxLeaf=10, labelsPerLeaf=100, logLossCoeff=1.0, bias=1.0, seed=0,
+                  numWorkers=None, rowOrder="content", trainingMode="auto", propensityA=0.55,
+                  propensityB=1.5, tailClassifiers=True, gamma=30.0, alpha=0.8,
+                  numCandidates=1000, verbose=0):
+        return self._set_params(**self._input_kwargs)
 
     def setPropensityA(self, value: float):
         return self._set(propensityA=value)
@@ -147,6 +160,7 @@ class PfastreXML(FastXML, _PfastreXMLParams):
         model = PfastreXMLModel._create(forest, n_features, n_labels, float(self.getBias()),
                                         extra)
         model._training_info = info
+        model._summary = FastXMLTrainingSummary._from_info(info, self.getNumTrees())
         return model
 
 

@@ -32,6 +32,9 @@ from sparkxml.fm.tasks import (KEY,
     make_train_fn)
 from sparkxml._core.validation import check_column, check_vector_column
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.summary import TrainingSummary
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.params import HasVerbose
 from sparkxml._core.params import add_setters as add_setters
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml._core.validation import check_output_columns
@@ -99,8 +102,8 @@ def check_field_starts(field_starts, d: int, param: str = "fieldStarts") -> list
 
 
 # ============================================================================ summary
-class FMTrainingSummary:
-    """What a fit reports.
+class FMTrainingSummary(TrainingSummary):
+    """What a fit reports (the common fields: ``sparkxml._core.summary.TrainingSummary``).
 
     Attributes
     ----------
@@ -113,17 +116,16 @@ class FMTrainingSummary:
     trainingSeconds : float
         Wall time of the barrier stage (driver view).
     checksSeconds : float
+    numWorkers : int
     workerInfo : list of dict
         Per rank: rows, non-zeros, load/train seconds, bytes exchanged, peak memory.
     """
 
     def __init__(self, history: dict, training_seconds=0.0, worker_info=None,
                  checks_seconds=None):
+        super().__init__(training_seconds, worker_info, checks_seconds)
         self.history = dict(history or {})
         self.numBlocks = int(self.history.get("n_blocks", 0))
-        self.trainingSeconds = float(training_seconds)
-        self.workerInfo = list(worker_info or [])
-        self.checksSeconds = checks_seconds
 
     @classmethod
     def _from_fit(cls, result, checks_seconds):
@@ -132,31 +134,57 @@ class FMTrainingSummary:
             info.pop("history", None)
         return cls(history, result.seconds, result.infos, checks_seconds)
 
-    def _to_arrays(self) -> dict:
+    def _family_arrays(self) -> dict:
         out = {}
+        common = set(self._common_keys())
         for k, v in self.history.items():
             a = np.asarray(v)
-            if a.dtype.kind in "fiub" and a.ndim <= 2:
+            if a.dtype.kind in "fiub" and a.ndim <= 2 and f"summary.{k}" not in common:
                 out[f"summary.{k}"] = a.astype(np.float64)
         return out
 
     @classmethod
-    def _from_arrays(cls, arrays: dict):
+    def _saved(cls, arrays: dict) -> bool:
+        common = set(cls._common_keys())
+        return any(k.startswith("summary.") and k not in common for k in arrays)
+
+    @classmethod
+    def _from_family_arrays(cls, arrays: dict):
+        common = set(cls._common_keys())
         hist = {k[len("summary."):]: v.tolist() for k, v in arrays.items()
-                if k.startswith("summary.")}
-        return cls(hist) if hist else None
+                if k.startswith("summary.") and k not in common}
+        return cls(hist)
+
+    # the per-iteration curves a progress line shows (first present wins the name)
+    _CURVES = ("train_rmse", "objective", "loss", "train_loss", "valid_metric")
+
+    def _rows(self) -> list:
+        curves = {k: self.history[k] for k in self._CURVES
+                  if isinstance(self.history.get(k), list)}
+        n = len(self.history.get("seconds") or [])
+        return [(i + 1, {k: float(v[i]) for k, v in curves.items()
+                         if i < len(v) and np.ndim(v[i]) == 0})
+                for i in range(n)]
 
     def __repr__(self):
         return f"FMTrainingSummary(blocks={self.numBlocks}, keys={sorted(self.history)})"
 
 
 # ============================================================================ estimator
-class FMEstimatorBase(SparkXMLEstimator):
+class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
     """The fit shared by FM and GBFM estimators. Subclasses set ``_kind`` ("fm" | "gbfm"),
-    ``_task`` and implement ``_train_params(stats)`` and ``_model_class``."""
+    ``_task`` and implement ``_train_params(stats)`` and ``_model_class``.
+
+    Its jobs run labelled (``sparkxml._core.progress``: phases "checks" and "train"); with
+    ``verbose = N`` rank 0 logs one line every N iterations (GBFM: stages)."""
 
     _kind = "fm"
     _task = "regression"
+    _unit = "iteration"
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(verbose=0)
 
     def _train_params(self, stats: dict) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -187,27 +215,38 @@ class FMEstimatorBase(SparkXMLEstimator):
         n_workers = self._opt(self.numWorkers)
         if n_workers is not None:
             check_slots(spark, n_workers)
-        t0 = time.perf_counter()
-        stats = data_checks(dataset, fcol, label, weight, valid, self._task != "regression")
-        n_workers = workers_for(spark, stats, valid, n_workers)
-        params = dict(self._train_params(stats), task=self._task)
-        checks_seconds = time.perf_counter() - t0
-        # fixed internal names: the label may also serve as weight or be named like a param
-        key_cols = [F.col(fcol), F.col(label)] + ([F.col(weight)] if weight else [])
-        cols = [F.col(fcol).alias("f"), F.col(label).cast("double").alias("y")]
-        if weight:
-            cols.append(F.col(weight).cast("double").alias("w"))
-        if valid:
-            cols.append(F.col(valid).alias("v"))
-        cols.append(F.xxhash64(*key_cols).alias(KEY))
-        df = dataset.select(*cols).repartition(int(n_workers), F.col(KEY))
-        result = run_barrier_training(
-            df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,
-                                        "v" if valid else None, stats["d"], column="f"),
-            make_train_fn(self._kind, params), timeout_s=self.getTimeoutSeconds(),
-            repartition=False)
-        summary = FMTrainingSummary._from_fit(result, checks_seconds)
+        with FitProgress(spark, self, self.getVerbose()) as progress:
+            t0 = time.perf_counter()
+            with progress.phase("checks"):
+                stats = data_checks(dataset, fcol, label, weight, valid,
+                                    self._task != "regression")
+            n_workers = workers_for(spark, stats, valid, n_workers)
+            params = dict(self._train_params(stats), task=self._task)
+            checks_seconds = time.perf_counter() - t0
+            # fixed internal names: the label may also serve as weight or be named like a param
+            key_cols = [F.col(fcol), F.col(label)] + ([F.col(weight)] if weight else [])
+            cols = [F.col(fcol).alias("f"), F.col(label).cast("double").alias("y")]
+            if weight:
+                cols.append(F.col(weight).cast("double").alias("w"))
+            if valid:
+                cols.append(F.col(valid).alias("v"))
+            cols.append(F.xxhash64(*key_cols).alias(KEY))
+            df = dataset.select(*cols).repartition(int(n_workers), F.col(KEY))
+            with progress.phase("train"):
+                result = run_barrier_training(
+                    df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,
+                                                "v" if valid else None, stats["d"],
+                                                column="f"),
+                    make_train_fn(self._kind, params, progress=progress.task_spec()),
+                    timeout_s=self.getTimeoutSeconds(), repartition=False)
+            summary = FMTrainingSummary._from_fit(result, checks_seconds)
+            if progress.verbose > 0 and not progress.live_lines:
+                progress.log_rounds(summary._rows(), self._progress_total(params),
+                                    unit=self._unit)
         return self._model_class._create(result.arrays, summary)
+
+    def _progress_total(self, params: dict) -> int:
+        return int(params.get("maxIter", 0))
 
 
 # ============================================================================ models

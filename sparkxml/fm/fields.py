@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 from sparkxml_kernels.fm.fields import FIELD_KEYS, FieldVocabulary
 
 from sparkxml.fm.base import add_setters
-from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
 from sparkxml.fm.params import (HasHandleInvalid,
     HasInputCols,
     HasOutputCol)
@@ -116,7 +116,7 @@ class FieldEncoder(SparkXMLEstimator, _FieldEncoderParams):
         return model
 
 
-class FieldEncoderModel(SparkXMLModel, _FieldEncoderParams):
+class FieldEncoderModel(SparkXMLPredictorModel, _FieldEncoderParams):
     """Fitted :class:`FieldEncoder`.
 
     Save format: ``path/metadata`` (``modelKind`` "fields") and ``path/data/`` (the
@@ -129,52 +129,31 @@ class FieldEncoderModel(SparkXMLModel, _FieldEncoderParams):
     _model_kind = "fields"
     _required_arrays = FIELD_KEYS
 
-    def __init__(self):
-        super().__init__()
-        self._vocab = None
+    _predictor_class = FieldVocabulary
 
     @classmethod
     def _create(cls, vocab: FieldVocabulary):
-        model = cls()
-        model._vocab = vocab
-        return model
+        return cls(vocab)
+
+    @property
+    def _vocab(self) -> FieldVocabulary:
+        return self._predictor
 
     @property
     def vocabulary(self) -> FieldVocabulary:
         """The JVM-free encoder (``encode(columns, handle_invalid)`` -> CSR)."""
-        return self._vocab
+        return self._predictor
 
     @property
     def fieldStarts(self) -> list:
         """Start index of each column's field (the ``fieldStarts`` param of FM and GBFM)."""
         return [int(x) for x in self._vocab.field_starts[:-1]]
 
-    @property
-    def numFeatures(self) -> int:
-        return self._vocab.n_features
-
     def categories(self, column: str) -> list:
         """The categories of ``column`` in field order (index i = feature fieldStart + i)."""
         if column not in self._vocab.names:
             raise ValueError(f"'{column}' is not one of inputCols {self._vocab.names}")
         return self._vocab.vocabs[self._vocab.names.index(column)].tolist()
-
-    def _save_arrays(self) -> dict:
-        return self._vocab.to_arrays()
-
-    @classmethod
-    def _from_arrays(cls, arrays: dict, path: str):
-        from sparkxml_kernels.persist import ModelFormatError
-
-        try:
-            return cls._create(FieldVocabulary.from_arrays(arrays))
-        except (ValueError, KeyError) as e:
-            raise ModelFormatError(f"{path}: {e}") from None
-
-    def copy(self, extra=None):
-        that = super().copy(extra)
-        that._vocab = self._vocab
-        return that
 
     def _transform_validated(self, dataset):
         cols = list(self.getInputCols())

@@ -53,7 +53,7 @@ __all__ = ["FMRegressor", "FMRegressionModel", "FMClassifier", "FMClassification
 _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "factorSize", "solver",
            "maxIter", "regParam", "initStd", "seed", "burnIn", "thinning", "stepSize",
            "miniBatchFraction", "tol", "fitIntercept", "fitLinear", "fieldStarts", "numWorkers",
-           "timeoutSeconds")
+           "timeoutSeconds", "verbose")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 
 
@@ -154,6 +154,10 @@ class FMRegressor(_FMEstimator, _FMParams):
         worker per 50,000 rows.
     timeoutSeconds : float, default 600
         Bound on every wait for a peer task.
+    verbose : int, default 0
+        Log the phase times and one line every ``verbose`` iterations (sweeps, epochs) with
+        the solver's training curve through the Python logger ``sparkxml``
+        (``sparkxml._core.progress``); 0 = silent.
 
     Examples
     --------
@@ -168,7 +172,7 @@ class FMRegressor(_FMEstimator, _FMParams):
                  predictionCol="prediction", factorSize=8, solver="mcmc", maxIter=200,
                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0):
+                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -177,7 +181,7 @@ class FMRegressor(_FMEstimator, _FMParams):
                   predictionCol="prediction", factorSize=8, solver="mcmc", maxIter=200,
                   regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0):
+                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -202,7 +206,7 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
                  probabilityCol="probability", factorSize=8, solver="mcmc", maxIter=200,
                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0):
+                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -212,7 +216,7 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
                   probabilityCol="probability", factorSize=8, solver="mcmc", maxIter=200,
                   regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0):
+                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     @property

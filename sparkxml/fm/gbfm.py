@@ -47,7 +47,8 @@ __all__ = ["GBFMRegressor", "GBFMRegressionModel", "GBFMClassifier", "GBFMClassi
 
 _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts", "numStages",
            "stepSize", "factorSize", "maxIter", "regParam", "initStd", "seed", "numWorkers",
-           "validationIndicatorCol", "earlyStoppingRounds", "timeoutSeconds")
+           "validationIndicatorCol", "earlyStoppingRounds", "timeoutSeconds",
+           "verbose")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 
 
@@ -70,6 +71,10 @@ class _GBFMClassifierParams(_GBFMParams, HasRawPredictionCol, HasProbabilityCol)
 
 class _GBFMEstimator(FMEstimatorBase):
     _kind = "gbfm"
+    _unit = "stage"
+
+    def _progress_total(self, params: dict) -> int:
+        return int(params["numStages"])
 
     def _check_params(self, weight, valid):
         if not self.isDefined(self.fieldStarts) or self._opt(self.fieldStarts) is None:
@@ -126,6 +131,9 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
         model keeps the best number of stages.
     numWorkers, timeoutSeconds
         As :class:`sparkxml.fm.FMRegressor`.
+    verbose : int, default 0
+        Log the phase times and one line every ``verbose`` stages (training loss, validation
+        metric); 0 = silent.
 
     Examples
     --------
@@ -141,7 +149,7 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
                  predictionCol="prediction", fieldStarts=None, numStages=100, stepSize=0.3,
                  factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
                  numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                 timeoutSeconds=600.0):
+                 timeoutSeconds=600.0, verbose=0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -150,7 +158,7 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
                   predictionCol="prediction", fieldStarts=None, numStages=100, stepSize=0.3,
                   factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
                   numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                  timeoutSeconds=600.0):
+                  timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -173,7 +181,7 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
                  probabilityCol="probability", fieldStarts=None, numStages=100, stepSize=0.3,
                  factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
                  numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                 timeoutSeconds=600.0):
+                 timeoutSeconds=600.0, verbose=0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -183,7 +191,7 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
                   probabilityCol="probability", fieldStarts=None, numStages=100, stepSize=0.3,
                   factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
                   numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                  timeoutSeconds=600.0):
+                  timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     @property

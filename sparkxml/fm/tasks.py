@@ -116,12 +116,29 @@ def make_load_fn(fcol, label, weight, valid, d: int, column=None):
     return load
 
 
-def make_train_fn(kind: str, params: dict):
+def _iteration_callback(reporter, total: int, unit: str):
+    """The solvers' ``on_iteration(history)``: iteration (stage) i, 1-based, with the last
+    value of each curve of the history."""
+
+    def cb(hist):
+        done = len(hist.get("seconds") or ())
+        if reporter.due(done, total):
+            reporter.progress(done, total, {k: v[-1] for k, v in hist.items()
+                                            if k != "seconds" and isinstance(v, list) and v
+                                            and isinstance(v[-1], (int, float))}, unit=unit)
+
+    return cb
+
+
+def make_train_fn(kind: str, params: dict, progress: dict | None = None):
     """The barrier task's training function: canonical row order and blocks
-    (``fm.train.prepare``), then the FM solver or GBFM; rank 0 returns the model arrays."""
+    (``fm.train.prepare``), then the FM solver or GBFM; rank 0 returns the model arrays.
+    ``progress`` (``FitProgress.task_spec()``): rank 0 reports iterations (GBFM: stages)
+    to the driver."""
 
     def train_fn(state, coll, rank, world):
         from sparkxml_kernels.fm import train as T
+        from sparkxml_kernels.progress import ProgressReporter
 
         valid = state["valid"]
         prep = T.prepare(state["indptr"], state["indices"], state["data"], state["y"],
@@ -130,14 +147,23 @@ def make_train_fn(kind: str, params: dict):
         if valid is not None:
             prep, valid = prep
         state.clear()
-        if kind == "fm":
-            arrays, hist = T.train_fm(prep, params, coll)
-        else:
-            from sparkxml_kernels.fm.gbfm import run_gbfm
+        reporter = ProgressReporter(progress if rank == 0 else None, rank)
+        p = params
+        if reporter.enabled:
+            total, unit = ((int(params["maxIter"]), "iteration") if kind == "fm"
+                           else (int(params["numStages"]), "stage"))
+            p = dict(params, on_iteration=_iteration_callback(reporter, total, unit))
+        try:
+            if kind == "fm":
+                arrays, hist = T.train_fm(prep, p, coll)
+            else:
+                from sparkxml_kernels.fm.gbfm import run_gbfm
 
-            tr = prep if valid is None or not valid.any() else prep.subset(~valid)
-            va = None if valid is None or not valid.any() else prep.subset(valid)
-            arrays, hist = run_gbfm(tr, va, params, coll)
+                tr = prep if valid is None or not valid.any() else prep.subset(~valid)
+                va = None if valid is None or not valid.any() else prep.subset(valid)
+                arrays, hist = run_gbfm(tr, va, p, coll)
+        finally:
+            reporter.close()
         info = {"n_rows": int(prep.n), "nnz": int(prep.indices.size),
                 "n_blocks": int(hist.get("n_blocks", 0))}
         if rank == 0:

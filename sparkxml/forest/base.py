@@ -43,7 +43,9 @@ from sparkxml._core.histogram_engine import (check_schema,
 from sparkxml._core.workers import check_slots, needs_repartition, workers_for
 from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
 from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
-from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.params import add_setters
 from sparkxml._core.params import (HasFeaturesCol,
     HasFeaturesCols,
@@ -57,6 +59,7 @@ from sparkxml._core.params import (HasFeaturesCol,
     HasSubsamplingRate,
     HasTimeoutSeconds,
     HasWeightCol)
+from sparkxml._core.params import HasVerbose
 from sparkxml.forest.params import (HasBootstrap,
     HasClassWeight,
     HasCriterion,
@@ -77,7 +80,7 @@ _TREE_SKETCH_ROWS = 200_000
 TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
                "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
                "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
-               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds")
+               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
 FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
 
@@ -134,12 +137,46 @@ def n_subset_features(strategy: str, d: int, classification: bool, forest: bool)
     return max(1, min(k, d))
 
 
+# ============================================================================ summary
+class TreeTrainingSummary(TrainingSummary):
+    """What a tree or forest fit reports (the common fields:
+    ``sparkxml._core.summary.TrainingSummary``).
+
+    Attributes
+    ----------
+    trainingSeconds : float
+        Wall time of the barrier stage (driver view).
+    checksSeconds, sketchSeconds : float
+        Wall time of the checks job(s) and of the sketch job.
+    numWorkers : int
+    numTrees : int
+    workerInfo : list of dict
+        Per rank: rows, binned bytes, load timings, world size (forests: level timings).
+    """
+
+    _float_fields = TrainingSummary._float_fields + ("sketchSeconds",)
+    _int_fields = TrainingSummary._int_fields + ("numTrees",)
+
+    def __init__(self, training_seconds=0.0, worker_info=None, checks_seconds=None,
+                 num_workers=None, sketch_seconds=None, num_trees=0):
+        super().__init__(training_seconds, worker_info, checks_seconds, num_workers)
+        self.sketchSeconds = None if sketch_seconds is None else float(sketch_seconds)
+        self.numTrees = int(num_trees)
+
+    def _rows(self) -> list:
+        return [(i, {}) for i in range(1, self.numTrees + 1)]
+
+
 # ============================================================================ estimator
-class TreeEstimator(SparkXMLEstimator):
+class TreeEstimator(SparkXMLEstimator, HasVerbose):
     """The fit flow of every tree estimator (see the module docstring)."""
 
     _task = "regression"
     _forest = False
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(verbose=0)
 
     def _check_criterion(self):
         crit = self.getOrDefault(self.criterion)
@@ -228,77 +265,76 @@ class TreeEstimator(SparkXMLEstimator):
         if n_workers is not None:
             check_slots(spark, n_workers)
         max_bins = int(self.getMaxBins())
-        t0 = time.perf_counter()
-        stats = data_checks(dataset, spec, label, weight, None, self._task,
-                             extra=self._extra_checks(spec, label))
-        self._raise_on_extra(spec, label, crit, stats["extra"])
-        d = stats["d"]
-        k = int(stats["label_max"]) + 1 if self._task == "classification" else 0
-        k = max(k, 2) if self._task == "classification" else 0
-        n_workers = workers_for(spark, stats, None, n_workers)
-        class_weights = self._class_weights(dataset, label, k)
-        checks_seconds = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        spec32 = dict(spec, float32=True)
-        # up to 256 as GBT counts it (255 bins, uint8); above, one bin per maxBins (uint16)
-        wide = max_bins > 256
-        n_real = binning.n_real_bins(max_bins, wide=wide)
-        sketch, infos = sketch_pass(dataset, spec32, weight, None, stats, min(max_bins, 256),
-                                     self.getSeed(), sample_rows=_TREE_SKETCH_ROWS,
-                                     size=max(binning.SKETCH_FACTOR * n_real, 256))
-        edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
-        vals = bin_values(sketch, edges)
-        sketch_seconds = time.perf_counter() - t0
-        cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
-                   criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
-                   n_features=d, class_weights=class_weights)
-        cols = feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
-        if weight is not None:
-            cols.append(F.col(weight).cast("double").alias(weight))
-        df = dataset.select(*cols)
-        df = df.withColumn(ROW_ID, F.xxhash64(*[F.col(c) for c in df.columns]))
-        result = run_barrier_training(
-            df, n_workers, make_load_fn(spec32, label, weight, None, edges, d),
-            make_tree_train_fn(cfg), timeout_s=self.getTimeoutSeconds(),
-            repartition=needs_repartition(infos, n_workers))
-        arrays = dict(result.arrays)
-        oob = arrays.pop("oob_score", None)
-        info = {"checksSeconds": checks_seconds, "sketchSeconds": sketch_seconds,
-                "trainingSeconds": result.seconds, "workerInfo": result.infos,
-                "numWorkers": n_workers}
-        model = self._model_class(ForestPredictor.from_arrays(arrays),
-                                  None if oob is None else float(oob), info)
-        return model
+        with FitProgress(spark, self, self.getVerbose()) as progress:
+            t0 = time.perf_counter()
+            with progress.phase("checks"):
+                stats = data_checks(dataset, spec, label, weight, None, self._task,
+                                     extra=self._extra_checks(spec, label))
+                self._raise_on_extra(spec, label, crit, stats["extra"])
+                d = stats["d"]
+                k = int(stats["label_max"]) + 1 if self._task == "classification" else 0
+                k = max(k, 2) if self._task == "classification" else 0
+                n_workers = workers_for(spark, stats, None, n_workers)
+                class_weights = self._class_weights(dataset, label, k)
+            checks_seconds = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            spec32 = dict(spec, float32=True)
+            # up to 256 as GBT counts it (255 bins, uint8); above, one bin per maxBins (uint16)
+            wide = max_bins > 256
+            n_real = binning.n_real_bins(max_bins, wide=wide)
+            with progress.phase("sketch"):
+                sketch, infos = sketch_pass(dataset, spec32, weight, None, stats,
+                                             min(max_bins, 256), self.getSeed(),
+                                             sample_rows=_TREE_SKETCH_ROWS,
+                                             size=max(binning.SKETCH_FACTOR * n_real, 256))
+            edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
+            vals = bin_values(sketch, edges)
+            sketch_seconds = time.perf_counter() - t0
+            cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
+                       criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
+                       n_features=d, class_weights=class_weights)
+            cols = feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
+            if weight is not None:
+                cols.append(F.col(weight).cast("double").alias(weight))
+            df = dataset.select(*cols)
+            df = df.withColumn(ROW_ID, F.xxhash64(*[F.col(c) for c in df.columns]))
+            with progress.phase("train"):
+                result = run_barrier_training(
+                    df, n_workers, make_load_fn(spec32, label, weight, None, edges, d),
+                    make_tree_train_fn(cfg, progress=progress.task_spec()),
+                    timeout_s=self.getTimeoutSeconds(),
+                    repartition=needs_repartition(infos, n_workers))
+            arrays = dict(result.arrays)
+            oob = arrays.pop("oob_score", None)
+            predictor = ForestPredictor.from_arrays(arrays)
+            summary = TreeTrainingSummary(result.seconds, result.infos, checks_seconds,
+                                          n_workers, sketch_seconds, predictor.n_trees)
+            if progress.verbose > 0 and not progress.live_lines:
+                progress.log_rounds(summary._rows(), summary.numTrees, unit="tree")
+        return self._model_class(predictor, summary, None if oob is None else float(oob))
 
 
 # ============================================================================ model
-class TreeModel(SparkXMLModel):
+class TreeModel(SparkXMLPredictorModel):
     """Fitted trees: ``transform`` adds Spark ML's outputs; scikit-learn's arrays per tree.
 
     Save format (``modelKind`` "forest"): ``data/`` (parquet chunk rows,
     ``sparkxml_kernels.persist``) holds the
     ``sparkxml_kernels.forest.predictor`` arrays (every tree in scikit-learn's ``tree_``
     layout, concatenated, with ``tree_offsets``), plus ``oob_score`` (0-d, forests fitted with
-    ``oobScore``). ``sparkxml_kernels.load_model(path)`` returns a ``ForestPredictor``.
+    ``oobScore``) and the training summary (``summary.*``, :class:`TreeTrainingSummary`).
+    ``sparkxml_kernels.load_model(path)`` returns a ``ForestPredictor``.
     """
 
     _model_kind = "forest"
     _required_arrays = ARRAY_KEYS
+    _predictor_class = ForestPredictor
+    _summary_class = TreeTrainingSummary
+    _state_attrs = ("_oob",)
 
-    def __init__(self, predictor: ForestPredictor | None = None, oob_score=None, info=None):
-        super().__init__()
-        self._predictor = predictor
+    def __init__(self, predictor: ForestPredictor | None = None, summary=None, oob_score=None):
+        super().__init__(predictor, summary)
         self._oob = oob_score
-        self._info = info or {}
-
-    @property
-    def predictor(self) -> ForestPredictor:
-        """The JVM-free predictor (numpy / CSR input)."""
-        return self._predictor
-
-    @property
-    def numFeatures(self) -> int:
-        return int(self._predictor.n_features)
 
     @property
     def totalNumNodes(self) -> int:
@@ -318,30 +354,24 @@ class TreeModel(SparkXMLModel):
 
     @property
     def trainingInfo(self) -> dict:
-        """Timings and per-worker figures of the fit (empty after load)."""
-        return dict(self._info)
+        """Timings and per-worker figures of the fit, from its summary (empty for a model
+        without one)."""
+        s = self._summary
+        if s is None:
+            return {}
+        return {"checksSeconds": s.checksSeconds, "sketchSeconds": s.sketchSeconds,
+                "trainingSeconds": s.trainingSeconds, "workerInfo": s.workerInfo,
+                "numWorkers": s.numWorkers}
 
-    def _save_arrays(self) -> dict:
+    def _predictor_arrays(self) -> dict:
         arrays = dict(self._predictor.to_arrays())
         if self._oob is not None:
             arrays["oob_score"] = np.asarray(self._oob, np.float64)
         return arrays
 
-    @classmethod
-    def _from_arrays(cls, arrays: dict, path: str):
-        from sparkxml_kernels.persist import ModelFormatError
-
-        try:
-            predictor = ForestPredictor.from_arrays(arrays)
-        except ValueError as e:
-            raise ModelFormatError(f"{path}: {e}") from None
+    def _restore(self, arrays: dict) -> None:
         oob = arrays.get("oob_score")
-        return cls(predictor, None if oob is None else float(oob))
-
-    def copy(self, extra=None):
-        that = super().copy(extra)
-        that._predictor, that._oob, that._info = self._predictor, self._oob, self._info
-        return that
+        self._oob = None if oob is None else float(oob)
 
     def _outputs(self):
         outs = [(self.getPredictionCol(), "pred")]

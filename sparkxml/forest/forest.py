@@ -92,7 +92,7 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0):
+                 timeoutSeconds=600.0, verbose=0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -104,7 +104,7 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0):
+                  timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -129,7 +129,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                  minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0):
+                 timeoutSeconds=600.0, verbose=0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -140,7 +140,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                   minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0):
+                  timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     @property

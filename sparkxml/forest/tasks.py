@@ -15,8 +15,9 @@ from sparkxml_kernels.model_cache import as_handle
 from sparkxml._core.arrow import batch_features, dense_vectors
 
 
-def make_tree_train_fn(cfg: dict):
-    """The barrier task's training function.
+def make_tree_train_fn(cfg: dict, progress: dict | None = None):
+    """The barrier task's training function. ``progress`` (``FitProgress.task_spec()``):
+    rank 0 reports trees done to the driver.
 
     ``cfg`` (plain values): kind ("tree" | "forest"), split (``SplitParams`` fields), n_classes,
     criterion (name), vals (list of lists), edges (list of lists), n_features, class_weights
@@ -27,6 +28,7 @@ def make_tree_train_fn(cfg: dict):
         from sparkxml_kernels.forest import builder, forest, histogram
         from sparkxml_kernels.forest.criteria import is_classification
         from sparkxml_kernels.forest.tree import SplitParams
+        from sparkxml_kernels.progress import ProgressReporter
 
         X, y, keys = state["X"], state["y"], state["ids"]
         n = y.size
@@ -45,15 +47,22 @@ def make_tree_train_fn(cfg: dict):
         info = {"n_train": int(n), "binned_bytes": int(X.nbytes),
                 "load_timing": state.get("timing")}
         arrays = None
-        if cfg["kind"] == "tree":
-            tree = builder.grow_tree(X, cls, y, ylny, rw, params, coll, vals, edges,
-                                     cfg["rand_state"])
-            if rank == 0:
-                arrays = ForestPredictor.from_trees([tree], d, K, cfg["criterion"]).to_arrays()
-            return arrays, info
-        res, counts = forest.grow_forest(X, cls, y, ylny, rw, keys, params, cfg["n_trees"],
-                                         cfg["seed"], cfg["bootstrap"], cfg["rate"], coll,
-                                         vals, edges)
+        reporter = ProgressReporter(progress if rank == 0 else None, rank)
+        try:
+            if cfg["kind"] == "tree":
+                tree = builder.grow_tree(X, cls, y, ylny, rw, params, coll, vals, edges,
+                                         cfg["rand_state"])
+                if rank == 0:
+                    arrays = ForestPredictor.from_trees([tree], d, K,
+                                                        cfg["criterion"]).to_arrays()
+                    reporter.progress(1, 1, {"nodes": int(tree.node_count)}, unit="tree")
+                return arrays, info
+            res, counts = forest.grow_forest(
+                X, cls, y, ylny, rw, keys, params, cfg["n_trees"], cfg["seed"],
+                cfg["bootstrap"], cfg["rate"], coll, vals, edges,
+                on_trees_done=_trees_done_callback(reporter) if reporter.enabled else None)
+        finally:
+            reporter.close()
         info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)
         if rank == 0:
             arrays = ForestPredictor.from_arrays(dict(
@@ -70,6 +79,21 @@ def make_tree_train_fn(cfg: dict):
         return arrays, info
 
     return train_fn
+
+
+def _trees_done_callback(reporter):
+    """``grow_forest``'s level callback: a line each time the trees done pass a multiple of
+    ``verbose`` (several trees finish in one level), and when all are."""
+
+    last = [0]
+
+    def cb(done, total):
+        every = reporter.every
+        if done > last[0] and (done // every > last[0] // every or done == total):
+            reporter.progress(done, total, unit="tree", force=True)
+        last[0] = done
+
+    return cb
 
 
 def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):

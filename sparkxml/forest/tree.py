@@ -77,6 +77,10 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
         Barrier tasks (default: the session's parallelism, one per 50,000 rows at most).
     timeoutSeconds : float, default 600
         Bound on every wait for a peer task.
+    verbose : int, default 0
+        Log the phase times and "tree 1/1" when the tree is grown through the Python logger
+        ``sparkxml`` (``sparkxml._core.progress``); forests log one line every ``verbose``
+        trees done; 0 = silent.
 
     Examples
     --------
@@ -92,7 +96,7 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                  probabilityCol="probability", criterion="gini", maxDepth=5, maxBins=256,
                  minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                  maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
-                 classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0):
+                 classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -102,7 +106,7 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                   probabilityCol="probability", criterion="gini", maxDepth=5, maxBins=256,
                   minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                   maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
-                  classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0):
+                  classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -127,7 +131,7 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                  weightCol=None, predictionCol="prediction", criterion="squared_error",
                  maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                 featureSubsetStrategy="auto", seed=0, numWorkers=None, timeoutSeconds=600.0):
+                 featureSubsetStrategy="auto", seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -137,7 +141,7 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                   maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", seed=0, numWorkers=None,
-                  timeoutSeconds=600.0):
+                  timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -16,12 +16,14 @@ from pyspark.ml.functions import vector_to_array
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from sparkxml._core.summary import TrainingSummary
+
 _EPS = 1e-15  # MLlib's log loss clips probabilities at this
 
 
-class GBTTrainingSummary:
+class GBTTrainingSummary(TrainingSummary):
     """What a fit reports: per-round training and validation metric, best iteration,
-    timings, workers.
+    timings, workers (the common fields: ``sparkxml._core.summary.TrainingSummary``).
 
     Attributes
     ----------
@@ -41,13 +43,19 @@ class GBTTrainingSummary:
         Wall time of the barrier stage (driver view).
     workerInfo : list of dict
         Per rank: rows, binned/float bytes, peak RSS, load/train seconds, bytes exchanged.
+    numWorkers : int
     checksSeconds, sketchSeconds : float
-        Wall time of the checks job and of the sketch job (after a fit only).
+        Wall time of the checks job and of the sketch job.
     sketchInfo : list of dict
-        Per input partition of the sketch job: sampled rows, seconds (after a fit only).
+        Per input partition of the sketch job: sampled rows, seconds.
     """
 
+    _float_fields = TrainingSummary._float_fields + ("sketchSeconds",)
+    _json_fields = TrainingSummary._json_fields + ("sketchInfo",)
+    _marker_keys = ("summary.rounds",)
+
     def __init__(self, history: dict, training_seconds: float = 0.0, worker_info=None):
+        super().__init__(training_seconds, worker_info)
         ev = history.get("eval") or []
         self.metricName = history.get("metric")
         self.validationHistory = [float(x) for x in (ev[-1] if ev else [])]
@@ -58,8 +66,6 @@ class GBTTrainingSummary:
         self.bestScore = None if bs is None else float(bs)
         self.numRounds = int(history.get("n_rounds", 0))
         self.roundsRun = int(history.get("rounds_run", 0))
-        self.trainingSeconds = float(training_seconds)
-        self.workerInfo = list(worker_info or [])
         self.checksSeconds = self.sketchSeconds = None
         self.sketchInfo = []
 
@@ -89,7 +95,7 @@ class GBTTrainingSummary:
             rows.append((i + 1, d))
         return rows
 
-    def _to_arrays(self) -> dict:
+    def _family_arrays(self) -> dict:
         return {"summary.validationHistory": np.asarray(self.validationHistory, np.float64),
                 "summary.trainingHistory": np.asarray(self.trainingHistory, np.float64),
                 "summary.rounds": np.asarray([self.bestIteration if self.bestIteration is not None
@@ -98,9 +104,7 @@ class GBTTrainingSummary:
                 "summary.metricName": np.asarray(self.metricName or "")}
 
     @classmethod
-    def _from_arrays(cls, arrays):
-        if "summary.rounds" not in arrays:
-            return None
+    def _from_family_arrays(cls, arrays):
         bi, nr, rr = (int(x) for x in arrays["summary.rounds"])
         hist = [float(x) for x in arrays["summary.validationHistory"]]
         train = [float(x) for x in arrays.get("summary.trainingHistory", [])]

@@ -51,7 +51,9 @@ from sparkxml.linear.tasks import (B_COL,
     make_train_fn)
 from sparkxml._core.validation import check_vector_column
 from sparkxml._core.partitioning import partition_keys
-from sparkxml._core.base import SparkXMLEstimator, SparkXMLModel
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.constraints import finite, finite_positive, ge, one_of
 from sparkxml._core.params import add_setters
 from sparkxml._core.workers import check_slots
@@ -66,6 +68,7 @@ from sparkxml._core.params import (HasFeaturesCol,
     HasTimeoutSeconds,
     HasTol,
     HasWeightCol)
+from sparkxml._core.params import HasVerbose
 from sparkxml.linear.params import (HasC,
     HasLoss,
     HasMarginThreshold,
@@ -121,11 +124,11 @@ class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionC
 
 _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "rawPredictionCol",
            "maxIter", "tol", "fitIntercept", "threshold", "seed", "numWorkers",
-           "timeoutSeconds", "C", "loss", "multiClass", "schedule", "numBlocks")
+           "timeoutSeconds", "C", "loss", "multiClass", "schedule", "numBlocks", "verbose")
 
 
-class LinearSVCTrainingSummary:
-    """What a fit reports.
+class LinearSVCTrainingSummary(TrainingSummary):
+    """What a fit reports (the common fields: ``sparkxml._core.summary.TrainingSummary``).
 
     Attributes
     ----------
@@ -142,12 +145,14 @@ class LinearSVCTrainingSummary:
     trainingSeconds : float
         Wall time of the barrier stage; ``checksSeconds`` of the row count before it (0 when
         ``numBlocks`` is set: no job before training).
+    numWorkers : int
     workerInfo : list of dict
         Per rank: rows, blocks, CSR bytes, peak RSS, rounds, local passes, timings.
     """
 
     def __init__(self, arrays: dict, training_seconds: float = 0.0, worker_info=None,
                  checks_seconds: float | None = None):
+        super().__init__(training_seconds, worker_info, checks_seconds)
         self.primalHistory = np.asarray(arrays["summary.primal"]).tolist()
         self.dualHistory = np.asarray(arrays["summary.dual"]).tolist()
         self.gapHistory = np.asarray(arrays["summary.gap"]).tolist()
@@ -156,13 +161,11 @@ class LinearSVCTrainingSummary:
         self.numFreeSV, self.numBoundedSV = sv[0].tolist(), sv[1].tolist()
         rounds = np.asarray(arrays["summary.rounds"])
         self.totalIterations, self.converged = int(rounds[0]), bool(rounds[1])
-        self.trainingSeconds = float(training_seconds)
-        self.checksSeconds = checks_seconds
-        self.workerInfo = list(worker_info or [])
 
-    _KEYS = ("summary.primal", "summary.dual", "summary.gap", "summary.sv", "summary.rounds")
+    _marker_keys = ("summary.primal", "summary.dual", "summary.gap", "summary.sv",
+                    "summary.rounds")
 
-    def _to_arrays(self) -> dict:
+    def _family_arrays(self) -> dict:
         return {"summary.primal": np.asarray(self.primalHistory, np.float64),
                 "summary.dual": np.asarray(self.dualHistory, np.float64),
                 "summary.gap": np.asarray(self.gapHistory, np.float64),
@@ -171,17 +174,21 @@ class LinearSVCTrainingSummary:
                                              np.int64)}
 
     @classmethod
-    def _from_arrays(cls, arrays: dict):
-        if not all(k in arrays for k in cls._KEYS):
-            return None
+    def _from_family_arrays(cls, arrays: dict):
         return cls(arrays)
+
+    def _rows(self) -> list:
+        """Round r (1-based): the primal objective and the duality gap after it (summed over
+        the problems)."""
+        return [(r, {"primal": self.objectiveHistory[r], "gap": float(sum(self.gapHistory[r]))})
+                for r in range(1, min(self.totalIterations, len(self.gapHistory) - 1) + 1)]
 
     def __repr__(self):
         return (f"LinearSVCTrainingSummary(rounds={self.totalIterations}, converged="
                 f"{self.converged}, objective={self.objectiveHistory[-1]:.6g})")
 
 
-class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
+class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
     """Linear support vector machine by dual coordinate descent, distributed by CoCoA+.
 
     Parameters
@@ -228,6 +235,9 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         Binary prediction is 1 when the margin > threshold.
     timeoutSeconds : float, default 600
         Bound on every wait for a peer task.
+    verbose : int, default 0
+        Log one line every ``verbose`` rounds (primal objective, duality gap) through the
+        Python logger ``sparkxml`` (``sparkxml._core.progress``); 0 = silent.
 
     Examples
     --------
@@ -242,8 +252,9 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
                  predictionCol="prediction", rawPredictionCol="rawPrediction", C=1.0,
                  loss="hinge", fitIntercept=True, tol=1e-3, maxIter=100, multiClass="ovr",
                  schedule="shark", numBlocks=0, numWorkers=None, seed=0, threshold=0.0,
-                 timeoutSeconds=600.0):
+                 timeoutSeconds=600.0, verbose=0):
         super().__init__()
+        self._setDefault(verbose=0)
         self._set_params(**self._input_kwargs)
 
     @keyword_only
@@ -251,12 +262,10 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
                   predictionCol="prediction", rawPredictionCol="rawPrediction", C=1.0,
                   loss="hinge", fitIntercept=True, tol=1e-3, maxIter=100, multiClass="ovr",
                   schedule="shark", numBlocks=0, numWorkers=None, seed=0, threshold=0.0,
-                  timeoutSeconds=600.0):
+                  timeoutSeconds=600.0, verbose=0):
         return self._set_params(**self._input_kwargs)
 
     def _fit_validated(self, dataset):
-        import time
-
         spark = dataset.sparkSession
         fcol, lcol = self.getFeaturesCol(), self.getLabelCol()
         wcol = self._opt(self.weightCol) or None
@@ -271,6 +280,13 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
             if not isinstance(fields[name], T.NumericType):
                 raise TypeError(f"{param}: column '{name}' must be numeric, got "
                                 f"{fields[name].simpleString()}")
+        with FitProgress(spark, self, self.getVerbose()) as progress:
+            return self._fit_labelled(dataset, progress, fcol, lcol, wcol)
+
+    def _fit_labelled(self, dataset, progress, fcol, lcol, wcol):
+        import time
+
+        spark = dataset.sparkSession
         n_workers = self._opt(self.numWorkers)
         t0 = time.perf_counter()
         blocks = self.getNumBlocks()
@@ -278,7 +294,8 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
             # the one job before training, and only for the default blocks: the row count.
             # Labels, weights and vectors are checked by the training tasks, before any
             # training, which saves a separate aggregate job (~1-2 s of Spark scheduling).
-            n_rows = dataset.count()
+            with progress.phase("checks"):
+                n_rows = dataset.count()
             if n_rows == 0:
                 raise ValueError("the training DataFrame is empty")
             blocks = default_num_blocks(n_rows)
@@ -300,12 +317,13 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
                    seed=int(self.getSeed()), C=float(self.getC()),
                    fit_intercept=bool(self.getFitIntercept()))
         df = _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers)
-        result = run_barrier_training(df, n_workers,
-                                      make_load_fn(fcol, lcol, wcol, cfg["C"],
-                                                   cfg["fit_intercept"],
-                                                   cfg["multi_class"] == "crammer_singer"),
-                                      make_train_fn(cfg, fcol, lcol),
-                                      timeout_s=self.getTimeoutSeconds(), repartition=False)
+        with progress.phase("train"):
+            result = run_barrier_training(
+                df, n_workers,
+                make_load_fn(fcol, lcol, wcol, cfg["C"], cfg["fit_intercept"],
+                             cfg["multi_class"] == "crammer_singer"),
+                make_train_fn(cfg, fcol, lcol, progress=progress.task_spec()),
+                timeout_s=self.getTimeoutSeconds(), repartition=False)
         errors = [i["error"] for i in result.infos if i.get("error")]
         if errors:
             raise ValueError(errors[0])
@@ -317,6 +335,8 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams):
         predictor = LinearSVCPredictor(a["coefficient_matrix"], a["intercepts"],
                                        int(a["num_classes"]), float(self.getThreshold()))
         summary = LinearSVCTrainingSummary(a, result.seconds, result.infos, checks_seconds)
+        if progress.verbose > 0 and not progress.live_lines:
+            progress.log_rounds(summary._rows(), int(self.getMaxIter()))
         mode = "binary" if predictor.num_classes == 2 else cfg["multi_class"]
         return LinearSVCModel(predictor, summary, mode)
 
@@ -344,7 +364,7 @@ def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
 add_setters(LinearSVC, _PARAMS)
 
 
-class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
+class LinearSVCModel(SparkXMLPredictorModel, _LinearSVCParams):
     """A trained linear SVM.
 
     ``transform`` adds ``rawPredictionCol`` (vector: [-m, m] for two classes as Spark ML's
@@ -365,12 +385,13 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
 
     _model_kind = "linear_svm"
     _required_arrays = ("coefficient_matrix", "intercepts", "num_classes")
+    _predictor_class = LinearSVCPredictor
+    _summary_class = LinearSVCTrainingSummary
+    _state_attrs = ("_mode",)
 
     def __init__(self, predictor: LinearSVCPredictor | None = None,
                  summary: LinearSVCTrainingSummary | None = None, mode: str | None = None):
-        super().__init__()
-        self._predictor = predictor
-        self._summary = summary
+        super().__init__(predictor, summary)
         self._mode = mode
 
     # ------------------------------------------------------------------ attributes
@@ -389,10 +410,6 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
     @property
     def numClasses(self) -> int:
         return int(self._p().num_classes)
-
-    @property
-    def numFeatures(self) -> int:
-        return int(self._p().n_features)
 
     @property
     def coefficients(self) -> DenseVector:
@@ -418,16 +435,6 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
     def interceptVector(self) -> DenseVector:
         return DenseVector(self._p().b)
 
-    @property
-    def hasSummary(self) -> bool:
-        return self._summary is not None
-
-    @property
-    def summary(self) -> LinearSVCTrainingSummary:
-        if self._summary is None:
-            raise RuntimeError("no training summary available for this model")
-        return self._summary
-
     def predictRaw(self, features) -> DenseVector:
         """rawPrediction of one vector."""
         return DenseVector(self.predictor.predict_raw(_one_row(features, self.numFeatures))[0])
@@ -437,29 +444,13 @@ class LinearSVCModel(SparkXMLModel, _LinearSVCParams):
         return float(self.predictor.predict(_one_row(features, self.numFeatures))[0])
 
     # ------------------------------------------------------------------ persistence
-    def _save_arrays(self) -> dict:
-        arrays = dict(self.predictor.to_arrays())
-        if self._summary is not None:
-            arrays.update(self._summary._to_arrays())
-        return arrays
+    def _predictor_arrays(self) -> dict:
+        return self.predictor.to_arrays()  # with the threshold the model has now
 
     @classmethod
-    def _from_arrays(cls, arrays: dict, path: str):
-        from sparkxml_kernels.persist import ModelFormatError
-
-        try:
-            predictor = LinearSVCPredictor(arrays["coefficient_matrix"], arrays["intercepts"],
-                                           int(arrays["num_classes"]))
-        except (ValueError, TypeError) as e:
-            raise ModelFormatError(f"{path}: {e}") from None
-        return cls(predictor, LinearSVCTrainingSummary._from_arrays(arrays))
-
-    def copy(self, extra=None):
-        that = super().copy(extra)
-        that._predictor = self._predictor
-        that._summary = self._summary
-        that._mode = self._mode
-        return that
+    def _predictor_from_arrays(cls, arrays: dict) -> LinearSVCPredictor:
+        return LinearSVCPredictor(arrays["coefficient_matrix"], arrays["intercepts"],
+                                  int(arrays["num_classes"]))
 
     # ------------------------------------------------------------------ transform
     def _transform_validated(self, dataset):

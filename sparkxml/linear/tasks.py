@@ -202,11 +202,12 @@ def _agree(state, coll, rank, world):
     return allst
 
 
-def make_train_fn(cfg: dict, fcol: str, lcol: str):
+def make_train_fn(cfg: dict, fcol: str, lcol: str, progress: dict | None = None):
     """The barrier task's training function: checks agreed by all ranks, then CoCoA+
     (``sparkxml_kernels.linear.solver.train``). Problems with the data are returned as
     ``info['error']`` (never raised) so that Spark does not retry the stage for them (the
-    driver raises the first rank's).
+    driver raises the first rank's). ``progress`` (``FitProgress.task_spec()``): rank 0
+    reports rounds to the driver.
 
     ``cfg["multi_class"]`` is the mode used when the labels show more than two classes; the
     number of classes (the largest label + 1) and the local passes are settled here."""
@@ -249,7 +250,15 @@ def make_train_fn(cfg: dict, fcol: str, lcol: str):
         if ld.n == 0:  # no rows here: the width is the others'
             ld = kdata.RowsBuilder(c["C"], c["fit_intercept"]).finish(d)
         state.clear()
-        res = solver.train(ld, c, coll)
+        from sparkxml_kernels.progress import ProgressReporter
+
+        reporter = ProgressReporter(progress if rank == 0 else None, rank)
+        if reporter.enabled:
+            c["on_round"] = reporter.progress
+        try:
+            res = solver.train(ld, c, coll)
+        finally:
+            reporter.close()
         info.update(rounds=res.rounds, local_passes=res.local_passes,
                     local_steps=res.local_steps, polishes=res.polishes,
                     polish_rows=res.polish_rows, train_loop_seconds=res.seconds,

@@ -162,7 +162,7 @@ def test_bad_model_directories(spark, synth_model, tmp_path):
         sparkxml_kernels.load_model(path)
     other = str(tmp_path / "est")
     FastXML().write().save(other)
-    with pytest.raises(ModelFormatError, match="not a sparkxml.FastXMLModel"):
+    with pytest.raises(ModelFormatError, match=r"not a sparkxml\.FastXMLModel"):
         FastXMLModel.load(other)
     from pyspark.ml.feature import StringIndexer
 

@@ -88,7 +88,7 @@ def test_save_load_pipeline_and_kernel_loader(synth, model, tmp_path):
     (ti, tj, tv), _ = csr_rows(X, Y, 550, 700)
     labels, _ = sparkxml_kernels.load_model(path).predict(ti, tj, tv, 5)
     assert [labels[i, :len(p)].tolist() for i, (p, _) in enumerate(want)] == [p for p, _ in want]
-    with pytest.raises(ModelFormatError, match="not a sparkxml.FastXMLModel"):
+    with pytest.raises(ModelFormatError, match=r"not a sparkxml\.FastXMLModel"):
         FastXMLModel.load(path)
     pipe = PipelineModel(stages=[model.copy().setTopK(3)])
     ppath = str(tmp_path / "pipe")

@@ -126,6 +126,7 @@ def run_adamw(data, y, weights, rids, params: dict, coll):
     y = np.ascontiguousarray(y, FLOAT)
     weights = np.ones(data.n, FLOAT) if weights is None else np.ascontiguousarray(weights, FLOAT)
     hist = {"loss": [], "seconds": []}
+    on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
     step, prev = 0, None
     for epoch in range(int(params["maxIter"])):
@@ -150,6 +151,8 @@ def run_adamw(data, y, weights, rids, params: dict, coll):
         mean_loss = ep_l / max(ep_w, 1e-300)
         hist["loss"].append(float(mean_loss))
         hist["seconds"].append(time.perf_counter() - t0)
+        if on_iteration is not None:
+            on_iteration(hist)
         if prev is not None and abs(prev - mean_loss) <= tol * max(abs(prev), 1e-300):
             break
         prev = mean_loss

@@ -58,6 +58,7 @@ def run_als(data, y, weights, params: dict, coll):
 
     blocks = range(data.n_blocks)
     hist = {"objective": [], "seconds": []}
+    on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
     prev = None
     for _ in range(int(params["maxIter"])):
@@ -81,6 +82,8 @@ def run_als(data, y, weights, params: dict, coll):
         for f in range(k):
             update_blocks(data, blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll, rule)
         hist["seconds"].append(time.perf_counter() - t0)
+        if on_iteration is not None:
+            on_iteration(hist)
     samples = {"w0": np.array([w0], FLOAT), "w": w.astype(np.float32)[None, :],
                "V": Vt.T.astype(np.float32)[None, :, :]}
     return samples, hist

@@ -164,6 +164,7 @@ def run_gbfm(train, valid, params: dict, coll):
     rule = NewtonRule(W, reg)
     stages, Vs, lins, gains, sel_gains, first_gains = [], [], [], [], [], []
     hist = {"train_loss": [], "valid_metric": [], "seconds": []}
+    on_iteration = params.get("on_iteration")  # f(hist) after each stage
     best, best_at = np.inf, -1
     t0 = time.perf_counter()
     local_loss, c1, c2 = _mean_loss(loss, pred, y, rw)
@@ -225,6 +226,9 @@ def run_gbfm(train, valid, params: dict, coll):
             vm = sums[1] / max(VW, 1e-300)
             metric = math.sqrt(2.0 * vm) if loss == SQUARED else vm
             hist["valid_metric"].append(metric)
+        if on_iteration is not None:
+            on_iteration(hist)
+        if vdata is not None:
             if metric < best - 1e-12:
                 best, best_at = metric, s
             elif stop_after > 0 and s - best_at >= stop_after:

@@ -93,6 +93,7 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     all_blocks = range(data.n_blocks)
     samples_w0, samples_w, samples_V = [], [], []
     hist = {"train_rmse": [], "alpha": [], "seconds": []}
+    on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
     for it in range(n_iter):
         if classify:
@@ -126,6 +127,8 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
             samples_w.append(w.astype(np.float32))
             samples_V.append(Vt.T.astype(np.float32))
         hist["seconds"].append(time.perf_counter() - t0)
+        if on_iteration is not None:
+            on_iteration(hist)
     if not samples_w0:  # burnIn >= maxIter is refused by the params; keep the last state
         samples_w0, samples_w, samples_V = [w0], [w.astype(np.float32)], \
             [Vt.T.astype(np.float32)]

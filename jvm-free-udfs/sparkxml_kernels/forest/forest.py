@@ -538,7 +538,7 @@ def small_node_rows(mtry, n_slots, S, d, world) -> int:
 
 def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: int, seed: int,
                 bootstrap: bool, rate: float, collective, vals, edges, small_rows=None,
-                max_message_bytes=64 << 20):
+                max_message_bytes=64 << 20, on_trees_done=None):
     """Grow ``n_trees`` trees over the rows of every rank (call on every rank, in lockstep).
 
     Parameters as :func:`builder.grow_tree`, plus ``keys`` int64 (n,) row content keys,
@@ -704,6 +704,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         fr["imp"] = kept_children.get("imp", np.zeros(k))
         fr["parent"] = kept_children.get("parent", np.zeros(k, np.int64))
         fr["first"] = np.zeros(k, np.bool_)
+        if on_trees_done is not None:
+            on_trees_done(T - int(np.unique(fr["tree"]).size), T)
     timing["reduce"] -= timing["split"] + timing["small"]
     grow_forest.last_timing = timing
     return (assemble(store, T, crit, p.n_classes, vals, edges) if rank == 0 else None), counts

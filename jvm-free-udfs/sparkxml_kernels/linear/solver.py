@@ -109,7 +109,9 @@ def train(ld: LinearData, cfg: dict, collective) -> TrainResult:
     cfg keys: loss ('hinge' | 'squared_hinge'), multi_class ('binary' | 'ovr' |
     'crammer_singer'), n_classes, schedule ('shark' | 'permutation'), tol, max_iter (rounds),
     local_passes (cap on a block's passes per round), num_blocks, seed; optional polish
-    (default True: the replicated refinement after each round of several blocks).
+    (default True: the replicated refinement after each round of several blocks) and
+    on_round (``f(round, max_iter, {"primal": p, "gap": g})`` after each round, 1-based,
+    e.g. a ``progress.ProgressReporter``'s ``progress``).
     """
     t0 = time.perf_counter()
     mode = cfg["multi_class"]
@@ -253,12 +255,16 @@ def train(ld: LinearData, cfg: dict, collective) -> TrainResult:
             plan.append((k, j0, rows_b, nnz_b.astype(np.int64)))
         return plan
 
+    on_round = cfg.get("on_round")
     rnd = 0
     st, tot, vmax = evaluate()
     while not frozen.all() and rnd < max_iter:
         cocoa_round(rnd, vmax)
         rnd += 1
         st, tot, vmax = evaluate()
+        if on_round is not None:
+            on_round(rnd, max_iter, {"primal": float(sum(res.primal[-1])),
+                                     "gap": float(sum(res.gap[-1]))})
         if frozen.all():
             break
         plan = polish_plan(st, tot)
