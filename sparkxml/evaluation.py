@@ -111,6 +111,15 @@ class XMLEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelsCol, HasPred
 
     Rows without true labels count (P@k, nDCG@k, recall@k score 0 on them). An empty
     DataFrame evaluates to 0.0.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([([1, 2], [1, 3]), ([4], [5, 4]), ([], [0])],
+    ...                            "labels array<int>, prediction array<int>")
+    >>> round(XMLEvaluator(k=1).evaluate(df), 3)        # P@1: hits in rows 1, 0, 0
+    0.333
+    >>> XMLEvaluator(metricName="recallAtK", k=2).evaluate(df)    # (1/2 + 1 + 0) / 3
+    0.5
     """
 
     METRICS = M.XC_METRICS
@@ -200,6 +209,15 @@ class RankingEvaluator(Evaluator, SparkXMLParams, _MetricName, HasLabelCol, HasP
 
     Rows are repartitioned by ``groupCol`` so that each query is scored in one task. An empty
     DataFrame evaluates to 0.0.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1, 2, 0.9), (1, 0, 0.5), (1, 1, 0.1), (2, 1, 0.2),
+    ...                             (2, 0, 0.8)], "qid int, label int, prediction double")
+    >>> RankingEvaluator(metricName="precisionAtK", k=1).evaluate(df)   # query 1 hits, 2 not
+    0.5
+    >>> round(RankingEvaluator(k=3).evaluate(df), 3)
+    0.797
     """
 
     METRICS = M.RANKING_METRICS

@@ -58,6 +58,23 @@ def load_model(path: str) -> Any:
         message names the path. The model's arrays are checked before anything is returned
         (sizes, ids in range, tree structure: no load can return a predictor that would
         loop or read outside its arrays).
+
+    Examples
+    --------
+    A tree trained and saved with Spark, then served by numpy alone:
+
+    >>> import tempfile
+    >>> from sparkxml import DecisionTreeRegressor
+    >>> rows = [(float(i), float(i % 4), 3.0 * (i % 4)) for i in range(24)]
+    >>> df = spark.createDataFrame(rows, ["x0", "x1", "label"])
+    >>> model = DecisionTreeRegressor(featuresCols=["x0", "x1"], maxDepth=2).fit(df)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     model.write().save(tmp + "/tree")
+    ...     predictor = load_model(tmp + "/tree")
+    >>> type(predictor).__name__
+    'ForestPredictor'
+    >>> predictor.predict(np.array([[5.0, 1.0], [6.0, 3.0]]))
+    array([3., 9.])
     """
     import importlib
 

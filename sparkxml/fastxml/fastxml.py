@@ -117,8 +117,18 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
 
     Examples
     --------
-    >>> model = FastXML(numTrees=50, numWorkers=2).fit(train_df)
-    >>> model.setTopK(5).transform(test_df).select("prediction", "scores")
+    >>> from sparkxml import XMLEvaluator
+    >>> from sparkxml.synthetic import make_multilabel, rows_frame
+    >>> X, Y = make_multilabel(n_rows=60, n_features=50, n_labels=5, seed=0)
+    >>> df = rows_frame(spark, X, Y, 0, 60, num_features=50)
+    >>> model = FastXML(numTrees=4, seed=0).fit(df)
+    >>> model.trees, model.numFeatures, model.numLabels
+    (4, 50, 5)
+    >>> out = model.setTopK(3).transform(df)
+    >>> out.columns
+    ['features', 'labels', 'prediction', 'scores']
+    >>> 0.6 < XMLEvaluator(k=1).evaluate(out) <= 1.0       # P@1
+    True
     """
 
     _model_kind = "fastxml"

@@ -115,8 +115,16 @@ class PfastreXML(FastXML, _PfastreXMLParams):
 
     Examples
     --------
-    >>> model = PfastreXML(numTrees=50, numWorkers=2).fit(train_df)
-    >>> model.transform(test_df).select("prediction", "scores")
+    >>> from sparkxml import XMLEvaluator
+    >>> from sparkxml.synthetic import make_multilabel, rows_frame
+    >>> X, Y = make_multilabel(n_rows=60, n_features=50, n_labels=5, seed=0)
+    >>> df = rows_frame(spark, X, Y, 0, 60, num_features=50)
+    >>> model = PfastreXML(numTrees=4, seed=0).fit(df)
+    >>> out = model.setTopK(3).transform(df)
+    >>> out.columns
+    ['features', 'labels', 'prediction', 'scores']
+    >>> 0.6 < XMLEvaluator(k=1).evaluate(out) <= 1.0       # P@1
+    True
     """
 
     _model_kind = "pfastrexml"

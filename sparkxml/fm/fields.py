@@ -66,9 +66,13 @@ class FieldEncoder(SparkXMLEstimator, _FieldEncoderParams):
 
     Examples
     --------
-    >>> enc = FieldEncoder(inputCols=["user", "item", "age", "genres"]).fit(ratings)
-    >>> enc.fieldStarts            # e.g. [0, 6040, 9746, 9753]
-    >>> FMRegressor(fieldStarts=enc.fieldStarts).fit(enc.transform(ratings))
+    >>> df = spark.createDataFrame([("ann", "a"), ("bob", "b"), ("ann", "b"), ("cid", "a")],
+    ...                            ["user", "item"])
+    >>> enc = FieldEncoder(inputCols=["user", "item"]).fit(df)
+    >>> enc.fieldStarts, enc.numFeatures, enc.categories("user")   # most frequent first
+    ([0, 3], 5, ['ann', 'bob', 'cid'])
+    >>> enc.transform(df).first().features          # "ann" -> 0, "a" -> 3 + 0
+    SparseVector(5, {0: 1.0, 3: 1.0})
     """
 
     _model_kind = "fields"

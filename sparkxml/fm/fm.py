@@ -161,8 +161,16 @@ class FMRegressor(_FMEstimator, _FMParams):
 
     Examples
     --------
-    >>> model = FMRegressor(factorSize=8, maxIter=200).fit(train_df)
-    >>> model.transform(test_df).select("prediction")
+    >>> from pyspark.ml.evaluation import RegressionEvaluator
+    >>> from sparkxml.datasets import from_dense
+    >>> X = np.random.default_rng(0).normal(size=(40, 3))
+    >>> y = X[:, 0] * X[:, 1] + X[:, 2]          # one pairwise interaction and a linear term
+    >>> df = from_dense(spark, X, columns={"label": y})
+    >>> model = FMRegressor(factorSize=2, maxIter=50, seed=0).fit(df)
+    >>> model.transform(df).columns
+    ['features', 'label', 'prediction']
+    >>> RegressionEvaluator().evaluate(model.transform(df)) < 0.2 * float(y.std())   # RMSE
+    True
     """
 
     _task = "regression"
@@ -196,6 +204,19 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
     Takes every parameter of :class:`FMRegressor`, plus ``rawPredictionCol`` (default
     "rawPrediction": [-m, m] with m the margin: ŷ for logistic, Φ⁻¹(p) for probit) and
     ``probabilityCol`` (default "probability": [1 - p, p]).
+
+    Examples
+    --------
+    >>> from sparkxml.datasets import from_dense
+    >>> X = np.random.default_rng(0).normal(size=(40, 3))
+    >>> y = (X[:, 0] * X[:, 1] + X[:, 2] > 0).astype(float)
+    >>> df = from_dense(spark, X, columns={"label": y})
+    >>> model = FMClassifier(factorSize=2, maxIter=50, seed=0).fit(df)
+    >>> out = model.transform(df)
+    >>> out.columns
+    ['features', 'label', 'rawPrediction', 'probability', 'prediction']
+    >>> out.filter("prediction = label").count() >= 34      # of 40
+    True
     """
 
     _task = "classification"

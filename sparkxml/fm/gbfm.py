@@ -137,9 +137,17 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
 
     Examples
     --------
-    >>> enc = FieldEncoder(inputCols=["user", "item", "age", "genre"]).fit(df)
-    >>> model = GBFMRegressor(fieldStarts=enc.fieldStarts, numStages=50).fit(enc.transform(df))
-    >>> model.stages[:3]   # [{'stage': 0, 'fields': (0, 1), 'gain': ...}, ...]
+    >>> from sparkxml import FieldEncoder
+    >>> rng = np.random.default_rng(0)
+    >>> rows = [(int(u), int(i), int(h), float(u * i)) for u, i, h in rng.integers(0, 4, (60, 3))]
+    >>> df = spark.createDataFrame(rows, ["user", "item", "hour", "label"])
+    >>> enc = FieldEncoder(inputCols=["user", "item", "hour"]).fit(df)
+    >>> model = GBFMRegressor(fieldStarts=enc.fieldStarts, numStages=3, seed=0).fit(
+    ...     enc.transform(df))
+    >>> sorted(model.stages[0]["fields"])      # the (user, item) pair the label comes from
+    [0, 1]
+    >>> model.transform(enc.transform(df)).columns[-1]
+    'prediction'
     """
 
     _task = "regression"
@@ -171,6 +179,20 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
 
     Takes every parameter of :class:`GBFMRegressor`, plus ``rawPredictionCol`` (default
     "rawPrediction": [-m, m], m the log-odds) and ``probabilityCol`` (default "probability").
+
+    Examples
+    --------
+    >>> from sparkxml import FieldEncoder
+    >>> rng = np.random.default_rng(0)
+    >>> rows = [(int(u), int(i), int(h), float(u == i)) for u, i, h in rng.integers(0, 4, (60, 3))]
+    >>> df = spark.createDataFrame(rows, ["user", "item", "hour", "label"])
+    >>> enc = FieldEncoder(inputCols=["user", "item", "hour"]).fit(df)
+    >>> model = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=3, seed=0).fit(
+    ...     enc.transform(df))
+    >>> sorted(model.stages[0]["fields"])      # label 1 where user == item
+    [0, 1]
+    >>> model.transform(enc.transform(df)).columns[-3:]
+    ['rawPrediction', 'probability', 'prediction']
     """
 
     _task = "classification"

@@ -79,7 +79,16 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
 
     Examples
     --------
-    >>> rf = RandomForestClassifier(numTrees=100, maxDepth=64, numWorkers=2).fit(train)
+    >>> from sparkxml.datasets import from_dense
+    >>> X = np.random.default_rng(0).normal(size=(40, 3))
+    >>> df = from_dense(spark, X, columns={"label": (X[:, 0] + X[:, 1] > 0).astype(float)})
+    >>> model = RandomForestClassifier(numTrees=10, maxDepth=3, oobScore=True, seed=0).fit(df)
+    >>> model.getNumTrees, model.numClasses
+    (10, 2)
+    >>> 0.6 < model.outOfBagScore <= 1.0      # out-of-bag accuracy
+    True
+    >>> model.transform(df).filter("prediction = label").count() >= 36   # of 40
+    True
     """
 
     _task = "classification"
@@ -118,6 +127,18 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
     Takes the parameters of :class:`RandomForestClassifier` but ``classWeight`` and the
     classifier outputs; ``criterion`` "squared_error" (default), "friedman_mse" or "poisson";
     ``featureSubsetStrategy`` "auto" = "onethird" (Spark MLlib). ``oobScore`` is R².
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(float(i), 1.0 if i < 30 else 5.0) for i in range(60)],
+    ...                            ["x", "label"])
+    >>> model = RandomForestRegressor(featuresCols=["x"], numTrees=20, maxDepth=3,
+    ...                               oobScore=True, seed=0).fit(df)
+    >>> 0.9 < model.outOfBagScore <= 1.0      # out-of-bag R²
+    True
+    >>> out = model.transform(df).collect()
+    >>> round(out[0].prediction, 1), round(out[-1].prediction, 1)     # the two plateaus
+    (1.0, 5.0)
     """
 
     _task = "regression"

@@ -84,8 +84,16 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
 
     Examples
     --------
-    >>> model = DecisionTreeClassifier(maxDepth=64, numWorkers=2).fit(train_df)
-    >>> model.treeArrays(0)["threshold"]       # scikit-learn's tree_.threshold
+    >>> from sparkxml.datasets import from_dense
+    >>> X = np.random.default_rng(0).normal(size=(40, 3))
+    >>> df = from_dense(spark, X, columns={"label": (X[:, 0] + X[:, 1] > 0).astype(float)})
+    >>> model = DecisionTreeClassifier(maxDepth=3, seed=0).fit(df)
+    >>> model.transform(df).columns
+    ['features', 'label', 'rawPrediction', 'probability', 'prediction']
+    >>> model.transform(df).filter("prediction = label").count() >= 36   # of 40
+    True
+    >>> int(model.treeArrays(0)["feature"][0]) in (0, 1)    # scikit-learn's tree_.feature
+    True
     """
 
     _task = "classification"
@@ -122,6 +130,16 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
     classifier outputs; ``criterion`` is "squared_error" (default), "friedman_mse" (Friedman's
     improvement; the same splits as squared_error, which scikit-learn >= 1.9 uses for it) or
     "poisson" (labels >= 0 with a positive sum). Adds ``predictionCol`` (the leaf mean).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(float(i), 1.0 if i < 10 else 5.0) for i in range(20)],
+    ...                            ["x", "label"])
+    >>> model = DecisionTreeRegressor(featuresCols=["x"], maxDepth=1).fit(df)
+    >>> float(model.treeArrays(0)["threshold"][0])   # scikit-learn's midpoint between 9 and 10
+    9.5
+    >>> sorted(r.prediction for r in model.transform(df).select("prediction").distinct().collect())
+    [1.0, 5.0]
     """
 
     _task = "regression"

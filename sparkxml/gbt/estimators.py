@@ -480,8 +480,16 @@ class GBTRegressor(GBTEstimator, GBTParams):
 
     Examples
     --------
-    >>> model = GBTRegressor(maxIter=50, numWorkers=2).fit(train_df)
-    >>> model.transform(test_df).select("prediction")
+    >>> from pyspark.ml.evaluation import RegressionEvaluator
+    >>> from sparkxml.datasets import from_dense
+    >>> X = np.random.default_rng(0).normal(size=(40, 3))
+    >>> y = 2 * X[:, 0] + X[:, 1]
+    >>> df = from_dense(spark, X, columns={"label": y})
+    >>> model = GBTRegressor(maxIter=10, maxDepth=2, stepSize=0.3, seed=0).fit(df)
+    >>> model.getNumTrees, model.transform(df).columns
+    (10, ['features', 'label', 'prediction'])
+    >>> RegressionEvaluator().evaluate(model.transform(df)) < 0.5 * float(y.std())   # RMSE
+    True
     """
 
     _task = "regression"
@@ -537,6 +545,17 @@ class GBTClassifier(GBTEstimator, _GBTClassifierParams):
     scalePosWeight : float, default 1.0
         Two classes: positive rows' gradients and hessians are multiplied by it (XGBoost's
         ``scale_pos_weight``, e.g. negatives / positives for unbalanced data).
+
+    Examples
+    --------
+    >>> from sparkxml.datasets import from_dense
+    >>> X = np.random.default_rng(0).normal(size=(40, 3))
+    >>> df = from_dense(spark, X, columns={"label": (X[:, 0] + X[:, 1] > 0).astype(float)})
+    >>> model = GBTClassifier(maxIter=10, maxDepth=2, seed=0).fit(df)
+    >>> model.transform(df).columns
+    ['features', 'label', 'rawPrediction', 'probability', 'prediction']
+    >>> model.transform(df).filter("prediction = label").count() >= 36   # of 40
+    True
     """
 
     _task = "classification"

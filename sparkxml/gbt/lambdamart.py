@@ -151,9 +151,14 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
 
     Examples
     --------
-    >>> from sparkxml import LambdaMART, RankingEvaluator
-    >>> model = LambdaMART(groupCol="qid", maxIter=100, numWorkers=2).fit(train_df)
-    >>> RankingEvaluator(k=10).evaluate(model.transform(test_df))
+    >>> from sparkxml import RankingEvaluator
+    >>> from sparkxml.datasets import from_dense
+    >>> X = np.random.default_rng(0).normal(size=(60, 3))
+    >>> rel = np.clip(np.round(X[:, 0] + 1), 0, 3).astype(np.int64)   # grades 0..3 from x0
+    >>> df = from_dense(spark, X, columns={"qid": np.arange(60) // 10, "label": rel})
+    >>> model = LambdaMART(groupCol="qid", maxIter=10, maxDepth=2, seed=0).fit(df)
+    >>> 0.9 < RankingEvaluator(k=5).evaluate(model.transform(df)) <= 1.0    # NDCG@5
+    True
     """
 
     _task = "ranking"

@@ -241,8 +241,16 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
 
     Examples
     --------
-    >>> model = LinearSVC(C=1.0, loss="hinge", fitIntercept=False).fit(train_df)
-    >>> model.coefficients, model.summary.gapHistory[-1]
+    >>> from sparkxml.datasets import from_dense
+    >>> X = np.random.default_rng(0).normal(size=(40, 3))
+    >>> df = from_dense(spark, X, columns={"label": (X[:, 0] + X[:, 1] > 0).astype(float)})
+    >>> model = LinearSVC(C=1.0, seed=0).fit(df)
+    >>> model.summary.converged, model.numFeatures
+    (True, 3)
+    >>> model.transform(df).columns
+    ['features', 'label', 'rawPrediction', 'prediction']
+    >>> model.transform(df).filter("prediction = label").count() >= 36   # of 40
+    True
     """
 
     _model_kind = "linear_svm"
