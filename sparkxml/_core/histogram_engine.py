@@ -161,6 +161,28 @@ def sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
     return merged, infos
 
 
+def training_columns(spec, label, weight, valid, extra=()) -> list:
+    """The projection a fit trains on: the features (``feature_exprs``), the label and the
+    weight as doubles, the validation indicator where set, then ``extra`` columns."""
+    cols = feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
+    if weight is not None:
+        cols.append(F.col(weight).cast("double").alias(weight))
+    if valid is not None:
+        cols.append(F.col(valid))
+    return cols + list(extra)
+
+
+def check_feature_columns(fields: dict, spec) -> None:
+    """The feature columns of ``spec`` are in ``fields`` (name -> type), a vector column is a
+    Spark ML vector; the message names the column."""
+    for c in spec_columns(spec):
+        if c not in fields:
+            raise ValueError(f"column '{c}' is not in the DataFrame (columns: "
+                             f"{list(fields)})")
+    if spec["kind"] == "vector" and not isinstance(fields[spec["col"]], VectorUDT):
+        raise TypeError(f"featuresCol: column '{spec['col']}' must be a Spark ML vector")
+
+
 # the dense-array copy of a vector column that a transform hands to its Python tasks
 X_COL = "__sparkxml_features"
 
@@ -174,12 +196,7 @@ def transform_with(dataset, spec, outs, make_predict):
     reaches it as a dense array made in the JVM (see ``feature_exprs``), in column ``drop``.
     """
     fields = {f.name: f.dataType for f in dataset.schema.fields}
-    for c in spec_columns(spec):
-        if c not in fields:
-            raise ValueError(f"column '{c}' is not in the DataFrame (columns: "
-                             f"{list(fields)})")
-    if spec["kind"] == "vector" and not isinstance(fields[spec["col"]], VectorUDT):
-        raise TypeError(f"featuresCol: column '{spec['col']}' must be a Spark ML vector")
+    check_feature_columns(fields, spec)
     check_output_columns(fields, outs)
     kinds = [k for _, k in outs]
     names = [n for n, _ in outs]

@@ -35,9 +35,8 @@ from sparkxml_kernels.forest.splitter import sklearn_seed
 from sparkxml_kernels import binning
 
 from sparkxml._core.barrier import run_barrier_training
-from sparkxml._core.histogram_engine import (check_schema,
+from sparkxml._core.histogram_engine import (check_schema, training_columns,
     data_checks,
-    feature_exprs,
     sketch_pass,
     transform_with)
 from sparkxml._core.workers import check_slots, needs_repartition, workers_for
@@ -293,10 +292,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
                        criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
                        n_features=d, class_weights=class_weights)
-            cols = feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
-            if weight is not None:
-                cols.append(F.col(weight).cast("double").alias(weight))
-            df = dataset.select(*cols)
+            df = dataset.select(*training_columns(spec, label, weight, None))
             df = df.withColumn(ROW_ID, F.xxhash64(*[F.col(c) for c in df.columns]))
             with progress.phase("train"):
                 result = run_barrier_training(

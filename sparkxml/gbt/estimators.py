@@ -101,9 +101,8 @@ from sparkxml.gbt.params import (HasCategoricalCols,
     HasNthread)
 from sparkxml.gbt import features as _gbt_features
 # shared with LambdaMART, trees and forests; still importable from here
-from sparkxml._core.histogram_engine import (check_schema,
+from sparkxml._core.histogram_engine import (check_schema, training_columns,
     data_checks,
-    feature_exprs,
     finite_col,
     sketch_pass)
 from sparkxml._core.workers import check_slots, needs_repartition, workers_for
@@ -225,12 +224,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             params = dict(self._booster_params(max_bins), objective=objective,
                           numClasses=n_classes, evalMetric=metric,
                           categoricalFeatures=engine["cat_ids"] or None)
-            cols = feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
-            if weight is not None:
-                cols.append(F.col(weight).cast("double").alias(weight))
-            if valid is not None:
-                cols.append(F.col(valid))
-            cols += engine["cols"]
+            cols = training_columns(spec, label, weight, valid, engine["cols"])
             df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
             fault = dict(self._fault_injection) if self._fault_injection else None
             with progress.phase("train"):

@@ -55,7 +55,7 @@ from sparkxml.gbt.estimators import (COMMON_PARAMS,
     GBTParams)
 from sparkxml._core.params import add_setters
 from sparkxml._core.workers import check_slots, workers_for
-from sparkxml._core.histogram_engine import data_checks, feature_exprs, finite_col
+from sparkxml._core.histogram_engine import training_columns, data_checks, finite_col
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.params import HasGroupCol
 from sparkxml.gbt.params import (HasLabelGain,
@@ -252,12 +252,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                    "label_gain": label_gain, "sigma": self.getSigma(),
                    "norm": self.getLambdarankNorm()}
         fault = dict(self._fault_injection) if self._fault_injection else None
-        proj = feature_exprs(spec) + [F.col(label).cast("double").alias(label)]
-        if weight is not None:
-            proj.append(F.col(weight).cast("double").alias(weight))
-        if valid is not None:
-            proj.append(F.col(valid))
-        proj += engine["cols"]
+        proj = training_columns(spec, label, weight, valid, engine["cols"])
         with progress.phase("train"):
             result = run_barrier_training(
                 frame.select(*proj, group, _KEY), n_workers,

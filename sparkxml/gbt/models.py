@@ -26,7 +26,7 @@ from sparkxml.gbt.tasks import (make_predict_fn,
     predict_from_probability)
 from sparkxml._core.histogram_tasks import spec_columns
 from sparkxml._core.progress import FitProgress
-from sparkxml._core.histogram_engine import X_COL  # the dense-array copy of a vector column for the tasks
+from sparkxml._core.histogram_engine import check_feature_columns, X_COL  # the dense-array copy of a vector column for the tasks
 from sparkxml.gbt.summary import GBTTrainingSummary
 from sparkxml._core.base import SparkXMLPredictorModel
 from sparkxml._core.validation import check_output_columns
@@ -208,12 +208,7 @@ class GBTModelBase(SparkXMLPredictorModel):
         return name
 
     def _check_features(self, fields, spec):
-        for c in spec_columns(spec):
-            if c not in fields:
-                raise ValueError(f"column '{c}' is not in the DataFrame (columns: "
-                                 f"{list(fields)})")
-        if spec["kind"] == "vector" and not isinstance(fields[spec["col"]], VectorUDT):
-            raise TypeError(f"featuresCol: column '{spec['col']}' must be a Spark ML vector")
+        check_feature_columns(fields, spec)
 
     def _transform_validated(self, dataset):
         if self._predictor is None:
