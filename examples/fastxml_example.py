@@ -6,7 +6,9 @@ Runs unchanged with plain Python (local Spark) or on a cluster:
     spark-submit examples/fastxml_example.py [--data hdfs-visible train.txt --test test.txt]
 
 Without --data it trains on generated data. --data/--test take Extreme Classification
-Repository text files (header `N D L`, then `l1,l2 f:v ...`).
+Repository text files (header `N D L`, then `l1,l2 f:v ...`). Metrics are fractions in
+[0, 1], as XMLEvaluator returns them. The pipeline is saved to a temporary directory and
+reloaded; the directory is removed at the end.
 """
 import argparse
 import os
@@ -45,17 +47,18 @@ def main():
     pred.select("labels", "prediction", "scores").show(3, truncate=60)
 
     inv_prop = label_propensities(train)
-    for metric in ("precisionAtK", "ndcgAtK", "pspAtK"):
+    for metric, name in (("precisionAtK", "P"), ("ndcgAtK", "nDCG"), ("pspAtK", "PSP")):
         for k in (1, 3, 5):
             ev = XMLEvaluator(metricName=metric, k=k, inversePropensities=inv_prop)
-            print(f"{metric}@{k} = {100 * ev.evaluate(pred):.2f}")
+            print(f"{name}@{k} {ev.evaluate(pred):.4f}")
 
-    path = os.path.join(tempfile.mkdtemp(prefix="sparkxml-example-"), "pipeline")
-    model.write().overwrite().save(path)
-    reloaded = PipelineModel.load(path)
-    same = reloaded.transform(test).select("prediction").collect() == \
-        pred.select("prediction").collect()
-    print(f"saved to {path}; reloaded pipeline predicts the same: {same}")
+    with tempfile.TemporaryDirectory(prefix="sparkxml-example-") as tmp:
+        path = os.path.join(tmp, "pipeline")
+        model.write().save(path)
+        reloaded = PipelineModel.load(path)
+        same = reloaded.transform(test).select("prediction").collect() == \
+            pred.select("prediction").collect()
+    print(f"saved, reloaded (temporary directory, removed): predicts the same: {same}")
 
 
 if __name__ == "__main__":

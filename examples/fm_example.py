@@ -67,14 +67,14 @@ def main():
           f"{evaluator.evaluate(gb.transform(te)):.4f}")
     for s in gb.stages[:6]:
         p, q = s["fields"]
-        print(f"  stage {s['stage']}: ({cats[p]}, {cats[q]})  gain {s['gain']:.5f}")
+        print(f"  stage {s['stage'] + 1}: ({cats[p]}, {cats[q]})  gain {s['gain']:.5f}")
 
     with tempfile.TemporaryDirectory() as tmp:
         enc_path, fm_path = os.path.join(tmp, "encoder"), os.path.join(tmp, "fm")
         enc.write().save(enc_path)
         fm.write().save(fm_path)
         again = FMRegressionModel.load(fm_path)
-        print("reloaded FM test RMSE:", round(evaluator.evaluate(again.transform(te)), 4))
+        print(f"reloaded FM test RMSE: {evaluator.evaluate(again.transform(te)):.4f}")
         # serving without Spark: categorical columns -> CSR -> predictions
         vocab = sparkxml_kernels.load_model(enc_path)
         predictor = sparkxml_kernels.load_model(fm_path)

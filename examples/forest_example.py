@@ -10,7 +10,8 @@ them the example generates a 3-class problem with integer features. It fits a
 DecisionTreeClassifier (scikit-learn's tree, when scikit-learn is installed the example checks
 it node for node) and a RandomForestClassifier with its out-of-bag score, reports test
 accuracy, saves the forest, reloads it with Spark and serves it without Spark through
-``sparkxml_kernels.load_model``.
+``sparkxml_kernels.load_model``. Accuracies are fractions in [0, 1]; the forest goes to a
+temporary directory removed at the end.
 """
 import argparse
 import os
@@ -90,13 +91,15 @@ def main():
     top = np.argsort(forest.featureImportances.toArray())[::-1][:3]
     print("most important features:", top.tolist())
 
-    path = os.path.join(tempfile.mkdtemp(), "forest-model")
-    forest.write().overwrite().save(path)
-    again = RandomForestClassificationModel.load(path)
-    print("reloaded with Spark, test accuracy", round(evaluator.evaluate(again.transform(test)), 4))
-    predictor = sparkxml_kernels.load_model(path)  # no Spark needed from here
-    proba = predictor.predict_values(Xt)
-    print("served without Spark, test accuracy", round(float((proba.argmax(1) == yt).mean()), 4))
+    with tempfile.TemporaryDirectory(prefix="sparkxml-example-") as tmp:
+        path = os.path.join(tmp, "forest-model")
+        forest.write().save(path)
+        again = RandomForestClassificationModel.load(path)
+        print(f"reloaded with Spark, test accuracy "
+              f"{evaluator.evaluate(again.transform(test)):.4f}")
+        predictor = sparkxml_kernels.load_model(path)  # no Spark needed from here
+        proba = predictor.predict_values(Xt)
+    print(f"served without Spark, test accuracy {float((proba.argmax(1) == yt).mean()):.4f}")
     spark.stop()
 
 

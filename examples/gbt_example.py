@@ -8,7 +8,9 @@ Runs unchanged with plain Python (local Spark) or on a cluster:
 --data/--test take LightGBM's tab-separated files (label first, then the features); without
 them the example generates a binary classification problem. It trains a GBTClassifier with
 early stopping on a validation split, reports test AUC, saves the model, reloads it with Spark
-and serves it without Spark through ``sparkxml_kernels.load_model``.
+and serves it without Spark through ``sparkxml_kernels.load_model``. Rounds are counted from 1
+(``summary.bestIteration`` is a 0-based index: the best round is ``bestIteration + 1``); the
+model goes to a temporary directory removed at the end.
 """
 import argparse
 import os
@@ -68,19 +70,20 @@ def main():
     model = gbt.fit(train)
     s = model.summary
     print(f"trained {s.roundsRun} rounds, kept {s.numRounds} (best validation AUC "
-          f"{s.bestScore:.4f} at round {s.bestIteration}) in {s.trainingSeconds:.1f}s on "
+          f"{s.bestScore:.4f} at round {s.bestIteration + 1}) in {s.trainingSeconds:.1f}s on "
           f"{len(s.workerInfo)} worker(s)")
     auc = BinaryClassificationEvaluator().evaluate(model.transform(test))
     print(f"test AUC {auc:.4f}")
     top = np.argsort(model.featureImportances.toArray())[::-1][:5]
     print("most important features:", [features[i] for i in top])
 
-    path = os.path.join(tempfile.mkdtemp(), "gbt-model")
-    model.write().overwrite().save(path)
-    again = GBTClassificationModel.load(path)
-    assert again.getNumTrees == model.getNumTrees
-    predictor = sparkxml_kernels.load_model(path)  # no Spark needed from here on
-    p = predictor.predict(test_pdf[features].to_numpy())[:, 1]
+    with tempfile.TemporaryDirectory(prefix="sparkxml-example-") as tmp:
+        path = os.path.join(tmp, "gbt-model")
+        model.write().save(path)
+        again = GBTClassificationModel.load(path)
+        assert again.getNumTrees == model.getNumTrees
+        predictor = sparkxml_kernels.load_model(path)  # no Spark needed from here on
+        p = predictor.predict(test_pdf[features].to_numpy())[:, 1]
     print(f"served without Spark: {len(p)} probabilities, first {np.round(p[:3], 4).tolist()}")
     spark.stop()
 

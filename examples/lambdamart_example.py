@@ -7,7 +7,9 @@ Runs unchanged with plain Python (local Spark) or on a cluster:
 
 Without --data it trains on generated queries. --data/--test take svmlight / LightGBM ranking
 files (``rel qid:q idx:val ...``, or without ``qid:`` next to a LightGBM ``<file>.query``
-group-size file), e.g. LightGBM's examples/lambdarank/rank.train and rank.test.
+group-size file), e.g. LightGBM's examples/lambdarank/rank.train and rank.test. Rounds are
+counted from 1 (``summary.bestIteration`` is a 0-based index: the best round is
+``bestIteration + 1``); the pipeline goes to a temporary directory removed at the end.
 """
 import argparse
 import os
@@ -76,24 +78,25 @@ def main():
     lm = model.stages[0]
     s = lm.summary
     print(f"rounds kept {s.numRounds} of {s.roundsRun}; best validation {s.metricName} "
-          f"{s.bestScore:.4f} at round {s.bestIteration}")
+          f"{s.bestScore:.4f} at round {s.bestIteration + 1}")
 
     pred = model.transform(test).cache()
     pred.orderBy("qid", F.desc("prediction")).select("qid", "label", "prediction").show(8)
-    for metric in ("ndcgAtK", "mapAtK", "precisionAtK"):
+    for metric, name in (("ndcgAtK", "NDCG"), ("mapAtK", "MAP"), ("precisionAtK", "P")):
         for k in (1, 5, 10):
             ev = RankingEvaluator(metricName=metric, k=k, groupCol="qid")
-            print(f"{metric}@{k} = {ev.evaluate(pred):.4f}")
+            print(f"{name}@{k} {ev.evaluate(pred):.4f}")
 
-    path = os.path.join(tempfile.mkdtemp(prefix="sparkxml-example-"), "pipeline")
-    model.write().overwrite().save(path)
-    reloaded = PipelineModel.load(path)
-    same = reloaded.transform(test).select("prediction").collect() == \
-        pred.select("prediction").collect()
-    print(f"saved to {path}; reloaded pipeline scores the same: {same}")
-    # serving without Spark: the model's directory inside the pipeline
-    stage_dir = os.path.join(path, "stages", sorted(os.listdir(os.path.join(path, "stages")))[0])
-    scorer = sparkxml_kernels.load_model(stage_dir)
+    with tempfile.TemporaryDirectory(prefix="sparkxml-example-") as tmp:
+        path = os.path.join(tmp, "pipeline")
+        model.write().save(path)
+        reloaded = PipelineModel.load(path)
+        same = reloaded.transform(test).select("prediction").collect() == \
+            pred.select("prediction").collect()
+        print(f"saved, reloaded (temporary directory, removed): scores the same: {same}")
+        # serving without Spark: the model's directory inside the pipeline
+        stages = os.path.join(path, "stages")
+        scorer = sparkxml_kernels.load_model(os.path.join(stages, sorted(os.listdir(stages))[0]))
     first = test.limit(3).collect()
     X = np.array([r["features"].toArray() for r in first])
     print("scores without Spark:", np.round(scorer.predict(X), 4).tolist())

@@ -9,7 +9,8 @@ Runs unchanged with plain Python (local Spark) or on a cluster:
 more); without them the example generates a sparse binary problem. It trains a LinearSVC
 (hinge loss, Shark's schedule), prints the objective, duality gap and test accuracy, saves the
 model, reloads it with Spark and serves it without Spark through
-``sparkxml_kernels.load_model``.
+``sparkxml_kernels.load_model``. Accuracy is a fraction in [0, 1]; the model goes to a
+temporary directory removed at the end.
 """
 import argparse
 import os
@@ -77,17 +78,18 @@ def main():
           f"{s.numFreeSV}/{s.numBoundedSV}")
     acc = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(
         model.transform(test))
-    print(f"test accuracy {100 * acc:.2f} %")
+    print(f"test accuracy {acc:.4f}")
 
-    path = os.path.join(tempfile.mkdtemp(), "linear_svm")
-    model.write().overwrite().save(path)
-    again = LinearSVCModel.load(path)
-    assert again.transform(test).select("prediction").collect() == \
-        model.transform(test).select("prediction").collect()
-    indptr, indices, data, d = to_csr(test)
-    served = sparkxml_kernels.load_model(path)  # no Spark needed from here on
-    pred = served.predict((indptr, indices, data, d))
-    print(f"saved to {path}; served without Spark: {len(pred)} predictions")
+    with tempfile.TemporaryDirectory(prefix="sparkxml-example-") as tmp:
+        path = os.path.join(tmp, "linear_svm")
+        model.write().save(path)
+        again = LinearSVCModel.load(path)
+        assert again.transform(test).select("prediction").collect() == \
+            model.transform(test).select("prediction").collect()
+        indptr, indices, data, d = to_csr(test)
+        served = sparkxml_kernels.load_model(path)  # no Spark needed from here on
+        pred = served.predict((indptr, indices, data, d))
+    print(f"saved, reloaded, served without Spark: {len(pred)} predictions")
     spark.stop()
 
 

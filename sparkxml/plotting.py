@@ -134,6 +134,9 @@ def plot_learning_curve(model, ax=None, title: Optional[str] = "Learning curve",
     model : fitted GBT/LambdaMART model (uses ``model.summary``) or a ``GBTTrainingSummary``
         Every non-empty ``*History`` list of the summary is drawn (``validationHistory``, and
         ``trainingHistory`` where the summary keeps it); ``bestIteration`` is marked.
+        Rounds are counted from 1 on the x axis (round 1 = the first tree), so history entry
+        ``i`` is drawn at round ``i + 1`` and the 0-based ``bestIteration`` at round
+        ``bestIteration + 1`` ("best round ...").
 
     Returns
     -------

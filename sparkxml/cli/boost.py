@@ -5,28 +5,58 @@ Data files are svmlight / LightGBM (``label [qid:q] idx:val ...``, 1-based indic
 ``binary.train``); ``--format auto`` (the default) looks for ``:`` in the first data line.
 Ranking files name their queries with ``qid:`` tokens or a LightGBM ``.query`` file
 (``--query``). Only the options given are passed to the estimator: its defaults apply to the
-rest.
+rest (``--help`` shows them). Metrics are printed with 4 decimals, fractions (AUC, accuracy,
+NDCG) in [0, 1]; rounds are counted from 1 (round 1 = the first tree).
 """
 from __future__ import annotations
 
 import time
 
-from sparkxml.cli.common import load_saved_model, model_path_free
+from sparkxml.cli.common import load_saved_model, model_and_inputs_exist, model_path_free
 
-# (flag, estimator param, type): training options shared by gbt and lambdamart
+# (flag, estimator param, type, help, default, choices): the training options. An option not
+# given is not passed, so the estimator's default applies: ``default`` is it, as --help shows
+# it (tests/spark/test_cli_boost.py checks these against the estimators' defaults).
 _TRAIN_OPTIONS = [
-    ("--max-iter", "maxIter", int), ("--max-depth", "maxDepth", int),
-    ("--step-size", "stepSize", float), ("--max-bins", "maxBins", int),
-    ("--grow-policy", "growPolicy", str), ("--max-leaves", "maxLeaves", int),
-    ("--reg-lambda", "regLambda", float), ("--reg-alpha", "regAlpha", float),
-    ("--min-split-loss", "minSplitLoss", float), ("--min-child-weight", "minChildWeight", float),
-    ("--subsampling-rate", "subsamplingRate", float),
-    ("--colsample-by-tree", "colsampleByTree", float), ("--seed", "seed", int),
-    ("--num-workers", "numWorkers", int), ("--early-stopping-rounds", "earlyStoppingRounds", int),
-    ("--eval-metric", "evalMetric", str),
+    ("--max-iter", "maxIter", int, "boosting rounds (trees)", "100", None),
+    ("--max-depth", "maxDepth", int, "maximum depth of a tree; 0 = unlimited, only with "
+     "--grow-policy lossguide and --max-leaves > 0", "6", None),
+    ("--step-size", "stepSize", float, "learning rate, in (0, 1]", "0.1", None),
+    ("--max-bins", "maxBins", int, "histogram bins per feature, 2..65536", "256", None),
+    ("--grow-policy", "growPolicy", str, "depthwise: split every node of a level; lossguide: "
+     "split the leaf with the highest gain first", "depthwise", ["depthwise", "lossguide"]),
+    ("--max-leaves", "maxLeaves", int, "maximum leaves of a tree; 0 = no limit", "0", None),
+    ("--reg-lambda", "regLambda", float, "L2 regularisation of leaf weights", "1.0", None),
+    ("--reg-alpha", "regAlpha", float, "L1 regularisation of leaf weights", "0.0", None),
+    ("--min-split-loss", "minSplitLoss", float, "minimum loss reduction to make a split "
+     "(gamma)", "0.0", None),
+    ("--min-child-weight", "minChildWeight", float, "minimum sum of hessians in a child", "1.0",
+     None),
+    ("--subsampling-rate", "subsamplingRate", float, "fraction of rows sampled per tree, in "
+     "(0, 1]", "1.0", None),
+    ("--colsample-by-tree", "colsampleByTree", float, "fraction of features sampled per tree, "
+     "in (0, 1]", "1.0", None),
+    ("--seed", "seed", int, "random seed", "0", None),
+    ("--num-workers", "numWorkers", int, "Spark tasks training runs on",
+     "the session's default parallelism", None),
+    ("--early-stopping-rounds", "earlyStoppingRounds", int, "stop when the --valid metric has "
+     "not improved for this many rounds; 0 = off", "0", None),
 ]
-_GBT_OPTIONS = [("--num-classes", "numClasses", int)]
-_RANK_OPTIONS = [("--objective", "objective", str), ("--ndcg-truncation", "ndcgTruncation", int)]
+_GBT_OPTIONS = [
+    ("--eval-metric", "evalMetric", str, "metric of --valid, in the summary and for early "
+     "stopping", "rmse for regression, logloss for binary, mlogloss for multiclass",
+     ["rmse", "logloss", "error", "auc", "mlogloss"]),
+    ("--num-classes", "numClasses", int, "number of classes, 2..10000", "max label + 1", None),
+]
+_RANK_OPTIONS = [
+    ("--eval-metric", "evalMetric", str, "ranking metric of --valid (per query, averaged), in "
+     "the summary and for early stopping: ndcg@k or map@k, k >= 1", "ndcg@10", None),
+    ("--objective", "objective", str, "lambdarank: LambdaMART's NDCG lambdas; pairwise: "
+     "RankNet", "lambdarank", ["lambdarank", "pairwise"]),
+    ("--ndcg-truncation", "ndcgTruncation", int, "lambdarank truncation level: a pair needs a "
+     "document ranked above it; the ideal DCG normalising a query is taken at this depth",
+     "30", None),
+]
 _VALID = "_sparkxml_is_valid"
 
 
@@ -71,7 +101,7 @@ def _training_frame(spark, args, ranking: bool):
 
 def _params(args, options) -> dict:
     out = {}
-    for flag, param, _ in options:
+    for flag, param, *_ in options:
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None:
             out[param] = value
@@ -102,8 +132,8 @@ def cmd_train(spark, args):
     model = est.fit(df)
     print(f"trained {model.getNumTrees} trees in {time.perf_counter() - t:.1f} s")
     s = model.summary
-    if s.validationHistory:
-        print(f"validation {s.metricName}: best {s.bestScore:.6g} at round "
+    if s.validationHistory:  # bestIteration is 0-based: round bestIteration + 1
+        print(f"validation {s.metricName}: best {s.bestScore:.4f} at round "
               f"{s.bestIteration + 1} of {s.roundsRun}")
     w = model.write()
     (w.overwrite() if args.overwrite else w).save(args.model)
@@ -156,7 +186,7 @@ def cmd_evaluate(spark, args):
     try:
         for name, value in _metrics(model, scored, GBTClassificationModel,
                                     GBTRegressionModel).items():
-            print(f"{name} = {value:.6f}")
+            print(f"{name} {value:.4f}")
     finally:
         scored.unpersist()
 
@@ -187,46 +217,75 @@ def _metrics(model, scored, clf_cls, reg_cls) -> dict:
             .evaluate(scored) for k in (1, 3, 5, 10)}
 
 
+_HELP = {
+    "gbt": dict(
+        group="histogram gradient boosting (classification, regression)",
+        train="train a GBTClassifier (or GBTRegressor, --task regression) and save it",
+        data="svmlight or TSV file, label first",
+        valid="validation file, same format as --data: its --eval-metric after each round "
+              "goes into the summary, and early stopping watches it",
+        predict="write one prediction a line (classifier: probability of class 1, or every "
+                "class's probability, tab-separated; regressor: the prediction)",
+        evaluate="print a saved model's metrics on --data: AUC (binary), accuracy and log "
+                 "loss (classifier); RMSE, MAE and R2 (regressor)"),
+    "lambdamart": dict(
+        group="LambdaMART learning to rank (queries: qid: tokens or a .query file)",
+        train="train a LambdaMART ranker (groupCol qid) and save it",
+        data="svmlight file with qid: tokens (or --query), or TSV with --query; the label is "
+             "the document's relevance (0, 1, 2, ...)",
+        valid="validation queries, same format as --data: their NDCG (--eval-metric) after "
+              "each round goes into the summary, and early stopping watches it",
+        predict="write one ranking score a line (higher ranks first within a query)",
+        evaluate="print a saved ranker's NDCG@1/3/5/10 on --data, averaged over queries"),
+}
+
+
 def add_parsers(algos) -> None:
     """Add the ``gbt`` and ``lambdamart`` command groups to the top-level subparsers."""
-    for algo, what in (("gbt", "histogram gradient boosting (classification, regression)"),
-                       ("lambdamart", "LambdaMART learning to rank")):
-        cmds = algos.add_parser(algo, help=what).add_subparsers(dest="cmd", required=True)
+    for algo, text in _HELP.items():
+        cmds = algos.add_parser(algo, help=text["group"], description=text["group"]
+                                ).add_subparsers(dest="cmd", required=True)
         ranking = algo == "lambdamart"
 
-        def data_args(sp, ranking=ranking):
-            sp.add_argument("--data", required=True, help="svmlight or TSV file")
-            sp.add_argument("--format", default="auto", choices=["auto", "svmlight", "tsv"])
+        def data_args(sp, ranking=ranking, text=text):
+            sp.add_argument("--data", required=True, help=text["data"])
+            sp.add_argument("--format", default="auto", choices=["auto", "svmlight", "tsv"],
+                            help="svmlight (label [qid:q] idx:val ...) or tsv (label, then "
+                            "every feature); auto: svmlight when the first data line has ':'")
             sp.add_argument("--zero-based", action="store_true",
-                            help="svmlight feature indices start at 0 (default 1)")
+                            help="svmlight feature indices start at 0 (else at 1)")
             if ranking:
-                sp.add_argument("--query", default=None, help="LightGBM .query file")
+                sp.add_argument("--query", default=None, help="LightGBM .query file of "
+                                "--data: one query size a line (without qid: tokens)")
 
-        t = cmds.add_parser("train", help="train and save a model")
+        t = cmds.add_parser("train", help=text["train"], description=text["train"])
         data_args(t)
         t.add_argument("--model", required=True, help="directory to save the model to")
-        t.add_argument("--overwrite", action="store_true")
-        t.add_argument("--valid", default=None, help="validation file (early stopping, "
-                       "summary history)")
+        t.add_argument("--overwrite", action="store_true",
+                       help="replace --model if it exists (checked before training)")
+        t.add_argument("--valid", default=None, help=text["valid"])
         if ranking:
-            t.add_argument("--valid-query", default=None, help=".query file of --valid")
+            t.add_argument("--valid-query", default=None, help="LightGBM .query file of "
+                           "--valid")
         else:
             t.add_argument("--task", default="classification",
-                           choices=["classification", "regression"])
-        for flag, param, typ in _TRAIN_OPTIONS + (_RANK_OPTIONS if ranking else _GBT_OPTIONS):
-            t.add_argument(flag, type=typ, default=None, help=f"estimator param {param}")
+                           choices=["classification", "regression"],
+                           help="classification: GBTClassifier (labels 0..K-1); regression: "
+                           "GBTRegressor")
+        for flag, param, typ, help_, default, choices in (
+                _TRAIN_OPTIONS + (_RANK_OPTIONS if ranking else _GBT_OPTIONS)):
+            t.add_argument(flag, type=typ, default=None, choices=choices,
+                           help=f"{help_}; estimator param {param} (default: {default})")
         t.set_defaults(fn=cmd_train, check=model_path_free)
-        p = cmds.add_parser("predict", help="write one prediction a line (classifier: "
-                            "probability of class 1, or every class's probability)")
+        p = cmds.add_parser("predict", help=text["predict"], description=text["predict"])
         data_args(p)
-        p.add_argument("--model", required=True)
-        p.add_argument("--output", required=True)
-        p.set_defaults(fn=cmd_predict)
-        e = cmds.add_parser("evaluate", help="print AUC/accuracy/logloss, RMSE/MAE/R2, or "
-                            "NDCG@1/3/5/10 of a saved model")
+        p.add_argument("--model", required=True, help="saved model directory")
+        p.add_argument("--output", required=True, help="file to write")
+        p.set_defaults(fn=cmd_predict, check=model_and_inputs_exist)
+        e = cmds.add_parser("evaluate", help=text["evaluate"], description=text["evaluate"])
         data_args(e)
-        e.add_argument("--model", required=True)
-        e.set_defaults(fn=cmd_evaluate)
+        e.add_argument("--model", required=True, help="saved model directory")
+        e.set_defaults(fn=cmd_evaluate, check=model_and_inputs_exist)
 
 
 __all__ = ["add_parsers"]

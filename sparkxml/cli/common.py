@@ -1,6 +1,30 @@
-"""What every ``sparkxml`` subcommand shares: the output check before training and loading a
-saved model of an expected kind."""
+"""What every ``sparkxml`` subcommand shares: the checks ``main`` runs before Spark starts (the
+input files exist, the output is free) and loading a saved model of an expected kind."""
 from __future__ import annotations
+
+import os
+import re
+
+# the options that name files a subcommand reads (``--valid-query`` is ``args.valid_query``)
+INPUT_OPTIONS = ("data", "test", "valid", "labels", "xml", "query", "valid_query")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # s3a://, dbfs:/, hdfs://; not C:\ (1 letter)
+
+
+def is_local_path(path: str) -> bool:
+    """True for a path on this machine's file system, False for a URI (``s3a://...``,
+    ``dbfs:/...``, ``file:...``), which is left to Spark and pyarrow to resolve."""
+    return not _URI.match(path)
+
+
+def inputs_exist(args, names=INPUT_OPTIONS) -> None:
+    """Fail when a local input file named by one of the options ``names`` does not exist.
+
+    ``main`` runs it before Spark starts, so a mistyped ``--data`` fails in a second with
+    ``--data train.txt does not exist`` instead of a Spark traceback a minute later."""
+    for name in names:
+        path = getattr(args, name, None)
+        if path and is_local_path(path) and not os.path.exists(path):
+            raise FileNotFoundError(f"--{name.replace('_', '-')} {path} does not exist")
 
 
 def check_model_path(path: str, overwrite: bool) -> None:
@@ -17,9 +41,16 @@ def check_model_path(path: str, overwrite: bool) -> None:
 
 
 def model_path_free(args) -> None:
-    """The ``check`` hook of every ``train`` subcommand: ``main`` runs it before Spark starts,
-    so a wrong ``--model`` fails in a second."""
+    """The ``check`` hook of every ``train`` subcommand: ``--model`` is free (or
+    ``--overwrite`` given) and the input files exist."""
     check_model_path(args.model, args.overwrite)
+    inputs_exist(args)
+
+
+def model_and_inputs_exist(args) -> None:
+    """The ``check`` hook of every ``predict`` and ``evaluate`` subcommand: the saved
+    ``--model`` and the input files exist."""
+    inputs_exist(args, ("model",) + INPUT_OPTIONS)
 
 
 def load_saved_model(path: str, allowed: tuple):

@@ -3,12 +3,44 @@
 Data files may be in the Extreme Classification Repository text format (``--format xc``, the
 default), the FastXML C++ sparse matrix files (``--format smat`` with ``--labels``), or Mulan
 sparse ARFF (``--format arff`` with ``--xml``).
+
+Precision at k is printed as a fraction in [0, 1] with 4 decimals (``P@1 0.6441``), the value
+``XMLEvaluator`` returns.
 """
 from __future__ import annotations
 
 import time
 
-from sparkxml.cli.common import model_path_free
+from sparkxml.cli.common import check_model_path, inputs_exist, model_and_inputs_exist, model_path_free
+
+
+def _format_files(args) -> None:
+    """The files a ``--format`` needs besides ``--data`` were given (checked before Spark)."""
+    if args.format == "smat" and args.labels is None:
+        raise ValueError("--format smat needs --labels (the label matrix file)")
+    if args.format == "arff" and args.xml is None:
+        raise ValueError("--format arff needs --xml (the Mulan label file)")
+
+
+def _check_train(args) -> None:
+    _format_files(args)
+    model_path_free(args)
+
+
+def _check_apply(args) -> None:
+    _format_files(args)
+    model_and_inputs_exist(args)
+
+
+def _check_demo(args) -> None:
+    if args.data:
+        _format_files(args)
+    if args.test and args.format == "smat":
+        raise ValueError("demo --test takes --format xc or arff files (a smat test file needs "
+                         "its own label file: use fastxml train and evaluate)")
+    if args.model:
+        check_model_path(args.model, args.overwrite)
+    inputs_exist(args)
 
 
 def _read(spark, args, path, labels_path=None):
@@ -18,14 +50,13 @@ def _read(spark, args, path, labels_path=None):
     if fmt == "xc":
         return datasets.read_xc(spark, path)
     if fmt == "smat":
-        if labels_path is None:
-            raise SystemExit("--format smat needs --labels (the label matrix file)")
         return datasets.read_smat(spark, path, labels_path)
-    if fmt == "arff":
-        if args.xml is None:
-            raise SystemExit("--format arff needs --xml (the Mulan label file)")
-        return datasets.read_arff_multilabel(spark, path, args.xml)
-    raise SystemExit(f"unknown --format {fmt!r}")
+    return datasets.read_arff_multilabel(spark, path, args.xml)
+
+
+def _print_precisions(precisions: dict) -> None:
+    for k, v in precisions.items():
+        print(f"P@{k} {v:.4f}")
 
 
 def _precisions(model, df, ks=(1, 3, 5)):
@@ -77,19 +108,22 @@ def cmd_evaluate(spark, args):
 
     model = FastXMLModel.load(args.model)
     df = _read(spark, args, args.data, args.labels)
-    for k, v in _precisions(model, df).items():
-        print(f"P@{k} = {100 * v:.2f}")
+    _print_precisions(_precisions(model, df))
 
 
 def cmd_demo(spark, args):
-    """The main job: train on generated (or given) data, print P@1/3/5, save, load, predict."""
+    """The main job: train on generated (or given) data, print P@1/3/5, save, load, predict.
+
+    The model goes to ``--model`` when given (and the last line says where), else into a
+    temporary directory removed at the end."""
     import os
     import tempfile
 
-    from sparkxml.fastxml.fastxml import FastXML, FastXMLModel
+    from sparkxml.fastxml.fastxml import FastXML
 
     if args.data:
-        train, test = _read(spark, args, args.data), _read(spark, args, args.test or args.data)
+        train = _read(spark, args, args.data, args.labels)
+        test = _read(spark, args, args.test or args.data, args.labels)
         source = args.data
     else:
         from sparkxml.synthetic import make_multilabel, rows_frame
@@ -103,26 +137,48 @@ def cmd_demo(spark, args):
     t = time.perf_counter()
     model = FastXML(**_fastxml_params(args)).fit(train)
     print(f"fit: {model.trees} trees in {time.perf_counter() - t:.1f} s")
-    for k, v in _precisions(model, test).items():
-        print(f"P@{k} = {100 * v:.2f}")
-    path = args.model or os.path.join(tempfile.mkdtemp(prefix="sparkxml-"), "fastxml-model")
-    model.write().overwrite().save(path)
+    _print_precisions(_precisions(model, test))
+    if args.model:
+        first = _save_and_reload(model, test, args.model, args.overwrite)
+        print(f"model saved to {args.model} and loaded back; first test row -> labels {first}")
+    else:
+        with tempfile.TemporaryDirectory(prefix="sparkxml-demo-") as tmp:
+            first = _save_and_reload(model, test, os.path.join(tmp, "fastxml-model"), False)
+        print(f"model saved to a temporary directory (removed; pass --model to keep it) and "
+              f"loaded back; first test row -> labels {first}")
+
+
+def _save_and_reload(model, test, path, overwrite) -> list:
+    """Save ``model`` to ``path``, load it back and return its labels for the first test row."""
+    from sparkxml.fastxml.fastxml import FastXMLModel
+
+    w = model.write()
+    (w.overwrite() if overwrite else w).save(path)
     loaded = FastXMLModel.load(path)
-    first = loaded.transform(test).select("prediction", "scores").first()
-    print(f"saved to {path}, loaded back; first test row -> labels {list(first[0])}")
+    return list(loaded.transform(test).select("prediction").first()[0])
 
 
 def add_parsers(algos) -> None:
     """Add ``sparkxml fastxml train|predict|evaluate|demo``."""
-    fx = algos.add_parser("fastxml", help="FastXML extreme multi-label trees")
+    what = "FastXML extreme multi-label trees"
+    fx = algos.add_parser("fastxml", help=what, description=what)
     cmds = fx.add_subparsers(dest="cmd", required=True)
 
+    def command(name, help_):
+        return cmds.add_parser(name, help=help_, description=help_)
+
     def data_args(sp, required=True):
-        sp.add_argument("--data", required=required, help="data file")
+        sp.add_argument("--data", required=required,
+                        help="data file" if required else "training data file (default: "
+                        "generated data, 5000 rows, 2000 features, 200 labels)")
         sp.add_argument("--format", default="xc", choices=["xc", "smat", "arff"],
-                        help="data file format")
-        sp.add_argument("--labels", default=None, help="label matrix file (--format smat)")
-        sp.add_argument("--xml", default=None, help="Mulan label XML (--format arff)")
+                        help="data file format: xc (Extreme Classification Repository text), "
+                        "smat (FastXML C++ feature matrix, with --labels), arff (Mulan "
+                        "sparse ARFF, with --xml)")
+        sp.add_argument("--labels", default=None,
+                        help="label matrix file (needed by --format smat)")
+        sp.add_argument("--xml", default=None,
+                        help="Mulan label XML file (needed by --format arff)")
 
     def train_args(sp):
         sp.add_argument("--num-trees", type=int, default=50, help="trees in the ensemble")
@@ -138,27 +194,30 @@ def add_parsers(algos) -> None:
         sp.add_argument("--num-workers", type=int, default=None,
                         help="training tasks (default: from the data and the session)")
 
-    t = cmds.add_parser("train", help="train and save a model")
+    t = command("train", "train a FastXML model and save it")
     data_args(t)
     train_args(t)
     t.add_argument("--model", required=True, help="directory to save the model to")
     t.add_argument("--overwrite", action="store_true",
                    help="replace --model if it exists (checked before training)")
-    t.set_defaults(fn=cmd_train, check=model_path_free)
-    pr = cmds.add_parser("predict", help="write top-k label:score lines")
+    t.set_defaults(fn=cmd_train, check=_check_train)
+    pr = command("predict", "write the top-k labels of each row, label:score pairs a line")
     data_args(pr)
     pr.add_argument("--model", required=True, help="saved model directory")
     pr.add_argument("--output", required=True, help="file to write")
     pr.add_argument("--k", type=int, default=5, help="labels per row")
-    pr.set_defaults(fn=cmd_predict)
-    ev = cmds.add_parser("evaluate", help="print P@1/3/5 of a saved model")
+    pr.set_defaults(fn=cmd_predict, check=_check_apply)
+    ev = command("evaluate", "print a saved model's P@1/3/5 on --data (fractions in [0, 1])")
     data_args(ev)
     ev.add_argument("--model", required=True, help="saved model directory")
-    ev.set_defaults(fn=cmd_evaluate)
-    d = cmds.add_parser("demo", help="train on generated data (or --data/--test), print P@k, "
-                        "save, load and predict")
+    ev.set_defaults(fn=cmd_evaluate, check=_check_apply)
+    d = command("demo", "train on generated data (or --data/--test), print P@1/3/5, save, "
+                "load and predict")
     data_args(d, required=False)
-    d.add_argument("--test", default=None, help="test file (same format as --data)")
-    d.add_argument("--model", default=None, help="where to save (default: a temp dir)")
+    d.add_argument("--test", default=None,
+                   help="test file, same format as --data (default: --data itself)")
+    d.add_argument("--model", default=None, help="directory to save the model to and keep "
+                   "(default: a temporary directory, removed at the end)")
+    d.add_argument("--overwrite", action="store_true", help="replace --model if it exists")
     train_args(d)
-    d.set_defaults(fn=cmd_demo)
+    d.set_defaults(fn=cmd_demo, check=_check_demo)

@@ -13,11 +13,22 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default after its help, except a default of None ("not given"):
+    such an option's help says itself what applies without it (the estimator's default, or
+    what is derived from the data)."""
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
     """Every (sub)command's help shows its defaults (subparsers are made of this class)."""
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
 
 
@@ -28,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"sparkxml {__version__}")
     p.add_argument("--master", default=None, help="Spark master (default local[*]; ignored "
                    "under spark-submit unless given)")
-    p.add_argument("--remote", default=None, help="Spark Connect URL (sc://host:port)")
+    p.add_argument("--remote", default=None, help="Spark Connect URL (sc://host:port; default: "
+                   "a classic session)")
     algos = p.add_subparsers(dest="algo", required=True)
     from sparkxml.cli import boost, fastxml
 
@@ -68,11 +80,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except ValueError as e:
             print(f"sparkxml: error: {e}", file=sys.stderr)
             return 2
-    from sparkxml.session import get_session
-
     try:
         if getattr(args, "check", None) is not None:
             args.check(args)  # before Spark starts: a wrong argument fails in a second
+        from sparkxml.session import get_session
+
         spark = get_session(master=args.master, remote=args.remote,
                             app_name=f"sparkxml-{args.algo}-{args.cmd}")
         args.fn(spark, args)

@@ -25,6 +25,12 @@ class GBTTrainingSummary(TrainingSummary):
     """What a fit reports: per-round training and validation metric, best iteration,
     timings, workers (the common fields: ``sparkxml._core.summary.TrainingSummary``).
 
+    Rounds: wherever people read them (progress lines, ``sparkxml.plotting``'s learning
+    curve, the CLI) rounds are counted from 1, round 1 being the first tree. The attributes
+    here are indices, as in XGBoost: ``trainingHistory[i]`` and ``validationHistory[i]`` are
+    the metric after round ``i + 1``, and ``bestIteration`` is the 0-based index of the best
+    one, so the best round is ``bestIteration + 1`` (the plot's "best round" line).
+
     Attributes
     ----------
     metricName : str
@@ -34,7 +40,8 @@ class GBTTrainingSummary(TrainingSummary):
     validationHistory : list of float
         Validation metric after each round (empty without ``validationIndicatorCol``).
     bestIteration : int
-        0-based round of the best validation score (the last round without validation).
+        0-based index (into the histories) of the best validation score, i.e. round
+        ``bestIteration + 1``; the last round without validation.
     bestScore : float or None
     numRounds : int
         Rounds kept in the model (``bestIteration + 1`` with early stopping).

@@ -1,6 +1,7 @@
 """``sparkxml gbt|lambdamart train|predict|evaluate`` through cli.main on small generated
 files (TSV and svmlight), against the kernel predictor of the saved model."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -47,6 +48,13 @@ def _run(argv, capsys):
     return rc, out.out, out.err
 
 
+def _metrics(out):
+    """{name: value} from ``name 0.1234`` lines: every metric printed with 4 decimals."""
+    lines = out.strip().splitlines()
+    assert all(re.fullmatch(r"[A-Za-z0-9@]+ -?\d+\.\d{4}", line) for line in lines), lines
+    return {name: float(v) for name, v in (line.split(" ") for line in lines)}
+
+
 def _floats(path):
     return np.array([[float(v) for v in line.split("\t")] for line in open(path).read().split()])
 
@@ -58,6 +66,9 @@ def test_gbt_classifier_tsv_train_predict_evaluate(spark, files, capsys):
                          str(d / "valid.tsv"), "--model", model] + FAST, capsys)
     assert rc == 0, err
     assert "trained 4 trees" in out and "validation logloss" in out
+    # rounds counted from 1: the best of 4 rounds is round 1..4 (bestIteration + 1)
+    best = re.search(r"best (\d\.\d{4}) at round (\d+) of 4", out)
+    assert best and 1 <= int(best.group(2)) <= 4, out
     rc, out, err = _run(["gbt", "predict", "--data", str(d / "valid.tsv"), "--model", model,
                          "--output", str(d / "clf.txt")], capsys)
     assert rc == 0, err
@@ -67,9 +78,9 @@ def test_gbt_classifier_tsv_train_predict_evaluate(spark, files, capsys):
     rc, out, err = _run(["gbt", "evaluate", "--data", str(d / "valid.tsv"), "--model", model],
                         capsys)
     assert rc == 0, err
-    metrics = dict(line.split(" = ") for line in out.strip().splitlines())
+    metrics = _metrics(out)
     assert set(metrics) == {"auc", "accuracy", "logLoss"}
-    assert float(metrics["auc"]) > 0.9 and float(metrics["accuracy"]) > 0.8
+    assert metrics["auc"] > 0.9 and metrics["accuracy"] > 0.8  # fractions, not percent
 
 
 def test_train_refuses_existing_model_before_training(spark, files, capsys, tmp_path):
@@ -99,7 +110,7 @@ def test_gbt_regression_svmlight_overwrite(spark, files, capsys):
                                sparkxml_kernels.load_model(model).predict(X[240:]), rtol=1e-6)
     rc, out, _ = _run(["gbt", "evaluate", "--data", str(d / "reg_test.svm"), "--model", model],
                       capsys)
-    assert rc == 0 and {l.split(" = ")[0] for l in out.split("\n") if l} == {"rmse", "mae", "r2"}
+    assert rc == 0 and set(_metrics(out)) == {"rmse", "mae", "r2"}
 
 
 def test_lambdamart_svmlight_qid(spark, files, capsys):
@@ -116,9 +127,9 @@ def test_lambdamart_svmlight_qid(spark, files, capsys):
     rc, out, err = _run(["lambdamart", "evaluate", "--data", str(d / "rank_test.svm"),
                          "--model", model], capsys)
     assert rc == 0, err
-    ndcg = dict(line.split(" = ") for line in out.strip().splitlines())
+    ndcg = _metrics(out)
     assert list(ndcg) == ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
-    assert all(0.0 <= float(v) <= 1.0 for v in ndcg.values())
+    assert all(0.0 <= v <= 1.0 for v in ndcg.values())
     # a ranking model is not a GBT model, and the message says what was found
     rc, _, err = _run(["gbt", "predict", "--data", str(d / "rank_test.svm"), "--model", model,
                        "--output", str(d / "x.txt")], capsys)
@@ -149,3 +160,26 @@ def test_precompile_command_runs_without_spark_and_names_a_bad_group(capsys):
     assert n > 0
     assert main(["precompile", "--groups", "gbt_threads", "--jobs", "1"]) == 0
     assert f"precompiled {n} of {n} signatures" in capsys.readouterr().out
+
+
+def test_help_defaults_are_the_estimators():
+    """--help shows each training option's default; an option not given is not passed, so
+    that default must be the estimator's own."""
+    from sparkxml.cli import boost
+    from sparkxml.gbt.estimators import GBTClassifier, GBTRegressor
+    from sparkxml.gbt.lambdamart import LambdaMART
+
+    for options, estimators in ((boost._TRAIN_OPTIONS, (GBTClassifier(), GBTRegressor(),
+                                                        LambdaMART())),
+                                (boost._GBT_OPTIONS, (GBTClassifier(),)),
+                                (boost._RANK_OPTIONS, (LambdaMART(),))):
+        for flag, param, typ, _, default, choices in options:
+            for est in estimators:
+                p = est.getParam(param)
+                if est.hasDefault(p):
+                    assert str(est.getOrDefault(p)) == default, (flag, type(est).__name__)
+                    assert type(est.getOrDefault(p)) is typ, flag
+                else:  # derived from the data or the session: the help says from what
+                    assert not default[0].isdigit(), flag
+                for value in choices or ():  # each choice is a value the estimator takes
+                    est.copy({p: value})._validate_params()
