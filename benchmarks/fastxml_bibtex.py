@@ -21,7 +21,6 @@ import tempfile
 import time
 
 import numpy as np
-
 from _harness import Results, load_average, session
 
 HERE = os.path.dirname(os.path.abspath(__file__))

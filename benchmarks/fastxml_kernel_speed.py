@@ -44,7 +44,6 @@ def main(argv=None):
         os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="sparkxml-numba-")
 
     import numpy as np
-
     from _harness import Results
 
     res = Results("fastxml_kernel_speed")

@@ -156,6 +156,7 @@ def main(argv=None):
         ap.error("give --cpp-bin or --cpp-model")
 
     from _harness import Results
+
     from sparkxml_kernels.fastxml import train_forest
     from sparkxml_kernels.fastxml.pfastre import propensity_weights, tail_centroids
     from sparkxml_kernels.formats import read_xc, write_smat

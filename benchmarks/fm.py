@@ -38,7 +38,6 @@ import os
 import time
 
 import numpy as np
-
 from _harness import Results, session
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -42,8 +42,8 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gbt_synthetic import make_data  # noqa: E402  (the same data as the GBT benchmark)
 from _harness import Results, session  # noqa: E402
+from gbt_synthetic import make_data  # noqa: E402  (the same data as the GBT benchmark)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data")

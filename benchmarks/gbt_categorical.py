@@ -32,8 +32,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "jvm-free-udfs"))
 
-from sparkxml_kernels.formats import read_svmlight  # noqa: E402
 from sparkxml_kernels import binning
+from sparkxml_kernels.formats import read_svmlight  # noqa: E402
 from sparkxml_kernels.gbt import binned, booster  # noqa: E402
 from sparkxml_kernels.gbt.metrics import auc_exact  # noqa: E402
 

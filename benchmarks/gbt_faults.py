@@ -20,7 +20,6 @@ import time
 
 import numpy as np
 import pandas as pd
-
 from _harness import Results, session
 
 

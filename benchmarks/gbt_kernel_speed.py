@@ -18,7 +18,6 @@ import argparse
 import time
 
 import numpy as np
-
 from _harness import Results
 
 

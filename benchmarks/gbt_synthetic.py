@@ -41,9 +41,7 @@ import tempfile
 import time
 
 import numpy as np
-
 from _harness import Results, load_average, session
-
 
 # test rows every engine's AUC is measured on (the first rows of the seed-1 test set)
 N_AUC = 20_000
@@ -174,7 +172,6 @@ def main():
     df, raw = spark_frame(spark, X, y, args.workdir, W)
     print(f"spark frame ready ({time.perf_counter() - t0:.1f}s)", flush=True)
     import pandas as pd
-
     from pyspark.ml.feature import VectorAssembler
 
     tcols = [f"f{j}" for j in range(args.features)]

@@ -33,7 +33,6 @@ import os
 import time
 
 import numpy as np
-
 from _harness import Results, session
 
 KS = (1, 3, 5, 10)

@@ -42,7 +42,6 @@ def write_rank_streams(rows, world, blocks, tmp, seed=0):
     b mod world == rank, sorted by (block, key), as the Spark stage hands them) written as an
     Arrow IPC stream of VectorUDT batches."""
     import pyarrow as pa
-
     from linear_svm import synthetic  # benchmarks/linear_svm.py
 
     X, y = synthetic(rows, seed=seed)
@@ -90,10 +89,9 @@ def rank_main(rank, world, path, cfg, conn):
     from sparkxml._core.barrier import reset_peak_rss
     from sparkxml.linear.tasks import make_load_fn, make_train_fn
     from sparkxml_kernels.collective import SocketCollective, open_listener
+    from sparkxml_kernels.linear import data as kdata
     from sparkxml_kernels.linear import polish as kpol
     from sparkxml_kernels.linear import solver
-
-    from sparkxml_kernels.linear import data as kdata
 
     # the peak of each phase, exactly: at every phase change read VmHWM (the peak since the
     # last reset) and reset it to the current RSS (Linux: clear_refs 5)

@@ -20,10 +20,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from sparkxml._core.compat import create_dataframe, to_arrow
 from sparkxml_kernels import formats
 from sparkxml_kernels.arrow_io import lists_to_csr, vectors_to_csr
-
-from sparkxml._core.compat import create_dataframe, to_arrow
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -78,8 +77,14 @@ def from_csr(spark: "SparkSession", indptr: np.ndarray, indices: np.ndarray, dat
     ``columns``.
     """
     from pyspark.ml.linalg import VectorUDT
-    from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, LongType, StructField,
-                                   StructType)
+    from pyspark.sql.types import (
+        ArrayType,
+        DoubleType,
+        IntegerType,
+        LongType,
+        StructField,
+        StructType,
+    )
 
     names, arrays, fields = [featuresCol], [vector_array(indptr, indices, data, num_features)], \
         [StructField(featuresCol, VectorUDT(), False)]

@@ -19,21 +19,22 @@ import pyarrow as pa
 from pyspark import keyword_only
 from pyspark.ml.evaluation import Evaluator
 from pyspark.ml.param import Param, Params, TypeConverters
-from pyspark.sql import functions as F
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
-
-from sparkxml_kernels import metrics as M
-from sparkxml_kernels.arrow_io import lists_to_csr
 
 from sparkxml._core.base import SparkXMLParams
 from sparkxml._core.constraints import one_of
-from sparkxml._core.params import (HasGroupCol,
+from sparkxml._core.params import (
+    HasGroupCol,
     HasInversePropensities,
     HasK,
     HasLabelCol,
     HasLabelsCol,
-    HasPredictionCol)
+    HasPredictionCol,
+)
+from sparkxml_kernels import metrics as M
+from sparkxml_kernels.arrow_io import lists_to_csr
 
 __all__ = ["XMLEvaluator", "RankingEvaluator", "label_propensities"]
 

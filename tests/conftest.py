@@ -11,7 +11,6 @@ import os
 import sys
 
 import pytest
-
 from _data import data_path as _data_path
 
 # the settings every classic test session runs with

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .persist import (LOAD_ERRORS, ModelFormatError, as_format_error, check_sparkxml,
-                      load_arrays, load_metadata)
+from .persist import (
+    LOAD_ERRORS,
+    ModelFormatError,
+    as_format_error,
+    check_sparkxml,
+    load_arrays,
+    load_metadata,
+)
 
 __version__ = "0.1.0"
 

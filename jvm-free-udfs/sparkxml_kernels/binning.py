@@ -40,9 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import prange
-from ._jit import njit
 
 from ._dtypes import BIN, FLOAT, INDPTR
+from ._jit import njit
 from .inputs import csr_parts, dense, is_csr
 
 MISSING_BIN = 255

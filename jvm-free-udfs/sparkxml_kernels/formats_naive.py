@@ -6,8 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from ._dtypes import FLOAT, INDEX, INDPTR, VALUE
-from .formats import (_arff_line, _arff_setup, _fail, _read_bytes, _read_query, _smat_row,
-                      _split_header, _svm_row, _xc_row)
+from .formats import (
+    _arff_line,
+    _arff_setup,
+    _fail,
+    _read_bytes,
+    _read_query,
+    _smat_row,
+    _split_header,
+    _svm_row,
+    _xc_row,
+)
 
 
 def _lines(raw: bytes) -> list:

@@ -7,7 +7,6 @@ for numpy, pyarrow and ``sparkxml_kernels`` only.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow as pa
 

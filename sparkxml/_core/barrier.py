@@ -41,10 +41,9 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from sparkxml._core.compat import to_arrow
 from sparkxml_kernels.array_chunks import array_from_bytes, binary_array, iter_chunks
 from sparkxml_kernels.memory import rss_bytes
-
-from sparkxml._core.compat import to_arrow
 
 CHUNK_BYTES = 64 << 20
 BATCH_BYTES = 512 << 20  # data a result batch carries at most (Arrow: < 2 GB a column)

@@ -46,10 +46,9 @@ from pyspark.ml import Estimator, Model
 from pyspark.ml.param import Params
 from pyspark.ml.util import MLReadable, MLReader, MLWritable, MLWriter
 
-from sparkxml_kernels import persist
-
 from sparkxml._core import storage as _storage
 from sparkxml._core.constraints import SHARED_PARAM_CONSTRAINTS, validate_params
+from sparkxml_kernels import persist
 
 
 def _class_name(obj_or_cls) -> str:

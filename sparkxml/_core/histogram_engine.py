@@ -7,19 +7,17 @@ up to 200,000 sampled rows so that their bins can be exact.
 """
 from __future__ import annotations
 
-
 import pyarrow as pa
 from pyspark.ml.functions import vector_to_array
 from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels import binning
-
 from sparkxml._core.barrier import RESULT_SCHEMA, decode_arrays
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.histogram_tasks import ROW_ID, make_sketch_task, spec_columns
 from sparkxml._core.validation import check_output_columns
+from sparkxml_kernels import binning
 
 # Bin edges come from a uniform sample of about this many training rows (all rows when there
 # are fewer), as LightGBM does (it bins from 200,000 rows): the sketch job then ships a tenth

@@ -13,15 +13,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkxml_kernels.gbt import binned as gbt_binned
-from sparkxml_kernels import binning
-from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
-from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
-from sparkxml_kernels.threads import use_threads
-
+from sparkxml._core.arrow import (
+    batch_features,
+    bool_column,
+    column_of,
+    concat_features,
+    float_column,
+    margin_column,
+    n_values,
+)
 from sparkxml._core.barrier import encode_arrays
-from sparkxml._core.arrow import (batch_features, bool_column, column_of, concat_features,
-                                  float_column, margin_column, n_values)
+from sparkxml_kernels import binning
+from sparkxml_kernels.gbt import binned as gbt_binned
+from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
+from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
+from sparkxml_kernels.threads import use_threads
 
 ROW_ID = "__sparkxml_row_id"
 
@@ -46,6 +52,7 @@ def make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=None
 
     def sketch_task(batches):
         from pyspark import TaskContext
+
         from sparkxml_kernels.precompile import warm_async
 
         warm_async("gbt")  # load/compile the training kernels while the sketch job runs

@@ -3,7 +3,6 @@ Murmur3 of a long, computed here), so that ``repartition(n, key)`` puts block ``
 partition ``i``."""
 from __future__ import annotations
 
-
 _M32 = 0xFFFFFFFF
 
 

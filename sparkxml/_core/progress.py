@@ -53,10 +53,9 @@ import time
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 
+from sparkxml._core.compat import is_connect
 from sparkxml_kernels.collective.sockets import handshake, set_io_timeouts
 from sparkxml_kernels.progress import MAX_RECORD_BYTES, format_record
-
-from sparkxml._core.compat import is_connect
 
 LOGGER = logging.getLogger("sparkxml")
 _FIT_COUNTER = itertools.count(1)

@@ -34,11 +34,10 @@ import warnings
 
 import numpy as np
 
-from sparkxml_kernels import persist
-from sparkxml_kernels.model_cache import ModelHandle
-
 from sparkxml._core import storage as _storage
 from sparkxml._core.compat import is_connect
+from sparkxml_kernels import persist
+from sparkxml_kernels.model_cache import ModelHandle
 
 INLINE_CONF = "spark.sparkxml.inlineModelBytes"
 CACHE_DIR_CONF = "spark.sparkxml.modelCacheDir"

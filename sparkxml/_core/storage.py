@@ -35,10 +35,9 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from sparkxml._core.compat import create_dataframe, is_connect, to_arrow
 from sparkxml_kernels import persist
 from sparkxml_kernels.persist import ModelFormatError
-
-from sparkxml._core.compat import create_dataframe, is_connect, to_arrow
 
 FUSE_PREFIXES = ("/dbfs/", "/Volumes/")
 READ_GROUP_BYTES = 256 << 20

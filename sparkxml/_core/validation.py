@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import types as T
 
+
 def check_column(dataset, name: str, param: str, kinds: tuple, what: str) -> T.DataType:
     """Check that ``dataset`` has column ``name`` of one of ``kinds``; return its type."""
     if name not in dataset.columns:

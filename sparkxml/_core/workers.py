@@ -6,7 +6,6 @@ import os
 
 import numpy as np
 
-
 from sparkxml.session import default_parallelism
 
 # With numWorkers unset, one worker per this many training rows, up to the parallelism.

@@ -192,8 +192,11 @@ def cmd_evaluate(spark, args):
 
 
 def _metrics(model, scored, clf_cls, reg_cls) -> dict:
-    from pyspark.ml.evaluation import (BinaryClassificationEvaluator,
-                                       MulticlassClassificationEvaluator, RegressionEvaluator)
+    from pyspark.ml.evaluation import (
+        BinaryClassificationEvaluator,
+        MulticlassClassificationEvaluator,
+        RegressionEvaluator,
+    )
 
     if isinstance(model, clf_cls):
         out = {}

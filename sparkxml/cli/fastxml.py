@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import time
 
-from sparkxml.cli.common import check_model_path, inputs_exist, model_and_inputs_exist, model_path_free
+from sparkxml.cli.common import (
+    check_model_path,
+    inputs_exist,
+    model_and_inputs_exist,
+    model_path_free,
+)
 
 
 def _format_files(args) -> None:

@@ -13,6 +13,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows each option's default after its help, except a default of None ("not given"):
     such an option's help says itself what applies without it (the estimator's default, or

@@ -47,22 +47,27 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels import arrow_io
-from sparkxml_kernels.fastxml import dist as kdist
-from sparkxml_kernels.fastxml import forest as kforest
-from sparkxml_kernels.fastxml._common import tree_seed
-from sparkxml_kernels.fastxml.ndcg import discount_tables, label_weights
-from sparkxml_kernels.fastxml.pfastre import (centroid_add, centroid_emit, unit_norms,
-                                              propensity_weights_from_counts)
-
-from sparkxml._core.barrier import (RESULT_SCHEMA,
+from sparkxml._core.barrier import (
+    RESULT_SCHEMA,
     decode_ranks,
     encode_array_batches,
     make_barrier_task,
     peak_rss_bytes,
     reset_peak_rss,
-    rss_bytes)
+    rss_bytes,
+)
 from sparkxml._core.compat import to_arrow
+from sparkxml_kernels import arrow_io
+from sparkxml_kernels.fastxml import dist as kdist
+from sparkxml_kernels.fastxml import forest as kforest
+from sparkxml_kernels.fastxml._common import tree_seed
+from sparkxml_kernels.fastxml.ndcg import discount_tables, label_weights
+from sparkxml_kernels.fastxml.pfastre import (
+    centroid_add,
+    centroid_emit,
+    propensity_weights_from_counts,
+    unit_norms,
+)
 
 # Bound on every wait for a peer inside the barrier stage (a dead peer fails at once; this is
 # for one that hangs). A fold waits for the lower shards' work on one node step, seconds.

@@ -11,27 +11,28 @@ from pyspark import keyword_only
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.sql import types as T
 
-from sparkxml_kernels import arrow_io
-from sparkxml_kernels.fastxml.predictor import FastXMLPredictor
-
-from sparkxml.fastxml.fit import FOREST_DTYPES, fit_forest
-from sparkxml.fastxml.fit import check_memory as _check_memory  # noqa: F401  (tests import it here)
-from sparkxml._core.validation import check_int_array_column, check_vector_column
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
-from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.constraints import finite, ge, gt
-from sparkxml._core.params import (HasFeaturesCol,
+from sparkxml._core.params import (
+    HasFeaturesCol,
     HasLabelsCol,
     HasNumTrees,
     HasNumWorkers,
     HasPredictionCol,
     HasSeed,
-    HasVerbose)
-from sparkxml.fastxml.params import (HasRowOrder,
-    HasScoresCol,
-    HasTopK,
-    HasTrainingMode)
-from sparkxml._core.validation import check_output_columns
+    HasVerbose,
+)
+from sparkxml._core.summary import TrainingSummary
+from sparkxml._core.validation import (
+    check_int_array_column,
+    check_output_columns,
+    check_vector_column,
+)
+from sparkxml.fastxml.fit import FOREST_DTYPES, fit_forest
+from sparkxml.fastxml.fit import check_memory as _check_memory  # noqa: F401  (tests import it here)
+from sparkxml.fastxml.params import HasRowOrder, HasScoresCol, HasTopK, HasTrainingMode
+from sparkxml_kernels import arrow_io
+from sparkxml_kernels.fastxml.predictor import FastXMLPredictor
 
 
 class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,

@@ -35,22 +35,23 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from sparkxml_kernels import arrow_io
-from sparkxml_kernels.fastxml import forest as kforest
-from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, propensity_weights, tail_centroids
-
-from sparkxml._core.barrier import (RESULT_SCHEMA,
+from sparkxml._core.barrier import (
+    RESULT_SCHEMA,
     decode_ranks,
     encode_array_batches,
     peak_rss_bytes,
     reset_peak_rss,
-    rss_bytes)
+    rss_bytes,
+)
 from sparkxml._core.compat import to_arrow
-from sparkxml.fastxml.distributed import fit_distributed
-from sparkxml._core.progress import FitProgress
 from sparkxml._core.memory import parse_bytes, physical_memory_bytes
 from sparkxml._core.partitioning import partition_keys
+from sparkxml._core.progress import FitProgress
+from sparkxml.fastxml.distributed import fit_distributed
 from sparkxml.session import default_parallelism
+from sparkxml_kernels import arrow_io
+from sparkxml_kernels.fastxml import forest as kforest
+from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, propensity_weights, tail_centroids
 
 # Address space a Python worker takes before any training data: the interpreter, numpy,
 # pyarrow, numba and the loaded kernels (measured: VmPeak of a worker after a FastXML fit,

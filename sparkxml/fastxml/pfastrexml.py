@@ -12,13 +12,11 @@ from __future__ import annotations
 from pyspark import keyword_only
 from pyspark.ml.param import Param, Params, TypeConverters
 
-from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, PfastreXMLPredictor
-
-from sparkxml.fastxml.fit import fit_forest
 from sparkxml._core.constraints import between, finite, finite_positive, ge
 from sparkxml._core.validation import check_int_array_column, check_vector_column
-from sparkxml.fastxml.fastxml import (FastXML, FastXMLModel, FastXMLParams,
-                                      FastXMLTrainingSummary)
+from sparkxml.fastxml.fastxml import FastXML, FastXMLModel, FastXMLParams, FastXMLTrainingSummary
+from sparkxml.fastxml.fit import fit_forest
+from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, PfastreXMLPredictor
 
 
 class _PfastreXMLParams(FastXMLParams):

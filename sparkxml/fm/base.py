@@ -24,20 +24,21 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkxml._core.barrier import run_barrier_training
-from sparkxml.fm.tasks import (KEY,
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.params import HasVerbose
+from sparkxml._core.params import add_setters as add_setters
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.summary import TrainingSummary
+from sparkxml._core.validation import check_column, check_output_columns, check_vector_column
+from sparkxml._core.workers import check_slots, workers_for
+from sparkxml.fm.tasks import (
+    KEY,
     STATS_SCHEMA,
     make_load_fn,
     make_predict_fn,
     make_stats_task,
-    make_train_fn)
-from sparkxml._core.validation import check_column, check_vector_column
-from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
-from sparkxml._core.summary import TrainingSummary
-from sparkxml._core.progress import FitProgress
-from sparkxml._core.params import HasVerbose
-from sparkxml._core.params import add_setters as add_setters
-from sparkxml._core.workers import check_slots, workers_for
-from sparkxml._core.validation import check_output_columns
+    make_train_fn,
+)
 
 __all__ = ["FMTrainingSummary", "FMEstimatorBase", "FMModelBase", "add_setters"]
 

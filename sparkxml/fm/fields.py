@@ -21,14 +21,11 @@ from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels.fm.fields import FIELD_KEYS, FieldVocabulary
-
-from sparkxml.fm.base import add_setters
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
-from sparkxml.fm.params import (HasHandleInvalid,
-    HasInputCols,
-    HasOutputCol)
 from sparkxml._core.validation import check_output_columns
+from sparkxml.fm.base import add_setters
+from sparkxml.fm.params import HasHandleInvalid, HasInputCols, HasOutputCol
+from sparkxml_kernels.fm.fields import FIELD_KEYS, FieldVocabulary
 
 __all__ = ["FieldEncoder", "FieldEncoderModel"]
 

@@ -22,10 +22,8 @@ from __future__ import annotations
 import numpy as np
 from pyspark import keyword_only
 
-from sparkxml_kernels.fm.predictor import FMPredictor
-
-from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
-from sparkxml._core.params import (HasFeaturesCol,
+from sparkxml._core.params import (
+    HasFeaturesCol,
     HasFitIntercept,
     HasLabelCol,
     HasMaxIter,
@@ -38,15 +36,20 @@ from sparkxml._core.params import (HasFeaturesCol,
     HasStepSize,
     HasTimeoutSeconds,
     HasTol,
-    HasWeightCol)
-from sparkxml.fm.params import (HasBurnIn,
+    HasWeightCol,
+)
+from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
+from sparkxml.fm.params import (
+    HasBurnIn,
     HasFactorSize,
     HasFieldStarts,
     HasFitLinear,
     HasFMSolver,
     HasInitStd,
     HasMiniBatchFraction,
-    HasThinning)
+    HasThinning,
+)
+from sparkxml_kernels.fm.predictor import FMPredictor
 
 __all__ = ["FMRegressor", "FMRegressionModel", "FMClassifier", "FMClassificationModel"]
 

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 from pyspark import keyword_only
 
-from sparkxml_kernels.fm.predictor import GBFMPredictor
-
-from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
-from sparkxml._core.params import (HasEarlyStoppingRounds,
+from sparkxml._core.params import (
+    HasEarlyStoppingRounds,
     HasFeaturesCol,
     HasLabelCol,
     HasMaxIter,
@@ -37,11 +35,11 @@ from sparkxml._core.params import (HasEarlyStoppingRounds,
     HasStepSize,
     HasTimeoutSeconds,
     HasValidationIndicatorCol,
-    HasWeightCol)
-from sparkxml.fm.params import (HasFactorSize,
-    HasFieldStarts,
-    HasInitStd,
-    HasNumStages)
+    HasWeightCol,
+)
+from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
+from sparkxml.fm.params import HasFactorSize, HasFieldStarts, HasInitStd, HasNumStages
+from sparkxml_kernels.fm.predictor import GBFMPredictor
 
 __all__ = ["GBFMRegressor", "GBFMRegressionModel", "GBFMClassifier", "GBFMClassificationModel"]
 

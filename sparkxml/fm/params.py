@@ -5,13 +5,7 @@ from __future__ import annotations
 
 from pyspark.ml.param import Param, Params, TypeConverters
 
-from sparkxml._core.constraints import (Rule,
-    column_list,
-    ge,
-    gt,
-    nonempty,
-    one_of,
-    open_closed)
+from sparkxml._core.constraints import Rule, column_list, ge, gt, nonempty, one_of, open_closed
 
 
 def field_starts() -> Rule:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from sparkxml._core.arrow import column_of, dense_vectors
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.model_cache import as_handle
-
-from sparkxml._core.arrow import column_of, dense_vectors
 
 KEY = "__sparkxml_key"
 

@@ -27,26 +27,18 @@ from pyspark.ml.functions import vector_to_array
 from pyspark.ml.linalg import DenseVector
 from pyspark.sql import functions as F
 
-from sparkxml_kernels.forest.bins import bin_values
-from sparkxml_kernels.forest.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
-                                              criterion_id)
-from sparkxml_kernels.forest.predictor import ARRAY_KEYS, ForestPredictor
-from sparkxml_kernels.forest.splitter import sklearn_seed
-from sparkxml_kernels import binning
-
 from sparkxml._core.barrier import run_barrier_training
-from sparkxml._core.histogram_engine import (check_schema, training_columns,
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.histogram_engine import (
+    check_schema,
     data_checks,
     sketch_pass,
-    transform_with)
-from sparkxml._core.workers import check_slots, needs_repartition, workers_for
+    training_columns,
+    transform_with,
+)
 from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
-from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
-from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
-from sparkxml._core.progress import FitProgress
-from sparkxml._core.summary import TrainingSummary
-from sparkxml._core.params import add_setters
-from sparkxml._core.params import (HasFeaturesCol,
+from sparkxml._core.params import (
+    HasFeaturesCol,
     HasFeaturesCols,
     HasLabelCol,
     HasNumTrees,
@@ -57,9 +49,15 @@ from sparkxml._core.params import (HasFeaturesCol,
     HasSeed,
     HasSubsamplingRate,
     HasTimeoutSeconds,
-    HasWeightCol)
-from sparkxml._core.params import HasVerbose
-from sparkxml.forest.params import (HasBootstrap,
+    HasVerbose,
+    HasWeightCol,
+    add_setters,
+)
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.summary import TrainingSummary
+from sparkxml._core.workers import check_slots, needs_repartition, workers_for
+from sparkxml.forest.params import (
+    HasBootstrap,
     HasClassWeight,
     HasCriterion,
     HasFeatureSubsetStrategy,
@@ -70,7 +68,18 @@ from sparkxml.forest.params import (HasBootstrap,
     HasMinWeightFractionPerNode,
     HasOobScore,
     HasTreeMaxBins,
-    HasTreeMaxDepth)
+    HasTreeMaxDepth,
+)
+from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
+from sparkxml_kernels import binning
+from sparkxml_kernels.forest.bins import bin_values
+from sparkxml_kernels.forest.criteria import (
+    CLASSIFICATION_CRITERIA,
+    REGRESSION_CRITERIA,
+    criterion_id,
+)
+from sparkxml_kernels.forest.predictor import ARRAY_KEYS, ForestPredictor
+from sparkxml_kernels.forest.splitter import sklearn_seed
 
 # rows the sketch job summarises (LightGBM bins from 200,000 rows): below this, bins are exact
 # for every feature with at most maxBins distinct values

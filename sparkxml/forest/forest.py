@@ -19,14 +19,16 @@ from __future__ import annotations
 
 from pyspark import keyword_only
 
-from sparkxml.forest.base import (ClassificationModelMixin,
+from sparkxml.forest.base import (
+    ClassificationModelMixin,
     ClassifierParams,
     ForestModelMixin,
     ForestParams,
     TreeEstimator,
     TreeModel,
     TreeParams,
-    add_tree_setters)
+    add_tree_setters,
+)
 
 __all__ = ["RandomForestClassifier", "RandomForestClassificationModel",
            "RandomForestRegressor", "RandomForestRegressionModel"]

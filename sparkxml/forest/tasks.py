@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from sparkxml._core.arrow import batch_features, dense_vectors
 from sparkxml_kernels.forest.predictor import ForestPredictor
 from sparkxml_kernels.model_cache import as_handle
-
-from sparkxml._core.arrow import batch_features, dense_vectors
 
 
 def make_tree_train_fn(cfg: dict, progress: dict | None = None):

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from pyspark import keyword_only
 
-from sparkxml.forest.base import (ClassificationModelMixin,
+from sparkxml.forest.base import (
+    ClassificationModelMixin,
     ClassifierParams,
     TreeEstimator,
     TreeModel,
     TreeParams,
-    add_tree_setters)
+    add_tree_setters,
+)
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeClassificationModel",
            "DecisionTreeRegressor", "DecisionTreeRegressionModel"]

@@ -46,19 +46,20 @@ from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS, TreeEnsemblePredictor
-from sparkxml_kernels.gbt.splitting import check_monotone
-
 from sparkxml._core.barrier import run_barrier_training
-from sparkxml.gbt.summary import (GBTClassificationEvaluation,
-    GBTRegressionEvaluation,
-    GBTTrainingSummary)
-from sparkxml.gbt.models import _feature_names, GBTModelBase, single_row_classifier_api
-from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
-from sparkxml.gbt.tasks import address_hook, _make_train_fn
-from sparkxml._core.progress import FitProgress
 from sparkxml._core.base import SparkXMLEstimator
-from sparkxml._core.params import (HasEarlyStoppingRounds,
+
+# shared with LambdaMART, trees and forests; still importable from here
+from sparkxml._core.histogram_engine import (
+    check_schema,
+    data_checks,
+    finite_col,
+    sketch_pass,
+    training_columns,
+)
+from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
+from sparkxml._core.params import (
+    HasEarlyStoppingRounds,
     HasFeaturesCol,
     HasFeaturesCols,
     HasLabelCol,
@@ -74,39 +75,47 @@ from sparkxml._core.params import (HasEarlyStoppingRounds,
     HasTimeoutSeconds,
     HasValidationIndicatorCol,
     HasVerbose,
-    HasWeightCol)
-from sparkxml.gbt.params import (HasBaseMarginCol,
+    HasWeightCol,
+    add_setters,
+)
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.workers import check_slots, needs_repartition, workers_for
+from sparkxml.gbt import features as _gbt_features
+from sparkxml.gbt.models import GBTModelBase, _feature_names, single_row_classifier_api
+from sparkxml.gbt.params import (
+    HasBaseMarginCol,
+    HasCategoricalCols,
+    HasCatL2,
+    HasCatSmooth,
     HasColsampleByTree,
     HasEvalMetric,
     HasGrowPolicy,
     HasInitModel,
     HasLeafCol,
     HasMaxBins,
+    HasMaxCatThreshold,
+    HasMaxCatToOnehot,
     HasMaxDepth,
     HasMaxLeaves,
     HasMinChildWeight,
     HasMinSplitLoss,
     HasMissing,
     HasMonotoneConstraints,
+    HasNthread,
     HasNumClasses,
     HasPredContribCol,
     HasRegAlpha,
     HasRegLambda,
-    HasScalePosWeight)
-from sparkxml.gbt.params import (HasCategoricalCols,
-    HasCatL2,
-    HasCatSmooth,
-    HasMaxCatThreshold,
-    HasMaxCatToOnehot,
-    HasNthread)
-from sparkxml.gbt import features as _gbt_features
-# shared with LambdaMART, trees and forests; still importable from here
-from sparkxml._core.histogram_engine import (check_schema, training_columns,
-    data_checks,
-    finite_col,
-    sketch_pass)
-from sparkxml._core.workers import check_slots, needs_repartition, workers_for
-from sparkxml._core.params import add_setters
+    HasScalePosWeight,
+)
+from sparkxml.gbt.summary import (
+    GBTClassificationEvaluation,
+    GBTRegressionEvaluation,
+    GBTTrainingSummary,
+)
+from sparkxml.gbt.tasks import _make_train_fn, address_hook
+from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS, TreeEnsemblePredictor
+from sparkxml_kernels.gbt.splitting import check_monotone
 
 __all__ = ["GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
            "GBTTrainingSummary"]

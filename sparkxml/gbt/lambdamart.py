@@ -43,26 +43,28 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels.gbt.ranking import MAX_DEFAULT_GRADE
-
 from sparkxml._core.barrier import run_barrier_training
-from sparkxml.gbt.tasks import address_hook, _make_train_fn
+from sparkxml._core.histogram_engine import data_checks, finite_col, training_columns
 from sparkxml._core.histogram_tasks import make_load_fn, spec_columns
-from sparkxml.gbt.estimators import (COMMON_PARAMS,
-    GBTTrainingSummary,
+from sparkxml._core.params import HasGroupCol, add_setters
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.workers import check_slots, workers_for
+from sparkxml.gbt.estimators import (
+    COMMON_PARAMS,
     GBTEstimator,
     GBTModelBase,
-    GBTParams)
-from sparkxml._core.params import add_setters
-from sparkxml._core.workers import check_slots, workers_for
-from sparkxml._core.histogram_engine import training_columns, data_checks, finite_col
-from sparkxml._core.progress import FitProgress
-from sparkxml._core.params import HasGroupCol
-from sparkxml.gbt.params import (HasLabelGain,
+    GBTParams,
+    GBTTrainingSummary,
+)
+from sparkxml.gbt.params import (
+    HasLabelGain,
     HasLambdarankNorm,
     HasNdcgTruncation,
     HasObjective,
-    HasSigma)
+    HasSigma,
+)
+from sparkxml.gbt.tasks import _make_train_fn, address_hook
+from sparkxml_kernels.gbt.ranking import MAX_DEFAULT_GRADE
 
 __all__ = ["LambdaMART", "LambdaMARTModel"]
 

@@ -14,22 +14,26 @@ from pyspark.ml.linalg import DenseVector, Vector, VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkxml._core.arrow import batch_features, margin_column
+from sparkxml._core.base import SparkXMLPredictorModel
+from sparkxml._core.histogram_engine import (  # the dense-array copy of a vector column for the tasks
+    X_COL,
+    check_feature_columns,
+)
+from sparkxml._core.histogram_tasks import spec_columns
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.validation import check_output_columns
+from sparkxml.gbt.features import SPARSE_MIN_FEATURES
+from sparkxml.gbt.summary import GBTTrainingSummary
+from sparkxml.gbt.tasks import (
+    _scores,
+    make_predict_fn,
+    predict_from_probability,
+    predictor_with_missing,
+)
 from sparkxml_kernels.gbt import dump as _dump
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, OPTIONAL_KEYS, TreeEnsemblePredictor
-
-from sparkxml.gbt.features import SPARSE_MIN_FEATURES
-from sparkxml._core.arrow import batch_features, margin_column
-from sparkxml.gbt.tasks import (make_predict_fn,
-    predictor_with_missing,
-    _scores,
-    predict_from_probability)
-from sparkxml._core.histogram_tasks import spec_columns
-from sparkxml._core.progress import FitProgress
-from sparkxml._core.histogram_engine import check_feature_columns, X_COL  # the dense-array copy of a vector column for the tasks
-from sparkxml.gbt.summary import GBTTrainingSummary
-from sparkxml._core.base import SparkXMLPredictorModel
-from sparkxml._core.validation import check_output_columns
 
 _M_COL = "__sparkxml_margin"
 # evaluateEachIteration's loss per objective: MLlib's squared error (the mean of (p - y)^2)

@@ -11,7 +11,8 @@ from typing import Any
 
 from pyspark.ml.param import Param, Params, TypeConverters
 
-from sparkxml._core.constraints import (Rule,
+from sparkxml._core.constraints import (
+    Rule,
     between,
     feature_names,
     finite_floats,
@@ -21,7 +22,8 @@ from sparkxml._core.constraints import (Rule,
     nonempty,
     not_infinite,
     one_of,
-    open_closed)
+    open_closed,
+)
 
 GBT_METRICS = ("rmse", "logloss", "error", "auc", "mlogloss")
 

@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from sparkxml._core.arrow import batch_features, dense_vectors, margin_column
+from sparkxml._core.histogram_tasks import task_threads
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.model_cache import as_handle
 from sparkxml_kernels.threads import max_threads, use_threads
-from sparkxml._core.arrow import batch_features, dense_vectors, margin_column
-from sparkxml._core.histogram_tasks import task_threads
 
 
 def _progress_callback(reporter, total):

@@ -38,26 +38,11 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, Vectors, VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml_kernels.linear.predictor import LinearSVCPredictor
-
 from sparkxml._core.barrier import run_barrier_training
-from sparkxml.linear.tasks import (B_COL,
-    F_COL,
-    K_COL,
-    W_COL,
-    Y_COL,
-    make_load_fn,
-    make_predict_fn,
-    make_train_fn)
-from sparkxml._core.validation import check_vector_column
-from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
-from sparkxml._core.progress import FitProgress
-from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.constraints import finite, finite_positive, ge, one_of
-from sparkxml._core.params import add_setters
-from sparkxml._core.workers import check_slots
-from sparkxml._core.params import (HasFeaturesCol,
+from sparkxml._core.params import (
+    HasFeaturesCol,
     HasFitIntercept,
     HasLabelCol,
     HasMaxIter,
@@ -67,16 +52,35 @@ from sparkxml._core.params import (HasFeaturesCol,
     HasSeed,
     HasTimeoutSeconds,
     HasTol,
-    HasWeightCol)
-from sparkxml._core.params import HasVerbose
-from sparkxml.linear.params import (HasC,
+    HasVerbose,
+    HasWeightCol,
+    add_setters,
+)
+from sparkxml._core.partitioning import partition_keys
+from sparkxml._core.progress import FitProgress
+from sparkxml._core.summary import TrainingSummary
+from sparkxml._core.validation import check_output_columns, check_vector_column
+from sparkxml._core.workers import check_slots
+from sparkxml.linear.params import (
+    HasC,
     HasLoss,
     HasMarginThreshold,
     HasMultiClass,
     HasNumBlocks,
-    HasSchedule)
+    HasSchedule,
+)
+from sparkxml.linear.tasks import (
+    B_COL,
+    F_COL,
+    K_COL,
+    W_COL,
+    Y_COL,
+    make_load_fn,
+    make_predict_fn,
+    make_train_fn,
+)
 from sparkxml.session import default_parallelism
-from sparkxml._core.validation import check_output_columns
+from sparkxml_kernels.linear.predictor import LinearSVCPredictor
 
 __all__ = ["LinearSVC", "LinearSVCModel", "LinearSVCTrainingSummary"]
 

@@ -16,11 +16,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from sparkxml._core.arrow import dense_vectors
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.memory import release_freed, rss_bytes
 from sparkxml_kernels.model_cache import as_handle
-
-from sparkxml._core.arrow import dense_vectors
 
 F_COL, Y_COL, W_COL, K_COL, B_COL = "f", "y", "w", "k", "b"
 # per rank: error flag, rows, smallest and largest vector size, largest label, rows of

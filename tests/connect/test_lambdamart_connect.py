@@ -4,14 +4,13 @@ loader."""
 
 import numpy as np
 import pytest
+from _data import data_path
 from pyspark.ml import Pipeline, PipelineModel
 
 import sparkxml_kernels
 from sparkxml import LambdaMART, LambdaMARTModel, RankingEvaluator
 from sparkxml.datasets import read_svmlight
 from sparkxml_kernels.formats import read_svmlight as read_svmlight_arrays
-
-from _data import data_path
 
 
 def rank(name):

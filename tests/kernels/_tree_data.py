@@ -1,6 +1,5 @@
 """Shared data for the tree kernel tests: pendigits and diabetes, binned as the trees bin."""
 import numpy as np
-
 from _data import data_path
 
 
@@ -13,8 +12,8 @@ def pendigits(split="pendigits"):
 
 
 def binned(X, max_bins=65536):
-    from sparkxml_kernels.forest import bins
     from sparkxml_kernels import binning
+    from sparkxml_kernels.forest import bins
 
     edges, vals = bins.exact_edges(X, max_bins)
     return binning.bin_data(bins.as_float32(X), edges), edges, vals

@@ -2,9 +2,16 @@
 import numpy as np
 import pytest
 
-from sparkxml_kernels.binning import (Sketch, bin_data, bin_data_naive, edges_from_sketch,
-                                          merge_sketches, n_bins_from_edges, n_real_bins,
-                                          sketch)
+from sparkxml_kernels.binning import (
+    Sketch,
+    bin_data,
+    bin_data_naive,
+    edges_from_sketch,
+    merge_sketches,
+    n_bins_from_edges,
+    n_real_bins,
+    sketch,
+)
 
 
 def weighted_cdf(values, weights, x):

@@ -230,7 +230,6 @@ def _strays(address, silent=0, garbage=0, wrong_key=0):
     nothing), ones that send bytes that are no handshake, and ones that answer the challenge
     with another key. Returns the sockets (the caller closes them)."""
     import socket
-
     from multiprocessing.connection import Connection, answer_challenge
 
     host, port = address.rsplit(":", 1)

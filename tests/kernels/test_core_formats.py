@@ -6,11 +6,10 @@ import time
 
 import numpy as np
 import pytest
+from _data import data_path
 
 from sparkxml_kernels import formats as F
 from sparkxml_kernels import formats_naive as FN
-
-from _data import data_path
 
 
 def assert_same(a, b):

@@ -3,10 +3,9 @@ import math
 
 import numpy as np
 import pytest
+from _data import data_path
 
 from sparkxml_kernels import metrics as M
-
-from _data import data_path
 
 
 def csr(rows):

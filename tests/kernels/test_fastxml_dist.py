@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_core_collective import _run_ranks
+from test_fastxml_kernels import assert_forest_equal
 
 from sparkxml.synthetic import csr_rows, make_multilabel
 from sparkxml_kernels.collective import LocalCollective
@@ -11,12 +13,14 @@ from sparkxml_kernels.fastxml import dist, train_forest
 from sparkxml_kernels.fastxml._common import tree_seed
 from sparkxml_kernels.fastxml.forest import FOREST_KEYS, take_trees
 from sparkxml_kernels.fastxml.ndcg import discount_tables, label_weights
-from sparkxml_kernels.fastxml.pfastre import (centroid_add, centroid_emit, propensity_weights,
-                                              propensity_weights_from_counts, tail_centroids,
-                                              unit_norms)
-
-from test_core_collective import _run_ranks
-from test_fastxml_kernels import assert_forest_equal
+from sparkxml_kernels.fastxml.pfastre import (
+    centroid_add,
+    centroid_emit,
+    propensity_weights,
+    propensity_weights_from_counts,
+    tail_centroids,
+    unit_norms,
+)
 
 N, D, L = 300, 150, 25
 TOP_KEYS = ("children", "frontier", "w_indptr", "w_index", "w_value", "leaf_indptr",

@@ -11,19 +11,21 @@ import os
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _data import data_path
 
-from sparkxml_kernels.fastxml import (FastXMLPredictor, concat_forests, sort_forest,
-                                      train_forest)
-from sparkxml_kernels.fastxml._common import MT_STATE, MT19937, mt_next, mt_seed, tree_seed
+from sparkxml_kernels.fastxml import FastXMLPredictor, concat_forests, sort_forest, train_forest
+from sparkxml_kernels.fastxml._common import MT19937, MT_STATE, mt_next, mt_seed, tree_seed
 from sparkxml_kernels.fastxml._stlsort import stl_sort_desc, stl_sort_desc_naive
 from sparkxml_kernels.fastxml.forest import FOREST_KEYS, take_trees
-from sparkxml_kernels.fastxml.logreg import (l1r_lr, l1r_lr_naive, l1r_lr_objective,
-                                             l1r_lr_reference)
+from sparkxml_kernels.fastxml.logreg import (
+    l1r_lr,
+    l1r_lr_naive,
+    l1r_lr_objective,
+    l1r_lr_reference,
+)
 from sparkxml_kernels.fastxml.naive import train_forest_naive
 from sparkxml_kernels.fastxml.ndcg import discount_tables, optimize_ndcg, optimize_ndcg_naive
 from sparkxml_kernels.fastxml.predictor import predict_naive
-
-from _data import data_path
 
 
 def bibtex_train():

@@ -8,17 +8,20 @@ import os
 
 import numpy as np
 import pytest
+from test_fastxml_kernels import _rows_of, assert_forest_equal, bibtex_train, make_data
 
 from sparkxml_kernels import load_model, metrics
 from sparkxml_kernels.fastxml import FastXMLPredictor, train_forest
 from sparkxml_kernels.fastxml.naive import train_forest_naive
 from sparkxml_kernels.fastxml.ndcg import discount_tables, optimize_ndcg, optimize_ndcg_naive
-from sparkxml_kernels.fastxml.pfastre import (PfastreXMLPredictor, propensity_weights,
-                                              rerank_naive, tail_centroids,
-                                              tail_centroids_naive)
+from sparkxml_kernels.fastxml.pfastre import (
+    PfastreXMLPredictor,
+    propensity_weights,
+    rerank_naive,
+    tail_centroids,
+    tail_centroids_naive,
+)
 from sparkxml_kernels.fastxml.predictor import predict_naive
-
-from test_fastxml_kernels import _rows_of, assert_forest_equal, bibtex_train, make_data
 
 PF_TREES = os.path.join(os.path.dirname(__file__), "data", "pfastrexml_cpp_bibtex_trees.json.gz")
 

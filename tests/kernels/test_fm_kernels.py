@@ -6,8 +6,13 @@ import scipy.sparse as sp
 
 from sparkxml_kernels.fm import cd, layout, rng
 from sparkxml_kernels.fm.adamw import batch_gradient, batch_gradient_naive
-from sparkxml_kernels.fm.predictor import (FMPredictor, GBFMPredictor, fm_scores,
-                                           fm_scores_naive, gbfm_scores_naive)
+from sparkxml_kernels.fm.predictor import (
+    FMPredictor,
+    GBFMPredictor,
+    fm_scores,
+    fm_scores_naive,
+    gbfm_scores_naive,
+)
 from sparkxml_kernels.fm.solver import LOGISTIC, SQUARED
 
 

@@ -5,17 +5,15 @@ import threading
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from test_fm_kernels import _one_hot
 
 from sparkxml.synthetic import make_ratings, one_hot_fields
-from sparkxml_kernels.collective import LocalCollective
+from sparkxml_kernels.collective import InProcessGroup, LocalCollective
 from sparkxml_kernels.fm import train as T
 from sparkxml_kernels.fm.als import init_params
 from sparkxml_kernels.fm.fields import FieldVocabulary
 from sparkxml_kernels.fm.gbfm import run_gbfm
 from sparkxml_kernels.fm.predictor import FMPredictor, GBFMPredictor
-from sparkxml_kernels.collective import InProcessGroup
-
-from test_fm_kernels import _one_hot
 
 BASE = dict(factorSize=3, maxIter=3, regParam=0.01, initStd=0.1, seed=7, burnIn=1, thinning=1,
             stepSize=0.01, miniBatchFraction=0.25, tol=0.0, fitIntercept=True, fitLinear=True,

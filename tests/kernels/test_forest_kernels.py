@@ -3,16 +3,20 @@ import threading
 
 import numpy as np
 import pytest
+from _tree_data import binned, pendigits
 
-from sparkxml_kernels.forest import criteria, forest, histogram
-from sparkxml_kernels.forest.predictor import ForestPredictor
-from sparkxml_kernels.forest.splitter import (best_split_naive, compact_rows, draw_subset,
-                                              node_state, scan_feature)
-from sparkxml_kernels.forest.tree import SplitParams
 from sparkxml_kernels import binning
 from sparkxml_kernels.collective import InProcessGroup, LocalCollective
-
-from _tree_data import binned, pendigits
+from sparkxml_kernels.forest import criteria, forest, histogram
+from sparkxml_kernels.forest.predictor import ForestPredictor
+from sparkxml_kernels.forest.splitter import (
+    best_split_naive,
+    compact_rows,
+    draw_subset,
+    node_state,
+    scan_feature,
+)
+from sparkxml_kernels.forest.tree import SplitParams
 
 
 # ------------------------------------------------------------------ criteria and scan

@@ -6,15 +6,14 @@ import numpy as np
 import pytest
 
 sklearn = pytest.importorskip("sklearn")
+from _tree_data import assert_same_tree, binned, pendigits  # noqa: E402
 from sklearn.datasets import load_diabetes  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor  # noqa: E402
 
+from sparkxml_kernels.collective import InProcessGroup, LocalCollective  # noqa: E402
 from sparkxml_kernels.forest import builder, criteria, histogram  # noqa: E402
 from sparkxml_kernels.forest.splitter import our_rand_r, sklearn_seed  # noqa: E402
 from sparkxml_kernels.forest.tree import SplitParams  # noqa: E402
-from sparkxml_kernels.collective import InProcessGroup, LocalCollective  # noqa: E402
-
-from _tree_data import assert_same_tree, binned, pendigits  # noqa: E402
 
 
 @pytest.fixture(scope="module")

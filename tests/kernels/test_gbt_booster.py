@@ -3,14 +3,17 @@ import threading
 
 import numpy as np
 import pytest
+from _data import data_path
 
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, merge_sketches, sketch
-from sparkxml_kernels.gbt.booster import row_uniforms, sample_rows, train
 from sparkxml_kernels.collective import InProcessGroup
-from sparkxml_kernels.gbt.metrics import (auc_exact, metric_from_stats, metric_stats,
-                                          register_metric)
-
-from _data import data_path
+from sparkxml_kernels.gbt.booster import row_uniforms, sample_rows, train
+from sparkxml_kernels.gbt.metrics import (
+    auc_exact,
+    metric_from_stats,
+    metric_stats,
+    register_metric,
+)
 
 
 def _load(name):

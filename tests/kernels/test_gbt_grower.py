@@ -8,8 +8,13 @@ import pytest
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.collective import InProcessGroup, LocalCollective
 from sparkxml_kernels.gbt.grower import TreeGrower, TreeParams, grow_tree, grow_tree_naive
-from sparkxml_kernels.gbt.partition import (column_copy, partition_nodes, partition_nodes_naive,
-                                            route_binned, route_binned_naive)
+from sparkxml_kernels.gbt.partition import (
+    column_copy,
+    partition_nodes,
+    partition_nodes_naive,
+    route_binned,
+    route_binned_naive,
+)
 from sparkxml_kernels.gbt.splitting import SplitParams
 
 

@@ -2,9 +2,14 @@
 import numpy as np
 import pytest
 
-from sparkxml_kernels.gbt.histogram import (build_histogram, build_histogram_naive,
-                                            build_histograms, interleave, n_hist_slots,
-                                            subtract)
+from sparkxml_kernels.gbt.histogram import (
+    build_histogram,
+    build_histogram_naive,
+    build_histograms,
+    interleave,
+    n_hist_slots,
+    subtract,
+)
 
 
 def _data(seed=0, n=3000, d=6, n_bins=(255, 3, 17, 1, 64, 2)):

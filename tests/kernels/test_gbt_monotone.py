@@ -5,15 +5,18 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_gbt_splitting import _hists
+from test_gbt_xgboost import _data, _walk
 
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.grower import TreeParams, grow_tree, grow_tree_naive
-from sparkxml_kernels.gbt.splitting import (SplitParams, check_monotone, find_best_splits,
-                                            find_best_splits_naive)
-
-from test_gbt_splitting import _hists
-from test_gbt_xgboost import _data, _walk
+from sparkxml_kernels.gbt.splitting import (
+    SplitParams,
+    check_monotone,
+    find_best_splits,
+    find_best_splits_naive,
+)
 
 
 @pytest.mark.parametrize("params", [SplitParams(), SplitParams(reg_lambda=3.0, reg_alpha=1.5,

@@ -4,12 +4,11 @@ import json
 
 import numpy as np
 import pytest
+from test_gbt_xgboost import _data, _walk
 
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
-
-from test_gbt_xgboost import _data, _walk
 
 xgb = pytest.importorskip("xgboost")
 XGB = dict(tree_method="hist", max_depth=3, eta=0.3, reg_lambda=1.0, max_bin=256,

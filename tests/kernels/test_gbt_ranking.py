@@ -5,17 +5,16 @@ import threading
 
 import numpy as np
 import pytest
+from _data import data_path
 
 from sparkxml_kernels import metrics as M
-from sparkxml_kernels.gbt import ranking as R
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
-from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.collective import InProcessGroup
+from sparkxml_kernels.gbt import ranking as R
+from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.loss import make_loss
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
-
-from _data import data_path
 
 
 def _queries(seed, n_queries=30, max_size=45, max_rel=4, tie_every=3):

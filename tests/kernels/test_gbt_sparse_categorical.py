@@ -5,13 +5,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparkxml_kernels.gbt import binned as B
 from sparkxml_kernels import binning
+from sparkxml_kernels.gbt import binned as B
 from sparkxml_kernels.gbt import booster
 from sparkxml_kernels.gbt import grower as G
-from sparkxml_kernels.gbt.categorical import (CatParams, check_categories,
-                                              find_categorical_splits,
-                                              find_categorical_splits_naive)
+from sparkxml_kernels.gbt.categorical import (
+    CatParams,
+    check_categories,
+    find_categorical_splits,
+    find_categorical_splits_naive,
+)
 from sparkxml_kernels.gbt.histogram import interleave, n_hist_slots
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.gbt.splitting import SplitParams

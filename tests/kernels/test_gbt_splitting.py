@@ -3,8 +3,12 @@ import numpy as np
 import pytest
 
 from sparkxml_kernels.gbt.histogram import build_histogram, n_hist_slots
-from sparkxml_kernels.gbt.splitting import (SplitParams, find_best_splits,
-                                            find_best_splits_naive, leaf_weight)
+from sparkxml_kernels.gbt.splitting import (
+    SplitParams,
+    find_best_splits,
+    find_best_splits_naive,
+    leaf_weight,
+)
 
 
 def _hists(seed, m=6, d=5, nb=(9, 2, 30, 1, 5), n=400, missing=0.1):

@@ -3,12 +3,15 @@ naive twin, and boosting that gives the same model bit for bit whatever ``nthrea
 import numpy as np
 import pytest
 
-from sparkxml_kernels import threads
-from sparkxml_kernels import binning
+from sparkxml_kernels import binning, threads
 from sparkxml_kernels.gbt import histogram, partition
 from sparkxml_kernels.gbt.booster import train
-from sparkxml_kernels.gbt.histogram import (build_histogram_naive, build_histograms,
-                                            interleave, n_hist_slots)
+from sparkxml_kernels.gbt.histogram import (
+    build_histogram_naive,
+    build_histograms,
+    interleave,
+    n_hist_slots,
+)
 from sparkxml_kernels.gbt.partition import partition_nodes, partition_nodes_naive
 
 # numba runs parallel regions on at most the machine's cores; 2 is what CI has

@@ -5,6 +5,7 @@ import threading
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _data import data_path
 
 from sparkxml_kernels import load_model, persist
 from sparkxml_kernels.collective import SocketCollective, new_authkey, open_listener
@@ -13,9 +14,6 @@ from sparkxml_kernels.linear import cs as kcs
 from sparkxml_kernels.linear import data, dcd, naive, solver
 from sparkxml_kernels.linear._rng import stream_state
 from sparkxml_kernels.linear.predictor import LinearSVCPredictor
-
-from _data import data_path
-
 
 
 def _random_problem(n=60, d=12, k=2, seed=0, density=0.4):

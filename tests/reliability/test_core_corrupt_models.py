@@ -17,10 +17,9 @@ import sparkxml_kernels
 from sparkxml.fastxml.fastxml import FastXMLModel
 from sparkxml.gbt.estimators import GBTClassificationModel, GBTRegressionModel
 from sparkxml.synthetic import make_multilabel
+from sparkxml_kernels import binning, persist
 from sparkxml_kernels.fastxml.forest import train_forest
-from sparkxml_kernels import binning
 from sparkxml_kernels.gbt import booster
-from sparkxml_kernels import persist
 from sparkxml_kernels.persist import ModelFormatError
 
 

@@ -124,8 +124,16 @@ def multilabel(spark):
 
 
 def _estimators(binary, fields, multilabel):
-    from sparkxml import (DecisionTreeRegressor, FastXML, FMRegressor, GBFMRegressor,
-                          GBTRegressor, LinearSVC, PfastreXML, RandomForestClassifier)
+    from sparkxml import (
+        DecisionTreeRegressor,
+        FastXML,
+        FMRegressor,
+        GBFMRegressor,
+        GBTRegressor,
+        LinearSVC,
+        PfastreXML,
+        RandomForestClassifier,
+    )
 
     fdf, starts = fields
     return {

@@ -3,13 +3,12 @@ import time
 
 import numpy as np
 import pytest
+from _data import data_path
 from pyspark.ml.linalg import SparseVector, VectorUDT
 from pyspark.sql import types as T
 
 from sparkxml import datasets as DS
 from sparkxml_kernels import formats as F
-
-from _data import data_path
 
 
 def test_read_xc_bibtex(spark):

@@ -15,8 +15,8 @@ from pyspark.ml.feature import MaxAbsScaler
 
 import sparkxml_kernels
 from sparkxml import FastXMLModel, LinearSVCModel
-from sparkxml._core import storage as _storage
 from sparkxml._core import serving as _serving
+from sparkxml._core import storage as _storage
 from sparkxml.synthetic import make_multilabel, rows_frame
 from sparkxml_kernels import model_cache, persist
 from sparkxml_kernels.fastxml.forest import train_forest
@@ -202,9 +202,9 @@ def _every_kind_models():
 
     from sparkxml import DecisionTreeClassificationModel, FMClassificationModel
     from sparkxml.gbt.estimators import GBTClassificationModel
+    from sparkxml_kernels import binning
     from sparkxml_kernels.fm.predictor import FMPredictor
     from sparkxml_kernels.forest.predictor import ForestPredictor
-    from sparkxml_kernels import binning
     from sparkxml_kernels.gbt import booster
 
     rng = np.random.default_rng(5)

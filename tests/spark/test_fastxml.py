@@ -3,6 +3,7 @@ import os
 
 import numpy as np
 import pytest
+from _data import data_path
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.linalg import Vectors
 
@@ -11,8 +12,6 @@ from sparkxml import FastXML, FastXMLModel, XMLEvaluator
 from sparkxml.datasets import read_xc
 from sparkxml.synthetic import csr_rows, make_multilabel, rows_frame
 from sparkxml_kernels.persist import ModelFormatError
-
-from _data import data_path
 
 
 @pytest.fixture(scope="module")

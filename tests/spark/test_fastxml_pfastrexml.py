@@ -8,8 +8,11 @@ import sparkxml_kernels
 from sparkxml import FastXMLModel, PfastreXML, PfastreXMLModel, XMLEvaluator
 from sparkxml.synthetic import csr_rows, make_multilabel, rows_frame
 from sparkxml_kernels.fastxml import train_forest
-from sparkxml_kernels.fastxml.pfastre import (PfastreXMLPredictor, propensity_weights,
-                                              tail_centroids)
+from sparkxml_kernels.fastxml.pfastre import (
+    PfastreXMLPredictor,
+    propensity_weights,
+    tail_centroids,
+)
 from sparkxml_kernels.persist import ModelFormatError
 
 D, L = 300, 40

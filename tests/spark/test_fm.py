@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+from _data import data_path
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.evaluation import BinaryClassificationEvaluator, RegressionEvaluator
 from pyspark.ml.linalg import Vectors
@@ -18,8 +19,6 @@ from sparkxml.fm.fm import FMClassificationModel
 from sparkxml.fm.gbfm import GBFMRegressionModel
 from sparkxml.synthetic import make_ratings
 from sparkxml_kernels.persist import ModelFormatError
-
-from _data import data_path
 
 A9A_FIELDS = [0, 5, 13, 18, 34, 39, 46, 60, 66, 71, 73, 75, 77, 82]
 

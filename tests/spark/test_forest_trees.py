@@ -9,17 +9,20 @@ from pyspark.ml.linalg import Vectors
 from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
 
 import sparkxml_kernels
-from sparkxml import DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, RandomForestRegressor
+from sparkxml import (
+    DecisionTreeClassifier,
+    DecisionTreeRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
 from sparkxml.forest.forest import RandomForestClassificationModel
 from sparkxml.forest.tree import DecisionTreeClassificationModel
 
 sklearn = pytest.importorskip("sklearn")
+from _data import data_path  # noqa: E402
 from sklearn.datasets import load_diabetes, load_svmlight_file  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier as SkTree  # noqa: E402
 from sklearn.tree import DecisionTreeRegressor as SkTreeRegressor  # noqa: E402
-
-from _data import data_path  # noqa: E402
-
 
 FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
           "n_node_samples", "weighted_n_node_samples", "value")

@@ -4,6 +4,7 @@ stopping, Pipelines and tuning, bad input."""
 import numpy as np
 import pandas as pd
 import pytest
+from _data import data_path
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.evaluation import BinaryClassificationEvaluator, RegressionEvaluator
 from pyspark.ml.feature import VectorAssembler
@@ -14,8 +15,6 @@ import sparkxml_kernels
 from sparkxml import GBTClassifier, GBTRegressor
 from sparkxml.gbt.estimators import GBTClassificationModel, GBTRegressionModel
 from sparkxml_kernels.gbt.metrics import auc_exact
-
-from _data import data_path
 
 FCOLS = [f"f{i}" for i in range(1, 29)]
 

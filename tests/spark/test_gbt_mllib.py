@@ -7,8 +7,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from pyspark.ml.evaluation import (BinaryClassificationEvaluator,
-                                   MulticlassClassificationEvaluator, RegressionEvaluator)
+from pyspark.ml.evaluation import (
+    BinaryClassificationEvaluator,
+    MulticlassClassificationEvaluator,
+    RegressionEvaluator,
+)
 from pyspark.ml.feature import VectorAssembler
 from pyspark.sql import functions as F
 

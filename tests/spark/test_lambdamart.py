@@ -3,6 +3,7 @@ partitioning, early stopping, errors, persistence and Pipelines."""
 
 import numpy as np
 import pytest
+from _data import data_path
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.sql import functions as F
@@ -11,8 +12,6 @@ from pyspark.sql import types as T
 import sparkxml_kernels
 from sparkxml import LambdaMART, LambdaMARTModel, RankingEvaluator
 from sparkxml_kernels import metrics as M
-
-from _data import data_path
 
 
 def rank(name):

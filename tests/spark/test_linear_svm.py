@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _data import data_path
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.evaluation import MulticlassClassificationEvaluator
 from pyspark.ml.linalg import Vectors
@@ -18,8 +19,6 @@ from sparkxml.datasets import from_csr
 from sparkxml_kernels.collective import LocalCollective
 from sparkxml_kernels.formats import read_svmlight
 from sparkxml_kernels.linear import solver
-
-from _data import data_path
 
 # the estimator of the shared fit: 3 blocks (CoCoA+ with polish), two workers
 EST = dict(numBlocks=3, numWorkers=2, seed=3, loss="squared_hinge", C=0.5, maxIter=30)

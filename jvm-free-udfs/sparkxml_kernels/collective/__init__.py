@@ -20,8 +20,7 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 
 from .local import InProcessCollective, InProcessGroup, LocalCollective
-from .sockets import (SocketCollective, new_authkey, open_listener, tree_children,
-                      tree_parent)
+from .sockets import SocketCollective, new_authkey, open_listener, tree_children, tree_parent
 
 
 @runtime_checkable

@@ -10,6 +10,7 @@ uint32 array of 625 entries (624 words and the read position), so helpers advanc
 from __future__ import annotations
 
 import numpy as np
+
 from .._jit import njit
 
 MT_STATE = 625  # 624 state words + the read position

@@ -17,6 +17,7 @@ Python twin on a list of (id, key) pairs. Only the keys are compared.
 from __future__ import annotations
 
 import numpy as np
+
 from .._jit import njit
 
 _THRESHOLD = 16

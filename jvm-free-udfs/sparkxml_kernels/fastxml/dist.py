@@ -45,16 +45,42 @@ parallel.
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ._common import MT_STATE, NOMAP, mt_seed
-from .logreg import (EPS, MAX_INNER, MAX_LINESEARCH, MAX_NEWTON, NU, SIGMA, _violation,
-                     lr_accept_rows, lr_column_sums, lr_coord_apply, lr_coord_grad, lr_coord_z,
-                     lr_delta, lr_halve, lr_hess_grad, lr_init_rows, lr_ls_cond,
-                     lr_outer_active, lr_refresh_ewx, lr_row_dot, lr_shuffle)
+from .logreg import (
+    EPS,
+    MAX_INNER,
+    MAX_LINESEARCH,
+    MAX_NEWTON,
+    NU,
+    SIGMA,
+    _violation,
+    lr_accept_rows,
+    lr_column_sums,
+    lr_coord_apply,
+    lr_coord_grad,
+    lr_coord_z,
+    lr_delta,
+    lr_halve,
+    lr_hess_grad,
+    lr_init_rows,
+    lr_ls_cond,
+    lr_outer_active,
+    lr_refresh_ewx,
+    lr_row_dot,
+    lr_shuffle,
+)
 from .ndcg import NDCG_EPS, SORT_STACK, ndcg_rank_gain, ndcg_side_sums, ndcg_update_sides
-from .tree import (class_weights, draw_sides, keep_weights, leaf_finalize, leaf_label_sums,
-                   node_idcg, route_prods)
+from .tree import (
+    class_weights,
+    draw_sides,
+    keep_weights,
+    leaf_finalize,
+    leaf_label_sums,
+    node_idcg,
+    route_prods,
+)
 
 _M64 = (1 << 64) - 1
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .._jit import njit
 
-from ._common import MT_STATE, MT19937, mt_next, mt_seed
+from .._jit import njit
+from ._common import MT19937, MT_STATE, mt_next, mt_seed
 
 EPS = 0.01
 MAX_NEWTON = 10

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import MT19937, tree_seed
+from ._stlsort import stl_sort_desc_naive
 from .forest import concat_forests
 from .logreg import l1r_lr_naive
-from ._stlsort import stl_sort_desc_naive
 from .ndcg import discount_tables, label_weights, optimize_ndcg_naive
 from .tree import W_DROP
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import INDEX, INDPTR
+from .._jit import njit
 from ._common import NOMAP
 from ._stlsort import stl_sort_desc, stl_sort_desc_naive
 

@@ -27,14 +27,21 @@ The naive twins (``*_naive``) spell the same computations out in plain Python fo
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import INDPTR, VALUE
+from .._jit import njit
 from ..metrics import inverse_propensities
 from ._common import sort_desc
 from .forest import check_csr
-from .predictor import (CHUNK_ROWS, FastXMLPredictor, empty_topk, push_topk, route_chunk,
-                        route_workspace, sum_leaves)
+from .predictor import (
+    CHUNK_ROWS,
+    FastXMLPredictor,
+    empty_topk,
+    push_topk,
+    route_chunk,
+    route_workspace,
+    sum_leaves,
+)
 
 TAIL_KEYS = ("tail_indptr", "tail_index", "tail_value")
 # candidates held in memory per chunk of rows (rows x num_candidates entries)
@@ -487,7 +494,6 @@ class PfastreXMLPredictor(FastXMLPredictor):
         """Load a saved PfastreXMLModel directory; gamma, alpha, numCandidates and
         tailClassifiers come from its metadata's params."""
         from ..persist import ModelFormatError, load_arrays
-
         from .forest import FOREST_KEYS
 
         arrays = load_arrays(path, required=FOREST_KEYS + TAIL_KEYS +

@@ -11,12 +11,12 @@ labels of its leaves.
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import INDEX, VALUE
+from .._jit import njit
 from .._tree_check import check_tree_structure
 from ._common import row_dot
-from .forest import FOREST_KEYS, _DTYPES, check_csr
+from .forest import _DTYPES, FOREST_KEYS, check_csr
 
 CHUNK_ROWS = 16384
 

@@ -17,11 +17,11 @@ Every other workspace is allocated once per call and reused across nodes and tre
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ._common import MT_STATE, NOMAP, grow, mt_next, mt_seed, sort_desc
-from .logreg import l1r_lr_kernel
 from ._stlsort import stl_sort_desc
+from .logreg import l1r_lr_kernel
 from .ndcg import SORT_STACK, map_labels, optimize_ndcg_kernel
 
 W_DROP = 1e-16

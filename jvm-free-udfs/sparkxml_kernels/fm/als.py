@@ -22,8 +22,16 @@ import numpy as np
 from .._dtypes import FLOAT
 from .cd import FACTOR, LINEAR, factor_cache, newton_update
 from .rng import param_rng
-from .solver import (LOGISTIC, SQUARED, NewtonRule, RowCache, fm_predict_cached,
-                     residual_sums, total, update_blocks)
+from .solver import (
+    LOGISTIC,
+    SQUARED,
+    NewtonRule,
+    RowCache,
+    fm_predict_cached,
+    residual_sums,
+    total,
+    update_blocks,
+)
 
 __all__ = ["run_als", "init_params"]
 

@@ -26,9 +26,9 @@ For a parameter ``theta`` the prediction of row i is ``const + theta h_i`` with
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT
+from .._jit import njit
 
 LINEAR, FACTOR, CROSS = 0, 1, 2
 

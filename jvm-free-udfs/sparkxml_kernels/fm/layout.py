@@ -28,9 +28,9 @@ sums, small, take the scattered writes).
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT, INDEX, INDPTR
+from .._jit import njit
 
 __all__ = ["sort_rows", "check_sorted_indices", "next_cooccurring", "next_cooccurring_naive",
            "exclusive_segments", "exclusive_segments_naive", "refine_blocks", "block_entries",

@@ -31,8 +31,15 @@ import numpy as np
 from .._dtypes import FLOAT
 from .cd import FACTOR, LINEAR, factor_cache
 from .rng import STREAM_PROBIT, param_rng, sample_probit_targets, uniforms
-from .solver import (SQUARED, GibbsRule, RowCache, fm_predict_cached, residual_sums, total,
-                     update_blocks)
+from .solver import (
+    SQUARED,
+    GibbsRule,
+    RowCache,
+    fm_predict_cached,
+    residual_sums,
+    total,
+    update_blocks,
+)
 
 ALPHA_0 = BETA_0 = GAMMA_0 = 1.0
 MU_0 = 0.0

@@ -46,9 +46,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT
+from .._jit import njit
 from ..inputs import csr_parts, dense, is_csr
 from .rng import ndtri_array, norm_cdf
 from .solver import logistic_parts

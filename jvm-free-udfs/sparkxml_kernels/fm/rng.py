@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT
+from .._jit import njit
 from ..rng import row_uniforms, splitmix64
 
 __all__ = ["param_rng", "row_ids", "row_uniforms", "ndtri", "ndtri_array", "norm_cdf", "truncated_normal",

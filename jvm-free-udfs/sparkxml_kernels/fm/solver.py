@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT
+from .._jit import njit
 from .cd import GIBBS, NEWTON, block_finish, block_stats
 from .layout import BlockedData
 

@@ -16,8 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._dtypes import FLOAT, INDEX, INDPTR
-from .layout import (BlockedData, check_sorted_indices, exclusive_segments, next_cooccurring,
-                     sort_rows)
+from .layout import (
+    BlockedData,
+    check_sorted_indices,
+    exclusive_segments,
+    next_cooccurring,
+    sort_rows,
+)
 from .rng import occurrences, row_ids
 from .solver import allreduce_min
 

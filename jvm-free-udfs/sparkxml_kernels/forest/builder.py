@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .criteria import EPSILON, impurity, improvement, is_classification, n_stats, node_weight
+from .criteria import EPSILON, improvement, impurity, is_classification, n_stats, node_weight
 from .histogram import build_histograms, partition_nodes
 from .splitter import split_node
 from .tree import NodeList, SplitParams, node_value, split_threshold

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from .._jit import njit
 
 GINI, ENTROPY, SQUARED_ERROR, FRIEDMAN_MSE, POISSON = 0, 1, 2, 3, 4

@@ -30,10 +30,17 @@ import math
 import time
 
 import numpy as np
-from .._jit import njit
 
-from .criteria import (ENTROPY, EPSILON, impurity, improvement, is_classification, n_stats,
-                       node_weight)
+from .._jit import njit
+from .criteria import (
+    ENTROPY,
+    EPSILON,
+    improvement,
+    impurity,
+    is_classification,
+    n_stats,
+    node_weight,
+)
 from .histogram import build_histograms, partition_nodes, split_slice
 from .splitter import child_key, draw_subset, mix64, node_state, split_subset
 from .tree import SplitParams

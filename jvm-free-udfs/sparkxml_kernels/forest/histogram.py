@@ -12,8 +12,8 @@ its bootstrap count (all ones for a single tree). Rows whose weight is 0 are nev
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from .criteria import ENTROPY
 
 

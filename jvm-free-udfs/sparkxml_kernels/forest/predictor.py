@@ -27,8 +27,8 @@ scikit-learn's ``tree_`` layout (``value`` shaped (N_i, 1, K)).
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ..inputs import csr_parts, dense, is_csr
 from .tree import FIELDS, TreeArrays
 

@@ -26,8 +26,8 @@ same node gets the same features whether it is grown distributed or in one proce
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from .criteria import node_weight, proxy
 
 RAND_R_MAX = 0x7FFFFFFF

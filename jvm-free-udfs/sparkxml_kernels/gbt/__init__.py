@@ -15,10 +15,16 @@ dump         text (MLlib layout) and JSON dumps of an ensemble
 booster      the boosting loop (single process or one Spark task)
 ranking      lambdarank / pairwise objectives, ndcg@k / map@k metrics (LambdaMART)
 """
-from ..binning import (Sketch, bin_data, edges_from_sketch, merge_sketches, n_bins_from_edges,
-                      sketch)
-from .booster import BoosterParams, train
+from ..binning import (
+                      Sketch,
+                      bin_data,
+                      edges_from_sketch,
+                      merge_sketches,
+                      n_bins_from_edges,
+                      sketch,
+)
 from ..collective import InProcessGroup, LocalCollective
+from .booster import BoosterParams, train
 from .grower import Tree, TreeGrower, TreeParams, grow_tree
 from .histogram import build_histogram, build_histograms, n_hist_slots, subtract
 from .loss import Logistic, Loss, Softmax, SquaredError, make_loss, register_loss

@@ -27,13 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import BIN, FLOAT, INDEX, INDPTR, NODE
+from .._jit import njit
+from ..binning import MAX_REAL_BINS, MISSING_BIN, MISSING_BIN_WIDE, bin_data
+from ..inputs import csr_parts, dense, is_csr
 from . import histogram as _hist
 from . import partition as _part
-from ..inputs import csr_parts, dense, is_csr
-from ..binning import MAX_REAL_BINS, MISSING_BIN, MISSING_BIN_WIDE, bin_data
 
 WIDE = np.uint16
 

@@ -27,12 +27,12 @@ from numba import prange
 
 from .._dtypes import FLOAT, INDEX
 from .._jit import njit
+from ..binning import n_bins_from_edges, n_real_bins
+from ..collective import LocalCollective
+from ..rng import row_uniforms
 from ..threads import check_threads, use_threads, worth_threads
 from .binned import as_binned, route_binned_any
-from ..binning import n_bins_from_edges, n_real_bins
-from ..rng import row_uniforms
 from .categorical import CatParams
-from ..collective import LocalCollective
 from .grower import TreeGrower, TreeParams
 from .loss import make_loss
 from .metrics import higher_is_better, known_metrics, metric_from_stats, metric_stats

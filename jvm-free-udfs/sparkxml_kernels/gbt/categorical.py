@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT, NODE
+from .._jit import njit
 from .splitting import K_RT_EPS, TIE_RTOL, _score
 
 

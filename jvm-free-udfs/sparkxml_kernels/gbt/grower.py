@@ -49,16 +49,35 @@ from numba import prange
 
 from .._dtypes import FLOAT, INDEX, NODE
 from .._jit import njit
-from ..threads import worth_threads
-from .binned import (as_binned, build_histogram_any_naive, build_histograms_any, is_sparse,
-                     missing_code, needs_generic, partition_nodes_any, route_binned_any)
-from .categorical import (CatParams, find_categorical_splits, find_categorical_splits_naive,
-                          n_set_words)
 from ..collective import LocalCollective
+from ..threads import worth_threads
+from .binned import (
+    as_binned,
+    build_histogram_any_naive,
+    build_histograms_any,
+    is_sparse,
+    missing_code,
+    needs_generic,
+    partition_nodes_any,
+    route_binned_any,
+)
+from .categorical import (
+    CatParams,
+    find_categorical_splits,
+    find_categorical_splits_naive,
+    n_set_words,
+)
 from .histogram import has_missing_bins, interleave, n_hist_slots
 from .partition import column_copy
-from .splitting import (TIE_RTOL, SplitParams, bounded_leaf_weight, check_monotone,
-                        find_best_splits, find_best_splits_naive, leaf_weight)
+from .splitting import (
+    TIE_RTOL,
+    SplitParams,
+    bounded_leaf_weight,
+    check_monotone,
+    find_best_splits,
+    find_best_splits_naive,
+    leaf_weight,
+)
 
 HEADER = 4
 REC = 10

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from .._jit import njit
 
 from .._dtypes import BIN, FLOAT, INDEX
+from .._jit import njit
 from ..intrinsics import prefetch
 from ..threads import worth_threads
 

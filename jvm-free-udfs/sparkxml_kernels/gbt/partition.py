@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from .._jit import njit
 
 from .._dtypes import BIN, INDEX, NODE
-from ..threads import worth_threads
+from .._jit import njit
 from ..intrinsics import prefetch
+from ..threads import worth_threads
 from .histogram import PREFETCH_ROWS
 
 

@@ -51,12 +51,12 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from .._jit import njit
 
 from .._dtypes import FLOAT, INDPTR, NODE
+from .._jit import njit
 from .._tree_check import check_tree_structure
-from ..threads import use_threads
 from ..inputs import csr_parts, dense, is_csr
+from ..threads import use_threads
 from .loss import make_loss
 
 # the largest number of outputs (classes) a model may have (GBTClassifier's numClasses bound)

@@ -53,9 +53,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT
+from .._jit import njit
 from .loss import Loss, register_loss
 from .metrics import register_metric
 

@@ -23,9 +23,9 @@ from itertools import combinations
 from math import factorial
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT
+from .._jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -37,9 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from .._jit import njit
 
 from .._dtypes import FLOAT, NODE
+from .._jit import njit
 
 K_RT_EPS = 1e-6
 # Near-ties: a candidate must beat the best by this much (relative to the node's score scale)

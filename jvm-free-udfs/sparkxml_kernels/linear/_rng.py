@@ -8,6 +8,7 @@ runs the block, nor on how many blocks a task runs.
 from __future__ import annotations
 
 import numpy as np
+
 from .._jit import njit
 
 _MASK = (1 << 64) - 1

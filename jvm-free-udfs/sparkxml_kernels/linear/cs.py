@@ -22,8 +22,8 @@ curvature is sigma |x_i|^2. Weights are feature-major here: ``U``, ``dW`` (d, K)
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ._rng import shuffle_prefix
 
 

@@ -37,8 +37,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ..intrinsics import prefetch
 from ._rng import rng_below, rng_uniform, shuffle_prefix
 

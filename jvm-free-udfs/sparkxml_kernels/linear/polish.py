@@ -32,8 +32,8 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from . import cs as kcs
 from . import dcd as kdcd
 from ._rng import stream_state

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..memory import release_freed
 from . import cs as kcs
 from . import dcd as kdcd
 from . import polish as kpol
-from ..memory import release_freed
 from ._rng import stream_state
 from .data import LinearData, prepare  # noqa: F401  (solver.prepare: the public spelling)
 
