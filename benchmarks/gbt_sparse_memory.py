@@ -4,7 +4,7 @@ partition).
 a9a-like: binary features (as a9a's one-hot encoded fields), ``--nnz`` distinct ones per row
 out of ``--features``, labels from a sparse linear model with noise. The run is ONE GBT
 barrier task as Spark runs it, in this process, without the JVM: the task's own functions
-(``sparkxml._gbt_tasks.make_load_fn`` / ``_make_train_fn``) consume a stream of Arrow record
+(``sparkxml._core.histogram_tasks.make_load_fn`` / ``sparkxml.gbt.tasks.make_train_fn``) consume a stream of Arrow record
 batches holding the VectorUDT struct column exactly as ``mapInArrow`` hands a wide vector
 column to the task (``sparkxml.gbt.features``: >= 1024 slots ship sparse), bin them into
 sparse storage and boost. Bin edges come from a sketch of a separate 100,000-row sample (what
@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "jvm-free-udfs"
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
-from sparkxml.gbt.tasks import _make_train_fn  # noqa: E402
+from sparkxml.gbt.tasks import make_train_fn  # noqa: E402
 from sparkxml_kernels import binning  # noqa: E402
 from sparkxml_kernels.collective import LocalCollective  # noqa: E402
 
@@ -113,7 +113,7 @@ def run_task(edges, n, d, nnz, iters, depth, seed=0):
     load = make_load_fn(spec, "label", None, None, edges, d, options={"missing": np.nan})
     params = dict(maxIter=iters, maxDepth=depth, stepSize=0.3, objective="logistic",
                   numClasses=2, evalMetric=None)
-    train = _make_train_fn(edges, params, None)
+    train = make_train_fn(edges, params, None)
     gc.collect()
     base = _rss()
     _reset_peak()

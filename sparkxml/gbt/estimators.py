@@ -38,26 +38,9 @@ Spark. They also behave as Spark MLlib's tree-ensemble models (``sparkxml.gbt.mo
 """
 from __future__ import annotations
 
-import time
-
 from pyspark import keyword_only
-from pyspark.ml.functions import vector_to_array
-from pyspark.ml.linalg import VectorUDT
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
-from sparkxml._core.barrier import run_barrier_training
-from sparkxml._core.base import SparkXMLEstimator
 
 # shared with LambdaMART, trees and forests; still importable from here
-from sparkxml._core.histogram_engine import (
-    check_schema,
-    data_checks,
-    finite_col,
-    sketch_pass,
-    training_columns,
-)
-from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
 from sparkxml._core.params import (
     HasEarlyStoppingRounds,
     HasFeaturesCol,
@@ -74,14 +57,12 @@ from sparkxml._core.params import (
     HasThresholds,
     HasTimeoutSeconds,
     HasValidationIndicatorCol,
-    HasVerbose,
     HasWeightCol,
     add_setters,
 )
 from sparkxml._core.progress import FitProgress
-from sparkxml._core.workers import check_slots, needs_repartition, workers_for
-from sparkxml.gbt import features as _gbt_features
-from sparkxml.gbt.models import GBTModelBase, _feature_names, single_row_classifier_api
+from sparkxml.gbt.fit import GBTEstimator
+from sparkxml.gbt.models import GBTModelBase, single_row_classifier_api
 from sparkxml.gbt.params import (
     HasBaseMarginCol,
     HasCategoricalCols,
@@ -90,7 +71,6 @@ from sparkxml.gbt.params import (
     HasColsampleByTree,
     HasEvalMetric,
     HasGrowPolicy,
-    HasInitModel,
     HasLeafCol,
     HasMaxBins,
     HasMaxCatThreshold,
@@ -113,14 +93,11 @@ from sparkxml.gbt.summary import (
     GBTRegressionEvaluation,
     GBTTrainingSummary,
 )
-from sparkxml.gbt.tasks import _make_train_fn, address_hook
-from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS, TreeEnsemblePredictor
-from sparkxml_kernels.gbt.splitting import check_monotone
+from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS
 
 __all__ = ["GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
            "GBTTrainingSummary"]
 
-_REGRESSION_METRICS = ("rmse",)
 _BINARY_METRICS = ("logloss", "error", "auc")
 _MULTI_METRICS = ("mlogloss",)
 
@@ -174,217 +151,6 @@ _MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol
 
 
 
-class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
-    _task = "regression"
-    _fault_injection = None  # test hook: dict(rank, after_round, kind, marker, seconds)
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(verbose=0)
-
-    def _booster_params(self, max_bins: int) -> dict:
-        """The tree/boosting params every GBT-engine estimator passes to ``booster.train``."""
-        return {
-            "maxIter": self.getMaxIter(), "stepSize": self.getStepSize(),
-            "maxDepth": self.getMaxDepth(), "maxLeaves": self.getMaxLeaves(),
-            "growPolicy": self.getGrowPolicy(), "regLambda": self.getRegLambda(),
-            "regAlpha": self.getRegAlpha(), "minSplitLoss": self.getMinSplitLoss(),
-            "minChildWeight": self.getMinChildWeight(),
-            "subsamplingRate": self.getSubsamplingRate(),
-            "colsampleByTree": self.getColsampleByTree(), "seed": int(self.getSeed()),
-            "maxBins": max_bins, "earlyStoppingRounds": self.getEarlyStoppingRounds(),
-            "monotoneConstraints": self._opt(self.monotoneConstraints) or None,
-            "scalePosWeight": (float(self.getScalePosWeight())
-                               if self.hasParam("scalePosWeight") else 1.0),
-            "maxCatToOnehot": self.getMaxCatToOnehot(), "catSmooth": self.getCatSmooth(),
-            "catL2": self.getCatL2(), "maxCatThreshold": self.getMaxCatThreshold(),
-            # None: the task's spark.task.cpus (_gbt_tasks.task_threads)
-            "nthread": self._opt(self.nthread),
-        }
-
-    def _fit_validated(self, dataset):
-        spark = dataset.sparkSession
-        spec = self._features_spec()
-        label = self.getLabelCol()
-        weight = self._opt(self.weightCol) or None
-        valid = self._opt(self.validationIndicatorCol) or None
-        self._check_schema(dataset, spec, label, weight, valid)
-        spec = _gbt_features.with_sparse(dataset, spec)
-        if self.getEarlyStoppingRounds() > 0 and valid is None:
-            raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
-        self._check_policy()
-        n_workers = self._opt(self.numWorkers)
-        if n_workers is not None:
-            check_slots(spark, n_workers)
-        max_bins = self.getMaxBins()
-        with FitProgress(spark, self, self.getVerbose()) as progress:
-            t0 = time.perf_counter()
-            with progress.phase("checks"):
-                stats = data_checks(dataset, spec, label, weight, valid, self._task,
-                                     self._margin_checks(dataset))
-            d = stats["d"]
-            objective, n_classes, metric = self._objective(label, stats["label_max"],
-                                                           stats["label_distinct"])
-            n_workers = workers_for(spark, stats, valid, n_workers)
-            engine = self._engine_options(dataset, spec, stats, objective, n_classes)
-            checks_seconds = time.perf_counter() - t0
-            edges, infos, sketch_seconds = self._sketch_phase(progress, dataset, spec, weight,
-                                                              valid, stats, engine)
-            params = dict(self._booster_params(max_bins), objective=objective,
-                          numClasses=n_classes, evalMetric=metric,
-                          categoricalFeatures=engine["cat_ids"] or None)
-            cols = training_columns(spec, label, weight, valid, engine["cols"])
-            df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
-            fault = dict(self._fault_injection) if self._fault_injection else None
-            with progress.phase("train"):
-                result = run_barrier_training(
-                    df, n_workers,
-                    make_load_fn(spec, label, weight, valid, edges, d,
-                                  options=dict(engine["load"], nthread=params["nthread"])),
-                    _make_train_fn(edges, params, fault, progress=progress.task_spec()),
-                    timeout_s=self.getTimeoutSeconds(),
-                    # the sketch ran on the training rows only: with a validation column its
-                    # partitions need not be the input's (a filter on a literal prunes a
-                    # union branch)
-                    repartition=valid is not None or needs_repartition(infos, n_workers),
-                    on_addresses=address_hook(fault), coalesce_single=True)
-            summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds,
-                                                   infos)
-            return self._model_from(result, engine, summary, progress)
-
-    # ------------------------------------------------------------------ shared by the engine
-    def _sketch_phase(self, progress, frame, spec, weight, valid, stats, engine):
-        """The sketch job as the fit's "sketch" phase: (bin edges, per-partition infos,
-        seconds)."""
-        t0 = time.perf_counter()
-        sketch_bins, size = _gbt_features.sketch_args(self.getMaxBins())
-        with progress.phase("sketch"):
-            sketch, infos = sketch_pass(frame, spec, weight, valid, stats, sketch_bins,
-                                         self.getSeed(), size=size,
-                                         missing=engine["load"]["missing"])
-        edges, cats = _gbt_features.edges_and_categories(sketch, self.getMaxBins(),
-                                                         engine["cat_ids"], engine["names"])
-        engine["load"]["categories"] = cats
-        return edges, infos, time.perf_counter() - t0
-
-    def _margin_checks(self, dataset) -> dict:
-        """Aggregates riding along the data-check job for ``baseMarginCol``: nulls and
-        non-finite values of a double column, nulls and sizes of an array/vector one."""
-        name = self._opt(self.baseMarginCol)
-        if not name:
-            return {}
-        fields = {f.name: f.dataType for f in dataset.schema.fields}
-        if name not in fields:
-            raise ValueError(f"baseMarginCol: column '{name}' is not in the DataFrame "
-                             f"(columns: {list(fields)})")
-        t = fields[name]
-        c = F.col(name)
-        if isinstance(t, T.NumericType):
-            m = c.cast("double")
-            return {"margin_null": F.sum(c.isNull().cast("long")),
-                    "margin_bad": F.first(F.when(~finite_col(m), m), ignorenulls=True)}
-        if isinstance(t, (VectorUDT, T.ArrayType)):
-            arr = vector_to_array(c) if isinstance(t, VectorUDT) else c
-            return {"margin_null": F.sum(c.isNull().cast("long")),
-                    "margin_size_min": F.min(F.size(arr)), "margin_size_max": F.max(F.size(arr))}
-        raise TypeError(f"baseMarginCol: column '{name}' must be numeric, an array or a "
-                        f"vector, got {t.simpleString()}")
-
-    def _engine_options(self, dataset, spec, stats, objective, n_classes) -> dict:
-        """Checks and task options of ``missing``, ``baseMarginCol``, ``initModel`` and
-        ``monotoneConstraints``, after the data-check job: ``{"load": loader options,
-        "cols": extra columns for the training frame, "init": predictor or None,
-        "names": feature names or None}``."""
-        d = stats["d"]
-        k = 1 if objective not in ("softmax",) else int(n_classes)
-        r = stats["extra"]
-        name = self._opt(self.baseMarginCol)
-        cols = []
-        if name:
-            if r.get("margin_null"):
-                raise ValueError(f"baseMarginCol: column '{name}' has {r['margin_null']} null "
-                                 f"value(s)")
-            if r.get("margin_bad") is not None:
-                raise ValueError(f"baseMarginCol: column '{name}' holds the non-finite value "
-                                 f"{float(r['margin_bad'])!r}")
-            sizes = {r.get("margin_size_min"), r.get("margin_size_max")} - {None}
-            if (sizes and sizes != {k}) or (not sizes and k != 1):
-                raise ValueError(f"baseMarginCol: column '{name}' must hold {k} value(s) per "
-                                 f"row (one per output), found sizes {sorted(sizes) or [1]}")
-            t = dataset.schema[name].dataType
-            m = F.col(name)
-            cols.append((vector_to_array(m) if isinstance(t, VectorUDT)
-                         else m.cast("double") if k == 1 else m.cast("array<double>"))
-                        .alias(name))
-        try:
-            check_monotone(self._opt(self.monotoneConstraints), d)
-        except ValueError as e:
-            raise ValueError(f"monotoneConstraints: {e}") from None
-        init = self._init_predictor(d, objective, k)
-        load = {"missing": float(self.getMissing()), "margin_col": name or None,
-                "n_outputs": k, "init": None if init is None else init.to_arrays()}
-        cat_ids = _gbt_features.categorical_features(dataset, spec,
-                                                     self._opt(self.categoricalCols), d)
-        if cat_ids and self._opt(self.monotoneConstraints):
-            mono = list(self.getMonotoneConstraints())
-            bad = [f for f in cat_ids if f < len(mono) and mono[f]]
-            if bad:
-                raise ValueError(f"monotoneConstraints: categorical feature {bad[0]} cannot "
-                                 f"have a monotone constraint")
-        return {"load": load, "cols": cols, "init": init, "cat_ids": cat_ids,
-                "names": _feature_names(dataset, spec, d)}
-
-    def _init_predictor(self, d, objective, k):
-        """The model ``initModel`` names (a fitted model or a saved path), checked against
-        this fit: same features, objective and outputs."""
-        init = self._opt(self.initModel)
-        if init is None:
-            return None
-        if isinstance(init, str):
-            import sparkxml_kernels
-
-            pred = sparkxml_kernels.load_model(init)
-            if not isinstance(pred, TreeEnsemblePredictor):
-                raise ValueError(f"initModel: {init} is not a model of the GBT engine")
-        else:
-            pred = init.predictor
-        if (pred.n_features, pred.objective, pred.n_outputs) != (d, objective, k):
-            raise ValueError(f"initModel: the model has {pred.n_features} features, objective "
-                             f"{pred.objective!r} and {pred.n_outputs} output(s); this fit has "
-                             f"{d}, {objective!r} and {k}")
-        return pred
-
-    def _model_from(self, result, engine, summary, progress):
-        """The fitted model: rank 0's trees (appended to ``initModel``'s), with ``missing``
-        and the feature names; logs the round history when no line came back live."""
-        predictor = TreeEnsemblePredictor.from_arrays(result.arrays)
-        if engine["init"] is not None:
-            predictor = engine["init"].concat(predictor)
-        predictor = predictor.with_options(missing=self.getMissing(),
-                                           feature_names=engine["names"])
-        if progress.verbose > 0 and not progress.live_lines:
-            progress.log_rounds(summary._rows(), self.getMaxIter())
-        return self._model_class(predictor, summary)
-
-    # ------------------------------------------------------------------ checks
-    def _check_schema(self, dataset, spec, label, weight, valid):
-        check_schema(dataset, spec, label, weight, valid)
-
-    def _check_policy(self):
-        if self.getGrowPolicy() == "depthwise" and self.getMaxDepth() < 1:
-            raise ValueError("maxDepth must be >= 1 with growPolicy 'depthwise'")
-        if self.getGrowPolicy() == "lossguide":
-            if self.getMaxLeaves() == 1:
-                raise ValueError("maxLeaves must be 0 (no limit) or >= 2")
-            if self.getMaxDepth() == 0 and self.getMaxLeaves() == 0:
-                raise ValueError("growPolicy 'lossguide' needs maxDepth > 0 or maxLeaves > 0")
-
-    def _objective(self, label, label_max, distinct=None):
-        metric = self._opt(self.evalMetric)
-        if metric is not None and metric not in _REGRESSION_METRICS:
-            raise ValueError(f"evalMetric '{metric}' does not apply to regression; use one of "
-                             f"{list(_REGRESSION_METRICS)}")
-        return "squared_error", 2, metric
 
 
 class GBTRegressor(GBTEstimator, GBTParams):

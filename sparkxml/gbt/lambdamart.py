@@ -49,13 +49,9 @@ from sparkxml._core.histogram_tasks import make_load_fn, spec_columns
 from sparkxml._core.params import HasGroupCol, add_setters
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.workers import check_slots, workers_for
-from sparkxml.gbt.estimators import (
-    COMMON_PARAMS,
-    GBTEstimator,
-    GBTModelBase,
-    GBTParams,
-    GBTTrainingSummary,
-)
+from sparkxml.gbt.estimators import COMMON_PARAMS, GBTParams
+from sparkxml.gbt.fit import GBTEstimator
+from sparkxml.gbt.models import GBTModelBase
 from sparkxml.gbt.params import (
     HasLabelGain,
     HasLambdarankNorm,
@@ -63,7 +59,8 @@ from sparkxml.gbt.params import (
     HasObjective,
     HasSigma,
 )
-from sparkxml.gbt.tasks import _make_train_fn, address_hook
+from sparkxml.gbt.summary import GBTTrainingSummary
+from sparkxml.gbt.tasks import address_hook, make_train_fn
 from sparkxml_kernels.gbt.ranking import MAX_DEFAULT_GRADE
 
 __all__ = ["LambdaMART", "LambdaMARTModel"]
@@ -260,7 +257,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                 frame.select(*proj, group, _KEY), n_workers,
                 make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group,
                               options=dict(engine["load"], nthread=params["nthread"])),
-                _make_train_fn(edges, params, fault, ranking, progress.task_spec()),
+                make_train_fn(edges, params, fault, ranking, progress.task_spec()),
                 timeout_s=self.getTimeoutSeconds(), repartition=False,
                 on_addresses=address_hook(fault))
         summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds)

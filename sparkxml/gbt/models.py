@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 
 from sparkxml._core.arrow import batch_features, margin_column
 from sparkxml._core.base import SparkXMLPredictorModel
-from sparkxml._core.histogram_engine import (  # the dense-array copy of a vector column for the tasks
+from sparkxml._core.histogram_engine import (
     X_COL,
     check_feature_columns,
 )
@@ -307,7 +307,7 @@ class GBTModelBase(SparkXMLPredictorModel):
         return [metric_from_stats(metric, s) for s in total]
 
 
-def _feature_names(dataset, spec, d):
+def feature_names(dataset, spec, d):
     """``featuresCols``, or the names in the vector column's ML attribute metadata (what
     ``VectorAssembler`` writes); None when the column has none."""
     if spec["kind"] == "columns":

@@ -36,7 +36,7 @@ def _progress_callback(reporter, total):
     return cb
 
 
-def _make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
+def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
                    progress: dict | None = None):
     """The barrier task's training function. ``ranking`` (LambdaMART's objective settings)
     turns the params' objective and metric into ranking ones and trains on ``group_ptr``.
