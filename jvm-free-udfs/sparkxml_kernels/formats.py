@@ -61,7 +61,7 @@ _MAX_HEADER = 2**31 - 1   # header counts and sizes: int32, as ids and vector si
 _MAX_QID = 2**63 - 1
 
 
-def _read_bytes(path) -> bytes:
+def read_bytes(path) -> bytes:
     """The file's bytes, decompressed for ``.gz``/``.bz2``; a truncated or corrupt archive
     raises ValueError naming the file (the decompressors raise a bare EOFError/OSError)."""
     p = os.fspath(path)
@@ -316,7 +316,7 @@ def read_xc(path):
         ``"<path>, line <n>: <what>"``: bad header, bad token, id out of the header's range,
         repeated id in a row, or a number of rows other than N.
     """
-    data = _read_bytes(path)
+    data = read_bytes(path)
     (n_rows, n_feat, n_lab), raw = _split_header(path, data, "N D L")
     full, j, body = _open(path, raw, 2, _XC_RE)
     starts, ends, line, counts = body.tokens(b":,")
@@ -409,7 +409,7 @@ def read_smat(path, value_dtype=VALUE):
     ValueError
         ``"<path>, line <n>: <what>"``.
     """
-    data = _read_bytes(path)
+    data = read_bytes(path)
     (n_rows, n_cols), raw = _split_header(path, data, "rows cols")
     full, j, body = _open(path, raw, 2, _SMAT_RE)
     starts, ends, line, counts = body.tokens(b":")
@@ -464,7 +464,7 @@ def read_svmlight(path, query_path=None, num_features: int | None = None,
     data : float64 (nnz,)
     num_features : int
     """
-    data = _read_bytes(path)
+    data = read_bytes(path)
     full, j, body = _open(path, data, 1, _SVM_RE, comment=b"#")
     starts, ends, line, counts = body.tokens(b":")
     t = len(starts)
@@ -515,7 +515,7 @@ def read_svmlight(path, query_path=None, num_features: int | None = None,
 def _read_query(query_path, n_rows: int) -> np.ndarray:
     """Group sizes of a LightGBM ``.query`` file -> query id (0, 1, ...) of each row."""
     sizes = []
-    for j, s in enumerate(_read_bytes(query_path).decode("utf-8", "replace").split("\n")):
+    for j, s in enumerate(read_bytes(query_path).decode("utf-8", "replace").split("\n")):
         if s.strip():
             try:
                 sizes.append(_int(s.strip(), "group size"))
@@ -570,7 +570,7 @@ def _arff_header(path, data: bytes):
 
 def _label_names(xml_path) -> list[str]:
     try:
-        root = ET.fromstring(_read_bytes(xml_path))
+        root = ET.fromstring(read_bytes(xml_path))
     except ET.ParseError as e:
         raise ValueError(f"{xml_path}: not valid XML: {e}") from None
     names = [el.get("name") for el in root.iter() if el.tag.rsplit("}", 1)[-1] == "label"]
@@ -582,7 +582,7 @@ def _label_names(xml_path) -> list[str]:
 
 
 def _arff_setup(arff_path, xml_path):
-    data = _read_bytes(arff_path)
+    data = read_bytes(arff_path)
     attrs, raw, first_line = _arff_header(arff_path, data)
     names = _label_names(xml_path)
     where = {a[0]: i for i, a in enumerate(attrs)}
@@ -713,7 +713,7 @@ def read_tsv(path, query_path=None, delimiter: str = "\t"):
     """
     import pyarrow.csv as pacsv
 
-    raw = _read_bytes(path)
+    raw = read_bytes(path)
     try:
         table = pacsv.read_csv(
             pa.BufferReader(raw),

@@ -10,12 +10,12 @@ from .formats import (
     _arff_line,
     _arff_setup,
     _fail,
-    _read_bytes,
     _read_query,
     _smat_row,
     _split_header,
     _svm_row,
     _xc_row,
+    read_bytes,
 )
 
 
@@ -46,7 +46,7 @@ def _check_count(path, lines, n_rows, name):
 
 def read_xc_naive(path):
     """Line-by-line twin of ``formats.read_xc``."""
-    (n_rows, n_feat, n_lab), raw = _split_header(path, _read_bytes(path), "N D L")
+    (n_rows, n_feat, n_lab), raw = _split_header(path, read_bytes(path), "N D L")
     lines = _lines(raw)
     X, V, Y = [], [], []
     for j, s in enumerate(lines):
@@ -67,7 +67,7 @@ def read_xc_naive(path):
 
 def read_smat_naive(path, value_dtype=VALUE):
     """Line-by-line twin of ``formats.read_smat``."""
-    (n_rows, n_cols), raw = _split_header(path, _read_bytes(path), "rows cols")
+    (n_rows, n_cols), raw = _split_header(path, read_bytes(path), "rows cols")
     lines = _lines(raw)
     X, V = [], []
     for j, s in enumerate(lines):
@@ -88,7 +88,7 @@ def read_smat_naive(path, value_dtype=VALUE):
 def read_svmlight_naive(path, query_path=None, num_features=None, zero_based=False):
     """Line-by-line twin of ``formats.read_svmlight``."""
     labels, qids, X, V = [], [], [], []
-    for j, s in enumerate(_read_bytes(path).decode("utf-8", "replace").split("\n")):
+    for j, s in enumerate(read_bytes(path).decode("utf-8", "replace").split("\n")):
         try:
             r = _svm_row(s.split("#", 1)[0], zero_based, num_features)
         except ValueError as e:

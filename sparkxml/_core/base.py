@@ -51,7 +51,7 @@ from sparkxml._core.constraints import SHARED_PARAM_CONSTRAINTS, validate_params
 from sparkxml_kernels import persist
 
 
-def _class_name(obj_or_cls) -> str:
+def class_name(obj_or_cls) -> str:
     """The import path a save writes into the metadata: ``sparkxml.<Name>`` for the public
     classes (stable whatever module defines them), else the defining module's path."""
     cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
@@ -88,7 +88,7 @@ class _ClassCheck:
         return names_class(name, self.cls)
 
     def __str__(self) -> str:
-        return _class_name(self.cls)
+        return class_name(self.cls)
 
 
 class SparkXMLWriter(MLWriter):
@@ -111,7 +111,7 @@ class SparkXMLWriter(MLWriter):
                 raise TypeError(f"{type(inst).__name__}: param {name} holds a "
                                 f"{type(value).__name__}, which cannot be saved; save that "
                                 f"object and set the param to its path")
-        meta = persist.metadata_json(_class_name(inst), inst.uid, params, defaults,
+        meta = persist.metadata_json(class_name(inst), inst.uid, params, defaults,
                                      model_kind=inst._model_kind,
                                      spark_version=pyspark.__version__)
         spark = getattr(self, "_sparkSession", None) or _storage.active_session()

@@ -63,9 +63,9 @@ _VALID = "_sparkxml_is_valid"
 def _format(path, fmt):
     if fmt != "auto":
         return fmt
-    from sparkxml_kernels.formats import _read_bytes
+    from sparkxml_kernels.formats import read_bytes
 
-    for line in _read_bytes(path).split(b"\n"):
+    for line in read_bytes(path).split(b"\n"):
         if line.strip() and not line.lstrip().startswith(b"#"):
             return "svmlight" if b":" in line else "tsv"
     return "svmlight"

@@ -56,7 +56,7 @@ def model_and_inputs_exist(args) -> None:
 def load_saved_model(path: str, allowed: tuple):
     """Load the sparkxml model saved at ``path``, which must hold one of the ``allowed``
     classes; any other class is an error naming what was found."""
-    from sparkxml._core.base import _class_name, names_class
+    from sparkxml._core.base import class_name, names_class
     from sparkxml_kernels.persist import check_sparkxml, load_metadata
 
     meta = load_metadata(path)
@@ -65,4 +65,4 @@ def load_saved_model(path: str, allowed: tuple):
         if names_class(str(meta.get("class")), cls):
             return cls.load(path)
     raise ValueError(f"--model {path} holds a {meta.get('class')}, expected one of "
-                     f"{sorted(_class_name(c) for c in allowed)}")
+                     f"{sorted(class_name(c) for c in allowed)}")

@@ -26,7 +26,7 @@ from sparkxml._core.validation import check_output_columns
 from sparkxml.gbt.features import SPARSE_MIN_FEATURES
 from sparkxml.gbt.summary import GBTTrainingSummary
 from sparkxml.gbt.tasks import (
-    _scores,
+    class_scores,
     make_predict_fn,
     predict_from_probability,
     predictor_with_missing,
@@ -368,17 +368,17 @@ def single_row_classifier_api(cls):
 
     def predictRaw(self, value) -> DenseVector:
         """Raw scores of one vector: [-margin, margin] (two classes) or the K scores."""
-        rawm, _ = _scores(self._raw_one(value), self._predictor.n_outputs)
+        rawm, _ = class_scores(self._raw_one(value), self._predictor.n_outputs)
         return DenseVector(rawm[0])
 
     def predictProbability(self, value) -> DenseVector:
         """Class probabilities of one vector."""
-        _, prob = _scores(self._raw_one(value), self._predictor.n_outputs)
+        _, prob = class_scores(self._raw_one(value), self._predictor.n_outputs)
         return DenseVector(prob[0])
 
     def predict(self, value) -> float:
         """The predicted class of one vector (``thresholds`` applied)."""
-        _, prob = _scores(self._raw_one(value), self._predictor.n_outputs)
+        _, prob = class_scores(self._raw_one(value), self._predictor.n_outputs)
         return float(predict_from_probability(prob, self._thresholds())[0])
 
     cls.predictRaw = predictRaw

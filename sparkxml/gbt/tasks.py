@@ -144,7 +144,7 @@ def address_hook(fault):
     return hook
 
 
-def _scores(raw, n_outputs):
+def class_scores(raw, n_outputs):
     """(raw vectors, probabilities) of a classifier: [-m, m] and [1 - p, p] for logistic
     (Spark ML's convention), the K scores and the softmax for multiclass."""
     if n_outputs == 1:
@@ -193,7 +193,7 @@ def _output_arrays(pred, X, margin, kinds, thresholds=None, ordinals=None, n_thr
     classifier = pred.objective in ("logistic", "softmax")
     rawm = prob = None
     if classifier:
-        rawm, prob = _scores(raw, pred.n_outputs)
+        rawm, prob = class_scores(raw, pred.n_outputs)
     out = []
     for k in kinds:
         if k == "raw":
