@@ -44,13 +44,14 @@ def xc_files(tmp_path_factory):
 
 def test_demo_prints_fractions_and_leaves_no_model_in_the_temp_dir(spark, xc_files, tmp_path,
                                                                    monkeypatch, capsys):
-    """Before: P@k was printed in percent (``P@1 = 64.41``) while XMLEvaluator returns
-    fractions, and every demo run left a sparkxml-* model folder in /tmp."""
+    """The demo prints P@k as fractions, as XMLEvaluator returns them, and leaves no model
+    folder in the temp dir unless --model says where to keep it."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # tempfile.gettempdir() is now `tmp`
     before = sorted(os.listdir(tempfile.gettempdir()))
-    assert main(["fastxml", "demo"] + FAST) == 0
+    data = ["--data", str(xc_files / "train.txt"), "--test", str(xc_files / "test.txt")]
+    assert main(["fastxml", "demo"] + data + FAST) == 0
     out = capsys.readouterr().out
     p = _precisions(out)
     assert sorted(p) == [1, 3, 5] and all(0.0 <= v <= 1.0 for v in p.values()), p
@@ -59,7 +60,6 @@ def test_demo_prints_fractions_and_leaves_no_model_in_the_temp_dir(spark, xc_fil
     assert "temporary directory (removed; pass --model to keep it)" in out
 
     model = tmp_path / "kept"
-    data = ["--data", str(xc_files / "train.txt"), "--test", str(xc_files / "test.txt")]
     assert main(["fastxml", "demo", "--model", str(model)] + data + FAST) == 0
     out = capsys.readouterr().out
     assert os.path.isdir(model) and f"model saved to {model}" in out
