@@ -24,6 +24,7 @@ from pyspark.ml.param.shared import (  # noqa: F401  (re-exported: the pyspark.m
     HasRawPredictionCol,
     HasRegParam,
     HasSeed,
+    HasStandardization,
     HasThresholds,
     HasTol,
     HasValidationIndicatorCol,

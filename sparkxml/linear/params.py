@@ -102,3 +102,21 @@ class HasMarginThreshold(Params):
     def getThreshold(self) -> float:
         """Gets the value of threshold or its default value."""
         return self.getOrDefault(self.threshold)
+
+
+class HasSolver(Params):
+    """Mixin for param solver: binary and one-vs-rest training: 'auto' (primal Newton when a
+    problem has at most 512 weights, else dual coordinate descent), 'newton' or 'dcd'
+    (Crammer-Singer always uses dual coordinate descent).
+    """
+
+    solver: "Param[str]" = Param(
+        Params._dummy(), "solver",
+        "binary and one-vs-rest training: 'auto' (primal Newton when a problem has at most 512 "
+        "weights, else dual coordinate descent), 'newton' or 'dcd' (Crammer-Singer always uses "
+        "dual coordinate descent)",
+        typeConverter=TypeConverters.toString)
+
+    def getSolver(self) -> str:
+        """Gets the value of solver or its default value."""
+        return self.getOrDefault(self.solver)

@@ -50,6 +50,7 @@ from sparkxml._core.params import (
     HasPredictionCol,
     HasRawPredictionCol,
     HasSeed,
+    HasStandardization,
     HasTimeoutSeconds,
     HasTol,
     HasVerbose,
@@ -68,6 +69,7 @@ from sparkxml.linear.params import (
     HasMultiClass,
     HasNumBlocks,
     HasSchedule,
+    HasSolver,
 )
 from sparkxml.linear.tasks import (
     B_COL,
@@ -82,7 +84,7 @@ from sparkxml.linear.tasks import (
 from sparkxml.session import default_parallelism
 from sparkxml_kernels.linear.predictor import LinearSVCPredictor
 
-__all__ = ["LinearSVC", "LinearSVCModel", "LinearSVCTrainingSummary"]
+__all__ = ["ConvergenceWarning", "LinearSVC", "LinearSVCModel", "LinearSVCTrainingSummary"]
 
 # numBlocks = 0: one block below MIN_ROWS_TWO_BLOCKS rows, else max(2, ceil(rows / 1M)).
 # A block is CoCoA+'s unit of parallelism (numWorkers <= numBlocks), and blocks cost work:
@@ -106,7 +108,8 @@ def default_num_blocks(n_rows: int) -> int:
 class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol,
                        HasRawPredictionCol, HasMaxIter, HasTol, HasFitIntercept,
                        HasMarginThreshold, HasSeed, HasNumWorkers, HasTimeoutSeconds, HasC,
-                       HasLoss, HasMultiClass, HasSchedule, HasNumBlocks):
+                       HasLoss, HasMultiClass, HasSchedule, HasNumBlocks, HasSolver,
+                       HasStandardization):
     # LinearSVC's own meanings and ranges of these names (a probability threshold, say,
     # would lie in [0, 1])
     _constraints = {
@@ -114,6 +117,7 @@ class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionC
         "loss": one_of("hinge", "squared_hinge"),
         "multiClass": one_of("ovr", "crammer_singer"),
         "schedule": one_of("shark", "permutation"),
+        "solver": one_of("auto", "newton", "dcd"),
         "numBlocks": ge(0),
         "threshold": finite(),
     }
@@ -123,12 +127,14 @@ class _LinearSVCParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionC
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
                          rawPredictionCol="rawPrediction", maxIter=100, tol=1e-3,
                          fitIntercept=True, threshold=0.0, seed=0, timeoutSeconds=600.0,
-                         C=1.0, loss="hinge", multiClass="ovr", schedule="shark", numBlocks=0)
+                         C=1.0, loss="hinge", multiClass="ovr", schedule="shark", numBlocks=0,
+                         solver="auto", standardization=True)
 
 
 _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "rawPredictionCol",
            "maxIter", "tol", "fitIntercept", "threshold", "seed", "numWorkers",
-           "timeoutSeconds", "C", "loss", "multiClass", "schedule", "numBlocks", "verbose")
+           "timeoutSeconds", "C", "loss", "multiClass", "schedule", "numBlocks", "solver",
+           "standardization", "verbose")
 
 
 class LinearSVCTrainingSummary(TrainingSummary):
@@ -264,7 +270,7 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
                  predictionCol="prediction", rawPredictionCol="rawPrediction", C=1.0,
                  loss="hinge", fitIntercept=True, tol=1e-3, maxIter=100, multiClass="ovr",
                  schedule="shark", numBlocks=0, numWorkers=None, seed=0, threshold=0.0,
-                 timeoutSeconds=600.0, verbose=0):
+                 timeoutSeconds=600.0, verbose=0, solver="auto", standardization=True):
         super().__init__()
         self._setDefault(verbose=0)
         self._set_params(**self._input_kwargs)
@@ -274,7 +280,7 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
                   predictionCol="prediction", rawPredictionCol="rawPrediction", C=1.0,
                   loss="hinge", fitIntercept=True, tol=1e-3, maxIter=100, multiClass="ovr",
                   schedule="shark", numBlocks=0, numWorkers=None, seed=0, threshold=0.0,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0, solver="auto", standardization=True):
         return self._set_params(**self._input_kwargs)
 
     def _fit_validated(self, dataset):
@@ -327,7 +333,8 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
                    schedule=self.getSchedule(), tol=float(self.getTol()),
                    max_iter=int(self.getMaxIter()), num_blocks=int(blocks),
                    seed=int(self.getSeed()), C=float(self.getC()),
-                   fit_intercept=bool(self.getFitIntercept()))
+                   fit_intercept=bool(self.getFitIntercept()), solver=self.getSolver(),
+                   standardization=bool(self.getStandardization()))
         df = _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers)
         with progress.phase("train"):
             result = run_barrier_training(
@@ -349,8 +356,30 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
         summary = LinearSVCTrainingSummary(a, result.seconds, result.infos, checks_seconds)
         if progress.verbose > 0 and not progress.live_lines:
             progress.log_rounds(summary._rows(), int(self.getMaxIter()))
+        if not summary.converged:
+            _warn_not_converged(summary, self.getMaxIter(), self.getTol())
         mode = "binary" if predictor.num_classes == 2 else cfg["multi_class"]
         return LinearSVCModel(predictor, summary, mode)
+
+
+class ConvergenceWarning(UserWarning):
+    """A fit stopped at ``maxIter`` before its duality gap reached ``tol`` (as
+    scikit-learn's ``sklearn.exceptions.ConvergenceWarning``; filter it with
+    ``warnings.simplefilter("ignore", ConvergenceWarning)``)."""
+
+
+def _warn_not_converged(summary, max_iter, tol):
+    """Warn (``ConvergenceWarning``) with the largest relative duality gap reached."""
+    gaps = np.asarray(summary.gapHistory[-1], np.float64)
+    prim = np.maximum(np.abs(np.asarray(summary.primalHistory[-1], np.float64)), 1e-300)
+    rel = float(np.max(gaps / prim))
+    solver = (summary.workerInfo[0].get("solver") if summary.workerInfo else None) or "dcd"
+    hint = ("" if solver == "newton" else
+            "; on dense features of large or uneven scale, standardization=True or "
+            "solver='newton' (few features) converge far faster")
+    warnings.warn(f"LinearSVC did not converge: maxIter={max_iter} rounds ({solver}) left a "
+                  f"relative duality gap of {rel:.3g} > tol={tol:g}; increase maxIter or "
+                  f"tol{hint}", ConvergenceWarning, stacklevel=3)
 
 
 def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):

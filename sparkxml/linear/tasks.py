@@ -244,11 +244,18 @@ def make_train_fn(cfg: dict, fcol: str, lcol: str, progress: dict | None = None)
                              f"{MAX_WEIGHTS}; labels must be 0, 1, ..., numClasses-1")
             return None, info
         c["local_passes"] = solver.default_local_passes(c["num_blocks"], c["multi_class"])
+        c["solver"] = solver.choose_solver(
+            c["solver"], c["multi_class"], d + int(c["fit_intercept"]),
+            1 if c["multi_class"] == "binary" else c["n_classes"], c["num_blocks"])
         rss_input = state.get("rss_input_start", 0)
         ld = state.pop("ld")
         if ld.n == 0:  # no rows here: the width is the others'
-            ld = kdata.RowsBuilder(c["C"], c["fit_intercept"]).finish(d)
+            ld = kdata.RowsBuilder(c["C"], c["fit_intercept"], 0, 0).finish(d)
         state.clear()
+        inv = None
+        if c["standardization"]:
+            inv = kdata.feature_scales(ld, c["C"], c["num_blocks"], d, coll)
+            kdata.scale_features(ld, inv)
         from sparkxml_kernels.progress import ProgressReporter
 
         reporter = ProgressReporter(progress if rank == 0 else None, rank)
@@ -258,7 +265,7 @@ def make_train_fn(cfg: dict, fcol: str, lcol: str, progress: dict | None = None)
             res = solver.train(ld, c, coll)
         finally:
             reporter.close()
-        info.update(rounds=res.rounds, local_passes=res.local_passes,
+        info.update(solver=c["solver"], rounds=res.rounds, local_passes=res.local_passes,
                     local_steps=res.local_steps, polishes=res.polishes,
                     polish_rows=res.polish_rows, train_loop_seconds=res.seconds,
                     **{f"{k}_seconds": v for k, v in res.timings.items()},
@@ -272,6 +279,8 @@ def make_train_fn(cfg: dict, fcol: str, lcol: str, progress: dict | None = None)
                 coef, icpt = W[:, :d], W[:, d].copy()
             else:
                 coef, icpt = W, np.zeros(W.shape[0])
+            if inv is not None:  # the model in the original scale of the features
+                coef = coef * inv
             arrays = {"coefficient_matrix": np.ascontiguousarray(coef),
                       "intercepts": icpt,
                       "num_classes": np.array(c["n_classes"], np.int64),

@@ -1,6 +1,8 @@
 """LinearSVC on local[2]: the Spark fit is the in-process CoCoA+ training bit for bit, the same
-model for any numWorkers and input partitioning, multiclass accuracy on dna, persistence,
-Pipeline, CrossValidator and bad input. Fits are few and shared through module fixtures."""
+model for any numWorkers and input partitioning, multiclass accuracy on dna, pendigits (dense,
+unscaled) against liblinear, the warning when maxIter stops a fit, standardization,
+persistence, Pipeline, CrossValidator and bad input. Fits are few and shared through module
+fixtures."""
 import warnings
 
 import numpy as np
@@ -16,12 +18,15 @@ from pyspark.sql import functions as F
 import sparkxml_kernels
 from sparkxml import LinearSVC, LinearSVCModel
 from sparkxml.datasets import from_csr
+from sparkxml.linear import ConvergenceWarning
 from sparkxml_kernels.collective import LocalCollective
 from sparkxml_kernels.formats import read_svmlight
 from sparkxml_kernels.linear import solver
 
-# the estimator of the shared fit: 3 blocks (CoCoA+ with polish), two workers
-EST = dict(numBlocks=3, numWorkers=2, seed=3, loss="squared_hinge", C=0.5, maxIter=30)
+# the estimator of the shared fit: 3 blocks (CoCoA+ with polish), two workers, on liblinear's
+# objective (no standardization)
+EST = dict(numBlocks=3, numWorkers=2, seed=3, loss="squared_hinge", C=0.5, maxIter=30,
+           solver="dcd", standardization=False)
 
 
 def _svm(name, n=None, binary=True):
@@ -107,11 +112,13 @@ def test_multiclass_dna(spark):
     df = _frame(spark, X, lab)
     test = _frame(spark, Xt, labt)
     ev = MulticlassClassificationEvaluator(metricName="accuracy")
-    ovr = LinearSVC(fitIntercept=False, loss="squared_hinge", numWorkers=1).fit(df)
+    ovr = LinearSVC(fitIntercept=False, loss="squared_hinge", numWorkers=1,
+                    standardization=False).fit(df)
     assert ovr.numClasses == 3 and ovr.coefficientMatrix.numRows == 3
     assert len(ovr.summary.gapHistory[-1]) == 3 and ovr.summary.converged
     assert ev.evaluate(ovr.transform(test)) >= 0.944  # liblinear -s 1: 94.44 %
-    cs = LinearSVC(fitIntercept=False, multiClass="crammer_singer", numWorkers=1).fit(df)
+    cs = LinearSVC(fitIntercept=False, multiClass="crammer_singer", numWorkers=1,
+                   standardization=False).fit(df)
     # liblinear -s 4 at its optimum (eps <= 1e-3) scores 92.66 %; 92.83 % is one of its
     # eps = 0.1 early stops (README)
     assert ev.evaluate(cs.transform(test)) >= 0.926
@@ -186,6 +193,8 @@ def test_bad_input_is_named(spark, a9a, pipe):
         LinearSVC(loss="log").fit(frame(ok))
     with pytest.raises(ValueError, match="param tol=-1.0"):  # (0: run maxIter rounds)
         LinearSVC(tol=-1.0).fit(frame(ok))
+    with pytest.raises(ValueError, match="param solver"):
+        LinearSVC(solver="lbfgs").fit(frame(ok))
     # found by the training tasks (the barrier stage reports them, no retry)
     with pytest.raises(ValueError, match="featuresCol.*nan"):
         LinearSVC(numWorkers=2, numBlocks=2).fit(
@@ -207,3 +216,82 @@ def test_bad_input_is_named(spark, a9a, pipe):
         model.transform(frame(ok)).collect()
     with pytest.raises(ValueError, match="expects 123"):
         model.predict(Vectors.dense([1.0, 2.0]))
+
+
+def _primal(W, b, X, lab, loss, C=1.0):
+    """liblinear's primal (bias regularised) of one-vs-rest weights W (K, d), b (K,)."""
+    tot = 0.0
+    for k in range(W.shape[0]):
+        z = np.maximum(0.0, 1.0 - np.where(lab == k, 1.0, -1.0) * (X @ W[k] + b[k]))
+        tot += 0.5 * (W[k] @ W[k] + b[k] ** 2) + C * np.sum(z if loss == "hinge" else z * z)
+    return tot
+
+
+def test_pendigits_dense_unscaled_matches_liblinear(spark):
+    """Dense rows of large, uneven norms (16 features in 0-100), one-vs-rest over 10 classes:
+    the default fit (numWorkers=2 as a user would ask) reaches liblinear's objective and
+    accuracy, on raw features (standardization=False: liblinear's problem) and with the
+    default standardization (liblinear on the same standardised features)."""
+    from sklearn.svm import LinearSVC as SkSVC
+
+    def load(name):
+        y, _, ip, ix, v, _ = read_svmlight(data_path("pendigits", name), num_features=16)
+        return sp.csr_matrix((v, ix, ip), shape=(len(y), 16)), np.asarray(y) - 1.0
+
+    X, lab = load("pendigits")
+    Xt, labt = load("pendigits.t")
+    df, test = _frame(spark, X, lab).cache(), _frame(spark, Xt, labt)
+    ev = MulticlassClassificationEvaluator(metricName="accuracy")
+    sd = np.asarray(X.todense()).std(axis=0, ddof=1)
+    Xs = X @ sp.diags(np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0), 0.0))
+    for loss in ("hinge", "squared_hinge"):
+        # liblinear: the primal solver at a tight tolerance for squared hinge; its dual
+        # solver for hinge (the only one it has), which stops at max_iter here
+        kw = dict(dual=False, tol=1e-8) if loss == "squared_hinge" else dict(max_iter=1000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            raw = SkSVC(C=1.0, loss=loss, **kw).fit(X, lab)
+            std = SkSVC(C=1.0, loss=loss, **kw).fit(Xs, lab)
+        lib_acc = float(np.mean(raw.predict(Xt) == labt))
+        lib_obj = _primal(raw.coef_, raw.intercept_, X, lab, loss)
+        lib_std = _primal(std.coef_, std.intercept_, Xs, lab, loss)
+        for standardization, X_, ref in ((False, X, lib_obj), (True, Xs, lib_std)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", ConvergenceWarning)
+                m = LinearSVC(loss=loss, numWorkers=2, seed=0,
+                              standardization=standardization).fit(df)
+            s = m.summary
+            assert s.converged and s.workerInfo[0]["solver"] == "newton"
+            gap, primal = np.asarray(s.gapHistory[-1]), np.asarray(s.primalHistory[-1])
+            assert np.all(gap <= 1e-3 * primal)
+            W = m.coefficientMatrix.toArray()
+            b = m.interceptVector.toArray()
+            scale = sd if standardization else np.ones(16)  # the weights of the fitted problem
+            obj = _primal(W * scale, b, X_, lab, loss)
+            np.testing.assert_allclose(obj, sum(s.primalHistory[-1]), rtol=1e-9)
+            # at or below liblinear's objective (its hinge stops early), within 1e-3
+            assert obj <= ref * (1 + 1e-3) and (loss == "hinge" or obj >= ref * (1 - 1e-3))
+            assert ev.evaluate(m.transform(test)) >= lib_acc - 0.005, (loss, standardization)
+
+
+def test_ill_conditioned_gap_and_convergence_warning(spark):
+    """Features whose scales span three orders of magnitude (and non-zero means): the default
+    fit certifies its duality gap, where dual coordinate descent stalls; stopped by maxIter,
+    a fit says so, naming the gap reached."""
+    rng = np.random.default_rng(5)
+    n, d = 3000, 12
+    scale = np.logspace(0, 3, d)
+    X = (rng.normal(size=(n, d)) + 2.0) * scale
+    lab = ((X / scale - 2.0) @ rng.normal(size=d) + rng.normal(size=n) > 0) * 1.0
+    assert np.ptp(np.log10(np.linalg.norm(X, axis=0))) >= 2.9
+    df = _frame(spark, sp.csr_matrix(X), lab).cache()
+    for loss in ("hinge", "squared_hinge"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            m = LinearSVC(loss=loss, standardization=False).fit(df)
+        s = m.summary
+        assert s.converged and 0.0 <= s.gapHistory[-1][0] <= 1e-3 * s.primalHistory[-1][0]
+    with pytest.warns(ConvergenceWarning, match=r"maxIter=100 .*relative duality gap of "
+                                                r"0\.9\d* > tol=0.001"):
+        m = LinearSVC(solver="dcd", standardization=False).fit(df)
+    assert not m.summary.converged

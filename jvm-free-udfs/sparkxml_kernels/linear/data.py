@@ -199,3 +199,47 @@ def _rows(ip, ix, vx, rows):
     np.cumsum(lens, out=out[1:])
     src = np.repeat(ip[rows] - out[:-1], lens) + np.arange(int(out[-1]), dtype=np.int64)
     return out, ix[src], vx[src]
+
+
+def feature_scales(ld: LinearData, C: float, num_blocks: int, n_raw: int,
+                   collective) -> np.ndarray:
+    """1 / (weighted standard deviation) of each raw feature over all tasks' rows, 0 where it
+    is 0 (a constant feature is left out, as Spark MLlib does). The deviation is MLlib's
+    unbiased weighted one: sum w (x - mean)^2 / (sum w - sum w^2 / sum w), weights
+    C_i / C. Sums are taken per block and added in block order after one all-reduce, so
+    every task gets the same bits whatever tasks hold the blocks."""
+    st = np.zeros((int(num_blocks), 2 * n_raw + 2))
+    body = ld.indices < n_raw  # not the bias column
+    for lb, b in enumerate(ld.block_ids):
+        lo, hi = int(ld.block_ptr[lb]), int(ld.block_ptr[lb + 1])
+        w = ld.cw[lo:hi] / C
+        p0, p1 = int(ld.indptr[lo]), int(ld.indptr[hi])
+        rw = np.repeat(w, np.diff(ld.indptr[lo:hi + 1]))
+        keep = body[p0:p1]
+        ix, v, rw = ld.indices[p0:p1][keep], ld.data[p0:p1][keep], rw[keep]
+        st[b, 0], st[b, 1] = w.sum(), (w * w).sum()
+        st[b, 2:2 + n_raw] = np.bincount(ix, weights=rw * v, minlength=n_raw)
+        st[b, 2 + n_raw:] = np.bincount(ix, weights=rw * v * v, minlength=n_raw)
+    st = collective.allreduce_sum(st)
+    tot = np.zeros(st.shape[1])
+    for b in range(int(num_blocks)):
+        tot += st[b]
+    sw, sw2 = tot[0], tot[1]
+    mean = tot[2:2 + n_raw] / sw if sw > 0 else np.zeros(n_raw)
+    den = sw - sw2 / sw if sw > 0 else 0.0
+    var = np.maximum(tot[2 + n_raw:] - sw * mean * mean, 0.0) / den if den > 0 else \
+        np.zeros(n_raw)
+    std = np.sqrt(var)
+    inv = np.zeros(n_raw)
+    np.divide(1.0, std, out=inv, where=std > 0)
+    return inv
+
+
+def scale_features(ld: LinearData, inv: np.ndarray) -> None:
+    """Multiply each raw feature by ``inv`` in place (the bias column is kept) and update
+    |x_i|^2."""
+    n_raw = inv.size
+    body = ld.indices < n_raw
+    ld.data[body] *= inv[ld.indices[body]]
+    rows = np.repeat(np.arange(ld.n, dtype=np.int64), np.diff(ld.indptr))
+    ld.qd[:] = np.bincount(rows, weights=ld.data * ld.data, minlength=ld.n)

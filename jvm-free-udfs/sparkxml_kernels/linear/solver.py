@@ -37,6 +37,7 @@ import numpy as np
 from ..memory import release_freed
 from . import cs as kcs
 from . import dcd as kdcd
+from . import newton as knewton
 from . import polish as kpol
 from ._rng import stream_state
 from .data import LinearData, prepare  # noqa: F401  (solver.prepare: the public spelling)
@@ -89,6 +90,29 @@ POLISH_MIN_ROWS = 16_384
 POLISH_MIN_NNZ = 1 << 20
 
 
+# solver "auto": primal Newton (``newton``) when a problem has at most this many weights
+# (features + bias) and the all-reduced Hessians, blocks x problems x weights^2 float64, stay
+# under NEWTON_MAX_PAYLOAD values (128 MiB); dual coordinate descent (CoCoA+) otherwise
+NEWTON_MAX_WEIGHTS = 512
+NEWTON_MAX_PAYLOAD = 1 << 24
+SOLVERS = ("auto", "newton", "dcd")
+
+
+def choose_solver(solver: str, multi_class: str, n_weights: int, n_problems: int,
+                  num_blocks: int) -> str:
+    """The solver a fit uses: Crammer-Singer is always ``dcd``; ``auto`` is ``newton`` when
+    the weights are few (``NEWTON_MAX_WEIGHTS``, ``NEWTON_MAX_PAYLOAD``), else ``dcd``."""
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if multi_class == "crammer_singer":
+        return "dcd"
+    if solver != "auto":
+        return solver
+    small = (n_weights <= NEWTON_MAX_WEIGHTS
+             and num_blocks * n_problems * n_weights * n_weights <= NEWTON_MAX_PAYLOAD)
+    return "newton" if small else "dcd"
+
+
 def default_local_passes(num_blocks: int, multi_class: str = "binary") -> int:
     """Cap on a block's passes per round. One block, binary and one-vs-rest: rounds of
     ``ONE_BLOCK_PASSES`` DCD passes, so that the duality gap is checked every few passes (a
@@ -107,7 +131,8 @@ def train(ld: LinearData, cfg: dict, collective) -> TrainResult:
     """CoCoA+ training (module docstring) on this task's blocks, in lockstep with the others.
 
     cfg keys: loss ('hinge' | 'squared_hinge'), multi_class ('binary' | 'ovr' |
-    'crammer_singer'), n_classes, schedule ('shark' | 'permutation'), tol, max_iter (rounds),
+    'crammer_singer'), n_classes, solver ('dcd', the default, or 'newton': ``newton.train``,
+    binary and one-vs-rest only; see ``choose_solver``), schedule ('shark' | 'permutation'), tol, max_iter (rounds),
     local_passes (cap on a block's passes per round), num_blocks, seed; optional polish
     (default True: the replicated refinement after each round of several blocks) and
     on_round (``f(round, max_iter, {"primal": p, "gap": g})`` after each round, 1-based,
@@ -117,6 +142,10 @@ def train(ld: LinearData, cfg: dict, collective) -> TrainResult:
     mode = cfg["multi_class"]
     if mode not in MULTI:
         raise ValueError(f"multi_class must be one of {MULTI}, got {mode!r}")
+    if cfg.get("solver", "dcd") == "newton" and mode != "crammer_singer":
+        res = knewton.train(ld, cfg, collective, TrainResult(W=None))
+        res.seconds = time.perf_counter() - t0
+        return res
     loss = LOSSES[cfg["loss"]]
     sched = SCHEDULES[cfg["schedule"]]
     tol = float(cfg["tol"])
@@ -300,7 +329,7 @@ def warm_up(crammer_singer: bool = False) -> None:
 def fit_local(indptr, indices, data, labels, n_features: int, *, C=1.0, loss="hinge",
               multi_class="binary", n_classes=2, schedule="shark", tol=1e-3, max_iter=100,
               local_passes=None, num_blocks=1, seed=0, fit_intercept=False,
-              weights=None, polish=True) -> TrainResult:
+              weights=None, polish=True, solver="dcd") -> TrainResult:
     """Train in this process on CSR data (the kernel on one core; tests and benchmarks).
 
     With ``num_blocks`` > 1 rows go to blocks by index (row i -> block i mod B) and the rounds
@@ -317,5 +346,5 @@ def fit_local(indptr, indices, data, labels, n_features: int, *, C=1.0, loss="hi
         local_passes = default_local_passes(num_blocks, multi_class)
     cfg = dict(loss=loss, multi_class=multi_class, n_classes=n_classes, schedule=schedule,
                tol=tol, max_iter=max_iter, local_passes=local_passes, num_blocks=num_blocks,
-               seed=seed, polish=polish)
+               seed=seed, polish=polish, solver=solver)
     return train(ld, cfg, LocalCollective())
