@@ -211,3 +211,29 @@ def cs_objective_naive(X, labels, W, alpha, cw):
 def margins_naive(X, W, b):
     """(n, K) margins X W^T + b for dense X."""
     return np.asarray(X, np.float64) @ np.asarray(W, np.float64).T + b
+
+
+def newton_stats_naive(X, labels, pos, w, cw, loss, h):
+    """Dense-algebra twin of ``newton.newton_stats`` over all rows of X (scipy CSR): (margins,
+    out) with out = [loss sum, sum alpha, sum alpha^2 / (4 C_i), free, bounded] + sum_i alpha_i
+    y_i x_i + the lower triangle of sum_i l''_i x_i x_i^T (flattened)."""
+    y = np.where(labels == pos, 1.0, -1.0)
+    m = y * (X @ w)
+    t = 1.0 - m
+    if loss == HINGE:
+        lsum = float(np.sum(cw * np.maximum(t, 0.0)))
+        a = cw * np.clip((t + h) / (2.0 * h), 0.0, 1.0)
+        curv = np.where(np.abs(t) < h, cw / (2.0 * h), 0.0)
+        sq = 0.0
+        bounded = int(np.sum((a > 0) & (a >= cw)))
+    else:
+        lsum = float(np.sum(cw * np.maximum(t, 0.0) ** 2))
+        a = 2.0 * cw * np.maximum(t, 0.0)
+        curv = np.where(t > 0.0, 2.0 * cw, 0.0)
+        sq = float(np.sum(a * a / (4.0 * cw)))
+        bounded = 0
+    free = int(np.sum(a > 0)) - bounded
+    Xd = np.asarray(X.todense())
+    H = np.tril(Xd.T @ (curv[:, None] * Xd))
+    head = [lsum, float(a.sum()), sq, free, bounded]
+    return m, np.concatenate([head, Xd.T @ (a * y), H.ravel()])
