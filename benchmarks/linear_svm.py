@@ -11,6 +11,12 @@ Sections (each prints a table):
         1e-3 (relative), against liblinear's own fit time; Shark's schedule against
         liblinear's permutation schedule: passes and seconds to tol.
   dna   one-vs-rest (squared hinge, as liblinear -s 1) and Crammer-Singer accuracies.
+  pendigits  dense, unscaled (16 features in 0-100), 10 classes, C = 1, intercept, numWorkers 2:
+        one-vs-rest hinge and squared hinge, primal objective (liblinear's problem), test
+        accuracy and fit seconds: liblinear through scikit-learn (its default and a tight
+        tolerance; on standardised features for the default fit's problem), sparkxml's
+        default fit (primal Newton, standardization on), standardization off, dual coordinate
+        descent with each schedule; Crammer-Singer beside liblinear -s 4.
   scale a generated sparse problem (--scale-rows rows, 100k hashed features, 30 Zipf draws a
         row, ~18 distinct): hinge fit time beside MLlib LinearSVC (--scale-mllib-iter
         iterations, 0: skip MLlib); numWorkers = 2 on Spark: every worker's peak RSS above
@@ -140,7 +146,7 @@ def section_a9a(spark, data, repeats):
             for _ in range(repeats):
                 t = time.perf_counter()
                 m = LinearSVC(fitIntercept=False, loss=loss, numWorkers=nw, numBlocks=nb,
-                              maxIter=100).fit(tr)
+                              maxIter=100, standardization=False).fit(tr)
                 times.append(time.perf_counter() - t)
                 parts.append(_breakdown(m.summary, times[-1]))
             sec = float(np.median(times))
@@ -248,12 +254,114 @@ def section_dna(spark, data):
             rows.append((name, f"liblinear {args} -e {eps}",
                          f"{100 * np.mean(np.array(p) == yt):.2f}", ""))
         t = time.perf_counter()
-        model = LinearSVC(fitIntercept=False, numWorkers=2, **kw).fit(tr)
+        model = LinearSVC(fitIntercept=False, numWorkers=2, standardization=False,
+                          **kw).fit(tr)
         sec = time.perf_counter() - t
         rows.append((name, "sparkxml (tol 1e-3)", f"{100 * ev.evaluate(model.transform(te)):.2f}",
                      f"{sec:.2f}"))
     table("dna, C=1, no intercept", ["problem", "system", "test acc %", "fit s"], rows,
           record=("dna C=1", 2, {"test acc %": "%", "fit s": "s"}))
+
+
+def _ovr_primal(W, b, X, lab, loss):
+    """liblinear's one-vs-rest primal (bias regularised), summed over the classes."""
+    tot = 0.0
+    for k in range(W.shape[0]):
+        z = np.maximum(0.0, 1.0 - np.where(lab == k, 1.0, -1.0) * (X @ W[k] + b[k]))
+        tot += 0.5 * (W[k] @ W[k] + b[k] ** 2) + float(np.sum(z if loss == "hinge" else z * z))
+    return tot
+
+
+def section_pendigits(spark, data):
+    import warnings
+
+    from pyspark.ml.evaluation import MulticlassClassificationEvaluator
+    from sklearn.svm import LinearSVC as SkSVC
+
+    from sparkxml import LinearSVC
+    from sparkxml.datasets import from_csr
+
+    X, y = load(os.path.join(data, "pendigits", "pendigits"), 16)
+    Xt, yt = load(os.path.join(data, "pendigits", "pendigits.t"), 16)
+    lab, labt = y - 1, yt - 1
+    sd = np.asarray(X.todense()).std(axis=0, ddof=1)
+    inv = np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0), 0.0)
+    Xs = X @ sp.diags(inv)
+    tr = from_csr(spark, X.indptr, X.indices, X.data, 16, columns={"label": lab},
+                  numPartitions=2).cache()
+    te = from_csr(spark, Xt.indptr, Xt.indices, Xt.data, 16, columns={"label": labt},
+                  numPartitions=2).cache()
+    tr.count(), te.count()
+    ev = MulticlassClassificationEvaluator(metricName="accuracy")
+    LinearSVC(maxIter=1, numWorkers=1).fit(tr)  # warm-up: numba cache, Python workers
+    rows = []
+    for loss in ("hinge", "squared_hinge"):
+        for label, kw, Xf in (("scikit-learn LinearSVC (liblinear), defaults", {}, X),
+                              ("scikit-learn, tol 1e-8, max_iter 100000",
+                               dict(tol=1e-8, max_iter=100_000), X),
+                              ("scikit-learn, standardised features, tol 1e-8",
+                               dict(tol=1e-8, max_iter=100_000), Xs)):
+            if loss == "hinge" and "100000" in label and Xf is X:
+                kw = dict(tol=1e-8, max_iter=10_000)  # (100000 iterations: ~1 min, still short)
+                label = "scikit-learn, tol 1e-8, max_iter 10000"
+            sk = SkSVC(C=1.0, loss=loss, **kw)
+            t = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                sk.fit(Xf, lab)
+            sec = time.perf_counter() - t
+            stopped = any("converge" in str(c.message) for c in caught)
+            Xe = Xt @ sp.diags(inv) if Xf is Xs else Xt
+            rows.append((loss, label + (" (stopped at max_iter)" if stopped else ""),
+                         f"{_ovr_primal(sk.coef_, sk.intercept_, Xf, lab, loss):.4f}"
+                         + (" (standardised)" if Xf is Xs else ""),
+                         f"{100 * np.mean(sk.predict(Xe) == labt):.2f}", f"{sec:.2f}", "", ""))
+        for label, kw in (("sparkxml default (standardization on)", {}),
+                          ("sparkxml standardization=False", dict(standardization=False)),
+                          ("sparkxml standardization=False, solver=dcd, schedule=shark",
+                           dict(standardization=False, solver="dcd")),
+                          ("sparkxml standardization=False, solver=dcd, schedule=permutation",
+                           dict(standardization=False, solver="dcd", schedule="permutation")),
+                          ("sparkxml solver=dcd (standardization on)", dict(solver="dcd"))):
+            t = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = LinearSVC(loss=loss, numWorkers=2, **kw).fit(tr)
+            sec = time.perf_counter() - t
+            s_ = m.summary
+            W, b = m.coefficientMatrix.toArray(), m.interceptVector.toArray()
+            std = kw.get("standardization", True)
+            P = _ovr_primal(W * sd, b, Xs, lab, loss) if std else _ovr_primal(W, b, X, lab, loss)
+            rel = max(g / p for g, p in zip(s_.gapHistory[-1], s_.primalHistory[-1]))
+            rows.append((loss, label, f"{P:.4f}" + (" (standardised)" if std else ""),
+                         f"{100 * ev.evaluate(m.transform(te)):.2f}", f"{sec:.2f}",
+                         f"{s_.totalIterations}{'' if s_.converged else ' (maxIter)'}",
+                         f"{rel:.1e}"))
+    for label, kw, Xf in (("liblinear -s 4 (scikit-learn crammer_singer)", {}, X),
+                          ("liblinear -s 4, standardised features", {}, Xs)):
+        sk = SkSVC(C=1.0, multi_class="crammer_singer")
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sk.fit(Xf, lab)
+        sec = time.perf_counter() - t
+        Xe = Xt @ sp.diags(inv) if Xf is Xs else Xt
+        rows.append(("crammer_singer", label, "", f"{100 * np.mean(sk.predict(Xe) == labt):.2f}",
+                     f"{sec:.2f}", "", ""))
+    for label, kw in (("sparkxml default (standardization on)", {}),
+                      ("sparkxml standardization=False", dict(standardization=False))):
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = LinearSVC(multiClass="crammer_singer", numWorkers=2, **kw).fit(tr)
+        sec = time.perf_counter() - t
+        s_ = m.summary
+        rows.append(("crammer_singer", label, "", f"{100 * ev.evaluate(m.transform(te)):.2f}",
+                     f"{sec:.2f}", f"{s_.totalIterations}{'' if s_.converged else ' (maxIter)'}",
+                     f"{s_.gapHistory[-1][0] / s_.primalHistory[-1][0]:.1e}"))
+    table("pendigits, C=1, intercept (bias regularised), numWorkers=2 (one block: one task)",
+          ["loss", "system", "primal", "test acc %", "fit s", "rounds", "gap/P"], rows,
+          record=("pendigits C=1", 2, {"test acc %": "%", "fit s": "s"}))
 
 
 def synthetic(n, d=100_000, nnz=30, seed=0):
@@ -395,7 +503,7 @@ def main():
     ap.add_argument("--scale-blocks", default="1,2,4",
                     help="block counts of the scale section's rounds table (one process each "
                          "can run them side by side)")
-    ap.add_argument("--sections", default="kernel,a9a,dna,scale")
+    ap.add_argument("--sections", default="kernel,a9a,dna,pendigits,scale")
     a = ap.parse_args()
     global RES
     RES = Results("linear_svm")
@@ -407,13 +515,15 @@ def main():
     if "scale" in secs and not {"fit", "memory"} & set(parts):
         section_scale(None, a.scale_rows, a.scale_mllib_iter, parts, blocks)  # no Spark needed
         secs = [x for x in secs if x != "scale"]
-    if set(secs) & {"a9a", "dna", "scale"}:
+    if set(secs) & {"a9a", "dna", "pendigits", "scale"}:
         spark = session("local[2]", app="linear-svm-bench", conf={"spark.driver.memory": "8g"})
         try:
             if "a9a" in secs:
                 section_a9a(spark, a.data, a.repeats)
             if "dna" in secs:
                 section_dna(spark, a.data)
+            if "pendigits" in secs:
+                section_pendigits(spark, a.data)
             if "scale" in secs:
                 section_scale(spark, a.scale_rows, a.scale_mllib_iter, parts, blocks)
         finally:

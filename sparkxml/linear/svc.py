@@ -1,4 +1,5 @@
-"""Linear SVMs on Spark by dual coordinate descent: ``LinearSVC`` -> ``LinearSVCModel``.
+"""Linear SVMs on Spark by dual coordinate descent or primal Newton: ``LinearSVC`` ->
+``LinearSVCModel``.
 
 The objective is liblinear's (no separate intercept)::
 
@@ -9,6 +10,10 @@ a constant feature 1.0 whose weight is the intercept and is regularised like the
 (liblinear's ``-B 1``; Spark MLlib leaves its intercept unregularised). MLlib's ``regParam``
 corresponds to ``C = 1 / (regParam * sum of weights)`` (with its ``standardization=False``).
 More than two classes: one-vs-rest (K binary problems in the same rounds) or Crammer-Singer.
+``standardization`` (default True, as MLlib) solves it on features divided by their standard
+deviation and returns coefficients in the original scale. ``solver`` "auto" trains problems of
+at most 512 weights by primal Newton (``sparkxml_kernels.linear.newton``), wider ones by dual
+coordinate descent (CoCoA+).
 
 A fit runs at most two Spark jobs:
 
@@ -199,7 +204,8 @@ class LinearSVCTrainingSummary(TrainingSummary):
 
 
 class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
-    """Linear support vector machine by dual coordinate descent, distributed by CoCoA+.
+    """Linear support vector machine by primal Newton (few features) or dual coordinate
+    descent distributed by CoCoA+.
 
     Parameters
     ----------
@@ -223,8 +229,18 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
         maxIter rounds); also the local solvers' KKT tolerance (Shark's accuracy;
         liblinear's eps).
     maxIter : int, default 100
-        Maximum CoCoA+ rounds (one block: rounds of 10 DCD passes, the gap checked after
-        each; Crammer-Singer: one round to liblinear's stopping rule).
+        Maximum rounds: Newton steps, or CoCoA+ rounds (one block: rounds of 10 DCD passes,
+        the gap checked after each; Crammer-Singer: one round to liblinear's stopping rule).
+        Stopping here before ``tol`` warns with ``ConvergenceWarning`` (relative gap named).
+    solver : {"auto", "newton", "dcd"}, default "auto"
+        Binary and one-vs-rest: "newton" (primal Newton, exact d x d Hessian; indifferent to
+        the features' scales), "dcd" (dual coordinate descent, CoCoA+ over blocks), "auto" =
+        "newton" when a problem has at most 512 weights (features + bias), else "dcd".
+        Crammer-Singer always uses "dcd".
+    standardization : bool, default True
+        Fit on features divided by their (weighted, unbiased) standard deviation, as Spark
+        MLlib does; coefficients are returned in the original scale. The penalty then applies
+        to the standardised weights (see Differences below).
     multiClass : {"ovr", "crammer_singer"}, default "ovr"
         Used when there are more than two classes. Crammer-Singer always uses liblinear's
         sequential dual method schedule (random permutation with shrinking).
@@ -248,6 +264,16 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
     verbose : int, default 0
         Log one line every ``verbose`` rounds (primal objective, duality gap) through the
         Python logger ``sparkxml`` (``sparkxml._core.progress``); 0 = silent.
+
+    Differences from liblinear / scikit-learn's LinearSVC
+    ------------------------------------------------------
+    - ``standardization=True`` (the default, Spark MLlib's) solves liblinear's problem on
+      standardised features, so the model differs from liblinear's on the raw features (on
+      unscaled dense data it is usually better conditioned and as accurate); set
+      ``standardization=False`` for liblinear's objective.
+    - The intercept is regularised as liblinear's ``-B 1``; MLlib's is not.
+    - Non-convergence warns with ``sparkxml.linear.ConvergenceWarning`` (scikit-learn's
+      ``ConvergenceWarning`` is a different class; both are ``UserWarning``).
 
     Examples
     --------

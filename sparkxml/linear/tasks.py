@@ -233,6 +233,10 @@ def make_train_fn(cfg: dict, fcol: str, lcol: str, progress: dict | None = None)
                              f"{int(dmin)} and {int(dmax)}")
             return None, info
         d = int(dmax)
+        if d == 0:
+            info["error"] = (f"featuresCol: column '{fcol}' holds vectors of size 0; a linear "
+                             f"SVM needs at least one feature")
+            return None, info
         label_max = int(allst[:, 4].max())
         c = dict(cfg)
         c["n_classes"] = max(label_max + 1, 2)
@@ -243,6 +247,20 @@ def make_train_fn(cfg: dict, fcol: str, lcol: str, progress: dict | None = None)
                              f"{c['n_classes']} classes x {d} features is more weights than "
                              f"{MAX_WEIGHTS}; labels must be 0, 1, ..., numClasses-1")
             return None, info
+        if c["n_classes"] > 2:
+            # every class 0..K-1 must occur: labels {0, 40} are not 41 classes
+            mine = np.zeros(c["n_classes"])
+            if state["ld"].n:
+                mine += np.bincount(state["ld"].labels, minlength=c["n_classes"])
+            absent = np.flatnonzero(coll.allreduce_sum(mine) == 0)
+            if absent.size:
+                shown = ", ".join(str(int(k)) for k in absent[:10])
+                more = f" and {absent.size - 10} more" if absent.size > 10 else ""
+                info["error"] = (f"labelCol: column '{lcol}' has labels up to {label_max} but "
+                                 f"no row of class {shown}{more} (of positive weight); labels "
+                                 f"must be 0, 1, ..., numClasses-1, each present (re-index "
+                                 f"them, e.g. with StringIndexer)")
+                return None, info
         c["local_passes"] = solver.default_local_passes(c["num_blocks"], c["multi_class"])
         c["solver"] = solver.choose_solver(
             c["solver"], c["multi_class"], d + int(c["fit_intercept"]),

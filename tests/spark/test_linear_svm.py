@@ -184,6 +184,12 @@ def test_bad_input_is_named(spark, a9a, pipe):
         LinearSVC(weightCol="w").fit(wdf)
     with pytest.raises(ValueError, match="positive weight"):
         LinearSVC(weightCol="w", numBlocks=1).fit(wdf.withColumn("w", wdf["w"] * 0.0))
+    with pytest.raises(ValueError, match=r"labelCol: column 'label' has labels up to 4 but "
+                                         r"no row of class 2, 3"):
+        LinearSVC(numBlocks=1).fit(frame(ok + [(Vectors.dense([1.0] * d), 4.0)]))
+    with pytest.raises(ValueError, match="featuresCol: column 'features' holds vectors of "
+                                         "size 0"):
+        LinearSVC(numBlocks=1).fit(frame([(Vectors.dense([]), 1.0), (Vectors.dense([]), 0.0)]))
     with pytest.raises(ValueError, match=r"label 1000000000.*classes"):
         LinearSVC(numBlocks=1).fit(frame(ok + [(Vectors.dense([1.0] * d), 1e9)]))
     # refused by the params rules
