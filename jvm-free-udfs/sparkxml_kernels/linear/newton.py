@@ -18,8 +18,9 @@ shrinks tenfold whenever the smoothed problem is solved far below the target gap
 (``H_SHRINK_AT``), from ``H_START`` to ``H_MIN``. The stopping rule is the dual's: the
 derivative of the loss at each row gives a dual point alpha_i = -C_i l'(m_i) (in [0, C_i] for
 hinge), feasible for the true (unsmoothed) dual, and w(alpha) = sum_i alpha_i y_i x_i is the
-gradient pass's by-product; the duality gap P(w) - D(alpha) certifies the model's primal
-objective whatever h is.
+gradient pass's by-product; its best multiple s alpha (closed form) gives a dual value, any
+of which bounds the optimum from below, so the largest so far certifies the model's primal
+objective whatever h is (``dualHistory`` holds that bound).
 
 Distribution: every block adds its rows' gradient and Hessian pieces, (B, problems, ...) is
 all-reduced (each block's row non-zero on one task) and summed in block order, and every task
@@ -212,9 +213,18 @@ def train(ld, cfg, collective, res):
         wsq = np.einsum("kd,kd->k", W, W)
         wa = tot[:, NPIECE:NPIECE + d]
         primal = 0.5 * wsq + tot[:, 0]
-        dual = tot[:, 1] - tot[:, 2] - 0.5 * np.einsum("kd,kd->k", wa, wa)
-        if res.primal:  # frozen problems keep their last values
+        # the dual at s * alpha, s chosen best in closed form (s <= 1 keeps hinge's alpha <= C):
+        # D(s alpha) = s A - s^2 (|w(alpha)|^2 / 2 + sum alpha^2 / (4 C))
+        A, Q = tot[:, 1], np.einsum("kd,kd->k", wa, wa) + 2.0 * tot[:, 2]
+        s = np.where(Q > 0, A / np.where(Q > 0, Q, 1.0), 1.0)
+        if loss == HINGE:
+            s = np.minimum(s, 1.0)
+        dual = s * A - 0.5 * s * s * Q
+        if res.primal:
+            # every dual value bounds the optimum from below: the best so far certifies the
+            # current primal; frozen problems keep their last values
             old_p, old_d = np.asarray(res.primal[-1]), np.asarray(res.dual[-1])
+            dual = np.maximum(dual, old_d)
             primal, dual = np.where(frozen, old_p, primal), np.where(frozen, old_d, dual)
         else:
             res.free_sv[:], res.bounded_sv[:] = tot[:, 3], tot[:, 4]
