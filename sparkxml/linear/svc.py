@@ -383,7 +383,8 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
         if progress.verbose > 0 and not progress.live_lines:
             progress.log_rounds(summary._rows(), int(self.getMaxIter()))
         if not summary.converged:
-            _warn_not_converged(summary, self.getMaxIter(), self.getTol())
+            _warn_not_converged(summary, self.getMaxIter(), self.getTol(),
+                                self.getStandardization())
         mode = "binary" if predictor.num_classes == 2 else cfg["multi_class"]
         return LinearSVCModel(predictor, summary, mode)
 
@@ -394,15 +395,17 @@ class ConvergenceWarning(UserWarning):
     ``warnings.simplefilter("ignore", ConvergenceWarning)``)."""
 
 
-def _warn_not_converged(summary, max_iter, tol):
+def _warn_not_converged(summary, max_iter, tol, standardized):
     """Warn (``ConvergenceWarning``) with the largest relative duality gap reached."""
     gaps = np.asarray(summary.gapHistory[-1], np.float64)
     prim = np.maximum(np.abs(np.asarray(summary.primalHistory[-1], np.float64)), 1e-300)
     rel = float(np.max(gaps / prim))
     solver = (summary.workerInfo[0].get("solver") if summary.workerInfo else None) or "dcd"
-    hint = ("" if solver == "newton" else
-            "; on dense features of large or uneven scale, standardization=True or "
-            "solver='newton' (few features) converge far faster")
+    hint = ""
+    if solver != "newton":
+        hint = ("; on dense features of large or uneven scale, "
+                + ("" if standardized else "standardization=True or ")
+                + "solver='newton' (at most a few hundred features) converges far faster")
     warnings.warn(f"LinearSVC did not converge: maxIter={max_iter} rounds ({solver}) left a "
                   f"relative duality gap of {rel:.3g} > tol={tol:g}; increase maxIter or "
                   f"tol{hint}", ConvergenceWarning, stacklevel=3)
