@@ -265,9 +265,9 @@ class Parabel(_LabelTree):
     __doc__ = """Parabel extreme multi-label classifier (Prabhu et al., WWW 2018): label trees
     of balanced spherical 2-means with linear node classifiers, searched by beam.
 """ + _PARAMS_DOC.format(**PARABEL_DEFAULTS) + """
-    Differences from Parabel's code
-    -------------------------------
-    Labels without training rows are left out of the trees (never predicted). The k-means
+    Notes
+    -----
+    Differences from Parabel's code: labels without training rows are left out of the trees (never predicted). The k-means
     and the classifiers' coordinate order use this library's seeded streams, so trees match
     Parabel's in construction, not draw for draw.
 
@@ -316,9 +316,9 @@ class Bonsai(_LabelTree):
     wide label trees (k-means with ``branchFactor`` children, ``maxDepth`` levels,
     unbalanced clusters), the same node classifiers and beam search as ``Parabel``.
 """ + _PARAMS_DOC.format(**BONSAI_DEFAULTS) + """
-    Differences from Bonsai's code
-    ------------------------------
-    Node classifiers are Parabel's (squared hinge by default, per child of a node) and
+    Notes
+    -----
+    Differences from Bonsai's code: the node classifiers are Parabel's (squared hinge by default, per child of a node) and
     labels without training rows are left out of the trees.
 
     Examples
