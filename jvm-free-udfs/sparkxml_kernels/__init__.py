@@ -23,6 +23,8 @@ __version__ = "0.1.0"
 _LOADERS = {
     "fastxml": "sparkxml_kernels.fastxml.predictor:FastXMLPredictor.from_directory",
     "pfastrexml": "sparkxml_kernels.fastxml.pfastre:PfastreXMLPredictor.from_directory",
+    "parabel": "sparkxml_kernels.labeltree.predictor:LabelTreePredictor.from_directory",
+    "bonsai": "sparkxml_kernels.labeltree.predictor:LabelTreePredictor.from_directory",
     "gbt": "sparkxml_kernels.gbt.predictor:TreeEnsemblePredictor.from_directory",
     "linear_svm": "sparkxml_kernels.linear.predictor:LinearSVCPredictor.from_directory",
     "fm": "sparkxml_kernels.fm.predictor:FMPredictor.from_directory",
@@ -48,7 +50,9 @@ def load_model(path: str) -> Any:
     predictor
         For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
         (labels int32 (n, k), scores float32 (n, k)), best first; for PfastreXML a
-        ``PfastreXMLPredictor`` with the same ``predict``. For FM / GBFM an
+        ``PfastreXMLPredictor`` with the same ``predict``. For Parabel / Bonsai a
+        ``LabelTreePredictor``: ``predict(indptr, indices, data, k)`` as FastXML's and
+        ``predict_topk(X, k)`` (per row the lists ``transform`` writes). For FM / GBFM an
         ``FMPredictor`` / ``GBFMPredictor`` (``predict(X)``: values, or (n, 2) class
         probabilities); for a ``FieldEncoderModel`` a ``FieldVocabulary``
         (``encode(columns)`` -> CSR).

@@ -41,10 +41,11 @@ def test_every_summary_class_is_a_training_summary():
     from sparkxml.fm.base import FMTrainingSummary
     from sparkxml.forest.base import TreeTrainingSummary
     from sparkxml.gbt.summary import GBTTrainingSummary
+    from sparkxml.labeltree.labeltree import LabelTreeTrainingSummary
     from sparkxml.linear.svc import LinearSVCTrainingSummary
 
     for cls in (FastXMLTrainingSummary, FMTrainingSummary, TreeTrainingSummary,
-                GBTTrainingSummary, LinearSVCTrainingSummary):
+                GBTTrainingSummary, LinearSVCTrainingSummary, LabelTreeTrainingSummary):
         assert issubclass(cls, TrainingSummary)
     for cls in _public(Model):
         if cls._summary_class is not None:
@@ -131,6 +132,7 @@ def _estimators(binary, fields, multilabel):
         GBFMRegressor,
         GBTRegressor,
         LinearSVC,
+        Parabel,
         PfastreXML,
         RandomForestClassifier,
     )
@@ -146,6 +148,7 @@ def _estimators(binary, fields, multilabel):
         "forest": (RandomForestClassifier(numTrees=3, maxDepth=3, numWorkers=1), binary),
         "fastxml": (FastXML(numTrees=2, numWorkers=1), multilabel),
         "pfastrexml": (PfastreXML(numTrees=2, numWorkers=1), multilabel),
+        "parabel": (Parabel(numTrees=2, numWorkers=1, maxLeafLabels=4), multilabel),
     }
 
 

@@ -1,0 +1,129 @@
+"""The node classifiers of a label tree.
+
+At an internal node, one binary classifier per child: positives are the node's rows that
+carry a label under that child, negatives the node's other rows (a row belongs to a node when
+one of its labels lies under it). At a leaf, one classifier per label, positives the leaf's
+rows carrying it. Each is an L2-regularised linear model without separate intercept (the bias
+is a feature of the rows, see ``data``), trained by dual coordinate descent:
+
+- ``squared_hinge``: ``sparkxml_kernels.linear.dcd.dcd_block`` with one block (liblinear's
+  ``-s 1`` schedule: a random permutation a pass, shrinking);
+- ``logistic``: :func:`sparkxml_kernels.labeltree.logistic.lr_dual_cd` (liblinear's ``-s 7``).
+
+Weights with |w| below ``weight_threshold`` are dropped, as Parabel does: most of a node's
+weights are tiny and the model shrinks several fold. A problem trains on the node's rows with
+its columns renumbered to the features those rows use, so its cost does not grow with D.
+Problem (tree t, node g, child c) draws its coordinate order from
+``linear._rng.stream_state(seed, t, g, c)``: the same classifier wherever it is trained.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..linear._rng import stream_state
+from ..linear.dcd import PERMUTATION, dcd_block
+from .logistic import lr_dual_cd
+
+SQUARED_HINGE = 0
+LOGISTIC = 1
+LOSSES = {"squared_hinge": SQUARED_HINGE, "logistic": LOGISTIC}
+
+
+def solve_binary(X: sp.csr_matrix, y: np.ndarray, loss: int, C: float, tol: float,
+                 max_iter: int, rng: np.ndarray, qd: np.ndarray | None = None) -> np.ndarray:
+    """Dense float64 weights (X.shape[1],) of one binary problem; ``y`` bool (positives);
+    ``qd``: the rows' squared norms (computed when not given)."""
+    n, d = X.shape
+    w = np.zeros(d)
+    if n == 0:
+        return w
+    indptr = np.ascontiguousarray(X.indptr, np.int64)
+    indices = np.ascontiguousarray(X.indices, np.int32)
+    data = np.ascontiguousarray(X.data, np.float64)
+    if loss == LOGISTIC:
+        lr_dual_cd(indptr, indices, data, np.where(y, 1.0, -1.0), float(C), float(tol),
+                   int(max_iter), rng, w)
+        return w
+    labels = y.astype(np.int32)
+    if qd is None:
+        qd = row_norms2(X)
+    dcd_block(indptr, indices, data, 0, n, labels, 1, np.full(n, np.inf),
+              np.full(n, 0.5 / C), qd, np.zeros(n), w, 1.0, float(tol), int(max_iter),
+              PERMUTATION, rng, np.empty(n, np.int64), np.empty(0), np.zeros(3))
+    return w
+
+
+def row_norms2(X: sp.csr_matrix) -> np.ndarray:
+    """Squared L2 norm of each row, float64."""
+    n = X.shape[0]
+    return np.bincount(np.repeat(np.arange(n), np.diff(X.indptr)), weights=X.data * X.data,
+                       minlength=n).astype(np.float64)
+
+
+def node_problems(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: list):
+    """The local data of a node: (X_local, columns, P). ``rows``: the node's rows;
+    ``groups``: per child (or leaf label) the label ids under it; ``P`` bool
+    (len(rows), len(groups)): row carries a label of group c."""
+    Xl = X[rows]
+    cols, inv = np.unique(Xl.indices, return_inverse=True)
+    Xl = sp.csr_matrix((Xl.data, inv.astype(np.int32).ravel(), Xl.indptr),
+                       shape=(len(rows), len(cols)))
+    group_of = np.full(Y.shape[1], -1, np.int64)
+    for c, labs in enumerate(groups):
+        group_of[labs] = c
+    Yl = Y[rows]
+    ent = group_of[Yl.indices]
+    row_of = np.repeat(np.arange(len(rows)), np.diff(Yl.indptr))
+    P = np.zeros((len(rows), len(groups)), bool)
+    m = ent >= 0
+    P[row_of[m], ent[m]] = True
+    return Xl, cols, P
+
+
+def feature_major(weights: list, cols: np.ndarray, threshold: float):
+    """One node's classifiers (dense local weights, one per slot) as a feature-major sparse
+    matrix: (features int32 ascending, entry indptr int64, slots int32, values float32),
+    weights with |w| < threshold dropped."""
+    slots = [np.zeros(0, np.int32)]
+    feats = [np.zeros(0, np.int32)]
+    vals = [np.zeros(0)]
+    for c, w in enumerate(weights):
+        keep = np.flatnonzero(np.abs(w) >= threshold)
+        slots.append(np.full(len(keep), c, np.int32))
+        feats.append(cols[keep])
+        vals.append(w[keep])
+    slot, feat, val = (np.concatenate(a) for a in (slots, feats, vals))
+    order = np.lexsort((slot, feat))
+    feat, slot, val = feat[order], slot[order], val[order]
+    uniq, counts = np.unique(feat, return_counts=True)
+    ptr = np.zeros(len(uniq) + 1, np.int64)
+    ptr[1:] = np.cumsum(counts)
+    return uniq.astype(np.int32), ptr, slot.astype(np.int32), val.astype(np.float32)
+
+
+def train_tree_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, Yt: sp.csr_matrix, children: list,
+                     leaf_labels: list, params: dict, tree: int) -> list:
+    """Train one tree's classifiers: per node (breadth-first) its children's classifiers
+    (internal node) or its labels' (leaf), as :func:`feature_major` matrices (slot = position
+    of the child in ``children[g]`` or of the label in ``leaf_labels[g]``)."""
+    loss = LOSSES[params["loss"]]
+    C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
+    thr, seed = float(params["weight_threshold"]), int(params["seed"])
+    M = len(children)
+    under: list = [None] * M  # labels under each node, filled bottom-up
+    for g in range(M - 1, -1, -1):
+        under[g] = (np.concatenate([under[c] for c in children[g]]) if children[g]
+                    else leaf_labels[g])
+    out = []
+    for g in range(M):
+        groups = ([under[c] for c in children[g]] if children[g]
+                  else [np.array([lab]) for lab in leaf_labels[g]])
+        labs = under[g]
+        rows = np.unique(Yt[labs].indices) if len(labs) else np.zeros(0, np.int64)
+        Xl, cols, P = node_problems(X, Y, rows, groups)
+        qd = row_norms2(Xl)
+        ws = [solve_binary(Xl, P[:, c], loss, C, tol, it, stream_state(seed, tree, g, c), qd)
+              for c in range(len(groups))]
+        out.append(feature_major(ws, cols, thr))
+    return out

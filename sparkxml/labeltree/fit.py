@@ -1,0 +1,131 @@
+"""The Spark side of training label-tree forests (Parabel, Bonsai) with replicated data.
+
+Trees are independent: the training set is replicated to ``min(numWorkers, numTrees)`` Spark
+tasks with DataFrame operations only (cross join with a small group frame, repartition by
+group, ``mapInArrow``; no broadcast, no RDD, so it runs over Spark Connect too). Each task
+orders its rows by a key computed in the JVM from their content (``sparkxml.fastxml.fit``'s
+``ordered_rows``: the model then depends only on the multiset of rows and the seed), trains
+trees ``rank, rank + workers, ...`` in compiled code (``sparkxml_kernels.labeltree``) and
+returns them as chunked binary rows. Tree t depends only on the data, the params and
+(seed, t), so the model is the same whatever numWorkers and the partitioning.
+
+The data pass, its checks and error messages, and the memory check are FastXML's.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from sparkxml._core.barrier import (
+    RESULT_SCHEMA,
+    decode_ranks,
+    encode_array_batches,
+    peak_rss_bytes,
+    reset_peak_rss,
+    rss_bytes,
+)
+from sparkxml._core.compat import to_arrow
+from sparkxml._core.partitioning import partition_keys
+from sparkxml._core.progress import FitProgress
+from sparkxml.fastxml.fit import (
+    check_memory,
+    data_stats,
+    ordered_rows,
+    replicated_bytes,
+    task_memory,
+)
+from sparkxml.session import default_parallelism
+from sparkxml_kernels import arrow_io
+from sparkxml_kernels.labeltree import forest as kforest
+
+
+def fit_label_trees(est, dataset, who: str):
+    """Train ``est``'s forest on ``dataset``; return (forest, n_features, n_labels, info)."""
+    fcol, lcol = est.getFeaturesCol(), est.getLabelsCol()
+    spark = dataset.sparkSession
+    num_trees = est.getNumTrees()
+    requested = (est.getNumWorkers() if est.isDefined(est.numWorkers)
+                 else default_parallelism(spark))
+    workers = max(1, min(requested, num_trees))
+    params = est.kernel_params()
+    kforest.check_params(params)
+    data = ordered_rows(dataset, fcol, lcol, "content")
+    with FitProgress(spark, est, est.getVerbose()) as progress:
+        t0 = time.perf_counter()
+        with progress.phase("checks"):
+            stats = data_stats(data, fcol, lcol, who)
+        checks_seconds = time.perf_counter() - t0
+        check_memory(spark, stats, workers, who)
+        have, limit, _ = task_memory(spark, workers)
+        n_features, n_labels = stats["n_features"], stats["n_labels"]
+        t0 = time.perf_counter()
+        with progress.phase("train"):
+            forest, tasks = _fit_replicated(spark, data, params, num_trees, workers,
+                                            n_features, n_labels, fcol, lcol, who,
+                                            progress.task_spec(per_task=True))
+        info = {"mode": "replicated", "workers": workers, "tasks": tasks,
+                "train_seconds": time.perf_counter() - t0, "checks_seconds": checks_seconds,
+                "replicated_task_bytes": replicated_bytes(stats), "task_memory_bytes": have,
+                "memory_limit_bytes": limit}
+        if progress.verbose > 0 and not progress.live_lines:
+            progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
+                                unit="tree")
+    return forest, n_features, n_labels, info
+
+
+def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
+                    who, progress=None):
+    keys = partition_keys(workers)
+    groups = spark.createDataFrame([(k,) for k in keys], "_g long")
+    trees_of = {k: np.arange(p, num_trees, workers, dtype=np.int32) for p, k in enumerate(keys)}
+    train = _make_train_fn(trees_of, keys, n_features, n_labels, params, fcol, lcol, progress)
+    table = to_arrow(data.crossJoin(groups).repartition(workers, "_g")
+                     .mapInArrow(train, RESULT_SCHEMA))
+    per_task, infos = decode_ranks(table)
+    parts = [{name: a[name] for name in kforest.FOREST_KEYS} for a in per_task.values()]
+    forest = kforest.sort_forest(kforest.concat_forests(parts))
+    if len(forest["tree_ids"]) != num_trees:
+        raise RuntimeError(f"{who}: expected {num_trees} trees back from the training tasks, "
+                           f"got {len(forest['tree_ids'])}")
+    return forest, [infos[r] for r in sorted(infos)]
+
+
+def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
+                   fcol: str, lcol: str, progress=None):
+    # Plain locals only: the closure is pickled to the tasks.
+    rank_of = {k: p for p, k in enumerate(keys)}
+
+    def train(batches):
+        from sparkxml_kernels.progress import ProgressReporter
+
+        reset_ok = reset_peak_rss()
+        rss0 = rss_bytes()
+        by_group: dict = {}
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            g = b.column("_g").to_numpy()
+            for key in np.unique(g):
+                by_group.setdefault(int(key), []).append(b.filter(pa.array(g == key)))
+        for key, parts in by_group.items():
+            table = pa.Table.from_batches(parts).combine_chunks()
+            # the row order must not depend on how the shuffle delivered the rows
+            order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
+            table = table.take(pa.array(order))
+            xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
+                                                    num_features=n_features)
+            yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
+            reporter = ProgressReporter(progress, rank_of[key])
+            trees = trees_of[key]
+            out = kforest.train_forest(
+                xi, xj, xv, yi, yj, n_features, n_labels, trees,
+                report=(lambda done, total: reporter.progress(done, total, unit="tree"))
+                if reporter.enabled else None, **params)
+            reporter.close()
+            yield from encode_array_batches(rank_of[key], out, {
+                "rows": len(xi) - 1, "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": rss0,
+                "peak_rss_is_task_local": reset_ok})
+
+    return train

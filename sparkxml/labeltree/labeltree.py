@@ -1,0 +1,355 @@
+"""Label trees on Spark: ``Parabel`` and ``Bonsai``, two sets of defaults over one engine.
+
+Training on Spark lives in ``sparkxml.labeltree.fit``, the trees themselves in
+``sparkxml_kernels.labeltree``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from pyspark import keyword_only
+
+from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.params import HasVerbose
+from sparkxml._core.validation import check_int_array_column, check_vector_column
+from sparkxml.fastxml.fastxml import FastXMLModel, FastXMLTrainingSummary
+from sparkxml.labeltree.fit import fit_label_trees
+from sparkxml.labeltree.params import BONSAI_DEFAULTS, PARABEL_DEFAULTS, LabelTreeParams
+from sparkxml_kernels.labeltree.forest import FOREST_KEYS
+from sparkxml_kernels.labeltree.nodes import LOSSES
+from sparkxml_kernels.labeltree.predictor import MODEL_SCALARS, LabelTreePredictor
+
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    featuresCol : str, default "features"
+        Spark ML vector column (sparse or dense), all of one size, finite values, no nulls.
+        Rows are L2-normalised before training and prediction (a zero row stays zero).
+    labelsCol : str, default "labels"
+        array<int> of label ids >= 0; an empty array is allowed (the row then trains no
+        classifier), a null one is not. A label repeated within a row counts once.
+    numTrees : int, default 3
+        Trees; tree t depends only on the data, the params and (seed, t).
+    maxLeafLabels : int, default 100
+    branchFactor : int, default {branchFactor}
+    maxDepth : int, default {maxDepth}
+    balancedClusters : bool, default {balancedClusters}
+    clusterEps : float, default 1e-4
+    loss : str, default "squared_hinge"
+        Node classifiers: "squared_hinge" (L2-loss SVM by dual coordinate descent, liblinear
+        ``-s 1``) or "logistic" (liblinear ``-s 7``). Margins m become probabilities as
+        exp(-max(0, 1 - m)^2) and 1 / (1 + exp(-m)) respectively.
+    C : float, default 1.0
+    tol : float, default 0.1
+        Stop a classifier's dual coordinate descent when its projected-gradient spread
+        (squared hinge) or largest sub-problem gradient (logistic) is below tol.
+    maxIter : int, default 20
+        Passes over a classifier's rows at most.
+    weightThreshold : float, default 0.1
+    bias : float, default 1.0
+    beamWidth : int, default 10
+        Copied to the model (prediction).
+    seed : int, default 0
+    numWorkers : int, optional
+        Spark tasks training runs on (default: the session's default parallelism), at most
+        numTrees; each holds the whole training set. The model does not depend on it.
+    trainingMode : str, default "replicated"
+    topK, predictionCol, scoresCol
+        Copied to the model.
+    verbose : int, default 0
+        Log "tree i/n" every ``verbose`` trees of each training task through the Python
+        logger ``sparkxml``; 0 = silent.
+"""
+
+
+class LabelTreeTrainingSummary(FastXMLTrainingSummary):
+    """What a Parabel or Bonsai fit reports: FastXML's fields (``trainingMode``,
+    ``numTrees``, the memory figures, per-task rows and peak RSS)."""
+
+
+class _LabelTree(SparkXMLEstimator, LabelTreeParams, HasVerbose):
+    """The engine behind ``Parabel`` and ``Bonsai`` (see either)."""
+
+    _defaults: dict = {}
+    _model_class: type = None  # type: ignore[assignment]
+
+    def _init(self, kwargs: dict) -> None:
+        self._setDefault(verbose=0, **self._defaults)
+        self._set_params(**kwargs)
+
+    def setNumTrees(self, value: int):
+        return self._set(numTrees=value)
+
+    def setMaxLeafLabels(self, value: int):
+        return self._set(maxLeafLabels=value)
+
+    def setBranchFactor(self, value: int):
+        return self._set(branchFactor=value)
+
+    def setMaxDepth(self, value: int):
+        return self._set(maxDepth=value)
+
+    def setBalancedClusters(self, value: bool):
+        return self._set(balancedClusters=value)
+
+    def setClusterEps(self, value: float):
+        return self._set(clusterEps=value)
+
+    def setLoss(self, value: str):
+        return self._set(loss=value)
+
+    def setC(self, value: float):
+        return self._set(C=value)
+
+    def setTol(self, value: float):
+        return self._set(tol=value)
+
+    def setMaxIter(self, value: int):
+        return self._set(maxIter=value)
+
+    def setWeightThreshold(self, value: float):
+        return self._set(weightThreshold=value)
+
+    def setBias(self, value: float):
+        return self._set(bias=value)
+
+    def setBeamWidth(self, value: int):
+        return self._set(beamWidth=value)
+
+    def setSeed(self, value: int):
+        return self._set(seed=value)
+
+    def setNumWorkers(self, value: int):
+        return self._set(numWorkers=value)
+
+    def setTrainingMode(self, value: str):
+        return self._set(trainingMode=value)
+
+    def setVerbose(self, value: int):
+        return self._set(verbose=value)
+
+    def setTopK(self, value: int):
+        return self._set(topK=value)
+
+    def setFeaturesCol(self, value: str):
+        return self._set(featuresCol=value)
+
+    def setLabelsCol(self, value: str):
+        return self._set(labelsCol=value)
+
+    def setPredictionCol(self, value: str):
+        return self._set(predictionCol=value)
+
+    def setScoresCol(self, value: str):
+        return self._set(scoresCol=value)
+
+    def _fit_validated(self, dataset):
+        check_vector_column(dataset, self.getFeaturesCol())
+        check_int_array_column(dataset, self.getLabelsCol())
+        forest, n_features, n_labels, info = fit_label_trees(self, dataset, type(self).__name__)
+        model = self._model_class._create(forest, n_features, n_labels, float(self.getBias()),
+                                          self.getLoss())
+        model._training_info = info
+        model._summary = LabelTreeTrainingSummary._from_info(info, self.getNumTrees())
+        return model
+
+
+class LabelTreeModel(SparkXMLPredictorModel, LabelTreeParams):
+    """A trained label-tree forest (``ParabelModel``, ``BonsaiModel``).
+
+    ``transform`` adds ``predictionCol`` (array<int>: the topK labels, best first; labels
+    with a zero score are left out) and ``scoresCol`` (array<float>, aligned: per label the
+    mean over the trees of (path probability x the label's probability), 0 in a tree whose
+    beam missed the label). ``beamWidth`` and ``topK`` may be changed on the model. It fails
+    on a null vector or a NaN / infinite feature value, naming ``featuresCol``.
+
+    Save format
+    -----------
+    ``path/metadata/part-*``: Spark ML metadata JSON (class, uid, params) with
+    ``formatVersion`` 2, ``modelKind`` "parabel" or "bonsai", ``saveId`` and the arrays'
+    manifest; ``path/data/*.parquet``: the arrays in chunk rows
+    (``sparkxml_kernels.persist``): 0-d ``n_features``, ``n_labels``, ``bias``, ``loss``
+    (0 squared hinge, 1 logistic), ``beam_width`` and the forest
+    (``sparkxml_kernels.labeltree.forest``: ``tree_ids``, ``tree_offsets``,
+    ``child_indptr``, ``child_index``, ``leaf_indptr``, ``leaf_label`` and the feature-major
+    classifiers ``wf_indptr``, ``wf_feature``, ``we_indptr``, ``we_slot``, ``we_value``).
+    ``sparkxml_kernels.load_model(path)`` returns a ``LabelTreePredictor``
+    (``predict_topk(X, k)``) without Spark.
+    """
+
+    _model_kind = "parabel"
+    _required_arrays = FOREST_KEYS + MODEL_SCALARS
+    _summary_class = LabelTreeTrainingSummary
+    _state_attrs = ("_arrays", "_predictor_key", "_training_info")
+    _format_errors = (ValueError, KeyError, IndexError)
+
+    def __init__(self, arrays: dict | None = None, summary=None):
+        super().__init__(None, summary)
+        self._arrays: dict = dict(arrays or {})
+        self._predictor_key = None
+        self._training_info: dict = {}
+
+    @classmethod
+    def _create(cls, forest: dict, n_features: int, n_labels: int, bias: float, loss: str):
+        return cls(dict(forest, n_features=np.array(n_features, dtype=np.int64),
+                        n_labels=np.array(n_labels, dtype=np.int64),
+                        bias=np.array(bias, dtype=np.float64),
+                        loss=np.array(LOSSES[loss], dtype=np.int64),
+                        beam_width=np.array(0, dtype=np.int64)))
+
+    @classmethod
+    def _predictor_from_arrays(cls, arrays: dict):
+        return None  # built on first use, from the arrays and the params
+
+    def _restore(self, arrays: dict) -> None:
+        self._arrays = {k: v for k, v in arrays.items() if not k.startswith("summary.")}
+        LabelTreePredictor.from_arrays(self._arrays)  # fails here when they are inconsistent
+
+    @classmethod
+    def _format_message(cls, path: str, error: BaseException) -> str:
+        return f"{path}: {cls.__name__[:-len('Model')]} arrays are inconsistent: {error}"
+
+    def _predictor_arrays(self) -> dict:
+        # the beam width saved is the model's current one: load_model serves what transform does
+        return dict(self._arrays, beam_width=np.array(self.getBeamWidth(), dtype=np.int64))
+
+    def _predictor_spec(self):
+        """(predictor class, constructor arguments): plain values, so transform tasks can
+        build the predictor from them."""
+        a = self._arrays
+        loss = {v: k for k, v in LOSSES.items()}[int(a["loss"])]
+        return LabelTreePredictor, (a, int(a["n_features"]), int(a["n_labels"]),
+                                    float(a["bias"]), loss, int(self.getBeamWidth()))
+
+    predictor = FastXMLModel.predictor
+    _transform_validated = FastXMLModel._transform_validated
+
+    @property
+    def numFeatures(self) -> int:
+        return int(self._arrays["n_features"])
+
+    @property
+    def numLabels(self) -> int:
+        return int(self._arrays["n_labels"])
+
+    @property
+    def trees(self) -> int:
+        return len(self._arrays["tree_ids"])
+
+    def setTopK(self, value: int):
+        return self._set(topK=value)
+
+    def setBeamWidth(self, value: int):
+        return self._set(beamWidth=value)
+
+    def setFeaturesCol(self, value: str):
+        return self._set(featuresCol=value)
+
+    def setPredictionCol(self, value: str):
+        return self._set(predictionCol=value)
+
+    def setScoresCol(self, value: str):
+        return self._set(scoresCol=value)
+
+
+class ParabelModel(LabelTreeModel):
+    __doc__ = LabelTreeModel.__doc__
+    _model_kind = "parabel"
+
+
+class BonsaiModel(LabelTreeModel):
+    __doc__ = LabelTreeModel.__doc__
+    _model_kind = "bonsai"
+
+
+class Parabel(_LabelTree):
+    __doc__ = """Parabel extreme multi-label classifier (Prabhu et al., WWW 2018): label trees
+    of balanced spherical 2-means with linear node classifiers, searched by beam.
+""" + _PARAMS_DOC.format(**PARABEL_DEFAULTS) + """
+    Notes
+    -----
+    Differences from Parabel's code: labels without training rows are left out of the trees (never predicted). The k-means
+    and the classifiers' coordinate order use this library's seeded streams, so trees match
+    Parabel's in construction, not draw for draw.
+
+    Examples
+    --------
+    >>> from sparkxml import XMLEvaluator
+    >>> from sparkxml.synthetic import make_multilabel, rows_frame
+    >>> X, Y = make_multilabel(n_rows=300, n_features=200, n_labels=20, seed=0)
+    >>> df = rows_frame(spark, X, Y, 0, 300, num_features=200)
+    >>> model = Parabel(maxLeafLabels=4, seed=0).fit(df)
+    >>> model.trees, model.numFeatures, model.numLabels
+    (3, 200, 20)
+    >>> out = model.setTopK(3).transform(df)
+    >>> out.columns
+    ['features', 'labels', 'prediction', 'scores']
+    >>> 0.6 < XMLEvaluator(k=1).evaluate(out) <= 1.0       # P@1
+    True
+    """
+
+    _model_kind = "parabel"
+    _model_class = ParabelModel
+    _defaults = PARABEL_DEFAULTS
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelsCol="labels",
+                 predictionCol="prediction", scoresCol="scores", topK=5, numTrees=3,
+                 maxLeafLabels=100, branchFactor=2, maxDepth=64, balancedClusters=True,
+                 clusterEps=1e-4, loss="squared_hinge", C=1.0, tol=0.1, maxIter=20,
+                 weightThreshold=0.1, bias=1.0, beamWidth=10, seed=0, numWorkers=None,
+                 trainingMode="replicated", verbose=0):
+        super().__init__()
+        self._init(self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", labelsCol="labels",
+                  predictionCol="prediction", scoresCol="scores", topK=5, numTrees=3,
+                  maxLeafLabels=100, branchFactor=2, maxDepth=64, balancedClusters=True,
+                  clusterEps=1e-4, loss="squared_hinge", C=1.0, tol=0.1, maxIter=20,
+                  weightThreshold=0.1, bias=1.0, beamWidth=10, seed=0, numWorkers=None,
+                  trainingMode="replicated", verbose=0):
+        return self._set_params(**self._input_kwargs)
+
+
+class Bonsai(_LabelTree):
+    __doc__ = """Bonsai extreme multi-label classifier (Khandagale et al., 2020): shallow,
+    wide label trees (k-means with ``branchFactor`` children, ``maxDepth`` levels,
+    unbalanced clusters), the same node classifiers and beam search as ``Parabel``.
+""" + _PARAMS_DOC.format(**BONSAI_DEFAULTS) + """
+    Notes
+    -----
+    Differences from Bonsai's code: the node classifiers are Parabel's (squared hinge by default, per child of a node) and
+    labels without training rows are left out of the trees.
+
+    Examples
+    --------
+    >>> from sparkxml.synthetic import make_multilabel, rows_frame
+    >>> X, Y = make_multilabel(n_rows=300, n_features=200, n_labels=20, seed=0)
+    >>> df = rows_frame(spark, X, Y, 0, 300, num_features=200)
+    >>> model = Bonsai(branchFactor=4, maxLeafLabels=4, maxDepth=2, seed=0).fit(df)
+    >>> model.trees
+    3
+    """
+
+    _model_kind = "bonsai"
+    _model_class = BonsaiModel
+    _defaults = BONSAI_DEFAULTS
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelsCol="labels",
+                 predictionCol="prediction", scoresCol="scores", topK=5, numTrees=3,
+                 maxLeafLabels=100, branchFactor=16, maxDepth=3, balancedClusters=False,
+                 clusterEps=1e-4, loss="squared_hinge", C=1.0, tol=0.1, maxIter=20,
+                 weightThreshold=0.1, bias=1.0, beamWidth=10, seed=0, numWorkers=None,
+                 trainingMode="replicated", verbose=0):
+        super().__init__()
+        self._init(self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, *, featuresCol="features", labelsCol="labels",
+                  predictionCol="prediction", scoresCol="scores", topK=5, numTrees=3,
+                  maxLeafLabels=100, branchFactor=16, maxDepth=3, balancedClusters=False,
+                  clusterEps=1e-4, loss="squared_hinge", C=1.0, tol=0.1, maxIter=20,
+                  weightThreshold=0.1, bias=1.0, beamWidth=10, seed=0, numWorkers=None,
+                  trainingMode="replicated", verbose=0):
+        return self._set_params(**self._input_kwargs)
