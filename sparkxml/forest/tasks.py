@@ -26,6 +26,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
     def train_fn(state, coll, rank, world):
         from sparkxml_kernels.forest import builder, forest, histogram
         from sparkxml_kernels.forest.criteria import is_classification
+        from sparkxml_kernels.forest.exactsum import exact_sums
         from sparkxml_kernels.forest.tree import SplitParams
         from sparkxml_kernels.progress import ProgressReporter
 
@@ -72,7 +73,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
                 np.zeros(1), lambda _: forest.pack_for_routing(res) if rank == 0 else None)
             route = forest.unpack_for_routing(packed)
             sums, n_oob = forest.oob_sums(X, counts, route)
-            stats = coll.allreduce_sum(forest.oob_statistics(sums, n_oob, y, K))
+            stats = exact_sums(coll, forest.oob_terms(sums, n_oob, y, K))
             if rank == 0:
                 arrays["oob_score"] = np.asarray(forest.oob_score(stats, K), np.float64)
         return arrays, info
