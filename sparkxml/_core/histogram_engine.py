@@ -224,7 +224,7 @@ def transform_with(dataset, spec, outs, make_predict):
     drop = None
     if spec["kind"] == "vector":
         dataset = dataset.withColumn(X_COL, vector_to_array(F.col(spec["col"])))
-        spec, drop = dict(spec, col=X_COL), X_COL
+        spec, drop = dict(spec, col=X_COL, name=spec["col"]), X_COL
     return dataset.mapInArrow(make_predict(spec, kinds, names, drop), schema)
 
 
