@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .model_kinds import check_kind
 from .persist import (
     LOAD_ERRORS,
     ModelFormatError,
@@ -65,9 +66,12 @@ def load_model(path: str) -> Any:
     ------
     ModelFormatError
         The directory is missing, unreadable, corrupt, or was not written by sparkxml; the
-        message names the path. The model's arrays are checked before anything is returned
-        (sizes, ids in range, tree structure: no load can return a predictor that would
-        loop or read outside its arrays).
+        message names the path. The metadata's class must be a model of its kind and the
+        params the predictor reads must be valid, as ``Model.load`` checks; every data chunk
+        must match its checksum (directories saved before checksums load unchecked); the
+        model's arrays are checked before anything is returned (sizes, ids in range, tree
+        structure: no load can return a predictor that would loop or read outside its
+        arrays).
 
     Examples
     --------
@@ -94,6 +98,7 @@ def load_model(path: str) -> Any:
         kind = meta["modelKind"]
         if kind not in _LOADERS:
             raise ModelFormatError(f"{path} holds an unknown model kind {kind!r}")
+        check_kind(meta, path)
         mod, attr = _LOADERS[kind].split(":")
         obj: Any = importlib.import_module(mod)
         for part in attr.split("."):

@@ -12,6 +12,7 @@ version of a kernel for read-only arrays, so nothing returned here is read-only)
 """
 from __future__ import annotations
 
+import zlib
 from typing import Iterator
 
 import numpy as np
@@ -95,9 +96,13 @@ class Assembler:
         How many chunk rows the data holds, when known before reading them (a parquet
         footer): checked against the manifest before any array memory is allocated, so that
         a corrupt manifest cannot make a reader allocate what the data does not hold.
+    checksums : list of int, optional
+        The CRC-32 (``zlib.crc32``) of every chunk's bytes in seq order: a chunk whose bytes
+        do not match is refused.
     """
 
-    def __init__(self, manifest: list, chunk_bytes: int, where: str, rows: int | None = None):
+    def __init__(self, manifest: list, chunk_bytes: int, where: str, rows: int | None = None,
+                 checksums: list | None = None):
         self.where = where
         self.chunk_bytes = int(chunk_bytes)
         if not MIN_CHUNK <= self.chunk_bytes < 2 ** 31:
@@ -133,6 +138,14 @@ class Assembler:
         self._starts = np.array([a[4] for a in self.arrays], np.int64)
         self.buffers = {}
         self.seen = np.zeros(seq, bool)
+        self.checksums = None
+        if checksums is not None:
+            if not isinstance(checksums, list) or len(checksums) != seq or not all(
+                    isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2 ** 32
+                    for c in checksums):
+                raise ValueError(f"{where}: the chunk checksums do not match the manifest's "
+                                 f"{seq} chunks")
+            self.checksums = checksums
 
     @property
     def num_chunks(self) -> int:
@@ -153,14 +166,18 @@ class Assembler:
         if self.seen[seq]:
             raise ValueError(f"{self.where}: chunk {seq} ({name!r} part {part}) appears twice")
         raw = np.frombuffer(data, np.uint8)
-        if nbytes < 0:  # unicode: one part of any length
-            self.buffers[name] = raw.copy()
-        else:
+        if nbytes >= 0:
             start = exp_part * self.chunk_bytes
             size = min(self.chunk_bytes, nbytes - start)
             if raw.size != size:
                 raise ValueError(f"{self.where}: chunk {seq} ({name!r} part {part}) has "
                                  f"{raw.size} bytes, expected {size}")
+        if self.checksums is not None and zlib.crc32(raw) != self.checksums[seq]:
+            raise ValueError(f"{self.where}: chunk {seq} ({name!r} part {part}) does not match "
+                             f"its checksum: the data was changed or damaged after the save")
+        if nbytes < 0:  # unicode: one part of any length
+            self.buffers[name] = raw.copy()
+        else:
             if name not in self.buffers:
                 self.buffers[name] = np.empty(nbytes, np.uint8)
             self.buffers[name][start:start + size] = raw

@@ -7,7 +7,8 @@ Layout of a saved sparkxml model (any estimator), ``formatVersion`` 2::
                              timestamp, sparkVersion, uid, paramMap, defaultParamMap) plus
                              "formatVersion": 2, "modelKind", "saveId" (32 hex digits, new for
                              every save), "arrays" (the manifest: [[name, dtype, shape], ...])
-                             and "chunkBytes"
+                             and "chunkBytes", and "chunkCrc32" (the CRC-32 of every chunk's
+                             bytes, in seq order)
       data/*.parquet         one row per chunk of at most chunkBytes (16 MiB) of an array:
                              save_id string, seq int64 (0, 1, ... over the manifest's arrays
                              and their parts), name, dtype (numpy's dtype.str), shape
@@ -29,6 +30,11 @@ overwrite that stopped after replacing the data, leaves no directory that loads.
 place, so a failed overwrite keeps the previous model; through Spark (no rename on object
 stores) an overwrite first deletes what is at the path, as Spark ML's own writers do.
 
+Integrity. Every chunk is checked against its CRC-32 from the metadata when it is read, so a
+data file whose bytes were overwritten (in parts that parquet and zstd do not check
+themselves) fails to load instead of serving other numbers. Directories saved before the
+checksums existed (no "chunkCrc32") load as before, unchecked.
+
 ``formatVersion`` 1 directories (``data/arrays.npz``) still load. Every load failure is a
 ``ModelFormatError`` naming the path.
 
@@ -44,6 +50,7 @@ import os
 import time
 import uuid
 import warnings
+import zlib
 from typing import Any, Callable, Iterator, Union
 
 import numpy as np
@@ -159,7 +166,8 @@ def finish_metadata(metadata: str, arrays: dict | None, save_id: str,
     meta = json.loads(metadata)
     meta.update(formatVersion=FORMAT_VERSION, saveId=save_id)
     if arrays is not None:
-        meta.update(arrays=manifest_of(arrays), chunkBytes=int(chunk_bytes))
+        meta.update(arrays=manifest_of(arrays), chunkBytes=int(chunk_bytes),
+                    chunkCrc32=[zlib.crc32(c[4]) for c in iter_chunks(arrays, chunk_bytes)])
     return json.dumps(meta, separators=(",", ":"))
 
 
@@ -265,7 +273,8 @@ def data_batches(arrays: dict, save_id: str, chunk_bytes: int = CHUNK_BYTES,
 def assembler(meta: dict, path: str, rows: int | None = None) -> Assembler:
     """An ``Assembler`` for the arrays ``meta`` (formatVersion 2) lists."""
     try:
-        return Assembler(meta["arrays"], meta["chunkBytes"], path, rows)
+        return Assembler(meta["arrays"], meta["chunkBytes"], path, rows,
+                         checksums=meta.get("chunkCrc32"))
     except (TypeError, ValueError, KeyError) as e:
         raise ModelFormatError(f"{path}/metadata is corrupt: {e}") from None
 

@@ -38,20 +38,22 @@ def batch_features(batch, spec, n_features, missing=float("nan")):
     and so is ``missing`` (the ``missing`` param) when it is not NaN. ``spec["float32"]``
     (trees) rounds them to float32 first, as scikit-learn's trees do. ``spec["sparse"]``
     (a wide vector column shipped as the VectorUDT struct, ``sparkxml.gbt.features``):
-    CSR ``(indptr, indices, data, d)`` instead, absent entries 0.0."""
+    CSR ``(indptr, indices, data, d)`` instead, absent entries 0.0. ``spec["name"]``, when
+    set, is the column messages name (the user's, for a column the transform renamed)."""
+    name = spec.get("name", spec.get("col"))
     if spec.get("sparse"):
-        indptr, indices, data, _ = vectors_to_csr(column_of(batch, spec["col"]), spec["col"],
+        indptr, indices, data, _ = vectors_to_csr(column_of(batch, spec["col"]), name,
                                                   n_features, np.float64)
         if not np.isnan(missing):
             if missing == 0.0:
                 raise ValueError("missing=0.0 (absent entries missing) is not supported for "
                                  "vector columns wide enough to be read sparse")
-            data[data == missing] = np.nan
+            data = _as_missing(data, missing)
         if spec.get("float32"):
             data = data.astype(np.float32).astype(np.float64)
         return indptr, indices, data, n_features
     if spec["kind"] == "vector":
-        X = array_features(column_of(batch, spec["col"]), spec["col"], n_features)
+        X = array_features(column_of(batch, spec["col"]), name, n_features)
     else:
         cols = spec["cols"]
         X = np.empty((batch.num_rows, len(cols)), np.float64)
@@ -59,10 +61,22 @@ def batch_features(batch, spec, n_features, missing=float("nan")):
             a = column_of(batch, c)
             X[:, j] = a.cast(pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
     if not np.isnan(missing):
-        X[X == missing] = np.nan
+        X = _as_missing(X, missing)
     if spec.get("float32"):
         X = X.astype(np.float32).astype(np.float64)
     return X
+
+
+def _as_missing(a: np.ndarray, missing: float) -> np.ndarray:
+    """``a`` with the value ``missing`` replaced by NaN. ``a`` may be a read-only view of an
+    Arrow buffer (a vector column's values): it is copied only when a value is replaced."""
+    hit = a == missing
+    if not hit.any():
+        return a
+    if not a.flags.writeable:
+        a = a.copy()
+    a[hit] = np.nan
+    return a
 
 
 def margin_column(batch, name, k):

@@ -159,7 +159,11 @@ class SparkXMLReader(MLReader):
             if not inst.hasParam(name):
                 raise persist.ModelFormatError(f"{path}: unknown param {name!r} for "
                                                f"{self.cls.__name__}")
-            inst.set(inst.getParam(name), value)
+            try:
+                inst.set(inst.getParam(name), value)
+            except (TypeError, ValueError) as e:  # the param's typeConverter refused it
+                raise persist.ModelFormatError(f"{path}: param {name}={value!r} is invalid: "
+                                               f"{e}") from None
         try:
             validate_params(inst)
         except ValueError as e:

@@ -26,6 +26,11 @@ from sparkxml_kernels import binning
 _SKETCH_SAMPLE_ROWS = 100_000
 
 
+# a canonical sketch (trees, forests) hashes its sample into this many partitions: a fixed
+# number, since the merged summary depends on it (Spark keeps a repartition's explicit count)
+_CANONICAL_SKETCH_PARTS = 8
+_SKETCH_KEY = "__sparkxml_sketch_key"
+
 # values a sketch task holds before it summarises them (64 MiB of float64)
 _SKETCH_CHUNK_VALUES = 8 << 20
 
@@ -127,19 +132,34 @@ def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
 
 
 def sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
-                 sample_rows=_SKETCH_SAMPLE_ROWS, size=None, missing=float("nan")):
+                 sample_rows=_SKETCH_SAMPLE_ROWS, size=None, missing=float("nan"),
+                 canonical=False):
     """Bin edges from a uniform sample of at most ``sample_rows`` training rows:
     ``DataFrame.sample`` (deterministic for a given input and seed, whatever numWorkers), then
     one ``mapInArrow`` job summarising each partition (summaries of at most ``size`` entries a
     feature; default from ``max_bins``); the driver merges in partition order. ``missing``
-    (GBT's param) is a value read as missing besides NaN."""
+    (GBT's param) is a value read as missing besides NaN.
+
+    ``canonical``: the edges depend on the rows only, not on how the input is partitioned
+    (what trees and forests promise): the sample keeps a row by a hash of its content and the
+    seed, and the sampled rows are hashed into :data:`_CANONICAL_SKETCH_PARTS` partitions, each
+    sorted by that hash, so every summary and the merge see the same rows in the same order
+    (one shuffle of the sample). The returned infos are then per hashed partition."""
     src = dataset if valid is None else dataset.filter(~F.col(valid))
     cols = feature_exprs(spec)
     if weight is not None:
         cols.append(F.col(weight).cast("double").alias(weight))
     src = src.select(*cols)
     fraction = sample_rows / max(stats["n_train"], 1)
-    if fraction < 1.0:
+    if canonical:
+        h = F.xxhash64(*[F.col(c) for c in src.columns], F.lit(int(seed)))
+        src = src.withColumn(_SKETCH_KEY, h)
+        if fraction < 1.0:
+            src = src.filter(F.pmod(F.col(_SKETCH_KEY), F.lit(1 << 30))
+                             < F.lit(int(fraction * (1 << 30))))
+        src = (src.repartition(_CANONICAL_SKETCH_PARTS, F.col(_SKETCH_KEY))
+               .sortWithinPartitions(_SKETCH_KEY).drop(_SKETCH_KEY))
+    elif fraction < 1.0:
         src = src.sample(withReplacement=False, fraction=fraction, seed=int(seed) & 0x7FFFFFFF)
     fn = make_sketch_task(spec, weight, stats["d"], max_bins, _SKETCH_CHUNK_VALUES, size,
                            missing)
@@ -204,7 +224,7 @@ def transform_with(dataset, spec, outs, make_predict):
     drop = None
     if spec["kind"] == "vector":
         dataset = dataset.withColumn(X_COL, vector_to_array(F.col(spec["col"])))
-        spec, drop = dict(spec, col=X_COL), X_COL
+        spec, drop = dict(spec, col=X_COL, name=spec["col"]), X_COL
     return dataset.mapInArrow(make_predict(spec, kinds, names, drop), schema)
 
 

@@ -9,10 +9,13 @@ A fit runs three Spark jobs, whatever the number of trees:
 2. a sketch job over up to 200,000 sampled rows (all rows below that), keeping every distinct
    float32 value of a feature as long as there are at most ``maxBins``: such a feature gets a
    bin per value, and thresholds at the midpoints of values, i.e. exact (scikit-learn's) splits;
+   the sample and its summaries depend on the rows only (``sketch_pass(canonical=True)``);
 3. ONE barrier stage over ``numWorkers`` partitions (``sparkxml._core.barrier``): each task bins
    its rows (uint8, or uint16 above 255 bins), and the tasks grow the tree(s) in lockstep
    through direct authenticated sockets (``sparkxml_kernels.forest``); rank 0 returns the
-   model arrays.
+   model arrays. Node sums do not depend on which task holds a row nor on the row order
+   (``sparkxml_kernels.forest.exactsum``), so the model is the same, bit for bit, for any
+   partitioning of the input and any ``numWorkers``.
 
 Row identity is a content key computed in the JVM (``xxhash64`` of the features, label and
 weight): forests draw bootstrap counts from it, so rows with equal content share their counts.
@@ -55,7 +58,7 @@ from sparkxml._core.params import (
 )
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
-from sparkxml._core.workers import check_slots, needs_repartition, workers_for
+from sparkxml._core.workers import check_slots, workers_for
 from sparkxml.forest.params import (
     HasBootstrap,
     HasClassWeight,
@@ -291,10 +294,11 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             wide = max_bins > 256
             n_real = binning.n_real_bins(max_bins, wide=wide)
             with progress.phase("sketch"):
-                sketch, infos = sketch_pass(dataset, spec32, weight, None, stats,
+                sketch, _ = sketch_pass(dataset, spec32, weight, None, stats,
                                              min(max_bins, 256), self.getSeed(),
                                              sample_rows=_TREE_SKETCH_ROWS,
-                                             size=max(binning.SKETCH_FACTOR * n_real, 256))
+                                             size=max(binning.SKETCH_FACTOR * n_real, 256),
+                                             canonical=True)
             edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
             vals = bin_values(sketch, edges)
             sketch_seconds = time.perf_counter() - t0
@@ -307,8 +311,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 result = run_barrier_training(
                     df, n_workers, make_load_fn(spec32, label, weight, None, edges, d),
                     make_tree_train_fn(cfg, progress=progress.task_spec()),
-                    timeout_s=self.getTimeoutSeconds(),
-                    repartition=needs_repartition(infos, n_workers))
+                    timeout_s=self.getTimeoutSeconds(), repartition=True)
             arrays = dict(result.arrays)
             oob = arrays.pop("oob_score", None)
             predictor = ForestPredictor.from_arrays(arrays)

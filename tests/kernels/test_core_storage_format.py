@@ -105,7 +105,7 @@ def test_load_model_reads_dbfs_uris_through_the_fuse_mount(tmp_path, monkeypatch
     monkeypatch.setattr(persist, "DBFS_FUSE", str(tmp_path))
     arrays, X = _forest()
     persist.save_directory(str(tmp_path / "models" / "fx"),
-                           persist.metadata_json("x.FastXMLModel", "u", {}, {}, "fastxml"),
+                           persist.metadata_json("sparkxml.FastXMLModel", "u", {}, {}, "fastxml"),
                            arrays, overwrite=False)
     for uri in ("dbfs:/models/fx", "dbfs:///models/fx"):
         got = sparkxml_kernels.load_model(uri).predict(*X, 2)

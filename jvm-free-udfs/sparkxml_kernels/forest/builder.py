@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .criteria import EPSILON, improvement, impurity, is_classification, n_stats, node_weight
+from .exactsum import collapse, stat_plan
 from .histogram import build_histograms, partition_nodes
 from .splitter import split_node
 from .tree import NodeList, SplitParams, node_value, split_threshold
@@ -268,7 +269,6 @@ def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, 
     n, d = binned.shape
     n_slots = vals.shape[1]
     crit = params.criterion
-    S = n_stats(crit, params.n_classes)
     part = np.flatnonzero(rw > 0).astype(np.int32)
     scratch = np.empty(part.size, np.int32)
     starts, ends = {0: 0}, {0: part.size}
@@ -277,16 +277,22 @@ def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, 
     zero = np.zeros(1, np.int64)
     driver = TreeDriver(params, d, n_slots, vals, edges, rand_state) \
         if collective.rank == 0 else None
+    # sums that do not depend on the rows' order or ranks (plain, as scikit-learn's, when
+    # they are exact anyway: integer weights and targets)
+    plan = stat_plan(collective, is_classification(crit), params.n_classes, cls, y, ylny_, rw,
+                     np.ones(n))
+    decide = None if driver is None else \
+        (lambda summed: driver(collapse(summed.reshape(-1, plan.width), plan)))
 
     def hist_of(slot):
-        h = np.zeros((1, d, n_slots, S))
+        h = np.zeros((1, d, n_slots, plan.width))
         build_histograms(crit, binned, part, [starts[slot]], [ends[slot]], feats, zero, counts,
-                         cls, y, ylny_, rw, h)
+                         cls, y, ylny_, rw, h, plan)
         return h
 
     local = hist_of(0)
     while True:
-        dec = collective.reduce_and_decide(local.reshape(-1), driver)
+        dec = collective.reduce_and_decide(local.reshape(-1), decide)
         if dec[0] == _DONE:
             break
         slot, f, b, build_left, ls, rs = (int(v) for v in dec[1:7])

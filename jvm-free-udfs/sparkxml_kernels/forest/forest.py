@@ -41,6 +41,7 @@ from .criteria import (
     n_stats,
     node_weight,
 )
+from .exactsum import collapse, stat_plan
 from .histogram import build_histograms, partition_nodes, split_slice
 from .splitter import child_key, draw_subset, mix64, node_state, split_subset
 from .tree import SplitParams
@@ -471,6 +472,18 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
 
 
 # ------------------------------------------------------------------------------ level helpers
+def _canonical_rows(buf, offsets):
+    """Each small node's rows in one order whatever rank sent them (rows sorted by their
+    content; equal rows are interchangeable): the sums of its subtree then do not depend on
+    the partitioning."""
+    out = np.empty_like(buf)
+    for q in range(offsets.size - 1):
+        seg = buf[offsets[q]:offsets[q + 1]]
+        out[offsets[q]:offsets[q + 1]] = seg[np.lexsort(seg.T[::-1])] if seg.shape[0] > 1 \
+            else seg
+    return np.ascontiguousarray(out)
+
+
 @njit(cache=True, nogil=True)
 def _pack_rows(binned, part, starts, ends, caps, trees, target, rw, counts, rank, world, msg,
                pos):
@@ -537,10 +550,12 @@ def _chunks(lg, sm, hist_floats, row_floats, max_floats):
     if cur_l or cur_s:
         out.append((np.asarray(cur_l, np.int64), np.asarray(cur_s, np.int64)))
     return out
-def small_node_rows(mtry, n_slots, S, d, world) -> int:
-    """A node is grown in one process once shipping its rows (zero-padded per rank) costs no
-    more than its histogram. Any threshold gives the same trees; this one only saves work."""
-    return max(1, (mtry * n_slots * S) // (world * (d + 3)))
+def small_node_rows(mtry, n_slots, S, d) -> int:
+    """A node is grown in one process once shipping its rows (zero-padded per rank: counted
+    here for two ranks) costs no more than its histogram. The threshold must not depend on
+    the number of ranks: a node summed from its rows and one summed from histograms round
+    differently, so each node has to take the same way whatever the ranks."""
+    return max(1, (mtry * n_slots * S) // (2 * (d + 3)))
 
 
 def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: int, seed: int,
@@ -569,9 +584,13 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     p = params
     seed_u = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
     if small_rows is None:
-        small_rows = small_node_rows(mtry, n_slots, S, d, world)
+        small_rows = small_node_rows(mtry, n_slots, S, d)
     counts = bootstrap_counts(keys, seed, n_trees, bootstrap, rate)
     counts[:, rw <= 0] = 0
+    # histogram sums that do not depend on which rank holds a row nor on the row order
+    plan = stat_plan(collective, is_classification(crit), p.n_classes, cls, y, ylny_, rw,
+                     counts.max(axis=0) if n_trees and n else np.zeros(n))
+    Wd = plan.width
     per_tree = [np.flatnonzero(counts[t]).astype(np.int32) for t in range(n_trees)]
     offs = np.zeros(n_trees + 1, np.int64)
     offs[1:] = np.cumsum([a.size for a in per_tree])
@@ -594,7 +613,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     min_wleaf = np.zeros(T)
     width = d + 3
     target = cls.astype(np.float64) if is_classification(crit) else y
-    H = mtry * n_slots * S
+    H = mtry * n_slots * Wd
     rw_ = 6 + 2 * mtry
     max_floats = max(1, int(max_message_bytes) // 8)
     # classification with integer weights: every sum is an integer; while a tree's total weight
@@ -602,7 +621,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     frac = float(np.any(rw != np.round(rw)))
     bound = float((counts.astype(np.float64) @ rw).max()) if n_trees and n else 0.0
     flags = collective.allreduce_sum(np.array([frac, bound]))
-    use32 = bool(is_classification(crit) and flags[0] == 0 and flags[1] < 2.0 ** 24)
+    use32 = bool(is_classification(crit) and flags[0] == 0 and flags[1] < 2.0 ** 24
+                 and plan.plain)
     timing = {"hist": 0.0, "rows": 0.0, "reduce": 0.0, "split": 0.0, "small": 0.0,
               "partition": 0.0, "levels": 0, "message_floats": 0}
     clock = time.perf_counter
@@ -616,7 +636,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         if lg.size:
             build_histograms(crit, binned, part, fr_["start"][lg], fr_["end"][lg],
                              fr_["feats"][lg], fr_["tree"][lg], counts, cls, y, ylny_, rw,
-                             msg[:lg.size * H].reshape(lg.size, mtry, n_slots, S))
+                             msg[:lg.size * H].reshape(lg.size, mtry, n_slots, Wd), plan)
         pos = lg.size * H
         t1 = clock()
         timing["hist"] += t1 - t0
@@ -639,7 +659,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 ("parent", np.int64), ("isleft", np.int64), ("kind", np.int64),
                 ("cap", np.int64))}
             cf = np.empty((2 * m, mtry), np.int64)
-            hists = summed[:m * H].reshape(m, mtry, n_slots, S)
+            hists = np.ascontiguousarray(collapse(summed[:m * H].reshape(m, mtry, n_slots, Wd),
+                                                  plan))
             store.n, nc = _split_level(
                 crit, hists, fr_["feats"][lg], fr_["tree"][lg], fr_["key"][lg], fr_["depth"][lg],
                 fr_["imp"][lg], fr_["parent"][lg], fr_["isleft"][lg], fr_["first"][lg], w_total,
@@ -658,7 +679,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 kept = np.add.reduceat(present.astype(np.int64), bounds[:-1])
                 offsets = np.zeros(sm.size + 1, np.int64)
                 offsets[1:] = np.cumsum(kept)
-                buf = np.ascontiguousarray(seg[present])
+                buf = _canonical_rows(seg[present], offsets)
                 store.n = _grow_smalls(
                     crit, p.n_classes, buf, offsets, fr_["tree"][sm], fr_["key"][sm],
                     fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
@@ -751,17 +772,24 @@ def oob_sums(binned, counts, arrays):
     return out, n_out
 
 
-def oob_statistics(sums, n_oob, y, n_classes):
-    """Reducible OOB statistics of one rank: [correct, rows] (classification: the argmax of
-    the averaged leaf fractions, class 0 for a row in every bootstrap sample, as
-    scikit-learn) or [sse, Σy, Σy², rows] (regression; prediction 0 for such a row)."""
+def oob_terms(sums, n_oob, y, n_classes) -> np.ndarray:
+    """Per row, the terms of the OOB statistics (n, 2) [correct, 1] (classification: the
+    argmax of the averaged leaf fractions, class 0 for a row in every bootstrap sample, as
+    scikit-learn) or (n, 4) [squared error, y, y², 1] (regression; prediction 0 for such a
+    row). Summed with ``exactsum.exact_sums`` they do not depend on the partitioning."""
     pred = sums / np.maximum(n_oob, 1)[:, None]
+    y = np.asarray(y, np.float64)
+    ones = np.ones(y.size)
     if n_classes:
-        return np.array([float((np.argmax(pred, axis=1) == y).sum()) if y.size else 0.0,
-                         float(y.size)])
-    p = pred[:, 0]
-    return np.array([float(((y - p) ** 2).sum()), float(y.sum()), float((y * y).sum()),
-                     float(y.size)])
+        return np.column_stack([(np.argmax(pred, axis=1) == y).astype(np.float64)
+                                if y.size else np.zeros(0), ones])
+    err = y - pred[:, 0]
+    return np.column_stack([err * err, y, y * y, ones])
+
+
+def oob_statistics(sums, n_oob, y, n_classes):
+    """One rank's OOB statistics: the column sums of :func:`oob_terms`."""
+    return oob_terms(sums, n_oob, y, n_classes).sum(axis=0)
 
 
 def oob_score(stats, n_classes) -> float:

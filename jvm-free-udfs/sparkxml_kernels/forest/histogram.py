@@ -15,6 +15,7 @@ import numpy as np
 
 from .._jit import njit
 from .criteria import ENTROPY
+from .exactsum import add_levels
 
 
 @njit(cache=True, nogil=True)
@@ -57,8 +58,49 @@ def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, y
                     base += fs
 
 
+@njit(cache=True, nogil=True)
+def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw,
+                  off, nlev, mags, out):
+    # _build with each statistic's terms split into levels (``exactsum``): slot o + off[s]
+    classification = crit <= ENTROPY
+    m, k, n_slots, W = out.shape
+    flat = out.reshape(-1)
+    fs = np.uint64(n_slots * W)
+    ss = np.uint64(W)
+    for j in range(m):
+        t = node_tree[j]
+        node_base = np.uint64(j * k) * fs
+        kk = 0
+        while kk < k and feats[j, kk] >= 0:
+            kk += 1
+        for i in range(starts[j], ends[j]):
+            r = part[i]
+            w = rw[r] * counts[t, r]
+            base = node_base
+            if classification:
+                c = 1 + cls[r]
+                for fi in range(kk):
+                    o = np.int64(base + np.uint64(binned[r, feats[j, fi]]) * ss)
+                    flat[o] += 1.0
+                    add_levels(flat, o + off[c], w, c, nlev, mags)
+                    base += fs
+            else:
+                yr = y[r]
+                wy = w * yr
+                wyy = wy * yr
+                wl = w * ylny[r]
+                for fi in range(kk):
+                    o = np.int64(base + np.uint64(binned[r, feats[j, fi]]) * ss)
+                    flat[o] += 1.0
+                    add_levels(flat, o + off[1], w, 1, nlev, mags)
+                    add_levels(flat, o + off[2], wy, 2, nlev, mags)
+                    add_levels(flat, o + off[3], wyy, 3, nlev, mags)
+                    add_levels(flat, o + off[4], wl, 4, nlev, mags)
+                    base += fs
+
+
 def build_histograms(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny,
-                     rw, out):
+                     rw, out, plan=None):
     """Add the histograms of ``m`` nodes to ``out`` (m, k, n_slots, S) (zero it first).
 
     Parameters
@@ -70,10 +112,18 @@ def build_histograms(crit, binned, part, starts, ends, feats, node_tree, counts,
     node_tree : int64 (m,) tree of each node (row of ``counts``)
     counts : uint8 (T, n) bootstrap counts; cls int32 (n,) classes (classification);
     y, ylny : float64 (n,) target and y·ln y (regression); rw : float64 (n,) row weights
+    plan : ``exactsum.LevelPlan``, optional
+        Sum each statistic in its levels: ``out`` is then (m, k, n_slots, plan.width), and
+        ``exactsum.collapse`` of the summed histograms gives sums that do not depend on the
+        order or spread of the rows.
     """
-    _build(crit, binned, part, np.asarray(starts, np.int64), np.asarray(ends, np.int64),
-           np.ascontiguousarray(feats, np.int64), np.asarray(node_tree, np.int64), counts, cls,
-           y, ylny, rw, out)
+    args = (crit, binned, part, np.asarray(starts, np.int64), np.asarray(ends, np.int64),
+            np.ascontiguousarray(feats, np.int64), np.asarray(node_tree, np.int64), counts, cls,
+            y, ylny, rw)
+    if plan is None or plan.plain:
+        _build(*args, out)
+    else:
+        _build_levels(*args, plan.off, plan.nlev, plan.mags, out)
 
 
 def build_histograms_naive(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y,

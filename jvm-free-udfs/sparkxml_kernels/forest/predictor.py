@@ -160,6 +160,12 @@ class ForestPredictor:
         if X.shape[1] != self.n_features:
             raise ValueError(f"X has {X.shape[1]} features; the model was trained on "
                              f"{self.n_features}")
+        nan = np.isnan(X)
+        if nan.any():  # a NaN compares false: it would go right at every node, silently
+            r, f = np.argwhere(nan)[0]
+            raise ValueError(f"X holds NaN (row {r}, feature {f}); these trees were fitted "
+                             f"without missing values and have no route for them: impute or "
+                             f"drop such rows first")
         return X
 
     def apply(self, X) -> np.ndarray:
