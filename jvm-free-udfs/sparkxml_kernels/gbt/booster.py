@@ -34,8 +34,9 @@ from ..threads import check_threads, use_threads, worth_threads
 from .binned import as_binned, route_binned_any
 from .categorical import CatParams
 from .grower import TreeGrower, TreeParams
+from .leaf_quantile import leaf_quantiles
 from .loss import make_loss
-from .metrics import higher_is_better, known_metrics, metric_from_stats, metric_stats
+from .metrics import higher_is_better, is_known, known_metrics, metric_from_stats, metric_stats
 from .predictor import TreeEnsemblePredictor
 from .splitting import SplitParams
 
@@ -59,7 +60,10 @@ class BoosterParams:
     maxBins may reach 65536 (uint16 bins, binned.py); nthread (1: threads for histogram
     building, partitioning, logistic gradients and the per-row updates of each round in
     this process or task, as XGBoost's ``nthread``; the model is the same whatever its
-    value).
+    value); maxDeltaStep (0.0 = off: XGBoost's ``max_delta_step``, every leaf weight is
+    clipped to [-maxDeltaStep, maxDeltaStep] before the learning rate; the split gains stay
+    those of the unclipped weights). Objectives with parameters are named
+    ``"quantile[alpha=0.9]"`` (``objectives.objective_name``).
     """
 
     maxIter: int = 100
@@ -88,6 +92,7 @@ class BoosterParams:
     catL2: float = 10.0
     maxCatThreshold: int = 32
     nthread: int = 1
+    maxDeltaStep: float = 0.0
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -110,8 +115,10 @@ class BoosterParams:
             raise ValueError("stepSize must be > 0")
         if not 0 < p.subsamplingRate <= 1 or not 0 < p.colsampleByTree <= 1:
             raise ValueError("subsamplingRate and colsampleByTree must be in (0, 1]")
-        if p.evalMetric is not None and p.evalMetric not in known_metrics():
+        if p.evalMetric is not None and not is_known(p.evalMetric):
             raise ValueError(f"evalMetric must be one of {known_metrics()}")
+        if not p.maxDeltaStep >= 0 or not np.isfinite(p.maxDeltaStep):
+            raise ValueError(f"maxDeltaStep must be finite and >= 0, got {p.maxDeltaStep}")
         if not p.scalePosWeight > 0 or not np.isfinite(p.scalePosWeight):
             raise ValueError(f"scalePosWeight must be finite and > 0, got {p.scalePosWeight}")
         n_real_bins(p.maxBins, wide=True)
@@ -174,6 +181,25 @@ def _check_finite(tree, it: int, objective: str) -> None:
         raise ValueError(f"round {it}: objective {objective} produced non-finite leaf values "
                          f"(its gradients overflowed: labels, weights or label gains too "
                          f"large?); refusing to build a model that predicts NaN")
+
+
+def refit_leaves(tree, leaf, rows, residual, w, alpha, step, coll) -> None:
+    """Set every leaf of ``tree`` to ``step`` x the weighted alpha-quantile of the residuals
+    of its rows (those in ``rows`` when subsampled) over all workers (``leaf_quantile``), as
+    LightGBM refits its L1 and quantile leaves; a leaf without weight keeps its value."""
+    leaves = np.flatnonzero(tree.left < 0)
+    ids = np.full(tree.left.size, -1, np.int64)
+    ids[leaves] = np.arange(leaves.size)
+    lid = ids[leaf]
+    if rows is not None:
+        keep = np.zeros(lid.size, bool)
+        keep[rows] = True
+        lid[~keep] = -1
+    q = leaf_quantiles(residual, lid, leaves.size, w, alpha, coll)
+    ok = ~np.isnan(q)
+    tree.value[leaves[ok]] = q[ok] * step
+
+
 def _initial_raw(n, K, base, margin, what):
     """(n, K) raw scores to start from: the base score, or the given margins."""
     raw = np.empty((n, K), FLOAT)
@@ -264,7 +290,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     if p.baseScore is not None:
         base = np.full(K, float(p.baseScore), FLOAT)
     else:
-        base = loss.init_from_stats(coll.allreduce_sum(loss.init_stats(y, w_grad)))
+        base = loss.init_score_collective(y, w_grad, coll)
     if not np.isfinite(base).all():
         raise ValueError(f"objective {loss.name}: the initial score {base.tolist()} is not "
                          f"finite (labels or weights too large?)")
@@ -287,6 +313,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
 
     n_threads = use_threads(p.nthread)
     loss.n_threads = n_threads
+    leaf_alpha = getattr(loss, "leaf_alpha", None)
     grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
                         n_threads)
     trees = []
@@ -309,6 +336,11 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
             tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
+            if leaf_alpha is not None:
+                refit_leaves(tree, leaf, rows, y - raw[:, k], w, leaf_alpha, p.stepSize, coll)
+            if p.maxDeltaStep > 0:
+                cap = p.maxDeltaStep * p.stepSize
+                np.clip(tree.value, -cap, cap, out=tree.value)
             _check_finite(tree, it, loss.name)
             add_leaf_values(raw, k, tree.value, leaf, n_threads)
             for Xe, _, _, _, re in evals:
