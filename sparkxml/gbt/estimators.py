@@ -341,6 +341,13 @@ class GBTRegressor(GBTEstimator, _GBTRegressorParams):
     def _model_class(self):
         return GBTRegressionModel
 
+    def _check_policy(self):
+        # the objective's param checks, before any Spark job
+        super()._check_policy()
+        self.check_validation(self._opt(self.validationIndicatorCol))
+        self.resolved_metric(self._opt(self.evalMetric))
+        self.booster_options()
+
     def _objective(self, label, label_max, distinct=None):
         return self.objective_spec(), 2, self.resolved_metric(self._opt(self.evalMetric))
 

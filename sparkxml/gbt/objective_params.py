@@ -181,19 +181,26 @@ class RegressionObjectiveParams(HasRegressionObjective, HasLossType, HasHuberDel
     def resolved_metric(self, metric):
         """The evaluation metric as the booster names it (``quantile@0.9``), checked
         against the objective: metrics of the raw score for the identity-link objectives,
-        likelihoods of ``exp(raw)`` for the log-link ones; cox has none."""
+        likelihoods of ``exp(raw)`` for the log-link ones, cox-nloglik for cox."""
         obj = self.effective_objective()
         if metric is None:
             return None
         log_link = obj in LOG_LINK
         base = metric.partition("@")[0]
-        allowed = () if obj == "cox" else _LOG_METRICS if log_link else _IDENTITY_METRICS
+        allowed = (("cox-nloglik",) if obj == "cox" else _LOG_METRICS if log_link
+                   else _IDENTITY_METRICS)
         if base not in allowed or (metric != "rmse" and not is_regression_metric(
                 resolve(metric, obj, self._metric_params()))):
-            raise ValueError(f"evalMetric '{metric}' does not apply to objective '{obj}'"
-                             + (f"; use one of {list(allowed)}" if allowed else
-                                " (cox has no evaluation metric here)"))
+            raise ValueError(f"evalMetric '{metric}' does not apply to objective '{obj}'; "
+                             f"use one of {list(allowed)}")
         return resolve(metric, obj, self._metric_params())
+
+    def check_validation(self, valid) -> None:
+        """cox's metric needs the training rows' risk sets: no validation set with it."""
+        if valid and self.effective_objective() == "cox":
+            raise ValueError(f"validationIndicatorCol: objective 'cox' has no validation "
+                             f"metric (cox-nloglik is recorded for the training rows only); "
+                             f"unset validationIndicatorCol '{valid}'")
 
     def _metric_params(self) -> dict:
         obj = self.effective_objective()

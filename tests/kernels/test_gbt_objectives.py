@@ -139,6 +139,20 @@ def test_cox_gradients_naive_and_finite_differences():
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-7)
 
 
+def test_cox_nloglik_recorded_per_round():
+    rng = np.random.default_rng(9)
+    X, y = _xgb_case("cox", rng, 1000)
+    edges = edges_from_sketch(sketch(X, None, 256), 256)
+    pred, hist = train(bin_data(X, edges), y, None, edges,
+                       dict(maxIter=5, maxDepth=3, stepSize=0.3, objective="cox"))
+    assert hist["metric"] == "cox-nloglik" and len(hist["train"]) == 5
+    assert hist["train"][-1] == pytest.approx(cox_nloglik(y, pred.predict_raw(X)), rel=1e-12)
+    assert hist["train"][-1] < hist["train"][0]
+    with pytest.raises(ValueError, match="training set only"):
+        train(bin_data(X, edges), y, None, edges, dict(maxIter=2, objective="cox"),
+              eval_sets=[(bin_data(X, edges), y, None)])
+
+
 def _run_workers(k, fn):
     group = InProcessGroup(k, timeout=60)
     out = [None] * k

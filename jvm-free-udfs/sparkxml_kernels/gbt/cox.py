@@ -67,6 +67,13 @@ class Cox(Loss):
         self._coll, self._n = coll, y.size
 
     def gradients(self, y, raw, w, out_g, out_h, group_ptr=None):
+        self.gradients_and_stats(y, raw, w, out_g, out_h, group_ptr, None, None)
+
+    def gradients_and_stats(self, y, raw, w, out_g, out_h, group_ptr, metric, w_metric):
+        """The gradients, and with ``metric == "cox-nloglik"`` its summable statistics
+        ``[sum over events of log R(t) - raw, events]``: the log R part, the same on every
+        rank, is added by rank 0 only. The metric needs the training rows' risk sets, so it
+        exists for the training set only."""
         if self._grid is None or self._n != np.size(y):
             self.setup(y, LocalCollective())
         raw = np.asarray(raw, FLOAT).reshape(-1)
@@ -74,6 +81,13 @@ class Cox(Loss):
         E = self._coll.allreduce_sum(np.bincount(self._idx, weights=mu,
                                                  minlength=self._grid.size))
         R = np.cumsum(E[::-1])[::-1]
+        stats = None
+        if metric == "cox-nloglik":
+            ev = self._events > 0
+            shared = float(np.dot(self._events[ev], np.log(R[ev]))) if self._coll.rank == 0 \
+                else 0.0
+            stats = np.array([shared - raw[self._event].sum(), float(self._event.sum())],
+                             FLOAT)
         with np.errstate(divide="ignore", invalid="ignore"):
             inv = np.where(self._events > 0, self._events / R, 0.0)
             inv2 = np.where(self._events > 0, self._events / (R * R), 0.0)
@@ -86,6 +100,7 @@ class Cox(Loss):
             g, h = g * wt, h * wt
         out_g[:] = g
         out_h[:] = h
+        return stats
 
     def transform(self, raw):
         return np.exp(np.asarray(raw, FLOAT))
@@ -94,7 +109,7 @@ class Cox(Loss):
         return float(np.log(value))
 
     def default_metric(self):
-        return None
+        return "cox-nloglik"
 
 
 def cox_gradients_naive(y, raw, w=None):

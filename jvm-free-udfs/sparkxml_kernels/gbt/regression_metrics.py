@@ -11,6 +11,8 @@ poisson-nloglik     lgamma(y + 1) + pred - y log(pred)
 gamma-nloglik       y / pred + log(pred) (XGBoost's, dispersion 1)
 gamma-deviance      2 (log(pred / y) + y / pred - 1) (pred and y + 1e-6, as XGBoost)
 tweedie-nloglik@r   -y pred^(1-r) / (1-r) + pred^(2-r) / (2-r)
+cox-nloglik         per event: log R(t) - raw (R: the risk set's sum of exp(raw); the
+                    training set only, from ``cox.Cox.gradients_and_stats``)
 =================== ===================================================================
 
 ``quantile``, ``huber`` and ``tweedie-nloglik`` without ``@`` take the objective's parameter
@@ -25,7 +27,7 @@ import numpy as np
 from .._dtypes import FLOAT
 
 _PARAMETRIC = ("quantile", "huber", "tweedie-nloglik")
-PLAIN = ("mae", "poisson-nloglik", "gamma-nloglik", "gamma-deviance")
+PLAIN = ("mae", "poisson-nloglik", "gamma-nloglik", "gamma-deviance", "cox-nloglik")
 _EPS = 1e-16
 _lgamma = np.frompyfunc(lgamma, 1, 1)
 
@@ -76,12 +78,22 @@ def is_regression_metric(name: str) -> bool:
     return False
 
 
+def _cox_stats(y, raw, w, group_ptr):
+    raise ValueError("cox-nloglik needs the risk sets of the training rows: it is recorded "
+                     "for the training set only (no validation metric or early stopping "
+                     "with objective cox)")
+
+
 def ensure_metric(name: str) -> bool:
     """Register ``name`` with ``metrics.register_metric`` if it is a regression metric;
     returns whether it is one."""
     from .metrics import _CUSTOM, register_metric
 
     if name in _CUSTOM:
+        return True
+    if name == "cox-nloglik":  # its statistics come from the Cox loss (cox.py)
+        register_metric(name, _cox_stats, lambda s: float(s[0] / s[1]) if s[1] > 0
+                        else float("nan"))
         return True
     if not is_regression_metric(name):
         return False
