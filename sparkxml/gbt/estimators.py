@@ -153,7 +153,8 @@ COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predic
                   "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
                   "catL2", "maxCatThreshold", "nthread")
 _REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
-                     "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol")
+                     "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
+                     "evalMetrics")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses", "thresholds",
                       "scalePosWeight")
 # what a fitted model lets you change before transform
@@ -241,6 +242,10 @@ class GBTRegressor(GBTEstimator, _GBTRegressorParams):
         the margin), log-link ones "poisson-nloglik", "gamma-nloglik", "gamma-deviance" or
         "tweedie-nloglik" (of ``exp(margin)``); "quantile", "huber", "tweedie-nloglik"
         take the objective's parameter, or one given as "quantile@0.9".
+    evalMetrics : list of str, optional
+        Several of those metrics, each recorded every round on the training and validation
+        rows (``summary.metricHistory``); early stopping follows ``evalMetric`` when set,
+        else the first of them.
     timeoutSeconds : float, default 600
         Bound on every wait for a peer task; a silent peer fails the stage in this time.
     missing : float, default NaN
@@ -318,7 +323,7 @@ class GBTRegressor(GBTEstimator, _GBTRegressorParams):
                  maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
                  objective="squared_error", lossType=None, huberDelta=1.0, quantileAlpha=0.5,
                  tweedieVariancePower=1.5, maxDeltaStep=None, baseScore=None,
-                 rawPredictionCol=None):
+                 rawPredictionCol=None, evalMetrics=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -334,7 +339,7 @@ class GBTRegressor(GBTEstimator, _GBTRegressorParams):
                   maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32,
                   nthread=None, objective="squared_error", lossType=None, huberDelta=1.0,
                   quantileAlpha=0.5, tweedieVariancePower=1.5, maxDeltaStep=None,
-                  baseScore=None, rawPredictionCol=None):
+                  baseScore=None, rawPredictionCol=None, evalMetrics=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -345,11 +350,10 @@ class GBTRegressor(GBTEstimator, _GBTRegressorParams):
         # the objective's param checks, before any Spark job
         super()._check_policy()
         self.check_validation(self._opt(self.validationIndicatorCol))
-        self.resolved_metric(self._opt(self.evalMetric))
         self.booster_options()
 
     def _objective(self, label, label_max, distinct=None):
-        return self.objective_spec(), 2, self.resolved_metric(self._opt(self.evalMetric))
+        return self.objective_spec(), 2, self.resolved_metrics()[0]
 
     def _label_checks(self, label) -> dict:
         return self.label_checks(label)

@@ -141,9 +141,38 @@ class HasBaseScore(Params):
         return self.getOrDefault(self.baseScore)
 
 
+def metric_names() -> Rule:
+    """A non-empty list of regression metric names (each checked against the objective at
+    fit)."""
+    from sparkxml.gbt.params import eval_metric
+
+    one = eval_metric().ok
+    return Rule(lambda v: isinstance(v, list) and len(v) > 0 and all(one(m) for m in v),
+                "must be a non-empty list of metric names (rmse, mae, quantile, huber, "
+                "poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik, "
+                "cox-nloglik)")
+
+
+class HasEvalMetrics(Params):
+    """Mixin for param evalMetrics: metrics recorded every round on the training and
+    validation rows (XGBoost's names, see evalMetric); early stopping follows the first.
+    """
+
+    evalMetrics: "Param[list[str]]" = Param(
+        Params._dummy(), "evalMetrics",
+        "metrics recorded every round on the training and validation rows (XGBoost's names, "
+        "see evalMetric); early stopping follows the first",
+        typeConverter=TypeConverters.toListString)
+    _constraints = {"evalMetrics": metric_names()}
+
+    def getEvalMetrics(self) -> list[str]:
+        """Gets the value of evalMetrics or its default value."""
+        return self.getOrDefault(self.evalMetrics)
+
+
 class RegressionObjectiveParams(HasRegressionObjective, HasLossType, HasHuberDelta,
                                 HasQuantileAlpha, HasTweedieVariancePower, HasMaxDeltaStep,
-                                HasBaseScore):
+                                HasBaseScore, HasEvalMetrics):
     """The objective params together, with what a fit derives from them."""
 
     def __init__(self, *args):
@@ -195,6 +224,18 @@ class RegressionObjectiveParams(HasRegressionObjective, HasLossType, HasHuberDel
                              f"use one of {list(allowed)}")
         return resolve(metric, obj, self._metric_params())
 
+    def resolved_metrics(self):
+        """``(metric early stopping watches, [every metric] or None)`` from ``evalMetric``
+        and ``evalMetrics``: the first of evalMetrics unless evalMetric is set."""
+        metric = self.resolved_metric(self._opt(self.evalMetric))
+        names = self._opt(self.evalMetrics)
+        if not names:
+            return metric, None
+        resolved = [self.resolved_metric(m) for m in names]
+        if len(set(resolved)) != len(resolved):
+            raise ValueError(f"evalMetrics: {names} names a metric twice")
+        return metric or resolved[0], resolved
+
     def check_validation(self, valid) -> None:
         """cox's metric needs the training rows' risk sets: no validation set with it."""
         if valid and self.effective_objective() == "cox":
@@ -211,7 +252,8 @@ class RegressionObjectiveParams(HasRegressionObjective, HasLossType, HasHuberDel
     def booster_options(self) -> dict:
         """``maxDeltaStep`` (leaf clip) and ``baseScore`` (raw) for ``booster.train``."""
         obj = self.effective_objective()
-        out = {"maxDeltaStep": float(self._opt(self.maxDeltaStep) or 0.0)}
+        out = {"maxDeltaStep": float(self._opt(self.maxDeltaStep) or 0.0),
+               "evalMetrics": self.resolved_metrics()[1]}
         base = self._opt(self.baseScore)
         if base is not None:
             if obj in LOG_LINK and not base > 0:

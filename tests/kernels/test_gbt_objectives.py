@@ -153,6 +153,29 @@ def test_cox_nloglik_recorded_per_round():
               eval_sets=[(bin_data(X, edges), y, None)])
 
 
+def test_eval_metrics_recorded_per_round_on_train_and_eval_sets():
+    rng = np.random.default_rng(10)
+    X, y = _xgb_case("poisson", rng, 1500)
+    edges = edges_from_sketch(sketch(X, None, 256), 256)
+    Xb = bin_data(X, edges)
+    tr, va = np.arange(1000), np.arange(1000, 1500)
+    pred, hist = train(Xb[tr], y[tr], None, edges,
+                       dict(maxIter=6, maxDepth=3, objective="poisson",
+                            evalMetrics=["gamma-deviance", "poisson-nloglik", "mae"]),
+                       eval_sets=[(Xb[va], y[va], None)])
+    assert hist["metric"] == "gamma-deviance"  # the first: early stopping's
+    assert list(hist["metrics"]) == ["gamma-deviance", "poisson-nloglik", "mae"]
+    assert hist["train"] == hist["metrics"]["gamma-deviance"]["train"]
+    raw_tr, raw_va = pred.predict_raw(X[tr]), pred.predict_raw(X[va])
+    for name, rec in hist["metrics"].items():
+        assert len(rec["train"]) == 6 and len(rec["eval"][0]) == 6
+        for rows, raw, got in ((tr, raw_tr, rec["train"][-1]), (va, raw_va, rec["eval"][0][-1])):
+            want = metric_from_stats(name, metric_stats(name, y[rows], raw))
+            assert got == pytest.approx(want, rel=1e-12), name
+    with pytest.raises(ValueError, match="'nope' is not one of"):
+        train(Xb, y, None, edges, dict(maxIter=1, evalMetrics=["mae", "nope"]))
+
+
 def _run_workers(k, fn):
     group = InProcessGroup(k, timeout=60)
     out = [None] * k

@@ -119,7 +119,7 @@ def test_mllib_loss_type_alias_and_pipeline(spark, tmp_path):
         GBTRegressor(lossType="squared", objective="poisson", **PARAMS).fit(df)
 
 
-def test_metrics_history_and_evaluate_each_iteration(spark):
+def test_metrics_history_and_evaluate_each_iteration(spark, tmp_path):
     pdf = _data("poisson")
     df = spark.createDataFrame(pdf.assign(v=np.arange(len(pdf)) % 4 == 0))
     model = GBTRegressor(objective="poisson", validationIndicatorCol="v",
@@ -127,6 +127,20 @@ def test_metrics_history_and_evaluate_each_iteration(spark):
                          **dict(PARAMS, maxIter=30)).fit(df)
     losses = model.evaluateEachIteration(df.filter("v"))
     assert len(losses) == model.getNumTrees and losses[-1] < losses[0]
+    every = GBTRegressor(objective="poisson", validationIndicatorCol="v",
+                         evalMetrics=["tweedie-nloglik@1.2", "poisson-nloglik"],
+                         **PARAMS).fit(df)
+    mh = every.summary.metricHistory
+    assert list(mh) == ["tweedie-nloglik@1.2", "poisson-nloglik"]
+    assert every.summary.metricName == "tweedie-nloglik@1.2"
+    assert all(len(v["train"]) == len(v["validation"]) == 15 for v in mh.values())
+    assert mh["poisson-nloglik"]["validation"][-1] < mh["poisson-nloglik"]["validation"][0]
+    every.write().save(str(tmp_path / "every"))
+    assert GBTRegressionModel.load(str(tmp_path / "every")).summary.metricHistory == mh
+    with pytest.raises(ValueError, match="evalMetric 'mae' does not apply to objective "
+                                         "'poisson'"):
+        GBTRegressor(objective="poisson", evalMetrics=["poisson-nloglik", "mae"], **PARAMS)\
+            .fit(df)
     with pytest.raises(ValueError, match="evalMetric 'rmse' does not apply to objective "
                                          "'poisson'"):
         GBTRegressor(objective="poisson", evalMetric="rmse", **PARAMS).fit(df)

@@ -51,7 +51,9 @@ class BoosterParams:
     colsampleByTree (1.0); seed (0); maxBins (256, checked only: the edges are given);
     objective ("squared_error" | "logistic" | "softmax" | registered); numClasses (softmax);
     earlyStoppingRounds (0 = off); evalMetric (None = the objective's default: rmse, logloss,
-    mlogloss); baseScore (None = from the data; else the raw base score of every output);
+    mlogloss; early stopping watches it); evalMetrics (None, or more metrics recorded every
+    round beside it, ``history["metrics"]``; evalMetric defaults to its first);
+    baseScore (None = from the data; else the raw base score of every output);
     monotoneConstraints (None, or -1/0/1 per feature as XGBoost's ``monotone_constraints``);
     scalePosWeight (1.0; logistic only: positive rows' gradients and hessians are multiplied
     by it, as XGBoost's ``scale_pos_weight``); categoricalFeatures (None, or the ids of the
@@ -83,6 +85,7 @@ class BoosterParams:
     numClasses: int = 2
     earlyStoppingRounds: int = 0
     evalMetric: str | None = None
+    evalMetrics: tuple | None = None
     baseScore: float | None = None
     monotoneConstraints: tuple | None = None
     scalePosWeight: float = 1.0
@@ -103,6 +106,11 @@ class BoosterParams:
         unknown = sorted(set(params) - known)
         if unknown:
             raise ValueError(f"unknown boosting parameters {unknown}; known: {sorted(known)}")
+        if params.get("evalMetrics"):
+            params["evalMetrics"] = tuple(str(m) for m in params["evalMetrics"])
+            params["evalMetric"] = params.get("evalMetric") or params["evalMetrics"][0]
+        else:
+            params["evalMetrics"] = None
         if params.get("monotoneConstraints") is not None:
             params["monotoneConstraints"] = tuple(int(c) for c in params["monotoneConstraints"])
         if params.get("categoricalFeatures") is not None:
@@ -115,8 +123,9 @@ class BoosterParams:
             raise ValueError("stepSize must be > 0")
         if not 0 < p.subsamplingRate <= 1 or not 0 < p.colsampleByTree <= 1:
             raise ValueError("subsamplingRate and colsampleByTree must be in (0, 1]")
-        if p.evalMetric is not None and not is_known(p.evalMetric):
-            raise ValueError(f"evalMetric must be one of {known_metrics()}")
+        for m in (p.evalMetric,) + (p.evalMetrics or ()):
+            if m is not None and not is_known(m):
+                raise ValueError(f"evalMetric {m!r} is not one of {known_metrics()}")
         if not p.maxDeltaStep >= 0 or not np.isfinite(p.maxDeltaStep):
             raise ValueError(f"maxDeltaStep must be finite and >= 0, got {p.maxDeltaStep}")
         if not p.scalePosWeight > 0 or not np.isfinite(p.scalePosWeight):
@@ -317,7 +326,11 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
                         n_threads)
     trees = []
+    # every metric recorded per round: the early-stopping one first, then evalMetrics' others
+    extra = [m for m in (p.evalMetrics or ()) if m != metric]
     history = {"metric": metric, "eval": [[] for _ in evals], "train": [],
+               "metrics": {m: {"train": [], "eval": [[] for _ in evals]}
+                           for m in ([metric] if metric else []) + extra},
                "best_iteration": None, "best_score": None}
     best_it, best = -1, None
     rounds_run = 0
@@ -354,7 +367,10 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         if metric is not None:
             if train_stats is None:
                 train_stats = metric_stats(metric, y, raw[:, 0] if one else raw, w, group_ptr)
-            _record_metrics(history, metric, coll, train_stats, evals, one)
+            extra_stats = [metric_stats(m, y, raw[:, 0] if one else raw, w, group_ptr)
+                           for m in extra]
+            _record_metrics(history, [metric] + extra, coll, [train_stats] + extra_stats,
+                            evals, one)
         stop = False
         if evals:
             score = history["eval"][-1][-1]
@@ -380,15 +396,28 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     return predictor, history
 
 
-def _record_metrics(history, metric, coll, train_stats, evals, one):
-    """Append this round's metric on the training rows (from their local ``train_stats``)
-    and on every eval set: all the statistics travel in ONE allreduce."""
-    parts = [np.asarray(train_stats, FLOAT)]
-    for _, ye, we, ge, re in evals:
-        parts.append(metric_stats(metric, ye, re[:, 0] if one else re, we, ge))
+def _record_metrics(history, names, coll, train_stats, evals, one):
+    """Append this round's value of every metric in ``names`` on the training rows (from
+    their local ``train_stats``, one array per metric) and on every eval set: all the
+    statistics travel in ONE allreduce. The first metric is also ``history["train"]`` /
+    ``history["eval"]`` (early stopping watches it)."""
+    parts, slots = [], []
+    for name, ts in zip(names, train_stats):
+        parts.append(np.asarray(ts, FLOAT))
+        slots.append((name, None))
+        for i, (_, ye, we, ge, re) in enumerate(evals):
+            parts.append(metric_stats(name, ye, re[:, 0] if one else re, we, ge))
+            slots.append((name, i))
     sizes = np.cumsum([0] + [a.size for a in parts])
     total = coll.allreduce_sum(np.concatenate(parts))
-    values = [metric_from_stats(metric, total[a:b]) for a, b in zip(sizes[:-1], sizes[1:])]
-    history["train"].append(values[0])
-    for i, v in enumerate(values[1:]):
-        history["eval"][i].append(v)
+    for (name, i), a, b in zip(slots, sizes[:-1], sizes[1:]):
+        v = metric_from_stats(name, total[a:b])
+        rec = history["metrics"][name]
+        if i is None:
+            rec["train"].append(v)
+        else:
+            rec["eval"][i].append(v)
+    first = history["metrics"][names[0]]
+    history["train"].append(first["train"][-1])
+    for i in range(len(evals)):
+        history["eval"][i].append(first["eval"][i][-1])
