@@ -4,6 +4,7 @@ import threading
 
 import numpy as np
 import pytest
+from _objective_data import regression_case
 from scipy.special import gammaln
 
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
@@ -141,7 +142,7 @@ def test_cox_gradients_naive_and_finite_differences():
 
 def test_cox_nloglik_recorded_per_round():
     rng = np.random.default_rng(9)
-    X, y = _xgb_case("cox", rng, 1000)
+    X, y = regression_case("cox", rng, 1000)
     edges = edges_from_sketch(sketch(X, None, 256), 256)
     pred, hist = train(bin_data(X, edges), y, None, edges,
                        dict(maxIter=5, maxDepth=3, stepSize=0.3, objective="cox"))
@@ -155,7 +156,7 @@ def test_cox_nloglik_recorded_per_round():
 
 def test_eval_metrics_recorded_per_round_on_train_and_eval_sets():
     rng = np.random.default_rng(10)
-    X, y = _xgb_case("poisson", rng, 1500)
+    X, y = regression_case("poisson", rng, 1500)
     edges = edges_from_sketch(sketch(X, None, 256), 256)
     Xb = bin_data(X, edges)
     tr, va = np.arange(1000), np.arange(1000, 1500)
@@ -258,24 +259,6 @@ def test_regression_metrics_follow_their_definitions():
 xgb = pytest.importorskip("xgboost")
 
 
-def _xgb_case(objective, rng, n):
-    X = np.column_stack([rng.integers(0, k, n) * 1.0 for k in (12, 5, 30, 7)])
-    eta = 0.5 * np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.02 * X[:, 2]
-    mu = np.exp(eta + 1)
-    if objective == "poisson":
-        y = rng.poisson(mu).astype(float)
-    elif objective == "gamma":
-        y = rng.gamma(2.0, mu / 2.0)
-    elif objective.startswith("tweedie"):
-        y = rng.poisson(mu) * rng.gamma(2, 1, n)
-    elif objective == "cox":
-        t = rng.exponential(1 / np.exp(eta))
-        y = np.where(rng.random(n) < 0.3, -t, t)
-    else:
-        y = mu + rng.standard_normal(n)
-    return X, y
-
-
 @pytest.mark.parametrize("objective,xgb_objective,extra", [
     ("absolute_error", "reg:absoluteerror", {}),
     ("quantile[alpha=0.9]", "reg:quantileerror", {"quantile_alpha": 0.9}),
@@ -291,7 +274,7 @@ def test_models_match_xgboost(objective, xgb_objective, extra):
     takes the lower weighted quantile (ours) when rows have weights and interpolates
     without, so it gets unit weights."""
     rng = np.random.default_rng(6)
-    X, y = _xgb_case(objective, rng, 3000)
+    X, y = regression_case(objective, rng, 3000)
     edges = edges_from_sketch(sketch(X, None, 256), 256)
     pred, hist = train(bin_data(X, edges), y, None, edges,
                        dict(maxIter=20, maxDepth=3, stepSize=0.3, objective=objective))
@@ -309,7 +292,7 @@ def test_max_delta_step_clips_leaf_weights():
     split gains stay those of the unclipped weights (XGBoost evaluates them at the clipped
     weight), so the trees keep their shape and only the leaf values are clipped."""
     rng = np.random.default_rng(7)
-    X, y = _xgb_case("gamma", rng, 2000)
+    X, y = regression_case("gamma", rng, 2000)
     y = 3 * (y - y.mean())
     edges = edges_from_sketch(sketch(X, None, 256), 256)
     Xb = bin_data(X, edges)
@@ -335,9 +318,7 @@ def test_models_match_lightgbm(objective, lgb_objective, extra):
     depthwise ones, and the predictions agree to ~1e-7 (its float thresholds aside)."""
     lgb = pytest.importorskip("lightgbm")
     rng = np.random.default_rng(8)
-    X, y = _xgb_case("gamma" if objective == "gamma" else "poisson", rng, 3000)
-    if objective.startswith("huber"):
-        y = y + rng.standard_t(2, y.size)  # heavy tails: the clipped gradient matters
+    X, y = regression_case(objective, rng, 3000)  # huber: heavy-tailed noise
     edges = edges_from_sketch(sketch(X, None, 256), 256)
     pred, _ = train(bin_data(X, edges), y, None, edges,
                     dict(maxIter=20, maxDepth=3, stepSize=0.3, objective=objective,

@@ -4,6 +4,7 @@ two workers, and bad input refused before training."""
 import numpy as np
 import pandas as pd
 import pytest
+from _objective_data import regression_case
 from pyspark.ml import Pipeline, PipelineModel
 
 import sparkxml_kernels
@@ -28,26 +29,8 @@ CASES = [
 
 
 def _data(objective, n=800, seed=0):
-    """Features with few distinct values (XGBoost's cuts are then the values, as our bins),
-    a log-linear truth and labels drawn for the objective."""
-    rng = np.random.default_rng(seed)
-    X = np.column_stack([rng.integers(0, k, n) * 1.0 for k in (12, 5, 30, 7)])
-    eta = 0.5 * np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.02 * X[:, 2]
-    mu = np.exp(eta + 1)
-    if objective == "poisson":
-        y = rng.poisson(mu).astype(float)
-    elif objective == "tweedie":
-        y = rng.poisson(mu) * rng.gamma(2, 1, n)
-    elif objective == "gamma":
-        y = rng.gamma(2.0, mu / 2.0)
-    elif objective == "cox":
-        t = rng.exponential(1 / np.exp(eta))
-        y = np.where(rng.random(n) < 0.3, -t, t)
-    else:
-        y = mu + rng.standard_t(3, n)
-    pdf = pd.DataFrame(X, columns=COLS)
-    pdf["label"] = y
-    return pdf
+    X, y = regression_case(objective, np.random.default_rng(seed), n)
+    return pd.DataFrame(X, columns=COLS).assign(label=y)
 
 
 @pytest.mark.parametrize("objective,params,xgb_objective,xgb_params", CASES)
