@@ -237,8 +237,8 @@ class GBTRegressor(GBTEstimator, _GBTRegressorParams):
         keeps the best round.
     evalMetric : str, optional
         The objective's own by default (XGBoost's: "rmse", "mae", "quantile",
-        "poisson-nloglik", "gamma-nloglik", "tweedie-nloglik@rho"; LightGBM's "huber"; none
-        for cox). Identity-link objectives take "rmse", "mae", "quantile" or "huber" (of
+        "poisson-nloglik", "gamma-nloglik", "tweedie-nloglik@rho", "cox-nloglik" (training
+        rows only: cox takes no validation set); LightGBM's "huber"). Identity-link objectives take "rmse", "mae", "quantile" or "huber" (of
         the margin), log-link ones "poisson-nloglik", "gamma-nloglik", "gamma-deviance" or
         "tweedie-nloglik" (of ``exp(margin)``); "quantile", "huber", "tweedie-nloglik"
         take the objective's parameter, or one given as "quantile@0.9".

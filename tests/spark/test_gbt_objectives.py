@@ -158,8 +158,11 @@ def test_labels_the_objective_refuses(spark, objective, label, message):
     ({"objective": "logistic"}, "objective='logistic' is invalid"),
     ({"objective": "poisson", "baseScore": 0.0}, "baseScore must be > 0, got 0.0"),
     ({"maxDeltaStep": -1.0}, "maxDeltaStep=-1.0 is invalid"),
+    ({"objective": "cox", "validationIndicatorCol": "v"}, "objective 'cox' has no validation "
+                                                          "metric"),
+    ({"evalMetrics": ["mae", "nope"]}, "evalMetrics=.* is invalid"),
 ])
 def test_bad_params(spark, params, message):
-    df = spark.createDataFrame(_data("poisson", n=50))
+    df = spark.createDataFrame(_data("poisson", n=50).assign(v=False))
     with pytest.raises(ValueError, match=message):
         GBTRegressor(**dict(PARAMS, **params)).fit(df)
