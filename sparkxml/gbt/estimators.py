@@ -38,7 +38,9 @@ Spark. They also behave as Spark MLlib's tree-ensemble models (``sparkxml.gbt.mo
 """
 from __future__ import annotations
 
+import numpy as np
 from pyspark import keyword_only
+from pyspark.sql import types as T
 
 # shared with LambdaMART, trees and forests; still importable from here
 from sparkxml._core.params import (
@@ -63,6 +65,7 @@ from sparkxml._core.params import (
 from sparkxml._core.progress import FitProgress
 from sparkxml.gbt.fit import GBTEstimator
 from sparkxml.gbt.models import GBTModelBase, single_row_classifier_api
+from sparkxml.gbt.objective_params import RegressionObjectiveParams
 from sparkxml.gbt.params import (
     HasBaseMarginCol,
     HasCategoricalCols,
@@ -93,6 +96,8 @@ from sparkxml.gbt.summary import (
     GBTRegressionEvaluation,
     GBTTrainingSummary,
 )
+from sparkxml_kernels.gbt.loss import make_loss
+from sparkxml_kernels.gbt.objectives import LOG_LINK
 from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS
 
 __all__ = ["GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
@@ -135,6 +140,10 @@ class _GBTClassifierParams(GBTParams, HasRawPredictionCol, HasProbabilityCol, Ha
                          scalePosWeight=1.0)
 
 
+class _GBTRegressorParams(GBTParams, RegressionObjectiveParams, HasRawPredictionCol):
+    pass
+
+
 COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
                   "maxIter", "stepSize", "maxDepth", "maxLeaves", "growPolicy", "maxBins",
                   "regLambda", "regAlpha", "minSplitLoss", "minChildWeight", "subsamplingRate",
@@ -143,6 +152,9 @@ COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predic
                   "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
                   "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
                   "catL2", "maxCatThreshold", "nthread")
+_REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
+                     "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
+                     "evalMetrics")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses", "thresholds",
                       "scalePosWeight")
 # what a fitted model lets you change before transform
@@ -153,12 +165,39 @@ _MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol
 
 
 
-class GBTRegressor(GBTEstimator, GBTParams):
-    """Histogram gradient-boosted regression trees (squared error), trained in one barrier
-    stage.
+class GBTRegressor(GBTEstimator, _GBTRegressorParams):
+    """Histogram gradient-boosted regression trees, trained in one barrier stage.
 
     Parameters
     ----------
+    objective : str, default "squared_error"
+        "squared_error", "absolute_error", "huber", "quantile", "poisson", "tweedie",
+        "gamma" or "cox" (survival times; a negative label is a time censored at ``-y``, as
+        XGBoost's ``survival:cox``). poisson, tweedie, gamma and cox model the log of the
+        mean (the hazard ratio for cox): ``predictionCol`` holds ``exp(margin)`` and
+        ``rawPredictionCol`` the margin. absolute_error and quantile refit every leaf to the
+        weighted quantile of its rows' residuals. See the GBT page of the documentation for
+        the gradients and where XGBoost and LightGBM differ.
+    lossType : {"squared", "absolute"}, optional
+        Spark MLlib's name for objective squared_error / absolute_error.
+    huberDelta : float, default 1.0
+        huber: the residual where the loss turns linear (LightGBM's ``alpha``).
+    quantileAlpha : float, default 0.5
+        quantile: the quantile fitted, in (0, 1).
+    tweedieVariancePower : float, default 1.5
+        tweedie: the variance power, in (1, 2).
+    maxDeltaStep : float, optional
+        XGBoost's ``max_delta_step``: bound on each leaf weight before the learning rate
+        (0 = none) and, for poisson, the hessian's inflation ``exp(maxDeltaStep)``. Unset:
+        leaves unbounded, poisson's 0.7 (XGBoost's defaults).
+    baseScore : float, optional
+        Prediction every row starts from, on the response scale (XGBoost's
+        ``base_score``). Unset, as XGBoost: the weighted mean label (squared_error, huber,
+        poisson, tweedie, gamma), the weighted median (absolute_error), the weighted
+        quantileAlpha-quantile (quantile), 1 (cox).
+    rawPredictionCol : str, optional
+        Output column (double) of the margin. Written by default (as "rawPrediction") for
+        the log-link objectives, otherwise only when set.
     featuresCol : str, default "features"
         Spark ML vector column (dense or sparse; absent = 0.0, NaN = missing).
     featuresCols : list of str, optional
@@ -197,7 +236,16 @@ class GBTRegressor(GBTEstimator, GBTParams):
         Stop when the validation metric has not improved for this many rounds; the model
         keeps the best round.
     evalMetric : str, optional
-        "rmse" (default).
+        The objective's own by default (XGBoost's: "rmse", "mae", "quantile",
+        "poisson-nloglik", "gamma-nloglik", "tweedie-nloglik@rho", "cox-nloglik" (training
+        rows only: cox takes no validation set); LightGBM's "huber"). Identity-link objectives take "rmse", "mae", "quantile" or "huber" (of
+        the margin), log-link ones "poisson-nloglik", "gamma-nloglik", "gamma-deviance" or
+        "tweedie-nloglik" (of ``exp(margin)``); "quantile", "huber", "tweedie-nloglik"
+        take the objective's parameter, or one given as "quantile@0.9".
+    evalMetrics : list of str, optional
+        Several of those metrics, each recorded every round on the training and validation
+        rows (``summary.metricHistory``); early stopping follows ``evalMetric`` when set,
+        else the first of them.
     timeoutSeconds : float, default 600
         Bound on every wait for a peer task; a silent peer fails the stage in this time.
     missing : float, default NaN
@@ -272,7 +320,10 @@ class GBTRegressor(GBTEstimator, GBTParams):
                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, categoricalCols=None,
-                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
+                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
+                 objective="squared_error", lossType=None, huberDelta=1.0, quantileAlpha=0.5,
+                 tweedieVariancePower=1.5, maxDeltaStep=None, baseScore=None,
+                 rawPredictionCol=None, evalMetrics=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -285,12 +336,33 @@ class GBTRegressor(GBTEstimator, GBTParams):
                   earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None, categoricalCols=None,
-                 maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
+                  maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32,
+                  nthread=None, objective="squared_error", lossType=None, huberDelta=1.0,
+                  quantileAlpha=0.5, tweedieVariancePower=1.5, maxDeltaStep=None,
+                  baseScore=None, rawPredictionCol=None, evalMetrics=None):
         return self._set_params(**self._input_kwargs)
 
     @property
     def _model_class(self):
         return GBTRegressionModel
+
+    def _check_policy(self):
+        # the objective's param checks, before any Spark job
+        super()._check_policy()
+        self.check_validation(self._opt(self.validationIndicatorCol))
+        self.booster_options()
+
+    def _objective(self, label, label_max, distinct=None):
+        return self.objective_spec(), 2, self.resolved_metrics()[0]
+
+    def _label_checks(self, label) -> dict:
+        return self.label_checks(label)
+
+    def _check_labels(self, label, extra) -> None:
+        self.check_labels(label, extra)
+
+    def _objective_options(self) -> dict:
+        return self.booster_options()
 
 
 class GBTClassifier(GBTEstimator, _GBTClassifierParams):
@@ -398,14 +470,16 @@ def _inferred_classes(label, label_max, distinct) -> int:
     return k
 
 
-add_setters(GBTRegressor, COMMON_PARAMS)
+add_setters(GBTRegressor, COMMON_PARAMS + _REGRESSOR_PARAMS)
 add_setters(GBTClassifier, COMMON_PARAMS + _CLASSIFIER_PARAMS)
 
 
 # ============================================================================ models
-class GBTRegressionModel(GBTModelBase, GBTParams):
-    """Fitted :class:`GBTRegressor`: adds ``predictionCol`` (double), and ``predContribCol``
-    / ``leafCol`` when set.
+class GBTRegressionModel(GBTModelBase, _GBTRegressorParams):
+    """Fitted :class:`GBTRegressor`: adds ``predictionCol`` (double: ``exp(margin)`` for the
+    log-link objectives poisson, tweedie, gamma and cox, the margin otherwise),
+    ``rawPredictionCol`` (double: the margin; by default for the log-link objectives only),
+    and ``predContribCol`` / ``leafCol`` when set (both in margin units).
 
     Besides ``transform``: ``predict(vector)``, ``evaluate(dataset)`` (RMSE, MAE, R2 ... as
     Spark ML's regression summaries), ``evaluateEachIteration(dataset)``, ``trees``,
@@ -419,8 +493,36 @@ class GBTRegressionModel(GBTModelBase, GBTParams):
     ``sparkxml_kernels.load_model(path)`` serves it.
     """
 
+    def _log_link(self) -> bool:
+        return self._predictor.objective in LOG_LINK
+
     def _outputs(self):
-        return [(self.getPredictionCol(), "pred")]
+        # pyspark's mixin gives rawPredictionCol a default: only a set one counts for the
+        # identity-link objectives
+        raw = (self.getRawPredictionCol() if self.isSet(self.rawPredictionCol)
+               else "rawPrediction" if self._log_link() else None)
+        out = [] if raw is None else [(raw, "raw")]
+        return out + [(self.getPredictionCol(), "pred")]
+
+    def _output_type(self, kind):
+        return T.DoubleType() if kind == "raw" else super()._output_type(kind)
+
+    def predict(self, value) -> float:
+        """Prediction for one feature vector (``exp(margin)`` for the log-link
+        objectives)."""
+        m = self.predictRaw(value)
+        return float(np.exp(m)) if self._log_link() else m
+
+    def predictRaw(self, value) -> float:
+        """The margin for one feature vector."""
+        return float(self._raw_one(value)[0])
+
+    def _iteration_metric(self, objective):
+        if objective == "squared_error":
+            return "rmse"
+        if objective == "cox":
+            return None
+        return make_loss(self.objective_spec()).default_metric()
 
     def evaluate(self, dataset) -> GBTRegressionEvaluation:
         """Regression metrics of this model on ``dataset`` (labelCol, weightCol if set)."""
@@ -479,7 +581,8 @@ def _weight_col(model, dataset):
     return w if w is not None and w in dataset.columns else None
 
 
-add_setters(GBTRegressionModel, _MODEL_PARAMS + ("labelCol", "weightCol"))
+add_setters(GBTRegressionModel, _MODEL_PARAMS + ("labelCol", "weightCol",
+                                                  "rawPredictionCol"))
 add_setters(GBTClassificationModel, _MODEL_PARAMS + ("labelCol", "weightCol",
                                                       "rawPredictionCol", "probabilityCol",
                                                       "thresholds"))

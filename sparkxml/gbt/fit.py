@@ -88,7 +88,9 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             t0 = time.perf_counter()
             with progress.phase("checks"):
                 stats = data_checks(dataset, spec, label, weight, valid, self._task,
-                                     self._margin_checks(dataset))
+                                     dict(self._margin_checks(dataset),
+                                          **self._label_checks(label)))
+            self._check_labels(label, stats["extra"])
             d = stats["d"]
             objective, n_classes, metric = self._objective(label, stats["label_max"],
                                                            stats["label_distinct"])
@@ -99,7 +101,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                                                               valid, stats, engine)
             params = dict(self._booster_params(max_bins), objective=objective,
                           numClasses=n_classes, evalMetric=metric,
-                          categoricalFeatures=engine["cat_ids"] or None)
+                          categoricalFeatures=engine["cat_ids"] or None,
+                          **self._objective_options())
             cols = training_columns(spec, label, weight, valid, engine["cols"])
             df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
             fault = dict(self._fault_injection) if self._fault_injection else None
@@ -215,6 +218,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                 raise ValueError(f"initModel: {init} is not a model of the GBT engine")
         else:
             pred = init.predictor
+        # the model records the objective's plain name ("quantile", not "quantile[alpha=..]")
+        objective = objective.partition("[")[0]
         if (pred.n_features, pred.objective, pred.n_outputs) != (d, objective, k):
             raise ValueError(f"initModel: the model has {pred.n_features} features, objective "
                              f"{pred.objective!r} and {pred.n_outputs} output(s); this fit has "
@@ -245,6 +250,17 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                 raise ValueError("maxLeaves must be 0 (no limit) or >= 2")
             if self.getMaxDepth() == 0 and self.getMaxLeaves() == 0:
                 raise ValueError("growPolicy 'lossguide' needs maxDepth > 0 or maxLeaves > 0")
+
+    def _label_checks(self, label) -> dict:
+        """Aggregates on the label the objective adds to the data-check job."""
+        return {}
+
+    def _check_labels(self, label, extra) -> None:
+        """Errors from ``_label_checks``' results, before any training."""
+
+    def _objective_options(self) -> dict:
+        """Booster params the objective adds (maxDeltaStep, baseScore)."""
+        return {}
 
     def _objective(self, label, label_max, distinct=None):
         metric = self._opt(self.evalMetric)

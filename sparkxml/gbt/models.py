@@ -257,15 +257,20 @@ class GBTModelBase(SparkXMLPredictorModel):
         return that
 
     # ------------------------------------------------------------------ staged evaluation
+    def _iteration_metric(self, objective):
+        return _ITERATION_LOSS.get(objective)
+
     def evaluateEachIteration(self, dataset) -> list:
         """The loss on ``dataset`` after each boosting round (Spark MLlib's
         ``evaluateEachIteration``), weighted by ``weightCol`` when set: the mean squared
         error for regression (as MLlib's "squared" loss), the mean log loss for
         classification (MLlib's "logistic" loss is twice it: its margin is half ours), the
-        multiclass log loss for more classes. Starts from ``baseMarginCol`` when set."""
+        multiclass log loss for more classes, the objective's own metric for the other
+        regression objectives (``mae``, ``quantile@alpha``, ``poisson-nloglik``, ...; none
+        for cox). Starts from ``baseMarginCol`` when set."""
         self._validate_params()
         objective = self._predictor.objective
-        metric = _ITERATION_LOSS.get(objective)
+        metric = self._iteration_metric(objective)
         if metric is None:
             raise ValueError(f"evaluateEachIteration is defined for regression and "
                              f"classification, not objective {objective!r}")

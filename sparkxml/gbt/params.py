@@ -24,8 +24,13 @@ from sparkxml._core.constraints import (
     one_of,
     open_closed,
 )
+from sparkxml_kernels.gbt.regression_metrics import is_regression_metric
 
 GBT_METRICS = ("rmse", "logloss", "error", "auc", "mlogloss")
+# XGBoost's names; quantile, huber and tweedie-nloglik take the objective's parameter or one
+# after '@' (sparkxml_kernels.gbt.regression_metrics)
+REGRESSION_METRIC_NAMES = ("mae", "quantile", "huber", "poisson-nloglik", "gamma-nloglik",
+                           "gamma-deviance", "tweedie-nloglik")
 
 
 def eval_metric() -> Rule:
@@ -33,13 +38,14 @@ def eval_metric() -> Rule:
     @10). Each estimator also checks that the metric fits its task."""
 
     def ok(v):
-        if v in GBT_METRICS:
+        if v in GBT_METRICS or v in REGRESSION_METRIC_NAMES or is_regression_metric(v):
             return True
         base, _, k = v.partition("@")
         return base in ("ndcg", "map") and (not k or (k.isdigit() and int(k) >= 1
                                                       and str(int(k)) == k))
 
-    return Rule(ok, f"must be one of {list(GBT_METRICS)}, 'ndcg@k' or 'map@k' (k >= 1)")
+    return Rule(ok, f"must be one of {list(GBT_METRICS + REGRESSION_METRIC_NAMES)}, "
+                    f"'ndcg@k' or 'map@k' (k >= 1)")
 
 
 def monotone_signs() -> Rule:
@@ -191,14 +197,16 @@ class HasColsampleByTree(Params):
 
 
 class HasEvalMetric(Params):
-    """Mixin for param evalMetric: validation metric: rmse, logloss, error, auc or mlogloss (unset:
-    rmse for regression, logloss for binary, mlogloss for multiclass).
+    """Mixin for param evalMetric: validation metric: rmse, logloss, error, auc, mlogloss or a
+    regression objective's (mae, quantile, huber, poisson-nloglik, gamma-nloglik,
+    gamma-deviance, tweedie-nloglik) (unset: the objective's own).
     """
 
     evalMetric: "Param[str]" = Param(
         Params._dummy(), "evalMetric",
-        "validation metric: rmse, logloss, error, auc or mlogloss (unset: rmse for regression, "
-        "logloss for binary, mlogloss for multiclass)",
+        "validation metric: rmse, logloss, error, auc, mlogloss or a regression objective's "
+        "(mae, quantile, huber, poisson-nloglik, gamma-nloglik, gamma-deviance, "
+        "tweedie-nloglik) (unset: the objective's own)",
         typeConverter=TypeConverters.toString)
     _constraints = {"evalMetric": eval_metric()}
 

@@ -39,6 +39,9 @@ class GBTTrainingSummary(TrainingSummary):
         ``initModel`` the model's earlier rounds are not included).
     validationHistory : list of float
         Validation metric after each round (empty without ``validationIndicatorCol``).
+    metricHistory : dict
+        Every metric recorded (``metricName`` and the others of ``evalMetrics``): name ->
+        ``{"train": [...], "validation": [...]}``, a value per round as the histories above.
     bestIteration : int
         0-based index (into the histories) of the best validation score, i.e. round
         ``bestIteration + 1``; the last round without validation.
@@ -75,6 +78,15 @@ class GBTTrainingSummary(TrainingSummary):
         self.roundsRun = int(history.get("rounds_run", 0))
         self.checksSeconds = self.sketchSeconds = None
         self.sketchInfo = []
+        # every recorded metric: {name: {"train": [...], "validation": [...]}}
+        metrics = history.get("metrics") or ({self.metricName: {
+            "train": self.trainingHistory, "eval": [self.validationHistory]}}
+            if self.metricName else {})
+        self.metricHistory = {
+            str(k): {"train": [float(x) for x in v.get("train") or []],
+                     "validation": [float(x) for x in ((v.get("eval") or [[]])[-1]
+                                                       if v.get("eval") else [])]}
+            for k, v in metrics.items()}
 
     @classmethod
     def _from_fit(cls, result, checks_seconds, sketch_seconds, sketch_info=()):
@@ -108,16 +120,40 @@ class GBTTrainingSummary(TrainingSummary):
                 "summary.rounds": np.asarray([self.bestIteration if self.bestIteration is not None
                                               else -1, self.numRounds, self.roundsRun],
                                              np.int64),
-                "summary.metricName": np.asarray(self.metricName or "")}
+                "summary.metricName": np.asarray(self.metricName or ""),
+                **self._metric_arrays()}
+
+    def _metric_arrays(self) -> dict:
+        """``metricHistory`` as arrays: the names (one string, newline-separated) and the
+        training / validation values, one row per metric (NaN-padded to the rounds run)."""
+        names = list(self.metricHistory)
+        r = self.roundsRun
+
+        def rows(key):
+            out = np.full((len(names), r), np.nan)
+            for i, n in enumerate(names):
+                v = self.metricHistory[n][key][:r]
+                out[i, :len(v)] = v
+            return out
+
+        return {"summary.metricNames": np.asarray("\n".join(names)),
+                "summary.metricTrain": rows("train"), "summary.metricValidation": rows("validation")}
 
     @classmethod
     def _from_family_arrays(cls, arrays):
         bi, nr, rr = (int(x) for x in arrays["summary.rounds"])
         hist = [float(x) for x in arrays["summary.validationHistory"]]
         train = [float(x) for x in arrays.get("summary.trainingHistory", [])]
+        metrics = None
+        if "summary.metricNames" in arrays and str(arrays["summary.metricNames"]):
+            tr = np.asarray(arrays["summary.metricTrain"]).reshape(-1, rr)
+            va = np.asarray(arrays["summary.metricValidation"]).reshape(-1, rr)
+            metrics = {n: {"train": tr[i][~np.isnan(tr[i])].tolist(),
+                           "eval": [va[i][~np.isnan(va[i])].tolist()]}
+                       for i, n in enumerate(str(arrays["summary.metricNames"]).split("\n"))}
         return cls({"metric": str(arrays["summary.metricName"]) or None, "eval": [hist],
                     "train": train, "best_iteration": None if bi < 0 else bi, "n_rounds": nr,
-                    "rounds_run": rr, "best_score": None})
+                    "rounds_run": rr, "best_score": None, "metrics": metrics})
 
     def __repr__(self):
         return (f"GBTTrainingSummary(metric={self.metricName}, rounds={self.numRounds}, "

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from sparkxml._core.arrow import batch_features, dense_vectors, margin_column
 from sparkxml._core.histogram_tasks import task_threads
+from sparkxml_kernels.gbt.objectives import LOG_LINK
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.model_cache import as_handle
 from sparkxml_kernels.threads import max_threads, use_threads
@@ -196,7 +197,11 @@ def _output_arrays(pred, X, margin, kinds, thresholds=None, ordinals=None, n_thr
         rawm, prob = class_scores(raw, pred.n_outputs)
     out = []
     for k in kinds:
-        if k == "raw":
+        if k == "raw" and not classifier:  # a regressor's margin (double)
+            out.append(pa.array(np.asarray(raw, np.float64).reshape(-1), pa.float64()))
+        elif k == "pred" and pred.objective in LOG_LINK:  # response scale: exp(margin)
+            out.append(pa.array(np.exp(np.asarray(raw, np.float64).reshape(-1)), pa.float64()))
+        elif k == "raw":
             out.append(dense_vectors(rawm))
         elif k == "prob":
             out.append(dense_vectors(prob))

@@ -8,7 +8,11 @@ splitting    XGBoost's second-order split gain, leaf weights
 partition    applying splits to row sets, routing binned rows to leaves
 grower       one tree, depthwise or lossguide, data-parallel through a collective
 loss         objectives: initial scores from reducible statistics, gradients
+objectives   absolute, huber, quantile, poisson, tweedie, gamma (regression objectives)
+cox          Cox proportional hazards over a global grid of times
+leaf_quantile exact weighted quantiles per leaf across workers (absolute / quantile leaves)
 metrics      evaluation metrics from reducible statistics
+regression_metrics  mae, quantile, huber, poisson/gamma/tweedie likelihoods and deviance
 predictor    flat-array tree ensembles on raw features; model arrays; leaves, tree arrays
 shap         TreeSHAP feature contributions (and its exponential naive twin)
 dump         text (MLlib layout) and JSON dumps of an ensemble

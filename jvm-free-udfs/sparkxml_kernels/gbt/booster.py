@@ -34,8 +34,9 @@ from ..threads import check_threads, use_threads, worth_threads
 from .binned import as_binned, route_binned_any
 from .categorical import CatParams
 from .grower import TreeGrower, TreeParams
+from .leaf_quantile import leaf_quantiles
 from .loss import make_loss
-from .metrics import higher_is_better, known_metrics, metric_from_stats, metric_stats
+from .metrics import higher_is_better, is_known, known_metrics, metric_from_stats, metric_stats
 from .predictor import TreeEnsemblePredictor
 from .splitting import SplitParams
 
@@ -50,7 +51,9 @@ class BoosterParams:
     colsampleByTree (1.0); seed (0); maxBins (256, checked only: the edges are given);
     objective ("squared_error" | "logistic" | "softmax" | registered); numClasses (softmax);
     earlyStoppingRounds (0 = off); evalMetric (None = the objective's default: rmse, logloss,
-    mlogloss); baseScore (None = from the data; else the raw base score of every output);
+    mlogloss; early stopping watches it); evalMetrics (None, or more metrics recorded every
+    round beside it, ``history["metrics"]``; evalMetric defaults to its first);
+    baseScore (None = from the data; else the raw base score of every output);
     monotoneConstraints (None, or -1/0/1 per feature as XGBoost's ``monotone_constraints``);
     scalePosWeight (1.0; logistic only: positive rows' gradients and hessians are multiplied
     by it, as XGBoost's ``scale_pos_weight``); categoricalFeatures (None, or the ids of the
@@ -59,7 +62,10 @@ class BoosterParams:
     maxBins may reach 65536 (uint16 bins, binned.py); nthread (1: threads for histogram
     building, partitioning, logistic gradients and the per-row updates of each round in
     this process or task, as XGBoost's ``nthread``; the model is the same whatever its
-    value).
+    value); maxDeltaStep (0.0 = off: XGBoost's ``max_delta_step``, every leaf weight is
+    clipped to [-maxDeltaStep, maxDeltaStep] before the learning rate; the split gains stay
+    those of the unclipped weights). Objectives with parameters are named
+    ``"quantile[alpha=0.9]"`` (``objectives.objective_name``).
     """
 
     maxIter: int = 100
@@ -79,6 +85,7 @@ class BoosterParams:
     numClasses: int = 2
     earlyStoppingRounds: int = 0
     evalMetric: str | None = None
+    evalMetrics: tuple | None = None
     baseScore: float | None = None
     monotoneConstraints: tuple | None = None
     scalePosWeight: float = 1.0
@@ -88,6 +95,7 @@ class BoosterParams:
     catL2: float = 10.0
     maxCatThreshold: int = 32
     nthread: int = 1
+    maxDeltaStep: float = 0.0
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -98,6 +106,11 @@ class BoosterParams:
         unknown = sorted(set(params) - known)
         if unknown:
             raise ValueError(f"unknown boosting parameters {unknown}; known: {sorted(known)}")
+        if params.get("evalMetrics"):
+            params["evalMetrics"] = tuple(str(m) for m in params["evalMetrics"])
+            params["evalMetric"] = params.get("evalMetric") or params["evalMetrics"][0]
+        else:
+            params["evalMetrics"] = None
         if params.get("monotoneConstraints") is not None:
             params["monotoneConstraints"] = tuple(int(c) for c in params["monotoneConstraints"])
         if params.get("categoricalFeatures") is not None:
@@ -110,8 +123,11 @@ class BoosterParams:
             raise ValueError("stepSize must be > 0")
         if not 0 < p.subsamplingRate <= 1 or not 0 < p.colsampleByTree <= 1:
             raise ValueError("subsamplingRate and colsampleByTree must be in (0, 1]")
-        if p.evalMetric is not None and p.evalMetric not in known_metrics():
-            raise ValueError(f"evalMetric must be one of {known_metrics()}")
+        for m in (p.evalMetric,) + (p.evalMetrics or ()):
+            if m is not None and not is_known(m):
+                raise ValueError(f"evalMetric {m!r} is not one of {known_metrics()}")
+        if not p.maxDeltaStep >= 0 or not np.isfinite(p.maxDeltaStep):
+            raise ValueError(f"maxDeltaStep must be finite and >= 0, got {p.maxDeltaStep}")
         if not p.scalePosWeight > 0 or not np.isfinite(p.scalePosWeight):
             raise ValueError(f"scalePosWeight must be finite and > 0, got {p.scalePosWeight}")
         n_real_bins(p.maxBins, wide=True)
@@ -174,6 +190,25 @@ def _check_finite(tree, it: int, objective: str) -> None:
         raise ValueError(f"round {it}: objective {objective} produced non-finite leaf values "
                          f"(its gradients overflowed: labels, weights or label gains too "
                          f"large?); refusing to build a model that predicts NaN")
+
+
+def refit_leaves(tree, leaf, rows, residual, w, alpha, step, coll) -> None:
+    """Set every leaf of ``tree`` to ``step`` x the weighted alpha-quantile of the residuals
+    of its rows (those in ``rows`` when subsampled) over all workers (``leaf_quantile``), as
+    LightGBM refits its L1 and quantile leaves; a leaf without weight keeps its value."""
+    leaves = np.flatnonzero(tree.left < 0)
+    ids = np.full(tree.left.size, -1, np.int64)
+    ids[leaves] = np.arange(leaves.size)
+    lid = ids[leaf]
+    if rows is not None:
+        keep = np.zeros(lid.size, bool)
+        keep[rows] = True
+        lid[~keep] = -1
+    q = leaf_quantiles(residual, lid, leaves.size, w, alpha, coll)
+    ok = ~np.isnan(q)
+    tree.value[leaves[ok]] = q[ok] * step
+
+
 def _initial_raw(n, K, base, margin, what):
     """(n, K) raw scores to start from: the base score, or the given margins."""
     raw = np.empty((n, K), FLOAT)
@@ -264,7 +299,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     if p.baseScore is not None:
         base = np.full(K, float(p.baseScore), FLOAT)
     else:
-        base = loss.init_from_stats(coll.allreduce_sum(loss.init_stats(y, w_grad)))
+        base = loss.init_score_collective(y, w_grad, coll)
     if not np.isfinite(base).all():
         raise ValueError(f"objective {loss.name}: the initial score {base.tolist()} is not "
                          f"finite (labels or weights too large?)")
@@ -287,10 +322,15 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
 
     n_threads = use_threads(p.nthread)
     loss.n_threads = n_threads
+    leaf_alpha = getattr(loss, "leaf_alpha", None)
     grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
                         n_threads)
     trees = []
+    # every metric recorded per round: the early-stopping one first, then evalMetrics' others
+    extra = [m for m in (p.evalMetrics or ()) if m != metric]
     history = {"metric": metric, "eval": [[] for _ in evals], "train": [],
+               "metrics": {m: {"train": [], "eval": [[] for _ in evals]}
+                           for m in ([metric] if metric else []) + extra},
                "best_iteration": None, "best_score": None}
     best_it, best = -1, None
     rounds_run = 0
@@ -309,6 +349,11 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
             tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
+            if leaf_alpha is not None:
+                refit_leaves(tree, leaf, rows, y - raw[:, k], w, leaf_alpha, p.stepSize, coll)
+            if p.maxDeltaStep > 0:
+                cap = p.maxDeltaStep * p.stepSize
+                np.clip(tree.value, -cap, cap, out=tree.value)
             _check_finite(tree, it, loss.name)
             add_leaf_values(raw, k, tree.value, leaf, n_threads)
             for Xe, _, _, _, re in evals:
@@ -322,7 +367,10 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         if metric is not None:
             if train_stats is None:
                 train_stats = metric_stats(metric, y, raw[:, 0] if one else raw, w, group_ptr)
-            _record_metrics(history, metric, coll, train_stats, evals, one)
+            extra_stats = [metric_stats(m, y, raw[:, 0] if one else raw, w, group_ptr)
+                           for m in extra]
+            _record_metrics(history, [metric] + extra, coll, [train_stats] + extra_stats,
+                            evals, one)
         stop = False
         if evals:
             score = history["eval"][-1][-1]
@@ -348,15 +396,28 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     return predictor, history
 
 
-def _record_metrics(history, metric, coll, train_stats, evals, one):
-    """Append this round's metric on the training rows (from their local ``train_stats``)
-    and on every eval set: all the statistics travel in ONE allreduce."""
-    parts = [np.asarray(train_stats, FLOAT)]
-    for _, ye, we, ge, re in evals:
-        parts.append(metric_stats(metric, ye, re[:, 0] if one else re, we, ge))
+def _record_metrics(history, names, coll, train_stats, evals, one):
+    """Append this round's value of every metric in ``names`` on the training rows (from
+    their local ``train_stats``, one array per metric) and on every eval set: all the
+    statistics travel in ONE allreduce. The first metric is also ``history["train"]`` /
+    ``history["eval"]`` (early stopping watches it)."""
+    parts, slots = [], []
+    for name, ts in zip(names, train_stats):
+        parts.append(np.asarray(ts, FLOAT))
+        slots.append((name, None))
+        for i, (_, ye, we, ge, re) in enumerate(evals):
+            parts.append(metric_stats(name, ye, re[:, 0] if one else re, we, ge))
+            slots.append((name, i))
     sizes = np.cumsum([0] + [a.size for a in parts])
     total = coll.allreduce_sum(np.concatenate(parts))
-    values = [metric_from_stats(metric, total[a:b]) for a, b in zip(sizes[:-1], sizes[1:])]
-    history["train"].append(values[0])
-    for i, v in enumerate(values[1:]):
-        history["eval"][i].append(v)
+    for (name, i), a, b in zip(slots, sizes[:-1], sizes[1:]):
+        v = metric_from_stats(name, total[a:b])
+        rec = history["metrics"][name]
+        if i is None:
+            rec["train"].append(v)
+        else:
+            rec["eval"][i].append(v)
+    first = history["metrics"][names[0]]
+    history["train"].append(first["train"][-1])
+    for i in range(len(evals)):
+        history["eval"][i].append(first["eval"][i][-1])

@@ -60,6 +60,11 @@ class Loss:
     def init_from_stats(self, stats) -> np.ndarray:
         raise NotImplementedError
 
+    def init_score_collective(self, y, w, coll) -> np.ndarray:
+        """Base raw score(s) over every worker's rows: the summed ``init_stats`` (losses
+        whose base score is not a sum, e.g. a quantile, override it)."""
+        return self.init_from_stats(coll.allreduce_sum(self.init_stats(y, w)))
+
     def init_score(self, y, w) -> np.ndarray:
         """Base raw score(s) from this data alone: ``init_from_stats(init_stats(y, w))``."""
         return self.init_from_stats(self.init_stats(y, w))
@@ -345,7 +350,13 @@ _ALIASES = {
     "reg:squarederror": "squared_error", "squarederror": "squared_error",
     "regression": "squared_error", "binary:logistic": "logistic", "binary": "logistic",
     "multi:softprob": "softmax", "multi:softmax": "softmax", "multiclass": "softmax",
+    "reg:absoluteerror": "absolute_error", "l1": "absolute_error", "mae": "absolute_error",
+    "regression_l1": "absolute_error", "reg:quantileerror": "quantile",
+    "count:poisson": "poisson", "reg:tweedie": "tweedie", "reg:gamma": "gamma",
+    "survival:cox": "cox",
 }
+# objectives whose name may carry parameters, "quantile[alpha=0.9]" (objectives.py, cox.py)
+_REGRESSION = ("absolute_error", "huber", "quantile", "poisson", "tweedie", "gamma")
 
 
 def register_loss(name: str, factory) -> None:
@@ -355,9 +366,20 @@ def register_loss(name: str, factory) -> None:
 
 
 def make_loss(objective: str, num_classes: int | None = None) -> Loss:
-    """Loss object for an objective name (``squared_error``, ``logistic``, ``softmax`` or a
-    registered name; XGBoost spellings such as ``binary:logistic`` are accepted)."""
+    """Loss object for an objective name (``squared_error``, ``logistic``, ``softmax``, the
+    regression objectives of ``objectives.py`` with their parameters, ``cox`` or a registered
+    name; XGBoost spellings such as ``binary:logistic`` or ``count:poisson`` are accepted)."""
     key = _ALIASES.get(objective, objective)
+    base = key.partition("[")[0]
+    if base in _REGRESSION:
+        from .objectives import make_regression_loss
+
+        return make_regression_loss(key)
+    if base == "cox":
+        from .cox import Cox
+
+        return Cox()
     if key not in _REGISTRY:
-        raise ValueError(f"unknown objective {objective!r}; known: {sorted(_REGISTRY)}")
+        raise ValueError(f"unknown objective {objective!r}; known: "
+                         f"{sorted(_REGISTRY) + list(_REGRESSION) + ['cox']}")
     return _REGISTRY[key](num_classes)

@@ -34,8 +34,22 @@ def known_metrics():
     return METRICS + tuple(_CUSTOM)
 
 
-def higher_is_better(name: str) -> bool:
+def is_known(name: str) -> bool:
+    """A built-in or registered metric, or a regression metric (``regression_metrics``),
+    registered here on first use."""
+    return name in METRICS or _lookup(name)
+
+
+def _lookup(name) -> bool:
     if name in _CUSTOM:
+        return True
+    from .regression_metrics import ensure_metric
+
+    return ensure_metric(name)
+
+
+def higher_is_better(name: str) -> bool:
+    if _lookup(name):
         return _CUSTOM[name][2]
     return name == "auc"
 
@@ -56,7 +70,7 @@ def metric_stats(name: str, y, raw, w=None, group_ptr=None) -> np.ndarray:
     float64 array: (2,) [weighted sum, weight] for rmse/logloss/error/mlogloss;
     (2 * AUC_BUCKETS,) [positive weights per bucket, negative weights per bucket] for auc.
     """
-    if name in _CUSTOM:
+    if name not in METRICS and _lookup(name):
         return np.asarray(_CUSTOM[name][0](y, raw, w, group_ptr), FLOAT)
     y = np.asarray(y, FLOAT).reshape(-1)
     wt = np.ones(y.size) if w is None else np.asarray(w, FLOAT).reshape(-1)
@@ -89,7 +103,7 @@ def metric_stats(name: str, y, raw, w=None, group_ptr=None) -> np.ndarray:
 
 def metric_from_stats(name: str, stats) -> float:
     """Finish a metric from (globally summed) :func:`metric_stats`."""
-    if name in _CUSTOM:
+    if name not in METRICS and _lookup(name):
         return float(_CUSTOM[name][1](np.asarray(stats, FLOAT)))
     stats = np.asarray(stats, FLOAT)
     if name == "auc":
