@@ -142,7 +142,7 @@ def precompile(groups=None, jobs: int = 1, manifest: str = MANIFEST,
     ----------
     groups : iterable of str, optional
         Groups of ``_warm_signatures.txt`` (``fastxml``, ``gbt``, ``gbt_threads``, ``linear``,
-        ``fm``, ``forest``); all by default.
+        ``fm``, ``forest``, ``labeltree``); all by default.
     jobs : int
         Processes compiling side by side (each takes whole modules). A second, serial pass
         then loads every entry, which recompiles any that a concurrent index write lost.

@@ -62,6 +62,16 @@ def profile_fastxml(spark):
         est.fit(train).transform(test).collect()
 
 
+def profile_labeltree(spark):
+    """What Parabel and Bonsai fits and transforms use (squared hinge and logistic nodes)."""
+    from sparkxml import Bonsai, Parabel
+
+    train, test = _multilabel(spark)
+    for est in (Parabel(numTrees=2, numWorkers=2, maxLeafLabels=20),
+                Bonsai(numTrees=2, numWorkers=2, maxLeafLabels=20, loss="logistic")):
+        est.fit(train).transform(test).collect()
+
+
 def profile_gbt(spark):
     """A dense GBT classifier / regressor fit and transform, one thread a task (the training
     tasks warm this group)."""
@@ -165,7 +175,8 @@ def profile_forest(spark):
 
 PROFILES = {"fastxml": profile_fastxml, "gbt": profile_gbt, "gbt_threads": profile_gbt_threads,
             "fastxml_more": profile_fastxml_more, "gbt_more": profile_gbt_more,
-            "linear": profile_linear, "fm": profile_fm, "forest": profile_forest}
+            "linear": profile_linear, "fm": profile_fm, "forest": profile_forest,
+            "labeltree": profile_labeltree}
 
 
 def _run_profile(name: str) -> None:

@@ -294,6 +294,24 @@ def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_label
     return forest, extra, [infos[r] for r in sorted(infos)]
 
 
+def group_tables(batches):
+    """(group key, its rows as one Arrow table ordered by (_k1, _k2)) for each ``_g`` group
+    of a replicated training task's batches: the order must not depend on how the shuffle
+    delivered the rows."""
+    by_group: dict = {}
+    for b in batches:
+        if b.num_rows == 0:
+            continue
+        g = b.column("_g").to_numpy()
+        for key in np.unique(g):
+            sel = b.filter(pa.array(g == key)) if len(np.unique(g)) > 1 else b
+            by_group.setdefault(int(key), []).append(sel)
+    for key, parts in by_group.items():
+        table = pa.Table.from_batches(parts).combine_chunks()
+        order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
+        yield key, table.take(pa.array(order))
+
+
 def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
                    fcol: str, lcol: str, propensity, tail: bool, extra_key, progress=None):
     # Plain locals only: the closure is pickled to the tasks.
@@ -306,19 +324,7 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
         warm_async("fastxml")  # load/compile the kernels while the rows arrive
         reset_ok = reset_peak_rss()
         rss0 = rss_bytes()
-        by_group: dict = {}
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            g = b.column("_g").to_numpy()
-            for key in np.unique(g):
-                sel = b.filter(pa.array(g == key)) if len(np.unique(g)) > 1 else b
-                by_group.setdefault(int(key), []).append(sel)
-        for key, parts in by_group.items():
-            table = pa.Table.from_batches(parts).combine_chunks()
-            # Row order must not depend on how the shuffle delivered the rows.
-            order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
-            table = table.take(pa.array(order))
+        for key, table in group_tables(batches):
             xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
                                                     num_features=n_features)
             yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
@@ -353,5 +359,5 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
 
 
 __all__ = ["FOREST_DTYPES", "EXTRA_DTYPES", "TAIL_KEYS", "check_memory", "data_stats",
-           "estimate_task_bytes", "fit_forest", "ordered_rows", "replicated_bytes", "tail_bytes",
-           "task_memory"]
+           "estimate_task_bytes", "fit_forest", "group_tables", "ordered_rows",
+           "replicated_bytes", "tail_bytes", "task_memory"]

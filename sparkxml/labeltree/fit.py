@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pyarrow as pa
 
 from sparkxml._core.barrier import (
     RESULT_SCHEMA,
@@ -32,6 +31,7 @@ from sparkxml._core.progress import FitProgress
 from sparkxml.fastxml.fit import (
     check_memory,
     data_stats,
+    group_tables,
     ordered_rows,
     replicated_bytes,
     task_memory,
@@ -102,18 +102,7 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
 
         reset_ok = reset_peak_rss()
         rss0 = rss_bytes()
-        by_group: dict = {}
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            g = b.column("_g").to_numpy()
-            for key in np.unique(g):
-                by_group.setdefault(int(key), []).append(b.filter(pa.array(g == key)))
-        for key, parts in by_group.items():
-            table = pa.Table.from_batches(parts).combine_chunks()
-            # the row order must not depend on how the shuffle delivered the rows
-            order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
-            table = table.take(pa.array(order))
+        for key, table in group_tables(batches):
             xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
                                                     num_features=n_features)
             yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)

@@ -223,32 +223,17 @@ class LabelTreeModel(SparkXMLPredictorModel, LabelTreeParams):
     predictor = FastXMLModel.predictor
     _transform_validated = FastXMLModel._transform_validated
 
-    @property
-    def numFeatures(self) -> int:
-        return int(self._arrays["n_features"])
-
-    @property
-    def numLabels(self) -> int:
-        return int(self._arrays["n_labels"])
-
-    @property
-    def trees(self) -> int:
-        return len(self._arrays["tree_ids"])
-
-    def setTopK(self, value: int):
-        return self._set(topK=value)
+    # the same arrays and outputs as FastXML's model: the same accessors and setters
+    numFeatures = FastXMLModel.numFeatures
+    numLabels = FastXMLModel.numLabels
+    trees = FastXMLModel.trees
+    setTopK = FastXMLModel.setTopK
+    setFeaturesCol = FastXMLModel.setFeaturesCol
+    setPredictionCol = FastXMLModel.setPredictionCol
+    setScoresCol = FastXMLModel.setScoresCol
 
     def setBeamWidth(self, value: int):
         return self._set(beamWidth=value)
-
-    def setFeaturesCol(self, value: str):
-        return self._set(featuresCol=value)
-
-    def setPredictionCol(self, value: str):
-        return self._set(predictionCol=value)
-
-    def setScoresCol(self, value: str):
-        return self._set(scoresCol=value)
 
 
 class ParabelModel(LabelTreeModel):

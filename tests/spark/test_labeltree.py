@@ -153,3 +153,20 @@ def test_bibtex_parabel_precision(spark):
     print("Bibtex Parabel", " ".join(f"P@{k} {v:.4f}" for k, v in p.items()))
     # omikuji 0.5.2 defaults measured 0.6358/0.3889/0.2853 on this split (data README)
     assert p[1] >= 0.6328 and p[3] >= 0.3859 and p[5] >= 0.2823, p
+
+
+def test_verbose_fit_logs_trees_per_task(synth, caplog):
+    import logging
+    import re
+
+    caplog.set_level(logging.INFO, logger="sparkxml")
+    Parabel(maxLeafLabels=12, numTrees=3, numWorkers=2, verbose=1).fit(synth[0])
+    lines = [r.getMessage() for r in caplog.records]
+    done = {}
+    for m in (re.match(r"Parabel task (\d) tree (\d)/(\d)", x) for x in lines):
+        if m:
+            done[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    # trees 0, 2 on one task and 1 on the other, each task's last line says all of its trees
+    assert sorted(done.values()) == [(1, 1), (2, 2)], lines
+    for phase in ("checks", "train"):
+        assert any(x.startswith(f"Parabel {phase}: ") for x in lines), lines
