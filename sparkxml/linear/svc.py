@@ -265,11 +265,12 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
         Log one line every ``verbose`` rounds (primal objective, duality gap) through the
         Python logger ``sparkxml`` (``sparkxml._core.progress``); 0 = silent.
 
-    Differences from liblinear / scikit-learn's LinearSVC
-    ------------------------------------------------------
+    Notes
+    -----
+    Differences from liblinear / scikit-learn's LinearSVC:
+
     - ``standardization=True`` (the default, Spark MLlib's) solves liblinear's problem on
-      standardised features, so the model differs from liblinear's on the raw features (on
-      unscaled dense data it is usually better conditioned and as accurate); set
+      standardised features, so the model differs from liblinear's on the raw features; set
       ``standardization=False`` for liblinear's objective.
     - The intercept is regularised as liblinear's ``-B 1``; MLlib's is not.
     - Non-convergence warns with ``sparkxml.linear.ConvergenceWarning`` (scikit-learn's
