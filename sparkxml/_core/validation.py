@@ -36,3 +36,26 @@ def check_output_columns(columns, names) -> None:
         name = item[0] if isinstance(item, tuple) else item
         if name in present:
             raise ValueError(f"output column '{name}' already exists in the DataFrame")
+
+
+def inferred_classes(label: str, label_max, distinct, limit: int,
+                     explicit: bool = True) -> int:
+    """numClasses from the largest label (at least 2), refused on the driver, before any
+    training, when it exceeds ``limit`` or is much larger than the number of distinct labels
+    (``distinct``, approximate; None: unknown): a label such as 10**9 among 0 and 1 would
+    otherwise size every per-class array by a billion. ``explicit``: the estimator has a
+    numClasses param that can ask for that many classes anyway."""
+    k = max(2, int(min(label_max, 2.0**62)) + 1)
+    if k > limit:
+        raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, so "
+                         f"numClasses would be {k}, above the limit of {limit} classes; "
+                         f"class labels must be 0, 1, ..., numClasses-1 (re-index them, e.g. "
+                         f"with StringIndexer)")
+    if distinct is not None and k > 2 * int(distinct) + 10:
+        anyway = (f", or set numClasses explicitly to train {k} classes anyway"
+                  if explicit else "")
+        raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, so "
+                         f"numClasses would be {k}, but only about {int(distinct)} distinct "
+                         f"labels occur: re-index the labels to 0..{int(distinct) - 1} (e.g. "
+                         f"with StringIndexer){anyway}")
+    return k

@@ -58,6 +58,7 @@ from sparkxml._core.params import (
 )
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
+from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml.forest.params import (
     HasBootstrap,
@@ -83,6 +84,11 @@ from sparkxml_kernels.forest.criteria import (
 )
 from sparkxml_kernels.forest.predictor import ARRAY_KEYS, ForestPredictor
 from sparkxml_kernels.forest.splitter import sklearn_seed
+
+# classes a classifier may infer from its labels (as GBT's softmax), and the largest node
+# histogram a fit may allocate (features x bins x sums, float64)
+MAX_CLASSES = 10_000
+MAX_NODE_HISTOGRAM_BYTES = 1 << 30
 
 # rows the sketch job summarises (LightGBM bins from 200,000 rows): below this, bins are exact
 # for every feature with at most maxBins distinct values
@@ -247,6 +253,32 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         w[present] = counts.sum() / (present.sum() * counts[present])
         return w.tolist()
 
+    def _check_sizes(self, stats, k, weight, max_bins):
+        """Refuse, before the sketch and the training, what would allocate without bound: a
+        node's histogram is features x bins x sums (classes + 1, or 5 for regression; up to
+        three levels each when the sums are not integers, ``exactsum``)."""
+        if stats["weight_train"] <= 0:
+            raise ValueError(f"weightCol: column '{weight}' is 0 on every row: nothing to "
+                             f"train on")
+        d = stats["d"]
+        if d < 1:
+            raise ValueError(f"featuresCol: column '{self.getFeaturesCol()}' holds vectors of "
+                             f"size 0: trees need at least one feature")
+        feats = d if not self._forest else n_subset_features(
+            self.getFeatureSubsetStrategy(), d, self._task == "classification", True)
+        S = k + 1 if k else 5
+        plain = bool(k) and weight is None and self._opt(self.classWeight) is None
+        width = S if plain else 1 + 3 * (S - 1)
+        slots = min(max_bins, stats["n_train"]) + 1
+        nbytes = feats * slots * width * 8
+        if nbytes > MAX_NODE_HISTOGRAM_BYTES:
+            what = f"{k} classes" if k else "the regression sums"
+            raise ValueError(f"{what} x up to {slots} bins x {feats} features make "
+                             f"{nbytes / 2**30:.1f} GiB per node histogram, above the limit of "
+                             f"{MAX_NODE_HISTOGRAM_BYTES / 2**30:.0f} GiB: lower maxBins"
+                             f"{', featureSubsetStrategy' if self._forest else ''} or the "
+                             f"number of features, or re-index the labels")
+
     def _split_params(self, crit, k, d):
         mtry = n_subset_features(self.getFeatureSubsetStrategy(), d,
                                  self._task == "classification", self._forest)
@@ -283,8 +315,11 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                                      extra=self._extra_checks(spec, label))
                 self._raise_on_extra(spec, label, crit, stats["extra"])
                 d = stats["d"]
-                k = int(stats["label_max"]) + 1 if self._task == "classification" else 0
-                k = max(k, 2) if self._task == "classification" else 0
+                k = 0
+                if self._task == "classification":
+                    k = inferred_classes(label, stats["label_max"], stats["label_distinct"],
+                                         MAX_CLASSES, explicit=False)
+                self._check_sizes(stats, k, weight, max_bins)
                 n_workers = workers_for(spark, stats, None, n_workers)
                 class_weights = self._class_weights(dataset, label, k)
             checks_seconds = time.perf_counter() - t0

@@ -63,6 +63,7 @@ from sparkxml._core.params import (
     add_setters,
 )
 from sparkxml._core.progress import FitProgress
+from sparkxml._core.validation import inferred_classes
 from sparkxml.gbt.fit import GBTEstimator
 from sparkxml.gbt.models import GBTModelBase, single_row_classifier_api
 from sparkxml.gbt.objective_params import RegressionObjectiveParams
@@ -437,7 +438,7 @@ class GBTClassifier(GBTEstimator, _GBTClassifierParams):
     def _objective(self, label, label_max, distinct=None):
         k = self._opt(self.numClasses)
         if k is None:
-            k = _inferred_classes(label, label_max, distinct)
+            k = inferred_classes(label, label_max, distinct, MAX_OUTPUTS)
         elif label_max >= k:
             raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, "
                              f"outside 0..{k - 1} (numClasses={k})")
@@ -449,25 +450,6 @@ class GBTClassifier(GBTEstimator, _GBTClassifierParams):
             raise ValueError(f"evalMetric '{metric}' does not apply to {k} classes; use one of "
                              f"{list(allowed)}")
         return ("logistic" if k == 2 else "softmax"), int(k), metric
-
-
-def _inferred_classes(label, label_max, distinct) -> int:
-    """numClasses from the largest label (at least 2), refused before any training when it
-    exceeds ``MAX_OUTPUTS`` or is much larger than the number of distinct labels (a softmax
-    grows one tree per class per round: labels such as 0, 1, 10**9 would need a billion)."""
-    k = max(2, int(min(label_max, 2.0**62)) + 1)
-    if k > MAX_OUTPUTS:
-        raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, so "
-                         f"numClasses would be {k}, above the limit of {MAX_OUTPUTS} classes; "
-                         f"class labels must be 0, 1, ..., numClasses-1 (re-index them, e.g. "
-                         f"with StringIndexer)")
-    if distinct is not None and k > 2 * int(distinct) + 10:
-        raise ValueError(f"labelCol: column '{label}' holds the label {label_max!r}, so "
-                         f"numClasses would be {k}, but only about {int(distinct)} distinct "
-                         f"labels occur: re-index the labels to 0..{int(distinct) - 1} (e.g. "
-                         f"with StringIndexer), or set numClasses explicitly to train {k} "
-                         f"classes anyway")
-    return k
 
 
 add_setters(GBTRegressor, COMMON_PARAMS + _REGRESSOR_PARAMS)

@@ -15,8 +15,9 @@ A statistic whose terms are all integers, with ``rows * max|x| < 2**53``, is sum
 levels): its float64 sums are exact already (counts, integer weights and targets, which is
 also what keeps single trees equal to scikit-learn's there). Otherwise it gets the fewest
 levels, up to :data:`MAX_LEVELS`, whose last rounding is below the float64 precision of the
-smallest non-zero term; beyond that the sum still does not depend on the order, and its error
-is at most ``rows * 2**-156`` of the largest term's scale.
+smallest non-zero term or below ``2**-RELATIVE_BITS`` of the bound on any sum (two levels up
+to 2**25 rows). Whatever the levels, the sum does not depend on the order; only its error
+(below float64's rounding of the bound) does on the number of levels.
 """
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ import numpy as np
 from .._jit import njit
 
 MAX_LEVELS = 3
+# levels stop once their rounding is below 2**-RELATIVE_BITS of the bound 2**e on any sum:
+# far below float64's own rounding of such a sum (2**-53 of it), and two levels reach it up
+# to 2**25 rows
+RELATIVE_BITS = 80
 
 
 class LevelPlan:
@@ -82,6 +87,7 @@ def plan_levels(maxabs, minabs, integral, n_total: int) -> LevelPlan:
             continue
         low = float(minabs[s])
         goal = math.frexp(low)[1] - 54 if math.isfinite(low) and low > 0 else -1074
+        goal = max(goal, e - RELATIVE_BITS)
         for lev in range(MAX_LEVELS):
             if e < -1000:
                 break

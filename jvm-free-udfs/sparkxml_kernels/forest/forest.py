@@ -4,7 +4,8 @@ Rows and bootstrap
 ------------------
 Every rank holds its own rows. Row ``r``'s count in tree ``t`` is drawn from a hash of
 (its content key, seed, t): Poisson(subsamplingRate) with ``bootstrap`` (Spark MLlib's
-resampling), else 1 with probability subsamplingRate (all rows at 1.0). Counts depend on
+resampling), else 1 with probability subsamplingRate (all rows at 1.0); a tree that draws no
+row at all (on a handful of rows) takes every row once. Counts depend on
 neither the partitioning nor the number of ranks; rows with equal content share a key and so
 their counts (exact duplicates are resampled together). A row's weight in tree t is its
 sample (and class) weight times its count; rows at 0 take no part in t.
@@ -587,6 +588,12 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         small_rows = small_node_rows(mtry, n_slots, S, d)
     counts = bootstrap_counts(keys, seed, n_trees, bootstrap, rate)
     counts[:, rw <= 0] = 0
+    # a tree whose sample is empty (likely on a few rows: e**-n per tree) takes every row
+    # once instead: a root without weight has no impurity nor value
+    drawn = collective.allreduce_sum((counts > 0).sum(axis=1).astype(np.float64)) \
+        if n_trees else np.zeros(0)
+    for t in np.flatnonzero(np.asarray(drawn) == 0):
+        counts[t, rw > 0] = 1
     # histogram sums that do not depend on which rank holds a row nor on the row order
     plan = stat_plan(collective, is_classification(crit), p.n_classes, cls, y, ylny_, rw,
                      counts.max(axis=0) if n_trees and n else np.zeros(n))
