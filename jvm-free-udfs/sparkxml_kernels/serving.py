@@ -278,6 +278,38 @@ class ServedFMClassifier(ServedFM):
         return np.column_stack([1.0 - pred, pred])
 
 
+def kernel_from_arrays(kind: str, arrays: dict, meta: dict):
+    """The family's kernel predictor from a saved model's arrays and metadata (what
+    ``load_model`` reads from the directory; ``sparkxml.serving.predict_udf`` gets the arrays
+    memory-mapped, once per worker)."""
+    if kind == "fastxml":
+        from .fastxml.predictor import FastXMLPredictor
+
+        return FastXMLPredictor(arrays, int(arrays["n_features"]), int(arrays["n_labels"]),
+                                float(arrays["bias"]))
+    if kind == "pfastrexml":
+        from .fastxml.pfastre import PfastreXMLPredictor
+
+        return PfastreXMLPredictor.from_arrays(arrays, meta)
+    if kind == "gbt":
+        from .gbt.predictor import TreeEnsemblePredictor
+
+        return TreeEnsemblePredictor.from_arrays(arrays)
+    if kind == "forest":
+        from .forest.predictor import ForestPredictor
+
+        return ForestPredictor.from_arrays(arrays)
+    if kind == "linear_svm":
+        from .linear.predictor import LinearSVCPredictor
+
+        return LinearSVCPredictor.from_arrays(arrays, model_params(meta).get("threshold"))
+    if kind in ("fm", "gbfm"):
+        from .fm.predictor import FMPredictor, GBFMPredictor
+
+        return (FMPredictor if kind == "fm" else GBFMPredictor).from_arrays(arrays)
+    raise ValueError(f"model kind {kind!r} is not a predictor")
+
+
 def serve(kind: str, predictor, meta: dict):
     """The served model of a loaded kernel predictor (``load_model``); a ``fields``
     vocabulary (an encoder, not a predictor) is returned as is."""
@@ -301,4 +333,4 @@ def serve(kind: str, predictor, meta: dict):
 
 __all__ = ["ServedModel", "ServedXML", "ServedGBT", "ServedGBTClassifier", "ServedForest",
            "ServedForestClassifier", "ServedLinearSVC", "ServedFM", "ServedFMClassifier",
-           "model_params", "serve"]
+           "kernel_from_arrays", "model_params", "serve"]

@@ -216,3 +216,26 @@ def test_xml_predict_topk_equals_transform_on_bibtex(spark, tmp_path, est):
     labels, scores = served.predict_topk(sp.csr_matrix((xd, xx, xi), shape=(len(xi) - 1, d)),
                                          5)
     assert labels == want[0] and scores == want[1]
+
+
+# ------------------------------------------------------------------------ predict_udf
+def test_predict_udf_scores_a_saved_model_in_a_spark_job(tab, xml, tmp_path):
+    from pyspark.ml.functions import vector_to_array
+
+    from sparkxml.serving import predict_udf
+
+    _, _, df = tab
+    gbt = GBTClassifier(featuresCols=COLS, maxIter=4, maxDepth=3, numWorkers=1, seed=1).fit(df)
+    gbt.write().save(str(tmp_path / "gbt"))
+    score = predict_udf(str(tmp_path / "gbt"))
+    got = df.select(score(*COLS).alias("p"))
+    want = _col(gbt.transform(df), "prediction")
+    np.testing.assert_array_equal(_col(got, "p"), want)  # NaN in c4 read as missing
+    train, test, _ = xml
+    fx = FastXML(numTrees=3, numWorkers=1, maxLeaf=6, seed=1).fit(train)
+    fx.write().save(str(tmp_path / "fx"))
+    labels = [list(r[0]) for r in test.select(predict_udf(str(tmp_path / "fx"))(
+        vector_to_array("features"))).collect()]
+    assert labels == _topk(fx, test)[0]
+    with pytest.raises(sparkxml_kernels.ModelFormatError, match="does not exist"):
+        predict_udf(str(tmp_path / "nothing"))
