@@ -152,6 +152,9 @@ def _stages_of(model) -> list:
             out.append(({"type": "vector_assembler", "inputCols": list(st.getInputCols()),
                          "outputCol": st.getOutputCol(), "handleInvalid": hi}, None))
         elif getattr(st, "_model_kind", None) == "fields" and not last:
+            if st.getHandleInvalid() == "skip":
+                raise ValueError("FieldEncoderModel with handleInvalid='skip' drops rows; the "
+                                 "sparkxml flavor serves one prediction per input row")
             out.append(({"type": "sparkxml", "outputCol": st.getOutputCol(),
                          "handleInvalid": st.getHandleInvalid()}, st))
         elif getattr(st, "_model_kind", None) and last and st._model_kind != "fields":
