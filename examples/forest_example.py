@@ -98,8 +98,8 @@ def main():
         print(f"reloaded with Spark, test accuracy "
               f"{evaluator.evaluate(again.transform(test)):.4f}")
         predictor = sparkxml_kernels.load_model(path)  # no Spark needed from here
-        proba = predictor.predict_values(Xt)
-    print(f"served without Spark, test accuracy {float((proba.argmax(1) == yt).mean()):.4f}")
+        pred = predictor.predict(Xt)
+    print(f"served without Spark, test accuracy {float((pred == yt).mean()):.4f}")
     spark.stop()
 
 

@@ -83,7 +83,7 @@ def main():
         again = GBTClassificationModel.load(path)
         assert again.getNumTrees == model.getNumTrees
         predictor = sparkxml_kernels.load_model(path)  # no Spark needed from here on
-        p = predictor.predict(test_pdf[features].to_numpy())[:, 1]
+        p = predictor.predict_proba(test_pdf[features])[:, 1]  # columns by name
     print(f"served without Spark: {len(p)} probabilities, first {np.round(p[:3], 4).tolist()}")
     spark.stop()
 

@@ -48,19 +48,17 @@ def load_model(path: str) -> Any:
 
     Returns
     -------
-    predictor
-        For FastXML a ``FastXMLPredictor`` whose ``predict(X_csr, k)`` returns
-        (labels int32 (n, k), scores float32 (n, k)), best first; for PfastreXML a
-        ``PfastreXMLPredictor`` with the same ``predict``. For Parabel / Bonsai a
-        ``LabelTreePredictor``: ``predict(indptr, indices, data, k)`` as FastXML's and
-        ``predict_topk(X, k)`` (per row the lists ``transform`` writes). For FM / GBFM an
-        ``FMPredictor`` / ``GBFMPredictor`` (``predict(X)``: values, or (n, 2) class
-        probabilities); for a ``FieldEncoderModel`` a ``FieldVocabulary``
-        (``encode(columns)`` -> CSR).
-        For trees and forests a ``ForestPredictor`` (``predict``, ``predict_values``,
-        ``tree_arrays(i)``). For the GBT engine's models a
-        ``gbt.predictor.TreeEnsemblePredictor``: ``predict_raw(X)``, ``predict(X)``,
-        ``predict_contributions(X)`` (SHAP), ``predict_leaf(X)``.
+    ServedModel
+        One API for every model kind (``sparkxml_kernels.serving``): ``predict(X)`` gives
+        what the Spark model's ``transform`` puts in its prediction column, bit for bit;
+        classifiers (GBT, trees and forests, FM / GBFM) add ``predict_proba(X)``; FastXML,
+        PfastreXML, Parabel and Bonsai add ``predict_topk(X, k)`` -> (labels, scores), lists per row as
+        ``transform`` gives them; ``predict_raw``, ``predict_contributions`` (SHAP) and
+        ``predict_leaf`` where the family has them. ``X``: a numpy array, a scipy.sparse
+        matrix or a pandas DataFrame of the training feature columns; wrong widths, dtypes,
+        columns and NaN where the model refuses it raise ``ValueError`` naming the problem.
+        ``.predictor`` is the family's kernel predictor. A ``FieldEncoderModel`` (an
+        encoder) loads as a ``FieldVocabulary`` (``encode(columns)`` -> CSR).
 
     Raises
     ------
@@ -86,8 +84,11 @@ def load_model(path: str) -> Any:
     ...     model.write().save(tmp + "/tree")
     ...     predictor = load_model(tmp + "/tree")
     >>> type(predictor).__name__
-    'ForestPredictor'
+    'ServedForest'
     >>> predictor.predict(np.array([[5.0, 1.0], [6.0, 3.0]]))
+    array([3., 9.])
+    >>> import pandas as pd
+    >>> predictor.predict(pd.DataFrame({"x1": [1.0, 3.0], "x0": [5.0, 6.0]}))
     array([3., 9.])
     """
     import importlib
@@ -103,7 +104,9 @@ def load_model(path: str) -> Any:
         obj: Any = importlib.import_module(mod)
         for part in attr.split("."):
             obj = getattr(obj, part)
-        return obj(path, meta)
+        from .serving import serve
+
+        return serve(kind, obj(path, meta), meta)
     except LOAD_ERRORS as e:
         raise as_format_error(path, e) from (e if isinstance(e, OSError) else None)
 

@@ -185,8 +185,9 @@ class PfastreXMLModel(FastXMLModel, _PfastreXMLParams):
     ``inv_prop`` float32 (L,) the inverse propensities used in training, and the tail
     centroids as CSR over labels ``tail_indptr`` int64 (L+1,), ``tail_index`` int32 (feature
     id, ``n_features`` being the bias, ascending), ``tail_value`` float32 (all three empty
-    when fitted with ``tailClassifiers=False``). ``sparkxml_kernels.load_model(path)`` returns
-    a ``PfastreXMLPredictor`` with the saved gamma, alpha, numCandidates, tailClassifiers.
+    when fitted with ``tailClassifiers=False``). ``sparkxml_kernels.load_model(path)`` serves
+    it with the saved gamma, alpha, numCandidates, tailClassifiers and topK (its
+    ``.predictor`` is a ``PfastreXMLPredictor``).
     """
 
     _model_kind = "pfastrexml"

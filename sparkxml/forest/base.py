@@ -366,7 +366,7 @@ class TreeModel(SparkXMLPredictorModel):
     ``sparkxml_kernels.forest.predictor`` arrays (every tree in scikit-learn's ``tree_``
     layout, concatenated, with ``tree_offsets``), plus ``oob_score`` (0-d, forests fitted with
     ``oobScore``) and the training summary (``summary.*``, :class:`TreeTrainingSummary`).
-    ``sparkxml_kernels.load_model(path)`` returns a ``ForestPredictor``.
+    ``sparkxml_kernels.load_model(path)`` serves it (its ``.predictor`` is a ``ForestPredictor``).
     """
 
     _model_kind = "forest"

@@ -213,7 +213,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         if isinstance(init, str):
             import sparkxml_kernels
 
-            pred = sparkxml_kernels.load_model(init)
+            # the served model's kernel predictor (a FieldVocabulary has none)
+            pred = getattr(sparkxml_kernels.load_model(init), "predictor", None)
             if not isinstance(pred, TreeEnsemblePredictor):
                 raise ValueError(f"initModel: {init} is not a model of the GBT engine")
         else:

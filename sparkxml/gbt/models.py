@@ -25,14 +25,10 @@ from sparkxml._core.progress import FitProgress
 from sparkxml._core.validation import check_output_columns
 from sparkxml.gbt.features import SPARSE_MIN_FEATURES
 from sparkxml.gbt.summary import GBTTrainingSummary
-from sparkxml.gbt.tasks import (
-    class_scores,
-    make_predict_fn,
-    predict_from_probability,
-    predictor_with_missing,
-)
+from sparkxml.gbt.tasks import make_predict_fn, predictor_with_missing
 from sparkxml_kernels.gbt import dump as _dump
 from sparkxml_kernels.gbt.metrics import metric_from_stats, metric_stats
+from sparkxml_kernels.gbt.outputs import class_scores, predict_from_probability
 from sparkxml_kernels.gbt.predictor import ARRAY_KEYS, OPTIONAL_KEYS, TreeEnsemblePredictor
 
 _M_COL = "__sparkxml_margin"

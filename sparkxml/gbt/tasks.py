@@ -15,6 +15,11 @@ import pyarrow as pa
 from sparkxml._core.arrow import batch_features, dense_vectors, margin_column
 from sparkxml._core.histogram_tasks import task_threads
 from sparkxml_kernels.gbt.objectives import LOG_LINK
+from sparkxml_kernels.gbt.outputs import (
+    CLASSIFIER_OBJECTIVES,
+    class_scores,
+    predict_from_probability,
+)
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.model_cache import as_handle
 from sparkxml_kernels.threads import max_threads, use_threads
@@ -145,36 +150,6 @@ def address_hook(fault):
     return hook
 
 
-def class_scores(raw, n_outputs):
-    """(raw vectors, probabilities) of a classifier: [-m, m] and [1 - p, p] for logistic
-    (Spark ML's convention), the K scores and the softmax for multiclass."""
-    if n_outputs == 1:
-        m = np.asarray(raw, np.float64).reshape(-1)
-        e = np.exp(-np.abs(m))  # the sigmoid without overflow warnings
-        p1 = np.where(m >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-        return np.column_stack([-m, m]), np.column_stack([1.0 - p1, p1])
-    rawm = np.asarray(raw, np.float64).reshape(-1, n_outputs)
-    if not rawm.size:
-        return rawm, rawm
-    e = np.exp(rawm - rawm.max(axis=1, keepdims=True))
-    return rawm, e / e.sum(axis=1, keepdims=True)
-
-
-def predict_from_probability(prob, thresholds=None):
-    """Class index per row: argmax of p / t with ``thresholds`` t (a 0 threshold makes its
-    class win whenever its probability is > 0), as Spark ML's probabilistic classifiers;
-    argmax of p without."""
-    if not prob.size:
-        return np.zeros(0)
-    if thresholds is None:
-        return np.argmax(prob, axis=1).astype(np.float64)
-    t = np.asarray(thresholds, np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scaled = np.where(t == 0.0, np.where(prob > 0, np.inf, 0.0), prob / np.where(t == 0,
-                                                                                  1.0, t))
-    return np.argmax(scaled, axis=1).astype(np.float64)
-
-
 def _contrib_array(phi):
     """array<double> per row (one output) or array<array<double>> (per class)."""
     if phi.ndim == 2:
@@ -191,7 +166,7 @@ def _output_arrays(pred, X, margin, kinds, thresholds=None, ordinals=None, n_thr
     """The output columns ``kinds`` of a batch: "pred" (value, or class), "raw", "prob",
     "score" (LambdaMART), "contrib" (SHAP), "leaf" (MLlib leaf indices)."""
     raw = pred.predict_raw(X, base_margin=margin, n_threads=n_threads)
-    classifier = pred.objective in ("logistic", "softmax")
+    classifier = pred.objective in CLASSIFIER_OBJECTIVES
     rawm = prob = None
     if classifier:
         rawm, prob = class_scores(raw, pred.n_outputs)

@@ -23,7 +23,7 @@ def test_fastxml_over_connect(spark_connect, tmp_path):
     assert got == want
 
     (xi, xj, xv), _ = csr_rows(X, Y, 600, 800)
-    labels, _ = sparkxml_kernels.load_model(path).predict(xi, xj, xv, 5)
+    labels, _ = sparkxml_kernels.load_model(path).predictor.predict(xi, xj, xv, 5)
     assert [labels[i, :len(p)].tolist() for i, (p, _) in enumerate(want)] == [p for p, _ in want]
 
     pipe = Pipeline(stages=[FastXML(numTrees=2, numWorkers=2)]).fit(train)

@@ -27,7 +27,7 @@ def test_fm_and_gbfm_over_connect(spark_connect, tmp_path):
     loaded = FMClassificationModel.load(path)
     p2 = np.array([r[0][1] for r in loaded.transform(df).select("probability").collect()])
     np.testing.assert_array_equal(p2, p)
-    np.testing.assert_allclose(sparkxml_kernels.load_model(path).predict(X)[:, 1], p,
+    np.testing.assert_allclose(sparkxml_kernels.load_model(path).predict_proba(X)[:, 1], p,
                                rtol=0, atol=1e-12)
 
     cols, rating, _ = make_ratings(1500, n_users=30, n_items=20, seed=1)

@@ -38,7 +38,7 @@ def test_gbt_over_connect(spark_connect, tmp_path):
     loaded = GBTClassificationModel.load(path)
     p2 = np.array([r[0][1] for r in loaded.transform(df).select("probability").collect()])
     np.testing.assert_array_equal(p2, p)
-    np.testing.assert_allclose(sparkxml_kernels.load_model(path).predict(X)[:, 1], p,
+    np.testing.assert_allclose(sparkxml_kernels.load_model(path).predict_proba(X)[:, 1], p,
                                rtol=0, atol=1e-12)
 
     # numeric columns as features, in a saved Pipeline

@@ -84,7 +84,7 @@ def test_format_version_1_directories_still_load(tmp_path):
     path = str(tmp_path / "v1")
     _v1_directory(path, arrays, "sparkxml.fastxml.FastXMLModel", "fastxml")
     _assert_same(persist.load_arrays(path), arrays)
-    got = sparkxml_kernels.load_model(path).predict(*X, 3)
+    got = sparkxml_kernels.load_model(path).predictor.predict(*X, 3)
     want = FastXMLPredictor(arrays, 50, 10, 1.0).predict(*X, 3)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
@@ -108,7 +108,7 @@ def test_load_model_reads_dbfs_uris_through_the_fuse_mount(tmp_path, monkeypatch
                            persist.metadata_json("sparkxml.FastXMLModel", "u", {}, {}, "fastxml"),
                            arrays, overwrite=False)
     for uri in ("dbfs:/models/fx", "dbfs:///models/fx"):
-        got = sparkxml_kernels.load_model(uri).predict(*X, 2)
+        got = sparkxml_kernels.load_model(uri).predictor.predict(*X, 2)
         np.testing.assert_array_equal(got[0], FastXMLPredictor(arrays, 50, 10, 1.0)
                                       .predict(*X, 2)[0])
 

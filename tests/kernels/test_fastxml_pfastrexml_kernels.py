@@ -185,9 +185,9 @@ def test_pfastre_predictor_validation_and_loading(tmp_path):
                           "tailClassifiers": True}, "pfastrexml")
     save_directory(path, meta, saved, overwrite=False)
     loaded = load_model(path)
-    assert isinstance(loaded, PfastreXMLPredictor) and loaded.alpha == 0.5
+    assert isinstance(loaded.predictor, PfastreXMLPredictor) and loaded.alpha == 0.5
     want = PfastreXMLPredictor(arrays, d, L, 1.0, alpha=0.5).predict(*data[:3], 5)
-    for a, b in zip(loaded.predict(*data[:3], 5), want):
+    for a, b in zip(loaded.predictor.predict(*data[:3], 5), want):
         np.testing.assert_array_equal(a, b)
     bad = str(tmp_path / "bad")
     save_directory(bad, meta, dict(saved, tail_indptr=saved["tail_indptr"][:-1]),

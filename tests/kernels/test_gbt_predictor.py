@@ -77,8 +77,8 @@ def test_arrays_roundtrip_and_directory_loading(model, tmp_path):
     save_directory(path, metadata_json("sparkxml.GBTClassificationModel", "uid1", {}, {},
                                        "gbt"), arrays, overwrite=False)
     loaded = load_model(path)
-    assert isinstance(loaded, TreeEnsemblePredictor)
-    np.testing.assert_array_equal(loaded.predict(X), pred.predict(X))
+    assert isinstance(loaded.predictor, TreeEnsemblePredictor) and loaded.is_classifier
+    np.testing.assert_array_equal(loaded.predict_proba(X), pred.predict(X))
     bad = dict(arrays, left=arrays["left"][::-1].copy())
     save_directory(path, metadata_json("x", "u", {}, {}, "gbt"), bad, overwrite=True)
     with pytest.raises(ModelFormatError):

@@ -328,7 +328,7 @@ def test_predictor_roundtrip_and_errors(tmp_path):
     persist.save_directory(path, meta, p.to_arrays(), overwrite=False)
     q = load_model(path)
     np.testing.assert_array_equal(q.predict(X), p.predict(X))
-    with pytest.raises(ValueError, match="expects 12"):
+    with pytest.raises(ValueError, match="X has 5 features; LinearSVCModel was trained on 12"):
         q.predict(X[:, :5])
     bad = X.toarray()
     bad[0, 0] = np.nan

@@ -73,7 +73,7 @@ def test_gbt_classifier_tsv_train_predict_evaluate(spark, files, capsys):
                          "--output", str(d / "clf.txt")], capsys)
     assert rc == 0, err
     # binary: P(class 1) a line, equal to the saved model's kernel predictor
-    want = sparkxml_kernels.load_model(model).predict(X[240:])[:, 1]
+    want = sparkxml_kernels.load_model(model).predict_proba(X[240:])[:, 1]
     np.testing.assert_allclose(_floats(d / "clf.txt").ravel(), want, rtol=1e-6)
     rc, out, err = _run(["gbt", "evaluate", "--data", str(d / "valid.tsv"), "--model", model],
                         capsys)

@@ -55,7 +55,7 @@ def test_file_uri_is_written_by_spark_and_reads_back_every_way(fx, tmp_path):
     for loaded in (FastXMLModel.load(uri), FastXMLModel.load(str(tmp_path / "m"))):
         assert _same_arrays(loaded, model)
     want = model.predictor.predict(*_csr(df), 5)
-    got = sparkxml_kernels.load_model(uri).predict(*_csr(df), 5)
+    got = sparkxml_kernels.load_model(uri).predictor.predict(*_csr(df), 5)
     np.testing.assert_array_equal(got[0], want[0])
     with pytest.raises(FileExistsError, match="already exists"):
         model.write().save(uri)

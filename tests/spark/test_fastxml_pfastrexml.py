@@ -89,8 +89,8 @@ def test_save_load_pipeline_and_kernel_loader(synth, model, tmp_path):
     want = _predictions(model.copy().setGamma(20.0), test)
     assert _predictions(loaded, test) == want
     (ti, tj, tv), _ = csr_rows(X, Y, 550, 700)
-    labels, _ = sparkxml_kernels.load_model(path).predict(ti, tj, tv, 5)
-    assert [labels[i, :len(p)].tolist() for i, (p, _) in enumerate(want)] == [p for p, _ in want]
+    labels, _ = sparkxml_kernels.load_model(path).predict_topk((ti, tj, tv, D), 5)
+    assert labels == [p for p, _ in want]
     with pytest.raises(ModelFormatError, match=r"not a sparkxml\.FastXMLModel"):
         FastXMLModel.load(path)
     pipe = PipelineModel(stages=[model.copy().setTopK(3)])

@@ -72,7 +72,7 @@ def test_fm_same_model_for_any_workers_and_partitioning(a9a, tmp_path):
     two.write().overwrite().save(path)
     loaded = FMClassificationModel.load(path)
     np.testing.assert_array_equal(_probs(loaded, df), p2)
-    np.testing.assert_allclose(sparkxml_kernels.load_model(path).predict(X)[:, 1], p2,
+    np.testing.assert_allclose(sparkxml_kernels.load_model(path).predict_proba(X)[:, 1], p2,
                                rtol=0, atol=1e-12)
     assert loaded.summary.history["alpha"] == two.summary.history["alpha"]
     for f in os.listdir(os.path.join(path, "data")):

@@ -85,7 +85,7 @@ def test_save_load_pipeline_and_kernel_loader(binary, binary_model, tmp_path):
     assert loaded.getNumTrees == 100 and loaded.uid == binary_model.uid
     # served without Spark: raw features in, same scores out
     pred = sparkxml_kernels.load_model(path)
-    p = pred.predict(te[FCOLS].to_numpy())[:, 1]
+    p = pred.predict_proba(te[FCOLS].to_numpy())[:, 1]
     np.testing.assert_allclose(p, want, rtol=0, atol=1e-12)
     with pytest.raises(ValueError):
         GBTRegressionModel.load(path)

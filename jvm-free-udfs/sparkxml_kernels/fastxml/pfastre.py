@@ -498,6 +498,14 @@ class PfastreXMLPredictor(FastXMLPredictor):
 
         arrays = load_arrays(path, required=FOREST_KEYS + TAIL_KEYS +
                              ("n_features", "n_labels", "bias"))
+        try:
+            return cls.from_arrays(arrays, meta)
+        except (ValueError, KeyError, IndexError) as e:
+            raise ModelFormatError(f"{path}: PfastreXML arrays are inconsistent: {e}") from None
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict | None = None):
+        """Build from a saved model's arrays and metadata (its params)."""
         meta = meta or {}
 
         def param(name, default):
@@ -506,13 +514,10 @@ class PfastreXMLPredictor(FastXMLPredictor):
                     return meta[key][name]
             return default
 
-        try:
-            return cls(arrays, int(arrays["n_features"]), int(arrays["n_labels"]),
-                       float(arrays["bias"]), bool(param("tailClassifiers", True)),
-                       float(param("gamma", 30.0)), float(param("alpha", 0.8)),
-                       int(param("numCandidates", 1000)))
-        except (ValueError, KeyError, IndexError) as e:
-            raise ModelFormatError(f"{path}: PfastreXML arrays are inconsistent: {e}") from None
+        return cls(arrays, int(arrays["n_features"]), int(arrays["n_labels"]),
+                   float(arrays["bias"]), bool(param("tailClassifiers", True)),
+                   float(param("gamma", 30.0)), float(param("alpha", 0.8)),
+                   int(param("numCandidates", 1000)))
 
 
 __all__ = ["PfastreXMLPredictor", "TAIL_KEYS", "propensity_weights", "rerank_naive",
