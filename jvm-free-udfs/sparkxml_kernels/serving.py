@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._dtypes import VALUE
+from .gbt.objectives import LOG_LINK
 from .gbt.outputs import CLASSIFIER_OBJECTIVES, class_scores, predict_from_probability
 from .inputs import FeatureSpec, model_input
 
@@ -144,6 +145,21 @@ class ServedXML(ServedModel):
         return self.predict_topk(X)[0]
 
 
+class ServedLabelTree(ServedXML):
+    """Parabel / Bonsai: as FastXML, with the label tree's own top-k (padding left out)."""
+
+    def predict_topk(self, X, k: int | None = None):
+        """(labels, scores): per row the lists ``transform`` writes, best first."""
+        k = int(self.params.get("topK", 5) if k is None else k)
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        indptr, indices, data, _ = self._input(X)
+        labels, scores = self.predictor.predict(indptr, indices, data.astype(VALUE), k)
+        keep = labels >= 0
+        return ([row[m].tolist() for row, m in zip(labels, keep)],
+                [row[m].tolist() for row, m in zip(scores, keep)])
+
+
 class ServedGBT(ServedModel):
     """GBT regressors and LambdaMART: ``predict`` is the raw score, as ``transform``."""
 
@@ -169,8 +185,10 @@ class ServedGBT(ServedModel):
         return self.predictor.predict_raw(self._input(X), base_margin, n_threads)
 
     def predict(self, X, base_margin=None, n_threads: int = 1) -> np.ndarray:
-        """float64 (n,): the value (regression) or the score (ranking)."""
-        return np.asarray(self.predict_raw(X, base_margin, n_threads), np.float64).reshape(-1)
+        """float64 (n,): the value (regression; ``exp(margin)`` for the log-link objectives
+        poisson, tweedie, gamma and cox) or the score (ranking)."""
+        raw = np.asarray(self.predict_raw(X, base_margin, n_threads), np.float64).reshape(-1)
+        return np.exp(raw) if self.predictor.objective in LOG_LINK else raw
 
     def predict_contributions(self, X, base_margin=None) -> np.ndarray:
         """SHAP values (see ``TreeEnsemblePredictor.predict_contributions``)."""
@@ -291,6 +309,10 @@ def kernel_from_arrays(kind: str, arrays: dict, meta: dict):
         from .fastxml.pfastre import PfastreXMLPredictor
 
         return PfastreXMLPredictor.from_arrays(arrays, meta)
+    if kind in ("parabel", "bonsai"):
+        from .labeltree.predictor import LabelTreePredictor
+
+        return LabelTreePredictor.from_arrays(arrays)
     if kind == "gbt":
         from .gbt.predictor import TreeEnsemblePredictor
 
@@ -315,6 +337,8 @@ def serve(kind: str, predictor, meta: dict):
     vocabulary (an encoder, not a predictor) is returned as is."""
     if kind in ("fastxml", "pfastrexml"):
         return ServedXML(predictor, meta)
+    if kind in ("parabel", "bonsai"):
+        return ServedLabelTree(predictor, meta)
     if kind == "gbt":
         cls = ServedGBTClassifier if predictor.objective in CLASSIFIER_OBJECTIVES \
             else ServedGBT
@@ -331,6 +355,6 @@ def serve(kind: str, predictor, meta: dict):
     return predictor
 
 
-__all__ = ["ServedModel", "ServedXML", "ServedGBT", "ServedGBTClassifier", "ServedForest",
+__all__ = ["ServedModel", "ServedXML", "ServedLabelTree", "ServedGBT", "ServedGBTClassifier", "ServedForest",
            "ServedForestClassifier", "ServedLinearSVC", "ServedFM", "ServedFMClassifier",
            "kernel_from_arrays", "model_params", "serve"]

@@ -75,11 +75,16 @@ def test_save_load_and_load_model_serve_what_transform_does(synth, parabel, tmp_
     (xi, xj, xv), _ = csr_rows(X, Y, 700, 900)
     import scipy.sparse as sp
 
-    predictor = sparkxml_kernels.load_model(path)
-    assert type(predictor).__name__ == "LabelTreePredictor"
-    labels, scores = predictor.predict_topk(sp.csr_matrix((xv, xj, xi), shape=(200, 400)), 5)
+    served = sparkxml_kernels.load_model(path)
+    assert type(served.predictor).__name__ == "LabelTreePredictor"
+    X_csr = sp.csr_matrix((xv, xj, xi), shape=(200, 400))
+    labels, scores = served.predict_topk(X_csr, 5)
     assert labels == want[0]
     assert scores == want[1]  # float32 values, bit for bit
+    assert served.predict(X_csr) == want[0]  # the model's topK (5) labels
+    assert served.predictor.predict_topk(X_csr, 5) == (labels, scores)
+    with pytest.raises(ValueError, match="400"):
+        served.predict(sp.csr_matrix((2, 401)))
     with pytest.raises(ModelFormatError, match=r"not a sparkxml\.BonsaiModel|BonsaiModel"):
         BonsaiModel.load(path)
 
