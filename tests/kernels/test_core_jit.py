@@ -43,6 +43,17 @@ NOT_WARMED = {
     "sparkxml_kernels.gbt.partition._partition_nodes_parallel",
     # leaf indices (leafCol) of a model with categorical splits
     "sparkxml_kernels.gbt.predictor._predict_leaves_cat",
+    # forests' exact (level-split) histogram sums, the regression objectives' gradients and
+    # leaf quantiles, and LinearSVC's primal Newton solver: the recorded profiles (forest
+    # classification, squared-error GBT, a wide LinearSVC) do not reach them; they compile on
+    # first use
+    "sparkxml_kernels.forest.histogram._build_levels",
+    "sparkxml_kernels.gbt.leaf_quantile._byte_hist",
+    "sparkxml_kernels.gbt.objectives._grad_kernel",
+    "sparkxml_kernels.linear.newton.newton_stats",
+    "sparkxml_kernels.linear.newton.row_dots",
+    "sparkxml_kernels.linear.newton.line_pieces",
+    "sparkxml_kernels.linear.newton._chol_solve",
 }
 
 

@@ -3,6 +3,7 @@ import os
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from _data import data_path
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.linalg import Vectors
@@ -69,12 +70,18 @@ def test_save_load_identical_and_kernel_loader(synth, synth_model, tmp_path):
     # Without Spark: the same directory, the same top-k.
     X, _ = synth[2]
     (xi, xj, xv), _ = csr_rows(X, synth[2][1], 1200, 1500)
-    labels, scores = sparkxml_kernels.load_model(path).predict(xi, xj, xv, 5)
+    served = sparkxml_kernels.load_model(path)
+    X_csr = sp.csr_matrix((xv, xj, xi), shape=(len(xi) - 1, served.n_features))
+    labels, scores = served.predict_topk(X_csr, 5)
     want_l, want_s = _predictions(synth_model, synth[1])
+    assert labels == want_l
+    assert scores == want_s  # float32 values, bit for bit
+    # the family's kernel predictor: padded (n, k) arrays
+    padded_l, padded_s = served.predictor.predict(xi, xj, xv, 5)
     for i in range(len(want_l)):
         n = len(want_l[i])
-        assert labels[i, :n].tolist() == want_l[i]
-        np.testing.assert_allclose(scores[i, :n], want_s[i], rtol=1e-6)
+        assert padded_l[i, :n].tolist() == want_l[i]
+        assert (padded_l[i, n:] == -1).all()
     with pytest.raises(FileExistsError):
         synth_model.write().save(path)
     synth_model.write().overwrite().save(path)
