@@ -20,6 +20,8 @@ KIND_CLASSES = {
     "linear_svm": ("LinearSVCModel",),
     "fastxml": ("FastXMLModel",),
     "pfastrexml": ("PfastreXMLModel",),
+    "parabel": ("ParabelModel",),
+    "bonsai": ("BonsaiModel",),
     "fields": ("FieldEncoderModel",),
 }
 
