@@ -5,6 +5,7 @@ One module per format:
 
 xgboost_json   GBT ensembles as XGBoost JSON models (``xgboost.Booster(model_file=...)``)
 lightgbm_text  GBT ensembles as LightGBM text models (``lightgbm.Booster(model_file=...)``)
+onnx_trees     GBT ensembles as ONNX TreeEnsemble graphs (``onnxruntime.InferenceSession``)
 
 :func:`export_model` writes a predictor in a named format to one file, atomically.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from ._ensemble import write_file
 
-FORMATS = ("xgboost-json", "lightgbm-text")
+FORMATS = ("xgboost-json", "lightgbm-text", "onnx")
 
 
 def _serializer(fmt: str):
@@ -21,6 +22,9 @@ def _serializer(fmt: str):
         return dumps
     if fmt == "lightgbm-text":
         from .lightgbm_text import dumps
+        return dumps
+    if fmt == "onnx":
+        from .onnx_trees import dumps
         return dumps
     raise ValueError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
 
@@ -32,7 +36,7 @@ def export_bytes(pred, fmt: str, **options) -> bytes:
     ----------
     pred : TreeEnsemblePredictor
         A GBT engine model (``sparkxml_kernels.gbt.predictor``).
-    fmt : {"xgboost-json", "lightgbm-text"}
+    fmt : {"xgboost-json", "lightgbm-text", "onnx"}
     **options
         Passed to the format's writer (``feature_names``; ``missing`` for LightGBM).
     """

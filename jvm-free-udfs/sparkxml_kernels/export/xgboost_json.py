@@ -210,3 +210,179 @@ def to_xgboost_json(pred, feature_names=None, categorical_features=()) -> dict:
 def dumps(pred, **kw) -> bytes:
     """:func:`to_xgboost_json` as the bytes of a ``.json`` file."""
     return json.dumps(to_xgboost_json(pred, **kw), separators=(",", ":")).encode()
+
+
+# ---------------------------------------------------------------------------- reading
+_FROM_XGBOOST = {"reg:squarederror": "squared_error", "reg:absoluteerror": "absolute_error",
+                 "binary:logistic": "logistic", "multi:softprob": "softmax",
+                 "multi:softmax": "softmax", "rank:ndcg": "lambdarank",
+                 "rank:pairwise": "pairwise", "rank:map": "lambdarank",
+                 "count:poisson": "poisson", "reg:gamma": "gamma", "reg:tweedie": "tweedie",
+                 "survival:cox": "cox"}
+
+
+def leq_threshold(cond: float) -> float:
+    """The float64 ``t`` with ``x <= t`` exactly when XGBoost's ``float32(x) < cond``, for
+    every float64 ``x`` (XGBoost rounds its input to float32 to nearest, ties to even)."""
+    c = np.float32(cond)
+    if not np.isfinite(c):
+        return float(c) if c > 0 else -np.inf
+    below = np.nextafter(c, np.float32(-np.inf))  # the largest float32 that goes left
+    mid = (float(below) + float(c)) / 2.0  # exact in float64
+    # a float64 exactly at the midpoint rounds to the even one of the two
+    return mid if np.float32(mid) == below else float(np.nextafter(mid, -np.inf))
+
+
+def _margin(v: float, link: str) -> float:
+    if link == "logit":
+        if not 0.0 < v < 1.0:
+            raise ValueError(f"binary:logistic base_score {v} is not a probability in (0, 1)")
+        return math.log(v / (1.0 - v))
+    if link == "log":
+        if not v > 0.0:
+            raise ValueError(f"base_score {v} of a log-link objective is not > 0")
+        return math.log(v)
+    return v
+
+
+def _parse_base_score(text) -> list:
+    s = str(text).strip()
+    vals = json.loads(s) if s.startswith("[") else [float(s)]
+    return [float(v) for v in vals]
+
+
+def _tree_from_json(tree: dict, t: int, n_features: int) -> dict:
+    """One XGBoost tree as sparkxml node arrays (renumbered breadth first from the root,
+    which also drops the nodes XGBoost marks deleted)."""
+    if int(tree.get("tree_param", {}).get("size_leaf_vector", "1")) > 1:
+        raise ValueError(f"tree {t} has vector leaves (multi_strategy multi_output_tree); "
+                         f"only one-output trees convert")
+    lc, rc = tree["left_children"], tree["right_children"]
+    feat, cond = tree["split_indices"], tree["split_conditions"]
+    dleft = tree["default_left"]
+    stype = tree.get("split_type") or [0] * len(lc)
+    weights, gains = tree.get("base_weights"), tree.get("loss_changes")
+    hess = tree.get("sum_hessian")
+    cats = {}
+    for node, beg, size in zip(tree.get("categories_nodes", []),
+                               tree.get("categories_segments", []),
+                               tree.get("categories_sizes", [])):
+        cats[int(node)] = [int(c) for c in tree["categories"][int(beg):int(beg) + int(size)]]
+    order, new = [0], {0: 0}
+    out = {k: [] for k in ("feature", "threshold", "default_left", "left", "right", "value",
+                           "gain", "cover")}
+    sets = []
+    for old in order:  # `order` grows while it is walked
+        if old >= len(lc):
+            raise ValueError(f"tree {t}: child {old} is outside its {len(lc)} nodes")
+        is_leaf = lc[old] == -1
+        out["gain"].append(float(gains[old]) if gains else 0.0)
+        out["cover"].append(float(hess[old]) if hess else 0.0)
+        if is_leaf:
+            for k, v in (("feature", -1), ("threshold", 0.0), ("default_left", 0),
+                         ("left", -1), ("right", -1), ("value", float(cond[old]))):
+                out[k].append(v)
+            sets.append(None)
+            continue
+        f = int(feat[old])
+        if not 0 <= f < n_features:
+            raise ValueError(f"tree {t}: split on feature {f}, outside 0..{n_features - 1}")
+        kids = (int(lc[old]), int(rc[old]))
+        if int(stype[old]) == 1:  # XGBoost lists the categories going right
+            if not int(dleft[old]):
+                raise ValueError(f"tree {t}: a categorical split sends missing values to its "
+                                 f"listed categories, which sparkxml's category sets cannot "
+                                 f"express (they send missing values to the other side)")
+            kids = kids[::-1]
+            sets.append(cats.get(old, []))
+            out["threshold"].append(float("nan"))
+            out["default_left"].append(0)
+        else:
+            sets.append(None)
+            out["threshold"].append(leq_threshold(float(cond[old])))
+            out["default_left"].append(int(dleft[old]))
+        out["feature"].append(f)
+        out["value"].append(float(weights[old]) if weights else 0.0)
+        ids = []
+        for kid in kids:
+            if kid in new:
+                raise ValueError(f"tree {t}: node {kid} has two parents")
+            new[kid] = len(order)
+            order.append(kid)
+            ids.append(new[kid])
+        out["left"].append(ids[0])
+        out["right"].append(ids[1])
+    out["sets"] = sets
+    return out
+
+
+def from_xgboost_json(doc):
+    """A ``TreeEnsemblePredictor`` from an XGBoost JSON model (the document, its text or
+    bytes): gbtree boosters of one-output trees, with the objectives of the module
+    docstring (also ``multi:softmax`` and ``rank:map``), numerical and categorical splits.
+
+    Thresholds become float64 values that split every float64 input as XGBoost's float32
+    comparison does; leaf values and base scores are XGBoost's float32 values (the base
+    score turned into a margin). The predictor sums in float64 where XGBoost sums in
+    float32, so predictions agree to float32 rounding.
+    """
+    from ..gbt.categorical import value_bitset
+    from ..gbt.predictor import TreeEnsemblePredictor
+
+    if isinstance(doc, (bytes, bytearray, str)):
+        doc = json.loads(doc)
+    try:
+        learner = doc["learner"]
+        booster = learner["gradient_booster"]
+        objective = learner["objective"]["name"]
+        mparam = learner["learner_model_param"]
+    except (KeyError, TypeError):
+        raise ValueError("not an XGBoost JSON model (no learner / gradient_booster / "
+                         "objective / learner_model_param)") from None
+    if booster.get("name") != "gbtree":
+        raise ValueError(f"only gbtree boosters convert, this one is {booster.get('name')!r}")
+    if objective not in _FROM_XGBOOST:
+        raise ValueError(f"XGBoost objective {objective!r} has no sparkxml counterpart; "
+                         f"convertible: {sorted(_FROM_XGBOOST)}")
+    ours = _FROM_XGBOOST[objective]
+    link = XGBOOST_OBJECTIVES[ours][1]
+    model = booster["model"]
+    d = int(mparam["num_feature"])
+    k = max(1, int(mparam.get("num_class", "0")))
+    if int(mparam.get("num_target", "1")) != 1:
+        raise ValueError("only single-target XGBoost models convert")
+    base = _parse_base_score(mparam["base_score"])
+    if len(base) == 1 and k > 1:
+        base = base * k
+    if len(base) != k:
+        raise ValueError(f"base_score has {len(base)} values for {k} outputs")
+    base = [_margin(float(np.float32(b)), link) for b in base]
+    trees = [_tree_from_json(t, i, d) for i, t in enumerate(model["trees"])]
+    info = [int(c) for c in model.get("tree_info", [0] * len(trees))]
+    if len(info) != len(trees):
+        raise ValueError(f"tree_info has {len(info)} entries for {len(trees)} trees")
+    arrays = {key: np.concatenate([np.asarray(t[key]) for t in trees]) if trees else
+              np.zeros(0) for key in ("feature", "threshold", "default_left", "left", "right",
+                                      "value", "gain", "cover")}
+    sizes = [len(t["feature"]) for t in trees]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    cat = {}
+    if any(s is not None for t in trees for s in t["sets"]):
+        counts, words = [], []
+        for t in trees:
+            for s in t["sets"]:
+                # (an empty set is one zero word: the split stays categorical)
+                w = np.zeros(0, np.uint32) if s is None else value_bitset(np.asarray(s, float))
+                counts.append(w.size)
+                words.append(w)
+        ptr = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        cat = {"cat_ptr": ptr, "cat_words": np.concatenate(words).astype(np.uint32)}
+    names = learner.get("feature_names") or None
+    return TreeEnsemblePredictor(
+        feature=arrays["feature"], threshold=arrays["threshold"],
+        default_left=arrays["default_left"], left=arrays["left"], right=arrays["right"],
+        value=arrays["value"], gain=arrays["gain"], cover=arrays["cover"],
+        tree_offsets=offsets, n_outputs=k, base_score=np.asarray(base), objective=ours,
+        n_features=d, tree_outputs=np.asarray(info, np.int32),
+        feature_names=names if names and len(names) == d else None, **cat)
