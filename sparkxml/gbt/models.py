@@ -218,9 +218,6 @@ class GBTModelBase(SparkXMLPredictorModel):
         elif isinstance(model, str) and not model.lstrip().startswith("{"):
             fs, p = resolve(model)
             model = _read_bytes(fs, p)
-        if isinstance(model, (bytes, bytearray)) and not bytes(model).lstrip()[:1] == b"{":
-            raise ValueError("fromXGBoost reads XGBoost's JSON format; save the model with "
-                             "a .json name (not UBJSON / the legacy binary format)")
         pred = from_xgboost_json(model)
         if pred.objective not in cls._objectives:
             raise ValueError(f"an XGBoost model with objective {pred.objective!r} is not a "

@@ -330,7 +330,12 @@ def from_xgboost_json(doc):
     from ..gbt.predictor import TreeEnsemblePredictor
 
     if isinstance(doc, (bytes, bytearray, str)):
-        doc = json.loads(doc)
+        try:
+            doc = json.loads(doc)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"not an XGBoost JSON model ({e}); save the model with a .json "
+                             f"name (UBJSON and the legacy binary format do not convert)"
+                             ) from None
     try:
         learner = doc["learner"]
         booster = learner["gradient_booster"]
