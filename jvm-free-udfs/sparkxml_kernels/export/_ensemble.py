@@ -91,9 +91,9 @@ def write_file(path: str, payload: bytes, overwrite: bool) -> None:
     """Write ``payload`` to the file ``path``: locally through a hidden sibling renamed into
     place (a failed export leaves the previous file), elsewhere through pyarrow's
     filesystems. Refuses an existing path unless ``overwrite``, and a directory always."""
-    from ..persist import pyarrow_path, resolve
-
     import pyarrow.fs as pafs
+
+    from ..persist import pyarrow_path, resolve
 
     fs, p = resolve(path)
     info = fs.get_file_info(p)

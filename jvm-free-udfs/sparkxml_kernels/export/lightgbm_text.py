@@ -63,8 +63,9 @@ def _tree_text(pred, t: int, add: float, missing_type: int) -> str:
                 f"leaf_value={_num(pred.value[a] + add)}\nleaf_weight={_num(pred.cover[a])}\n"
                 f"leaf_count=0\ninternal_value=\ninternal_weight=\ninternal_count=\n"
                 f"is_linear=0\nshrinkage=1\n")
-    splits, leaves = [], []  # sparkxml local ids in LightGBM's numbering
-    code = {}  # sparkxml local id -> LightGBM child code (split index, or ~leaf)
+    splits: list[int] = []  # sparkxml local ids in LightGBM's numbering
+    leaves: list[int] = []
+    code: dict[int, int] = {}  # sparkxml local id -> LightGBM child code (split index, or ~leaf)
     stack = [0]
     while stack:  # depth first, left child first
         node = stack.pop()

@@ -87,7 +87,10 @@ def _tree_json(pred, t: int, n_features: int) -> dict:
     if len(order) != n:
         raise ValueError(f"tree {t} has nodes unreachable from its root")
     split_idx, cond, dleft, stype, weights, gains, hess = [], [], [], [], [], [], []
-    cat_nodes, cat_segments, cat_sizes, cats = [], [], [], []
+    cat_nodes: list[int] = []
+    cat_segments: list[int] = []
+    cat_sizes: list[int] = []
+    cats: list[int] = []
     for me, node in enumerate(order):
         j = a + node
         weights.append(_f32(pred.value[j]))
@@ -269,9 +272,9 @@ def _tree_from_json(tree: dict, t: int, n_features: int) -> dict:
                                tree.get("categories_sizes", [])):
         cats[int(node)] = [int(c) for c in tree["categories"][int(beg):int(beg) + int(size)]]
     order, new = [0], {0: 0}
-    out = {k: [] for k in ("feature", "threshold", "default_left", "left", "right", "value",
-                           "gain", "cover")}
-    sets = []
+    out: dict = {k: [] for k in ("feature", "threshold", "default_left", "left", "right",
+                                 "value", "gain", "cover")}
+    sets: list[list[int] | None] = []
     for old in order:  # `order` grows while it is walked
         if old >= len(lc):
             raise ValueError(f"tree {t}: child {old} is outside its {len(lc)} nodes")
