@@ -122,7 +122,7 @@ def test_missing_zero_and_refusals(models, tmp_path):
         export_bytes(models["categorical"], "onnx")
     with pytest.raises(ValueError, match="format must be one of.*'pmml'"):
         export_bytes(pred, "pmml")
-    with pytest.raises(TypeError, match="GBT models.*not dict"):
+    with pytest.raises(TypeError, match="no export for dict"):
         export_bytes({}, "xgboost-json")
     huber = models["regression"].with_options()
     huber.objective = "huber"
@@ -140,6 +140,58 @@ def test_missing_zero_and_refusals(models, tmp_path):
         export_model(pred, str(tmp_path), "xgboost-json", overwrite=True)
     assert sorted(os.listdir(tmp_path)) == ["m.json"]  # no temporary file left behind
     assert set(FORMATS) == {"xgboost-json", "lightgbm-text", "onnx"}
+
+
+def _forest(classes, seed=0):
+    """A scikit-learn forest as sparkxml's ForestPredictor (the same ``tree_`` arrays)."""
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    from sparkxml_kernels.forest.predictor import ForestPredictor
+    from sparkxml_kernels.forest.tree import FIELDS, TreeArrays
+
+    rng = np.random.default_rng(seed)
+    Xf = rng.normal(size=(150, 4))
+    s = Xf[:, 0] + Xf[:, 1]
+    est = (RandomForestClassifier(4, max_depth=4, random_state=seed).fit(
+        Xf, np.digitize(s, [0.0, 1.0][:classes - 1])) if classes else
+        RandomForestRegressor(4, max_depth=4, random_state=seed).fit(Xf, s))
+    trees = [TreeArrays(*[getattr(e.tree_, f) for f in FIELDS]) for e in est.estimators_]
+    return ForestPredictor.from_trees(trees, 4, classes, "gini" if classes else
+                                      "squared_error"), Xf
+
+
+def _ort(payload, Xq):
+    sess = ort.InferenceSession(payload, providers=["CPUExecutionProvider"])
+    return sess.run(None, {"features": Xq.astype(np.float32)})
+
+
+@pytest.mark.parametrize("classes", [0, 2, 3])
+def test_forest_onnx_predicts_what_sparkxml_predicts(classes):
+    pred, Xf = _forest(classes)
+    got = _ort(export_bytes(pred, "onnx"), Xf)
+    if classes:
+        np.testing.assert_allclose(got[1], pred.predict_values(Xf), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(got[0], pred.predict(Xf))
+    else:
+        np.testing.assert_allclose(got[0][:, 0], pred.predict(Xf), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="ForestPredictor exports as 'onnx' only"):
+        export_bytes(pred, "lightgbm-text")
+
+
+@pytest.mark.parametrize("classes,threshold", [(2, 0.0), (2, 0.4), (3, 0.0)])
+def test_linear_svc_onnx_predicts_what_sparkxml_predicts(classes, threshold):
+    from sparkxml_kernels.linear.predictor import LinearSVCPredictor
+
+    rng = np.random.default_rng(classes)
+    k = 1 if classes == 2 else classes
+    pred = LinearSVCPredictor(rng.normal(size=(k, 5)), rng.normal(size=k), classes,
+                              threshold=threshold)
+    Xf = rng.normal(size=(200, 5))
+    label, scores = _ort(export_bytes(pred, "onnx"), Xf)
+    np.testing.assert_array_equal(label, pred.predict(Xf))
+    # binary: scores are rawPrediction [-m, m] shifted by the threshold
+    shift = np.array([threshold, -threshold]) if classes == 2 else 0.0
+    np.testing.assert_allclose(scores, pred.predict_raw(Xf) + shift, rtol=1e-5, atol=1e-5)
 
 
 def test_leq_threshold_splits_float64_inputs_as_xgboost():

@@ -92,3 +92,30 @@ def test_from_xgboost_transforms_and_continues(frame, tmp_path):
         GBTClassificationModel.fromXGBoost(bst)
     with pytest.raises(ValueError, match="not an XGBoost JSON model.*UBJSON"):
         GBTRegressionModel.fromXGBoost(bytes(bst.save_raw("ubj")))
+
+
+def test_forest_and_linear_svc_models_save_onnx(tmp_path):
+    """The thin saveNativeModel of the ONNX-only models (no fit needed: built from their
+    predictors)."""
+    from sparkxml import LinearSVCModel, RandomForestRegressionModel
+    from sparkxml_kernels.forest.predictor import ForestPredictor
+    from sparkxml_kernels.linear.predictor import LinearSVCPredictor
+
+    svc = LinearSVCModel(LinearSVCPredictor(np.array([[1.0, -2.0]]), np.array([0.5]), 2))
+    svc.setThreshold(0.25)
+    svc.saveNativeModel(str(tmp_path / "svc.onnx"))
+    Xq = np.array([[0.0, 0.0], [1.0, 0.7], [1.0, 0.6]], np.float32)
+    sess = ort.InferenceSession(str(tmp_path / "svc.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(sess.run(None, {"features": Xq})[0],
+                                  svc.predictor.predict(Xq.astype(float)))
+    stump = ForestPredictor(
+        children_left=[1, -1, -1], children_right=[2, -1, -1], feature=[0, -2, -2],
+        threshold=[0.5, -2.0, -2.0], impurity=[1.0, 0.0, 0.0], n_node_samples=[4, 2, 2],
+        weighted_n_node_samples=[4.0, 2.0, 2.0], value=[[1.5], [1.0], [2.0]],
+        tree_offsets=[0, 3], n_features=2, n_classes=0, criterion="squared_error")
+    forest = RandomForestRegressionModel(stump)
+    forest.saveNativeModel(str(tmp_path / "rf.onnx"))
+    sess = ort.InferenceSession(str(tmp_path / "rf.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(sess.run(None, {"features": Xq})[0][:, 0], [1.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="exports as 'onnx' only"):
+        forest.saveNativeModel(str(tmp_path / "rf.json"), "xgboost-json")
