@@ -12,7 +12,7 @@ onnx_models    trees/forests (TreeEnsemble) and LinearSVC (LinearClassifier) as 
 """
 from __future__ import annotations
 
-from ._ensemble import write_file
+from ._ensemble import check_target, write_file
 
 FORMATS = ("xgboost-json", "lightgbm-text", "onnx")
 
@@ -69,10 +69,9 @@ def export_model(pred, path: str, fmt: str, overwrite: bool = False, **options) 
     ``pyarrow.fs`` opens). The format and model are checked before anything is written;
     an existing file is replaced only with ``overwrite`` (locally through a rename, so a
     failed export keeps it)."""
-    if not isinstance(path, str) or not path:
-        raise ValueError(f"path must be a non-empty string, got {path!r}")
-    payload = export_bytes(pred, fmt, **options)
-    write_file(path, payload, overwrite)
+    dumps = _serializer(fmt, pred)  # format and model kind first,
+    check_target(path, overwrite)  # then the path, before the (possibly long) serialization
+    write_file(path, dumps(pred, **options), overwrite)
 
 
 __all__ = ["FORMATS", "export_bytes", "export_model"]

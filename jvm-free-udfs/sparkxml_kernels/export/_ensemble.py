@@ -87,14 +87,15 @@ def check_missing(pred, missing: float, fmt: str, allowed: tuple) -> None:
                      "NaN in the data and set the model's missing to NaN before exporting")
 
 
-def write_file(path: str, payload: bytes, overwrite: bool) -> None:
-    """Write ``payload`` to the file ``path``: locally through a hidden sibling renamed into
-    place (a failed export leaves the previous file), elsewhere through pyarrow's
-    filesystems. Refuses an existing path unless ``overwrite``, and a directory always."""
+def check_target(path: str, overwrite: bool):
+    """``(filesystem, path inside it)`` of the file an export may write: refuses a directory,
+    an existing file unless ``overwrite``, and a local path whose directory is missing."""
     import pyarrow.fs as pafs
 
     from ..persist import pyarrow_path, resolve
 
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"path must be a non-empty string, got {path!r}")
     fs, p = resolve(path)
     info = fs.get_file_info(p)
     if info.type == pafs.FileType.Directory:
@@ -104,9 +105,20 @@ def write_file(path: str, payload: bytes, overwrite: bool) -> None:
                               f"replace it")
     if isinstance(fs, pafs.LocalFileSystem):
         p = os.path.abspath(pyarrow_path(path))
-        parent = os.path.dirname(p)
-        if not os.path.isdir(parent):
+        if not os.path.isdir(os.path.dirname(p)):
             raise FileNotFoundError(f"the directory of {path!r} does not exist")
+    return fs, p
+
+
+def write_file(path: str, payload: bytes, overwrite: bool) -> None:
+    """Write ``payload`` to the file ``path`` (checked by :func:`check_target`): locally
+    through a hidden sibling renamed into place (a failed export leaves the previous file),
+    elsewhere through pyarrow's filesystems."""
+    import pyarrow.fs as pafs
+
+    fs, p = check_target(path, overwrite)
+    if isinstance(fs, pafs.LocalFileSystem):
+        parent = os.path.dirname(p)
         tmp = os.path.join(parent, f".{os.path.basename(p)}.{uuid.uuid4().hex}.tmp")
         try:
             with open(tmp, "wb") as f:
