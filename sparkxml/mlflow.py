@@ -72,14 +72,26 @@ class ServedPipeline:
         return need
 
     def example(self):
-        """One row of zeros in the input columns (arrays of zeros for a vector column)."""
+        """One row of zeros in the input columns (arrays of zeros for a vector column; a
+        FieldEncoderModel's columns hold its first category, so that the inferred
+        signature has their type: string or integer)."""
         import pandas as pd
 
+        categories = {}
+        for i, m in self.models.items():
+            if i != len(self.stages) - 1 and hasattr(m, "vocabs"):
+                for name, vocab in zip(m.names, m.vocabs):
+                    first = vocab[0] if vocab.size else ("" if vocab.dtype.kind == "U" else 0)
+                    categories.setdefault(name, first.item() if hasattr(first, "item")
+                                          else first)
         row = {}
         for c in self.input_columns():
             spec = getattr(self.model, "spec", None)
-            row[c] = [np.zeros(spec.n_features)] if spec is not None and c == spec.vector_col \
-                else [0.0]
+            if c in categories:
+                row[c] = [categories[c]]
+            else:
+                row[c] = [np.zeros(spec.n_features)] if spec is not None and \
+                    c == spec.vector_col else [0.0]
         return pd.DataFrame(row)
 
     def _features(self, df):

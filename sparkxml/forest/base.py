@@ -40,6 +40,7 @@ from sparkxml._core.histogram_engine import (
     transform_with,
 )
 from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
+from sparkxml._core.native_export import NativeExportMixin
 from sparkxml._core.params import (
     HasFeaturesCol,
     HasFeaturesCols,
@@ -358,7 +359,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
 
 
 # ============================================================================ model
-class TreeModel(SparkXMLPredictorModel):
+class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
     """Fitted trees: ``transform`` adds Spark ML's outputs; scikit-learn's arrays per tree.
 
     Save format (``modelKind`` "forest"): ``data/`` (parquet chunk rows,

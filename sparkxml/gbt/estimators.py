@@ -475,6 +475,8 @@ class GBTRegressionModel(GBTModelBase, _GBTRegressorParams):
     ``sparkxml_kernels.load_model(path)`` serves it.
     """
 
+    _objectives = ("squared_error", "absolute_error", "poisson", "gamma", "tweedie", "cox")
+
     def _log_link(self) -> bool:
         return self._predictor.objective in LOG_LINK
 
@@ -527,6 +529,8 @@ class GBTClassificationModel(GBTModelBase, _GBTClassifierParams):
     ``dump(format)``, importances and feature names. Save format: see
     :class:`GBTRegressionModel`.
     """
+
+    _objectives = ("logistic", "softmax")
 
     @property
     def numClasses(self) -> int:

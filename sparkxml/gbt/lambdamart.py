@@ -329,6 +329,8 @@ class LambdaMARTModel(GBTModelBase, _LambdaMARTParams):
     ``sparkxml.gbt.GBTRegressionModel``.
     """
 
+    _objectives = ("lambdarank", "pairwise")
+
     def _outputs(self):
         return [(self.getPredictionCol(), "score")]
 

@@ -154,6 +154,76 @@ class GBTModelBase(SparkXMLPredictorModel):
             return _dump.dump_json(self._predictor)
         raise ValueError(f"format must be 'text' or 'json', got {format!r}")
 
+    def saveNativeModel(self, path: str, format: str = "xgboost-json",  # noqa: A002
+                        overwrite: bool = False) -> None:
+        """Write the model as one file another library loads (SynapseML's name).
+
+        Parameters
+        ----------
+        path : str
+            The file to write (a local path or a URI ``pyarrow.fs`` opens).
+        format : {"xgboost-json", "lightgbm-text", "onnx"}
+            "xgboost-json": ``xgboost.Booster(model_file=path)`` predicts what this model
+            predicts, to float32 rounding (XGBoost's own precision); pass the model's
+            ``missing`` to XGBoost's ``DMatrix`` when it is not NaN. "lightgbm-text":
+            ``lightgbm.Booster(model_file=path)`` predicts the same doubles (``missing``
+            NaN or 0.0). "onnx": an ``ai.onnx.ml`` TreeEnsembleRegressor / Classifier graph
+            that ``onnxruntime`` runs on float32 input (``sparkxml[onnx]``; no categorical
+            splits). See ``sparkxml_kernels.export`` for how trees, category sets, default
+            directions and base scores map.
+        overwrite : bool
+            Replace an existing file (otherwise a FileExistsError).
+        """
+        from sparkxml_kernels.export import export_model
+
+        if self._predictor is None:
+            raise RuntimeError("this model has no trees (was it constructed directly?)")
+        pred = self._predictor
+        missing = float(self.getMissing())
+        if not (np.isnan(missing) and np.isnan(pred.missing)) and missing != pred.missing:
+            pred = pred.with_options(missing=missing)
+        export_model(pred, path, format, overwrite=overwrite)
+
+    # objectives this class holds (fromXGBoost refuses the others)
+    _objectives: tuple = ()
+
+    @classmethod
+    def fromXGBoost(cls, model):
+        """The model an XGBoost JSON model describes (usable as ``initModel``).
+
+        Parameters
+        ----------
+        model : str, bytes, dict or xgboost.Booster
+            The path of a ``.json`` model file (a local path or a URI ``pyarrow.fs``
+            opens), its contents, the parsed document, or a Booster (read through
+            ``save_raw("json")``).
+
+        Returns
+        -------
+        The model class this is called on; ``featuresCol`` "features" (XGBoost's feature
+        names, when the file has them, are its ``featureNames``).
+
+        Notes
+        -----
+        gbtree boosters of one-output trees convert, with numerical and categorical
+        splits; predictions equal XGBoost's to float32 rounding (XGBoost sums in float32).
+        The value XGBoost read as missing is not in its file: set ``missing`` when it was
+        not NaN. See ``sparkxml_kernels.export.xgboost_json.from_xgboost_json``.
+        """
+        from sparkxml_kernels.export.xgboost_json import from_xgboost_json
+        from sparkxml_kernels.persist import _read_bytes, resolve
+
+        if hasattr(model, "save_raw"):
+            model = bytes(model.save_raw("json"))
+        elif isinstance(model, str) and not model.lstrip().startswith("{"):
+            fs, p = resolve(model)
+            model = _read_bytes(fs, p)
+        pred = from_xgboost_json(model)
+        if pred.objective not in cls._objectives:
+            raise ValueError(f"an XGBoost model with objective {pred.objective!r} is not a "
+                             f"{cls.__name__} (it holds {list(cls._objectives)})")
+        return cls(pred)
+
     # ------------------------------------------------------------------ one row
     def _row(self, value):
         if isinstance(value, Vector):

@@ -46,6 +46,7 @@ from pyspark.sql import types as T
 from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
 from sparkxml._core.constraints import finite, finite_positive, ge, one_of
+from sparkxml._core.native_export import NativeExportMixin
 from sparkxml._core.params import (
     HasFeaturesCol,
     HasFitIntercept,
@@ -435,7 +436,7 @@ def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
 add_setters(LinearSVC, _PARAMS)
 
 
-class LinearSVCModel(SparkXMLPredictorModel, _LinearSVCParams):
+class LinearSVCModel(NativeExportMixin, SparkXMLPredictorModel, _LinearSVCParams):
     """A trained linear SVM.
 
     ``transform`` adds ``rawPredictionCol`` (vector: [-m, m] for two classes as Spark ML's
