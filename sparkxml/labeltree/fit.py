@@ -9,6 +9,9 @@ trees ``rank, rank + workers, ...`` in compiled code (``sparkxml_kernels.labeltr
 returns them as chunked binary rows. Tree t depends only on the data, the params and
 (seed, t), so the model is the same whatever numWorkers and the partitioning.
 
+``trainingMode="distributed"`` trains level by level instead, without any task holding the
+training set (``sparkxml.labeltree.levelwise``); the forest is the same.
+
 The data pass, its checks and error messages, and the memory check are FastXML's.
 """
 from __future__ import annotations
@@ -36,6 +39,7 @@ from sparkxml.fastxml.fit import (
     replicated_bytes,
     task_memory,
 )
+from sparkxml.labeltree.levelwise import fit_levelwise
 from sparkxml.session import default_parallelism
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.labeltree import forest as kforest
@@ -48,27 +52,34 @@ def fit_label_trees(est, dataset, who: str):
     num_trees = est.getNumTrees()
     requested = (est.getNumWorkers() if est.isDefined(est.numWorkers)
                  else default_parallelism(spark))
-    workers = max(1, min(requested, num_trees))
-    params = est.kernel_params()
-    kforest.check_params(params)
+    mode = est.getTrainingMode()
+    # replicated: a task trains whole trees; distributed: a task trains nodes of a level
+    workers = max(1, requested if mode == "distributed" else min(requested, num_trees))
+    params = kforest.check_params(est.kernel_params())
     data = ordered_rows(dataset, fcol, lcol, "content")
     with FitProgress(spark, est, est.getVerbose()) as progress:
         t0 = time.perf_counter()
         with progress.phase("checks"):
             stats = data_stats(data, fcol, lcol, who)
         checks_seconds = time.perf_counter() - t0
-        check_memory(spark, stats, workers, who)
         have, limit, _ = task_memory(spark, workers)
         n_features, n_labels = stats["n_features"], stats["n_labels"]
+        info = {"mode": mode, "workers": workers, "checks_seconds": checks_seconds,
+                "replicated_task_bytes": replicated_bytes(stats), "task_memory_bytes": have,
+                "memory_limit_bytes": limit}
         t0 = time.perf_counter()
+        if mode == "distributed":
+            with progress.phase("train"):
+                forest, more = fit_levelwise(data, params, num_trees, workers, n_features,
+                                             n_labels, fcol, lcol, who, progress.verbose)
+            info.update(more, train_seconds=time.perf_counter() - t0)
+            return forest, n_features, n_labels, info
+        check_memory(spark, stats, workers, who)
         with progress.phase("train"):
             forest, tasks = _fit_replicated(spark, data, params, num_trees, workers,
                                             n_features, n_labels, fcol, lcol, who,
                                             progress.task_spec(per_task=True))
-        info = {"mode": "replicated", "workers": workers, "tasks": tasks,
-                "train_seconds": time.perf_counter() - t0, "checks_seconds": checks_seconds,
-                "replicated_task_bytes": replicated_bytes(stats), "task_memory_bytes": have,
-                "memory_limit_bytes": limit}
+        info.update(tasks=tasks, train_seconds=time.perf_counter() - t0)
         if progress.verbose > 0 and not progress.live_lines:
             progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
                                 unit="tree")
