@@ -1,7 +1,7 @@
 """Level-wise distributed training of label-tree forests (``trainingMode="distributed"``).
 
-No task holds the training set; the forest is the replicated mode's bit for bit (same seed,
-same rows, whatever numWorkers and the partitioning). With DataFrame operations only
+The forest is the replicated mode's bit for bit (same seed, same rows, whatever numWorkers
+and the partitioning). With DataFrame operations only
 (``explode``, ``repartition``, ``sortWithinPartitions``, ``mapInArrow``; Spark Connect
 works), in ``2 + levels`` jobs:
 
@@ -17,8 +17,9 @@ works), in ``2 + levels`` jobs:
    each row to every task owning a node it belongs to (once a task), ``repartition`` brings
    each task its rows, which it orders by the content key as the replicated task does and
    trains its nodes' classifiers on (``levels.train_level``). A task holds the rows of its
-   nodes: at the root level all of one tree's rows for the task owning its root, below that
-   a share that shrinks level by level.
+   nodes only. A root's classifiers see every row carrying a label, so at the root level
+   the task owning a root holds all of them (once, whatever the number of trees it owns);
+   below the root the rows are split between the tasks.
 
 The trained nodes come back as chunked binary rows (``_core.barrier.encode_array_batches``)
 and the driver lays the forest out (``levels.assemble_forest``).
@@ -43,7 +44,7 @@ from sparkxml._core.barrier import (
 )
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.partitioning import partition_keys
-from sparkxml.fastxml.fit import group_tables
+from sparkxml.fastxml.fit import group_tables, task_csr
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.labeltree import levels as klevels
 from sparkxml_kernels.progress import LOGGER, format_record
@@ -169,9 +170,7 @@ def _make_level_fn(spec_of: dict, keys: list, n_features: int, n_labels: int, pa
         reset_ok = reset_peak_rss()
         rss0 = rss_bytes()
         for key, table in group_tables(batches):
-            xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
-                                                    num_features=n_features)
-            yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
+            xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             del table
             spec = spec_of.get(key, [])
             trained = klevels.train_level(xi, xj, xv, yi, yj, n_features, n_labels, spec,
