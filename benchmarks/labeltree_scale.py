@@ -72,7 +72,7 @@ def main():
     try:
         train = frame(spark, X, Y, D, 0, n).repartition(args.workers).cache()
         train.count()
-        Parabel(numTrees=1, numWorkers=1, maxLeafLabels=10).fit(train.limit(2000))  # warm-up
+        Parabel(numTrees=1, numWorkers=1).fit(train.limit(200))  # warm-up: numba cache
         configs = [("Parabel distributed", Parabel, "distributed"),
                    ("Parabel replicated", Parabel, "replicated"),
                    ("Bonsai distributed", Bonsai, "distributed")]

@@ -24,12 +24,11 @@ def _same(a, b):
 
 def test_parabel_levelwise_is_the_replicated_model(tiny, caplog):
     kw = dict(maxLeafLabels=6, numTrees=2, seed=11)
-    replicated = Parabel(numWorkers=1, **kw).fit(tiny)
+    # replicated on one task and one partition, level-wise on two tasks and three partitions
+    # (tests/kernels/test_labeltree_levels.py covers more task counts without Spark)
+    replicated = Parabel(numWorkers=1, **kw).fit(tiny.repartition(1))
     with caplog.at_level(logging.INFO, logger="sparkxml"):
-        one = Parabel(trainingMode="distributed", numWorkers=1, verbose=1, **kw).fit(
-            tiny.repartition(1))
-    two = Parabel(trainingMode="distributed", numWorkers=2, **kw).fit(tiny)
-    _same(replicated, one)
+        two = Parabel(trainingMode="distributed", numWorkers=2, verbose=1, **kw).fit(tiny)
     _same(replicated, two)
     info = two._training_info
     assert info["mode"] == "distributed" and two.summary.trainingMode == "distributed"
