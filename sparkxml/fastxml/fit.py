@@ -214,9 +214,7 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
     fcol, lcol = est.getFeaturesCol(), est.getLabelsCol()
     spark = dataset.sparkSession
     num_trees = est.getNumTrees()
-    requested = (est.getNumWorkers() if est.isDefined(est.numWorkers)
-                 else default_parallelism(spark))
-    requested = max(1, requested)
+    requested = requested_workers(est, spark)
     workers = min(requested, num_trees)
 
     data = ordered_rows(dataset, fcol, lcol, est.getRowOrder())
@@ -268,15 +266,12 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
 
 def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
                     propensity, tail, who, progress=None):
-    keys = partition_keys(workers)
-    groups = spark.createDataFrame([(k,) for k in keys], "_g long")
-    trees_of = {k: np.arange(p, num_trees, workers, dtype=np.int32) for p, k in enumerate(keys)}
-    extra_key = keys[0] if propensity is not None else None
-    train = _make_train_fn(trees_of, keys, n_features, n_labels, params, fcol, lcol,
-                           propensity, tail, extra_key, progress)
-    table = to_arrow(data.crossJoin(groups).repartition(workers, "_g")
-                     .mapInArrow(train, RESULT_SCHEMA))
-    per_task, infos = decode_ranks(table)
+    def make_train(keys):
+        extra_key = keys[0] if propensity is not None else None
+        return _make_train_fn(trees_by_task(keys, num_trees), keys, n_features, n_labels,
+                              params, fcol, lcol, propensity, tail, extra_key, progress)
+
+    per_task, infos = replicated_job(spark, data, workers, make_train)
     parts = [{name: a[name] for name in FOREST_DTYPES} for a in per_task.values()]
     forest = kforest.sort_forest(kforest.concat_forests(parts))
     if len(forest["tree_ids"]) != num_trees:
@@ -292,6 +287,36 @@ def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_label
         if not tail:
             extra.update({k: np.zeros(0, EXTRA_DTYPES[k]) for k in TAIL_KEYS})
     return forest, extra, [infos[r] for r in sorted(infos)]
+
+
+def requested_workers(est, spark) -> int:
+    """``numWorkers``, or the session's default parallelism when it is unset; at least 1."""
+    return max(1, est.getNumWorkers() if est.isDefined(est.numWorkers)
+               else default_parallelism(spark))
+
+
+def trees_by_task(keys: list, num_trees: int) -> dict:
+    """{group key: the trees its task trains}: task p trains trees p, p + workers, ..."""
+    return {k: np.arange(p, num_trees, len(keys), dtype=np.int32) for p, k in enumerate(keys)}
+
+
+def replicated_job(spark, data, workers: int, make_train):
+    """Run replicated training: the rows of ``data`` copied to ``workers`` tasks (a cross
+    join with one group key a task, ``repartition`` by it) and ``make_train(keys)`` applied
+    to each with ``mapInArrow`` (``RESULT_SCHEMA`` rows). Returns ({rank: arrays}, {rank:
+    info}) as ``decode_ranks`` does."""
+    keys = partition_keys(workers)
+    groups = spark.createDataFrame([(k,) for k in keys], "_g long")
+    table = to_arrow(data.crossJoin(groups).repartition(workers, "_g")
+                     .mapInArrow(make_train(keys), RESULT_SCHEMA))
+    return decode_ranks(table)
+
+
+def task_csr(table, fcol: str, lcol: str, n_features: int):
+    """(xptr, xidx, xval, yptr, yidx): a task's rows (columns ``f``, ``y``) as CSR."""
+    xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol, num_features=n_features)
+    yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
+    return xi, xj, xv, yi, yj
 
 
 def group_tables(batches):
@@ -325,9 +350,7 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
         reset_ok = reset_peak_rss()
         rss0 = rss_bytes()
         for key, table in group_tables(batches):
-            xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
-                                                    num_features=n_features)
-            yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
+            xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             out = {}
             kw = dict(params)
             if propensity is not None:
@@ -360,4 +383,5 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
 
 __all__ = ["FOREST_DTYPES", "EXTRA_DTYPES", "TAIL_KEYS", "check_memory", "data_stats",
            "estimate_task_bytes", "fit_forest", "group_tables", "ordered_rows",
-           "replicated_bytes", "tail_bytes", "task_memory"]
+           "replicated_bytes", "replicated_job", "requested_workers", "tail_bytes",
+           "task_csr", "task_memory", "trees_by_task"]

@@ -1,7 +1,7 @@
 """Extreme multi-label classification by label trees: ``Parabel`` and ``Bonsai``.
 
 Modules: ``labeltree`` (estimators and models), ``params``, ``fit`` (training on replicated
-data).
+data), ``levelwise`` (level-by-level distributed training).
 """
 from sparkxml._core.lazy import lazy_exports
 

@@ -1,13 +1,16 @@
 """The Spark side of training label-tree forests (Parabel, Bonsai) with replicated data.
 
 Trees are independent: the training set is replicated to ``min(numWorkers, numTrees)`` Spark
-tasks with DataFrame operations only (cross join with a small group frame, repartition by
-group, ``mapInArrow``; no broadcast, no RDD, so it runs over Spark Connect too). Each task
+tasks with DataFrame operations only (``sparkxml.fastxml.fit.replicated_job``: cross join with a
+small group frame, repartition by group, ``mapInArrow``; no broadcast, no RDD, so it runs over Spark Connect too). Each task
 orders its rows by a key computed in the JVM from their content (``sparkxml.fastxml.fit``'s
 ``ordered_rows``: the model then depends only on the multiset of rows and the seed), trains
 trees ``rank, rank + workers, ...`` in compiled code (``sparkxml_kernels.labeltree``) and
 returns them as chunked binary rows. Tree t depends only on the data, the params and
 (seed, t), so the model is the same whatever numWorkers and the partitioning.
+
+``trainingMode="distributed"`` trains level by level instead, without any task holding the
+training set (``sparkxml.labeltree.levelwise``); the forest is the same.
 
 The data pass, its checks and error messages, and the memory check are FastXML's.
 """
@@ -15,18 +18,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from sparkxml._core.barrier import (
-    RESULT_SCHEMA,
-    decode_ranks,
-    encode_array_batches,
-    peak_rss_bytes,
-    reset_peak_rss,
-    rss_bytes,
-)
-from sparkxml._core.compat import to_arrow
-from sparkxml._core.partitioning import partition_keys
+from sparkxml._core.barrier import encode_array_batches, peak_rss_bytes, reset_peak_rss, rss_bytes
 from sparkxml._core.progress import FitProgress
 from sparkxml.fastxml.fit import (
     check_memory,
@@ -34,10 +26,13 @@ from sparkxml.fastxml.fit import (
     group_tables,
     ordered_rows,
     replicated_bytes,
+    replicated_job,
+    requested_workers,
+    task_csr,
     task_memory,
+    trees_by_task,
 )
-from sparkxml.session import default_parallelism
-from sparkxml_kernels import arrow_io
+from sparkxml.labeltree.levelwise import fit_levelwise
 from sparkxml_kernels.labeltree import forest as kforest
 
 
@@ -46,29 +41,35 @@ def fit_label_trees(est, dataset, who: str):
     fcol, lcol = est.getFeaturesCol(), est.getLabelsCol()
     spark = dataset.sparkSession
     num_trees = est.getNumTrees()
-    requested = (est.getNumWorkers() if est.isDefined(est.numWorkers)
-                 else default_parallelism(spark))
-    workers = max(1, min(requested, num_trees))
-    params = est.kernel_params()
-    kforest.check_params(params)
+    requested = requested_workers(est, spark)
+    mode = est.getTrainingMode()
+    # replicated: a task trains whole trees; distributed: a task trains nodes of a level
+    workers = max(1, requested if mode == "distributed" else min(requested, num_trees))
+    params = kforest.check_params(est.kernel_params())
     data = ordered_rows(dataset, fcol, lcol, "content")
     with FitProgress(spark, est, est.getVerbose()) as progress:
         t0 = time.perf_counter()
         with progress.phase("checks"):
             stats = data_stats(data, fcol, lcol, who)
         checks_seconds = time.perf_counter() - t0
-        check_memory(spark, stats, workers, who)
         have, limit, _ = task_memory(spark, workers)
         n_features, n_labels = stats["n_features"], stats["n_labels"]
+        info = {"mode": mode, "workers": workers, "checks_seconds": checks_seconds,
+                "replicated_task_bytes": replicated_bytes(stats), "task_memory_bytes": have,
+                "memory_limit_bytes": limit}
         t0 = time.perf_counter()
+        if mode == "distributed":
+            with progress.phase("train"):
+                forest, more = fit_levelwise(data, params, num_trees, workers, n_features,
+                                             n_labels, fcol, lcol, who, progress.verbose)
+            info.update(more, train_seconds=time.perf_counter() - t0)
+            return forest, n_features, n_labels, info
+        check_memory(spark, stats, workers, who)
         with progress.phase("train"):
             forest, tasks = _fit_replicated(spark, data, params, num_trees, workers,
                                             n_features, n_labels, fcol, lcol, who,
                                             progress.task_spec(per_task=True))
-        info = {"mode": "replicated", "workers": workers, "tasks": tasks,
-                "train_seconds": time.perf_counter() - t0, "checks_seconds": checks_seconds,
-                "replicated_task_bytes": replicated_bytes(stats), "task_memory_bytes": have,
-                "memory_limit_bytes": limit}
+        info.update(tasks=tasks, train_seconds=time.perf_counter() - t0)
         if progress.verbose > 0 and not progress.live_lines:
             progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
                                 unit="tree")
@@ -77,13 +78,11 @@ def fit_label_trees(est, dataset, who: str):
 
 def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
                     who, progress=None):
-    keys = partition_keys(workers)
-    groups = spark.createDataFrame([(k,) for k in keys], "_g long")
-    trees_of = {k: np.arange(p, num_trees, workers, dtype=np.int32) for p, k in enumerate(keys)}
-    train = _make_train_fn(trees_of, keys, n_features, n_labels, params, fcol, lcol, progress)
-    table = to_arrow(data.crossJoin(groups).repartition(workers, "_g")
-                     .mapInArrow(train, RESULT_SCHEMA))
-    per_task, infos = decode_ranks(table)
+    def make_train(keys):
+        return _make_train_fn(trees_by_task(keys, num_trees), keys, n_features, n_labels,
+                              params, fcol, lcol, progress)
+
+    per_task, infos = replicated_job(spark, data, workers, make_train)
     parts = [{name: a[name] for name in kforest.FOREST_KEYS} for a in per_task.values()]
     forest = kforest.sort_forest(kforest.concat_forests(parts))
     if len(forest["tree_ids"]) != num_trees:
@@ -103,9 +102,7 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
         reset_ok = reset_peak_rss()
         rss0 = rss_bytes()
         for key, table in group_tables(batches):
-            xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
-                                                    num_features=n_features)
-            yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
+            xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             reporter = ProgressReporter(progress, rank_of[key])
             trees = trees_of[key]
             out = kforest.train_forest(

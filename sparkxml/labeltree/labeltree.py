@@ -9,7 +9,7 @@ import numpy as np
 from pyspark import keyword_only
 
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
-from sparkxml._core.params import HasVerbose
+from sparkxml._core.params import HasVerbose, add_setters
 from sparkxml._core.validation import check_int_array_column, check_vector_column
 from sparkxml.fastxml.fastxml import FastXMLModel, FastXMLTrainingSummary
 from sparkxml.labeltree.fit import fit_label_trees
@@ -50,14 +50,21 @@ _PARAMS_DOC = """
         Copied to the model (prediction).
     seed : int, default 0
     numWorkers : int, optional
-        Spark tasks training runs on (default: the session's default parallelism), at most
-        numTrees; each holds the whole training set. The model does not depend on it.
+        Spark tasks training runs on (default: the session's default parallelism).
+        Replicated: at most numTrees, each holding the whole training set. The model does
+        not depend on it.
     trainingMode : str, default "replicated"
+        "replicated": each task holds the training set and trains whole trees.
+        "distributed": level by level; the label representations are reduced across tasks,
+        the trees clustered on the driver, and each tree level's node classifiers trained
+        by the numWorkers tasks that own the nodes, each holding its nodes' rows only (at
+        the root level: every row with a label; ``sparkxml.labeltree.levelwise``). The same
+        model as "replicated".
     topK, predictionCol, scoresCol
         Copied to the model.
     verbose : int, default 0
-        Log "tree i/n" every ``verbose`` trees of each training task through the Python
-        logger ``sparkxml``; 0 = silent.
+        Log "tree i/n" every ``verbose`` trees of each training task (distributed: "level
+        i/n" every ``verbose`` levels) through the Python logger ``sparkxml``; 0 = silent.
 """
 
 
@@ -75,72 +82,6 @@ class _LabelTree(SparkXMLEstimator, LabelTreeParams, HasVerbose):
     def _init(self, kwargs: dict) -> None:
         self._setDefault(verbose=0, **self._defaults)
         self._set_params(**kwargs)
-
-    def setNumTrees(self, value: int):
-        return self._set(numTrees=value)
-
-    def setMaxLeafLabels(self, value: int):
-        return self._set(maxLeafLabels=value)
-
-    def setBranchFactor(self, value: int):
-        return self._set(branchFactor=value)
-
-    def setMaxDepth(self, value: int):
-        return self._set(maxDepth=value)
-
-    def setBalancedClusters(self, value: bool):
-        return self._set(balancedClusters=value)
-
-    def setClusterEps(self, value: float):
-        return self._set(clusterEps=value)
-
-    def setLoss(self, value: str):
-        return self._set(loss=value)
-
-    def setC(self, value: float):
-        return self._set(C=value)
-
-    def setTol(self, value: float):
-        return self._set(tol=value)
-
-    def setMaxIter(self, value: int):
-        return self._set(maxIter=value)
-
-    def setWeightThreshold(self, value: float):
-        return self._set(weightThreshold=value)
-
-    def setBias(self, value: float):
-        return self._set(bias=value)
-
-    def setBeamWidth(self, value: int):
-        return self._set(beamWidth=value)
-
-    def setSeed(self, value: int):
-        return self._set(seed=value)
-
-    def setNumWorkers(self, value: int):
-        return self._set(numWorkers=value)
-
-    def setTrainingMode(self, value: str):
-        return self._set(trainingMode=value)
-
-    def setVerbose(self, value: int):
-        return self._set(verbose=value)
-
-    def setTopK(self, value: int):
-        return self._set(topK=value)
-
-    def setFeaturesCol(self, value: str):
-        return self._set(featuresCol=value)
-
-    def setLabelsCol(self, value: str):
-        return self._set(labelsCol=value)
-
-    def setPredictionCol(self, value: str):
-        return self._set(predictionCol=value)
-
-    def setScoresCol(self, value: str):
-        return self._set(scoresCol=value)
 
     def _fit_validated(self, dataset):
         check_vector_column(dataset, self.getFeaturesCol())
@@ -223,17 +164,14 @@ class LabelTreeModel(SparkXMLPredictorModel, LabelTreeParams):
     predictor = FastXMLModel.predictor
     _transform_validated = FastXMLModel._transform_validated
 
-    # the same arrays and outputs as FastXML's model: the same accessors and setters
+    # the same arrays and outputs as FastXML's model: the same accessors
     numFeatures = FastXMLModel.numFeatures
     numLabels = FastXMLModel.numLabels
     trees = FastXMLModel.trees
-    setTopK = FastXMLModel.setTopK
-    setFeaturesCol = FastXMLModel.setFeaturesCol
-    setPredictionCol = FastXMLModel.setPredictionCol
-    setScoresCol = FastXMLModel.setScoresCol
 
-    def setBeamWidth(self, value: int):
-        return self._set(beamWidth=value)
+
+add_setters(_LabelTree, tuple(PARABEL_DEFAULTS) + ("numWorkers", "verbose"))
+add_setters(LabelTreeModel, ("topK", "featuresCol", "predictionCol", "scoresCol", "beamWidth"))
 
 
 class ParabelModel(LabelTreeModel):

@@ -48,12 +48,13 @@ class LabelTreeParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresC
     beamWidth = _param("beamWidth", "nodes kept per tree level by the beam search (>= 1)",
                        TypeConverters.toInt)
     trainingMode = _param("trainingMode", "how trees are trained: 'replicated' (each task "
-                          "holds the whole training set and trains whole trees)",
-                          TypeConverters.toString)
+                          "holds the whole training set and trains whole trees) or "
+                          "'distributed' (level by level, each task holding the rows of its "
+                          "nodes only; the same model)", TypeConverters.toString)
     _constraints = {"maxLeafLabels": ge(1), "branchFactor": ge(2), "maxDepth": ge(1),
                     "clusterEps": ge(0.0), "loss": one_of("squared_hinge", "logistic"),
                     "C": gt(0.0), "tol": gt(0.0), "weightThreshold": ge(0.0),
-                    "bias": finite(), "beamWidth": ge(1), "trainingMode": one_of("replicated")}
+                    "bias": finite(), "beamWidth": ge(1), "trainingMode": one_of("replicated", "distributed")}
 
     def getMaxLeafLabels(self) -> int:
         return self.getOrDefault(self.maxLeafLabels)

@@ -102,28 +102,47 @@ def feature_major(weights: list, cols: np.ndarray, threshold: float):
     return uniq.astype(np.int32), ptr, slot.astype(np.int32), val.astype(np.float32)
 
 
+def labels_under(children: list, leaf_labels: list) -> list:
+    """Per node (breadth-first, children after their parent) the labels under it."""
+    M = len(children)
+    under: list = [None] * M  # filled bottom-up
+    for g in range(M - 1, -1, -1):
+        under[g] = (np.concatenate([under[c] for c in children[g]]) if children[g]
+                    else leaf_labels[g])
+    return under
+
+
+def node_groups(children: list, leaf_labels: list, under: list, g: int) -> list:
+    """The label groups of node g's slots: per child the labels under it (internal node), or
+    one label each (leaf)."""
+    return ([under[c] for c in children[g]] if children[g]
+            else [np.array([lab]) for lab in leaf_labels[g]])
+
+
+def train_node(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: list,
+               params: dict, tree: int, g: int):
+    """Node g of tree ``tree``: its slots' classifiers trained on ``rows`` of (X, Y), as a
+    :func:`feature_major` matrix. The result depends only on those rows in that order."""
+    loss = LOSSES[params["loss"]]
+    C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
+    thr, seed = float(params["weight_threshold"]), int(params["seed"])
+    Xl, cols, P = node_problems(X, Y, rows, groups)
+    qd = row_norms2(Xl)
+    ws = [solve_binary(Xl, P[:, c], loss, C, tol, it, stream_state(seed, tree, g, c), qd)
+          for c in range(len(groups))]
+    return feature_major(ws, cols, thr)
+
+
 def train_tree_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, Yt: sp.csr_matrix, children: list,
                      leaf_labels: list, params: dict, tree: int) -> list:
     """Train one tree's classifiers: per node (breadth-first) its children's classifiers
     (internal node) or its labels' (leaf), as :func:`feature_major` matrices (slot = position
     of the child in ``children[g]`` or of the label in ``leaf_labels[g]``)."""
-    loss = LOSSES[params["loss"]]
-    C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
-    thr, seed = float(params["weight_threshold"]), int(params["seed"])
-    M = len(children)
-    under: list = [None] * M  # labels under each node, filled bottom-up
-    for g in range(M - 1, -1, -1):
-        under[g] = (np.concatenate([under[c] for c in children[g]]) if children[g]
-                    else leaf_labels[g])
+    under = labels_under(children, leaf_labels)
     out = []
-    for g in range(M):
-        groups = ([under[c] for c in children[g]] if children[g]
-                  else [np.array([lab]) for lab in leaf_labels[g]])
+    for g in range(len(children)):
         labs = under[g]
         rows = np.unique(Yt[labs].indices) if len(labs) else np.zeros(0, np.int64)
-        Xl, cols, P = node_problems(X, Y, rows, groups)
-        qd = row_norms2(Xl)
-        ws = [solve_binary(Xl, P[:, c], loss, C, tol, it, stream_state(seed, tree, g, c), qd)
-              for c in range(len(groups))]
-        out.append(feature_major(ws, cols, thr))
+        out.append(train_node(X, Y, rows, node_groups(children, leaf_labels, under, g),
+                              params, tree, g))
     return out

@@ -1,0 +1,162 @@
+"""Parabel and Bonsai on Delicious-shaped generated data, level-wise ("distributed") and
+replicated, beside omikuji, and prediction through ``transform`` and ``load_model``, in one
+run.
+
+    .venv/bin/python benchmarks/labeltree_scale.py [--train 500000] [--test 20000]
+        [--features 100000] [--labels 50000] [--workers 2] [--predict-rows 100000]
+
+The data come from ``fastxml_distributed.delicious_like`` (FastXML's distributed benchmark's
+topic-model generator, ~19 labels and ~18 tf-idf features a row) at the sizes given. The
+figures: fit seconds (wall clock, after a small warm-up fit that loads the numba cache),
+P@1/3/5 on the test rows, and for the level-wise fit the rows and peak RSS (``VmHWM``) of
+its largest task against the training set's rows and the replicated task's estimated bytes
+(``_training_info["replicated_task_bytes"]``). Prediction: ``--predict-rows`` rows (the test
+rows repeated) scored by ``transform`` (forced by an aggregate over the predictions), by
+``sparkxml_kernels.load_model(path).predict_topk`` in this process, and by omikuji's
+row-by-row ``predict`` (2 threads trained; its Python API scores one row a call).
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import Results, load_average, session  # noqa: E402
+from fastxml_bibtex import fmt, precision_at  # noqa: E402
+from fastxml_distributed import delicious_like, frame  # noqa: E402
+
+
+def write_xc(path, X, Y, start, stop, n_features, n_labels):
+    """Rows [start, stop) in the XC text format omikuji reads."""
+    xi, xj, xv = X
+    yi, yj = Y
+    with open(path, "w") as f:
+        f.write(f"{stop - start} {n_features} {n_labels}\n")
+        for r in range(start, stop):
+            labs = ",".join(str(v) for v in yj[yi[r]:yi[r + 1]])
+            feats = " ".join(f"{j}:{v:.6g}" for j, v in zip(xj[xi[r]:xi[r + 1]],
+                                                              xv[xi[r]:xi[r + 1]]))
+            f.write(f"{labs} {feats}\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--train", type=int, default=500000)
+    ap.add_argument("--test", type=int, default=20000)
+    ap.add_argument("--features", type=int, default=100000)
+    ap.add_argument("--labels", type=int, default=50000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--predict-rows", type=int, default=100000)
+    args = ap.parse_args()
+    import scipy.sparse as sp
+    from pyspark.sql import functions as F
+
+    import sparkxml_kernels
+    from sparkxml import Bonsai, Parabel
+    from sparkxml.synthetic import csr_rows
+
+    res = Results("labeltree_scale")
+    n, D, L = args.train, args.features, args.labels
+    t0 = time.perf_counter()
+    X, Y = delicious_like(n + args.test, D, L)
+    print(f"data: {n} train / {args.test} test rows, {D} features, {L} labels, "
+          f"{X[0][n] / n:.1f} features and {Y[0][n] / n:.1f} labels a train row; generated "
+          f"in {time.perf_counter() - t0:.0f} s", flush=True)
+    (xi, xj, xv), Yte = csr_rows(X, Y, n, n + args.test)
+    Xte = sp.csr_matrix((xv, xj, xi), shape=(args.test, D))
+    rows = {}
+    spark = session(master=f"local[{args.workers}]", app="labeltree-scale")
+    try:
+        train = frame(spark, X, Y, D, 0, n).repartition(args.workers).cache()
+        train.count()
+        Parabel(numTrees=1, numWorkers=1).fit(train.limit(200))  # warm-up: numba cache
+        configs = [("Parabel distributed", Parabel, "distributed"),
+                   ("Parabel replicated", Parabel, "replicated"),
+                   ("Bonsai distributed", Bonsai, "distributed")]
+        models = {}
+        for name, cls, mode in configs:
+            t0 = time.perf_counter()
+            model = cls(numWorkers=args.workers, trainingMode=mode, seed=0).fit(train)
+            fit = time.perf_counter() - t0
+            labels, _ = model.predictor.predict_csr(Xte, 5)
+            p = precision_at([r[r >= 0].tolist() for r in labels], Yte)
+            info = model._training_info
+            note = f"{mode}, numWorkers {args.workers}"
+            if mode == "distributed":
+                biggest = max(t["rows"] for lv in info["levels"] for t in lv["tasks"])
+                peak = max(t["peak_rss_bytes"] for t in info["tasks"])
+                note += (f"; largest task {biggest} rows ({100 * biggest / n:.0f}% of the "
+                         f"training rows), peak RSS {peak >> 20} MiB vs replicated task "
+                         f"estimate {info['replicated_task_bytes'] >> 20} MiB")
+                res.add(name, "largest task rows", biggest / n * 100, "%")
+                res.add(name, "largest task peak RSS", peak / 2**20, "MiB")
+            rows[name] = (p, fit, note)
+            res.add(name, "fit", fit, "s", note=note)
+            for k in (1, 3, 5):
+                res.add(name, f"P@{k}", p[k], "%")
+            models[name] = model
+            print(f"{name}: P@1/3/5 {fmt(p)}, fit {fit:.1f} s; {note}", flush=True)
+        same = all(np.array_equal(models["Parabel distributed"]._arrays[k],
+                                  models["Parabel replicated"]._arrays[k])
+                   for k in models["Parabel replicated"]._arrays)
+        print(f"distributed model == replicated model: {same}", flush=True)
+        # prediction: the test rows repeated to --predict-rows
+        reps = -(-args.predict_rows // args.test)
+        big = sp.vstack([Xte] * reps).tocsr()[:args.predict_rows]
+        model = models["Parabel replicated"]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "parabel")
+            model.save(path)
+            served = sparkxml_kernels.load_model(path)
+            t0 = time.perf_counter()
+            served.predict_topk(big, 5)
+            load_s = time.perf_counter() - t0
+        df = frame(spark, (big.indptr.astype(np.int64), big.indices.astype(np.int32),
+                           big.data.astype(np.float32)),
+                   (np.zeros(big.shape[0] + 1, np.int64), np.zeros(0, np.int32)), D, 0,
+                   big.shape[0]).repartition(args.workers).cache()
+        df.count()
+        t0 = time.perf_counter()
+        model.transform(df).agg(F.sum(F.size("prediction"))).collect()
+        transform_s = time.perf_counter() - t0
+    finally:
+        spark.stop()
+    import omikuji
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "train.txt")
+        write_xc(path, X, Y, 0, n, D, L)
+        t0 = time.perf_counter()
+        om = omikuji.Model.train_on_data(path, omikuji.Model.default_hyper_param(),
+                                         n_threads=2)
+        fit = time.perf_counter() - t0
+    pred = [[lab for lab, _ in om.predict(list(zip(Xte.getrow(i).indices.tolist(),
+                                                      Xte.getrow(i).data.tolist())), top_k=5)]
+            for i in range(Xte.shape[0])]
+    p = precision_at(pred, Yte)
+    rows["omikuji"] = (p, fit, "defaults, 2 threads")
+    res.add("omikuji", "fit", fit, "s")
+    for k in (1, 3, 5):
+        res.add("omikuji", f"P@{k}", p[k], "%")
+    t0 = time.perf_counter()
+    for i in range(big.shape[0]):
+        row = big.getrow(i)
+        om.predict(list(zip(row.indices.tolist(), row.data.tolist())), top_k=5)
+    om_pred = time.perf_counter() - t0
+    for name, v in (("transform", transform_s), ("load_model predict_topk", load_s),
+                    ("omikuji predict", om_pred)):
+        res.add(f"predict {big.shape[0]} rows", name, v, "s")
+    print(f"\nload average {load_average()[0]:.1f} at the end (2 cores)\n")
+    print("| system | P@1/3/5 | fit s | note |\n|---|---|---|---|")
+    for name, (p, fit, note) in rows.items():
+        print(f"| {name} | {fmt(p)} | {fit:.1f} | {note} |")
+    print(f"\nPredict {big.shape[0]} rows (top 5): transform {transform_s:.1f} s, "
+          f"load_model(...).predict_topk {load_s:.1f} s, omikuji row by row {om_pred:.1f} s")
+    res.write()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""Level-wise training of label-tree forests: the pieces Spark tasks and the driver run.
+
+The replicated kernel (``forest.train_forest``) holds the whole training set. Level-wise
+training splits the same computation so that no task needs it, and gives the same forest
+bit for bit:
+
+1. **Label representations** (:func:`representations_part`). The rows, exploded to one copy
+   per label and ordered by (label, row order), are cut into groups of whole labels; each
+   group's rows of ``R`` are ``data.label_representations`` of those rows. A label's row
+   sums its rows in the row order, exactly as the product over all rows does, so
+   :func:`gather_representations` gives the replicated ``R``.
+2. **Trees** (:func:`build_trees`): the clustering uses ``R`` only (``cluster.build_tree``).
+3. **Classifiers, one tree level at a time** (:func:`level_plan`, :func:`train_level`).
+   Every node of a level is given to one task; a row goes to each task owning a node it
+   belongs to (a label of the row lies under the node); the task orders its rows as the
+   replicated task does and trains each of its nodes on the node's rows
+   (``nodes.train_node``). A node's classifiers depend only on its rows in that order, its
+   label groups and (seed, tree, node), so they are the replicated ones.
+4. :func:`pack_nodes` / :func:`unpack_nodes` carry the trained nodes back as flat arrays and
+   :func:`assemble_forest` lays them out as ``forest``'s arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .cluster import build_tree
+from .data import label_matrix, label_representations, normalised_rows
+from .forest import concat_forests, tree_arrays
+from .nodes import labels_under, node_groups, train_node
+
+
+def representations_part(xptr, xidx, xval, lab, n_features: int):
+    """Rows of ``R`` for one group of whole labels.
+
+    ``(xptr, xidx, xval)``: the exploded rows, ordered by (label, row order); ``lab`` (int,
+    one per row): each copy's label. Returns (labels int64 ascending, counts int64 (rows per
+    label), R_part CSR float64 (len(labels), n_features)).
+    """
+    lab = np.asarray(lab, np.int64)
+    labels, inv, counts = np.unique(lab, return_inverse=True, return_counts=True)
+    X = normalised_rows(xptr, xidx, xval, n_features, 0.0)
+    Y = sp.csr_matrix((np.ones(len(lab)), inv.astype(np.int32).ravel(),
+                       np.arange(len(lab) + 1, dtype=np.int64)), shape=(len(lab), len(labels)))
+    return labels, counts.astype(np.int64), label_representations(X, Y, n_features)
+
+
+def gather_representations(parts, n_labels: int, n_features: int):
+    """(R (n_labels, n_features) CSR float64, labels with rows int32 ascending, counts int64
+    (n_labels,)) from :func:`representations_part` results covering disjoint labels."""
+    lens = np.zeros(n_labels, np.int64)
+    counts = np.zeros(n_labels, np.int64)
+    rows = {}
+    for labels, cnt, R in parts:
+        R = sp.csr_matrix(R)
+        for q, label in enumerate(labels):
+            a, b = int(R.indptr[q]), int(R.indptr[q + 1])
+            rows[int(label)] = (R.indices[a:b], R.data[a:b])
+            lens[label] = b - a
+            counts[label] = cnt[q]
+    order = sorted(rows)
+    indptr = np.zeros(n_labels + 1, np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+    R = sp.csr_matrix((cat([rows[k][1] for k in order], np.float64),
+                       cat([rows[k][0] for k in order], np.int32), indptr),
+                      shape=(n_labels, n_features))
+    return R, np.asarray(order, np.int32), counts
+
+
+def build_trees(R: sp.csr_matrix, labels: np.ndarray, tree_ids, params: dict) -> list:
+    """Per tree id, (children, leaf_labels) as ``cluster.build_tree`` returns them."""
+    p = params
+    return [build_tree(R, labels, int(p["branch"]), bool(p["balanced"]), int(p["max_leaf"]),
+                       int(p["max_depth"]), float(p["cluster_eps"]), int(p["seed"]), int(t))
+            for t in tree_ids]
+
+
+def node_depths(children: list) -> np.ndarray:
+    """Depth of each node (root 0) of a breadth-first tree."""
+    depth = np.zeros(len(children), np.int64)
+    for g, kids in enumerate(children):
+        for c in kids:
+            depth[c] = depth[g] + 1
+    return depth
+
+
+def level_plan(trees: list, tree_ids, level: int, counts: np.ndarray, workers: int,
+               n_labels: int):
+    """The nodes of one level and who trains them.
+
+    Returns (specs, label_task): ``specs[w]`` is task w's list of (tree, node, labels under
+    it int32, its slots' label groups); ``label_task`` int32 (len(trees), n_labels): per
+    tree, the task owning the level's node above each label (-1: none at this level). Nodes
+    go to tasks by longest-first on their estimated rows (the sum of their labels' row
+    counts); ties by (tree, node). Where a node is trained never changes its classifiers.
+    """
+    nodes = []
+    for i, (children, leaf_labels) in enumerate(trees):
+        under = labels_under(children, leaf_labels)
+        depth = node_depths(children)
+        for g in np.flatnonzero(depth == level):
+            g = int(g)
+            nodes.append((int(counts[under[g]].sum()), i, g, under[g],
+                          node_groups(children, leaf_labels, under, g)))
+    nodes.sort(key=lambda n: (-n[0], n[1], n[2]))
+    load = np.zeros(workers, np.int64)
+    specs: list = [[] for _ in range(workers)]
+    label_task = np.full((len(trees), n_labels), -1, np.int32)
+    for est, i, g, under, groups in nodes:
+        w = int(np.argmin(load))
+        load[w] += max(est, 1)
+        specs[w].append((int(tree_ids[i]), g, np.asarray(under, np.int32),
+                         [np.asarray(x, np.int32) for x in groups]))
+        label_task[i, under] = w
+    return specs, label_task
+
+
+def row_tasks(yptr, yidx, label_task: np.ndarray):
+    """(row, task) pairs, int64 each, sorted by row then task: every task owning a node a
+    row belongs to, once."""
+    yptr = np.asarray(yptr, np.int64)
+    yidx = np.asarray(yidx, np.int64)
+    row_of = np.repeat(np.arange(len(yptr) - 1), np.diff(yptr))
+    tasks = label_task[:, yidx]  # (trees, entries)
+    rows = np.broadcast_to(row_of, tasks.shape).ravel()
+    tasks = tasks.ravel().astype(np.int64)
+    keep = tasks >= 0
+    if not keep.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    width = int(tasks.max()) + 1
+    pair = np.unique(rows[keep] * width + tasks[keep])
+    return pair // width, pair % width
+
+
+def train_level(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, spec: list,
+                params: dict) -> list:
+    """Train a task's nodes of one level on its rows (in the replicated task's row order).
+
+    ``spec``: the task's (tree, node, labels under it, slot groups) from :func:`level_plan`.
+    Returns [(tree, node, feature-major classifiers)] in ``spec`` order."""
+    X = normalised_rows(xptr, xidx, xval, n_features, float(params["bias"]))
+    Y = label_matrix(yptr, yidx, X.shape[0], n_labels)
+    Yt = Y.T.tocsr()
+    out = []
+    for tree, g, under, groups in spec:
+        rows = np.unique(Yt[under].indices) if len(under) else np.zeros(0, np.int64)
+        out.append((tree, g, train_node(X, Y, rows, groups, params, tree, g)))
+    return out
+
+
+def pack_nodes(trained: list) -> dict:
+    """Flat arrays of :func:`train_level` results: ``tree``, ``node``, ``n_feature`` (per
+    node), ``feature``, ``n_entry`` (per feature), ``slot``, ``value``."""
+    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+    return {"tree": np.array([t for t, _, _ in trained], np.int32),
+            "node": np.array([g for _, g, _ in trained], np.int32),
+            "n_feature": np.array([len(w[0]) for _, _, w in trained], np.int64),
+            "feature": cat([w[0] for _, _, w in trained], np.int32),
+            "n_entry": cat([np.diff(w[1]) for _, _, w in trained], np.int64),
+            "slot": cat([w[2] for _, _, w in trained], np.int32),
+            "value": cat([w[3] for _, _, w in trained], np.float32)}
+
+
+def unpack_nodes(a: dict) -> dict:
+    """{(tree, node): feature-major classifiers} from :func:`pack_nodes` arrays."""
+    out = {}
+    f0 = e0 = 0
+    for q in range(len(a["tree"])):
+        nf = int(a["n_feature"][q])
+        n_entry = a["n_entry"][f0:f0 + nf]
+        ptr = np.zeros(nf + 1, np.int64)
+        np.cumsum(n_entry, out=ptr[1:])
+        ne = int(ptr[-1])
+        out[(int(a["tree"][q]), int(a["node"][q]))] = (
+            a["feature"][f0:f0 + nf].astype(np.int32), ptr,
+            a["slot"][e0:e0 + ne].astype(np.int32), a["value"][e0:e0 + ne].astype(np.float32))
+        f0 += nf
+        e0 += ne
+    return out
+
+
+def assemble_forest(trees: list, tree_ids, weights: dict) -> dict:
+    """The forest arrays of ``trees`` (as :func:`build_trees` returns them) with the trained
+    nodes ``weights`` {(tree id, node): classifiers}; every node must be there."""
+    parts = []
+    for (children, leaf_labels), t in zip(trees, tree_ids):
+        t = int(t)
+        missing = [g for g in range(len(children)) if (t, g) not in weights]
+        if missing:
+            raise RuntimeError(f"tree {t}: nodes {missing[:5]} were not trained")
+        parts.append(tree_arrays(t, children, leaf_labels,
+                                 [weights[(t, g)] for g in range(len(children))]))
+    return concat_forests(parts)

@@ -1,0 +1,182 @@
+"""Level-wise distributed training of label-tree forests (``trainingMode="distributed"``).
+
+The forest is the replicated mode's bit for bit (same seed, same rows, whatever numWorkers
+and the partitioning). With DataFrame operations only
+(``explode``, ``repartition``, ``sortWithinPartitions``, ``mapInArrow``; Spark Connect
+works), in ``2 + levels`` jobs:
+
+1. **Label representations.** The rows are exploded to one copy per label, brought together
+   per label in the global row order (``repartition`` by label, sort by (label, content
+   key)), and each task computes its labels' rows of ``R`` and their row counts
+   (``sparkxml_kernels.labeltree.levels.representations_part``). The driver gathers the
+   L x D sparse ``R``.
+2. **Trees.** The driver clusters ``R`` into every tree (``cluster.build_tree``): the
+   clustering needs the representations only.
+3. **One job a tree level.** Every node of the level, in every tree, is given to one of
+   ``numWorkers`` tasks (longest first on its labels' row counts); a ``mapInArrow`` sends
+   each row to every task owning a node it belongs to (once a task), ``repartition`` brings
+   each task its rows, which it orders by the content key as the replicated task does and
+   trains its nodes' classifiers on (``levels.train_level``). A task holds the rows of its
+   nodes only. A root's classifiers see every row carrying a label, so at the root level
+   the task owning a root holds all of them (once, whatever the number of trees it owns);
+   below the root the rows are split between the tasks.
+
+The trained nodes come back as chunked binary rows (``_core.barrier.encode_array_batches``)
+and the driver lays the forest out (``levels.assemble_forest``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+import scipy.sparse as sp
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkxml._core.barrier import (
+    RESULT_SCHEMA,
+    decode_ranks,
+    encode_array_batches,
+    peak_rss_bytes,
+    reset_peak_rss,
+    rss_bytes,
+)
+from sparkxml._core.compat import to_arrow
+from sparkxml._core.partitioning import partition_keys
+from sparkxml.fastxml.fit import group_tables, task_csr
+from sparkxml_kernels import arrow_io
+from sparkxml_kernels.labeltree import levels as klevels
+from sparkxml_kernels.progress import LOGGER, format_record
+
+
+def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: int,
+                  n_labels: int, fcol: str, lcol: str, who: str, verbose: int = 0):
+    """Train the forest level by level (see the module docstring).
+
+    ``data``: ``sparkxml.fastxml.fit.ordered_rows`` output (``_k1``, ``_k2``, ``f``, ``y``);
+    ``params``: ``sparkxml_kernels.labeltree.forest.check_params`` output. Returns (forest,
+    info): ``info`` has per level the nodes trained and per task its rows and peak RSS.
+    """
+    t0 = time.perf_counter()
+    R, labels, counts, rep_tasks = representations(data, n_features, n_labels, fcol,
+                                                   max(2 * workers, 2))
+    info = {"representation_seconds": time.perf_counter() - t0, "representation_tasks":
+            rep_tasks}
+    t0 = time.perf_counter()
+    tree_ids = list(range(num_trees))
+    trees = klevels.build_trees(R, labels, tree_ids, params)
+    del R
+    info["cluster_seconds"] = time.perf_counter() - t0
+    depth = max(int(klevels.node_depths(children).max()) for children, _ in trees)
+    keys = partition_keys(workers)
+    weights: dict = {}
+    levels = []
+    for level in range(depth + 1):
+        t0 = time.perf_counter()
+        specs, label_task = klevels.level_plan(trees, tree_ids, level, counts, workers,
+                                               n_labels)
+        route = _make_route_fn(label_task, keys)
+        train = _make_level_fn({keys[w]: s for w, s in enumerate(specs) if s}, keys,
+                               n_features, n_labels, params, fcol, lcol)
+        routed = T.StructType(list(data.schema.fields)
+                              + [T.StructField("_g", T.LongType(), True)])
+        table = to_arrow(data.mapInArrow(route, routed).repartition(workers, "_g")
+                         .mapInArrow(train, RESULT_SCHEMA))
+        per_task, task_info = decode_ranks(table)
+        for arrays in per_task.values():
+            weights.update(klevels.unpack_nodes(arrays))
+        levels.append({"level": level, "nodes": int(sum(len(s) for s in specs)),
+                       "seconds": time.perf_counter() - t0,
+                       "tasks": [dict(task_info[r], rank=r) for r in sorted(task_info)]})
+        if verbose > 0 and ((level + 1) % verbose == 0 or level == depth):
+            LOGGER.info(format_record({
+                "source": who, "kind": "progress", "unit": "level", "done": level + 1,
+                "total": depth + 1, "metrics": {"nodes": levels[-1]["nodes"]}}))
+    forest = klevels.assemble_forest(trees, tree_ids, weights)
+    info["levels"] = levels
+    # per task, its largest level (rows and peak RSS): what the task had to hold
+    tasks: dict = {}
+    for lv in levels:
+        for t in lv["tasks"]:
+            r = t["rank"]
+            best = tasks.get(r)
+            if best is None or t.get("peak_rss_bytes", 0) > best.get("peak_rss_bytes", 0):
+                tasks[r] = dict(t, level=lv["level"])
+    info["tasks"] = [tasks[r] for r in sorted(tasks)]
+    return forest, info
+
+
+def representations(data, n_features: int, n_labels: int, fcol: str, partitions: int):
+    """(R, labels with rows, per-label row counts, per-task info) from one job over the rows
+    exploded by label (see the module docstring)."""
+
+    def task(batches):
+        from pyspark import TaskContext
+
+        reset_ok = reset_peak_rss()
+        pieces = [b for b in batches if b.num_rows]
+        if not pieces:
+            return
+        table = pa.Table.from_batches(pieces).combine_chunks()
+        del pieces
+        xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol,
+                                                num_features=n_features)
+        lab = table.column("_l").to_numpy()
+        labels, counts, R = klevels.representations_part(xi, xj, xv, lab, n_features)
+        pid = TaskContext.get().partitionId()
+        yield from encode_array_batches(pid, {
+            "labels": labels, "counts": counts, "indptr": R.indptr.astype(np.int64),
+            "indices": R.indices.astype(np.int32), "data": R.data.astype(np.float64)},
+            {"rows": int(len(lab)), "labels": int(len(labels)),
+             "peak_rss_bytes": peak_rss_bytes(), "peak_rss_is_task_local": reset_ok})
+
+    table = to_arrow(data.select(F.explode("y").alias("_l"), "_k1", "_k2", "f")
+                     .repartition(partitions, "_l").sortWithinPartitions("_l", "_k1", "_k2")
+                     .mapInArrow(task, RESULT_SCHEMA))
+    per_task, infos = decode_ranks(table)
+    parts = [(a["labels"], a["counts"],
+              sp.csr_matrix((a["data"], a["indices"], a["indptr"]),
+                            shape=(len(a["labels"]), n_features)))
+             for _, a in sorted(per_task.items())]
+    R, labels, counts = klevels.gather_representations(parts, n_labels, n_features)
+    return R, labels, counts, [infos[r] for r in sorted(infos)]
+
+
+def _make_route_fn(label_task: np.ndarray, keys: list):
+    # Plain locals only: the closure is pickled to the tasks.
+    key_of = np.asarray(keys, np.int64)
+
+    def route(batches):
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            yi, yj = arrow_io.lists_to_csr(b.column("y"), "labels")
+            rows, tasks = klevels.row_tasks(yi, yj, label_task)
+            if len(rows) == 0:
+                continue
+            out = b.take(pa.array(rows))
+            yield out.append_column(pa.field("_g", pa.int64()), pa.array(key_of[tasks]))
+
+    return route
+
+
+def _make_level_fn(spec_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
+                   fcol: str, lcol: str):
+    # Plain locals only: the closure is pickled to the tasks.
+    rank_of = {k: p for p, k in enumerate(keys)}
+
+    def train(batches):
+        reset_ok = reset_peak_rss()
+        rss0 = rss_bytes()
+        for key, table in group_tables(batches):
+            xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
+            del table
+            spec = spec_of.get(key, [])
+            trained = klevels.train_level(xi, xj, xv, yi, yj, n_features, n_labels, spec,
+                                          params)
+            yield from encode_array_batches(rank_of[key], klevels.pack_nodes(trained), {
+                "rows": len(xi) - 1, "nodes": len(spec), "peak_rss_bytes": peak_rss_bytes(),
+                "rss_start_bytes": rss0, "peak_rss_is_task_local": reset_ok})
+
+    return train

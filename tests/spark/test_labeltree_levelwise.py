@@ -1,0 +1,41 @@
+"""Level-wise distributed training (Parabel here; Bonsai's trees and the logistic loss go
+through the same code, checked in tests/kernels/test_labeltree_levels.py): the replicated
+mode's model bit for bit, whatever numWorkers and the partitioning."""
+import logging
+
+import numpy as np
+import pytest
+
+from sparkxml import Parabel
+from sparkxml.synthetic import make_multilabel, rows_frame
+
+
+@pytest.fixture(scope="module")
+def tiny(spark):
+    X, Y = make_multilabel(n_rows=240, n_features=120, n_labels=24, seed=7)
+    return rows_frame(spark, X, Y, 0, 240, 120).repartition(3).cache()
+
+
+def _same(a, b):
+    assert set(a._arrays) == set(b._arrays)
+    for k in a._arrays:
+        np.testing.assert_array_equal(a._arrays[k], b._arrays[k], err_msg=k)
+
+
+def test_parabel_levelwise_is_the_replicated_model(tiny, caplog):
+    kw = dict(maxLeafLabels=6, numTrees=2, seed=11)
+    # replicated on one task and one partition, level-wise on two tasks and three partitions
+    # (tests/kernels/test_labeltree_levels.py covers more task counts without Spark)
+    replicated = Parabel(numWorkers=1, **kw).fit(tiny.repartition(1))
+    with caplog.at_level(logging.INFO, logger="sparkxml"):
+        two = Parabel(trainingMode="distributed", numWorkers=2, verbose=1, **kw).fit(tiny)
+    _same(replicated, two)
+    info = two._training_info
+    assert info["mode"] == "distributed" and two.summary.trainingMode == "distributed"
+    levels = info["levels"]
+    assert [lv["nodes"] for lv in levels] == [2, 4, 8]  # 24 labels, leaves of <= 6
+    # each level's nodes are shared by the two tasks, a row sent to a task at most once
+    for lv in levels[1:]:
+        assert len(lv["tasks"]) == 2 and sum(t["nodes"] for t in lv["tasks"]) == lv["nodes"]
+        assert all(0 < t["rows"] <= 240 for t in lv["tasks"])
+    assert any("level" in r.getMessage() for r in caplog.records)
