@@ -406,7 +406,7 @@ def _recover(fs: Any, parent: str, name: str, target: str, tidy: bool) -> None:
             return
         siblings = [f for f in fs.get_file_info(pafs.FileSelector(parent, allow_not_found=True))
                     if os.path.basename(f.path).startswith((f".{name}.old-", f".{name}.tmp-"))]
-    except OSError:
+    except (OSError, ValueError):  # a store that cannot list (or a root path): nothing to do
         return
     gone = [f for f in siblings if _owner_gone(os.path.basename(f.path))]
     old = [f for f in gone if os.path.basename(f.path).startswith(f".{name}.old-")]
