@@ -42,12 +42,11 @@ def test_multi_valued_and_dotted_columns_fit_and_encode(spark, encoder):
 
 
 def test_null_inside_an_array_follows_handle_invalid(spark, encoder):
-    """Before: handleInvalid='error' let a null inside an array pass."""
+    """Before: handleInvalid='error' let a null inside an array pass (its error, raised by
+    the task's ``FieldVocabulary.encode``, is tested below without Spark: through Spark a
+    failing task costs its retries)."""
     bad = spark.createDataFrame([("a", ["x", None], [3], [True]), ("b", ["y"], [7], [False])],
                                 SCHEMA)
-    with pytest.raises(Exception, match=r"inputCols: column 'genres' holds a null inside its "
-                                        r"array \(row 0 of this batch\)"):
-        encoder.copy({encoder.handleInvalid: "error"}).transform(bad).collect()
     skipped = encoder.copy({encoder.handleInvalid: "skip"}).transform(bad).collect()
     assert [r["user.id"] for r in skipped] == ["b"]
     kept = encoder.transform(bad).select("features").collect()  # "keep": x stays, null no
