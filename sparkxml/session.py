@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,8 @@ def get_session(master: str | None = None, app_name: str = "sparkxml", remote: s
     """
     from pyspark.sql import SparkSession
 
+    if master:
+        check_master(master)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -41,6 +44,19 @@ def get_session(master: str | None = None, app_name: str = "sparkxml", remote: s
     elif master:
         builder = builder.master(master)
     return builder.getOrCreate()
+
+
+def check_master(master: str) -> None:
+    """Refuse a local master Spark cannot start (``local[0]``, ``local[-1]``, ``local[x]``)
+    with a ValueError naming it, before a JVM starts (Spark's own error is a JVM trace)."""
+    m = re.fullmatch(r"local\[([^,\]]*)(?:,([^\]]*))?\]", master.strip())
+    if m is None:
+        return
+    threads, failures = m.group(1).strip(), m.group(2)
+    if threads != "*" and not (threads.isdigit() and int(threads) >= 1):
+        raise ValueError(f"master '{master}': local[N] needs N >= 1 threads (or local[*])")
+    if failures is not None and not (failures.strip().isdigit() and int(failures) >= 1):
+        raise ValueError(f"master '{master}': local[N,F] needs F >= 1 task attempts")
 
 
 def default_parallelism(spark: "SparkSession") -> int:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import time
 import uuid
 import warnings
@@ -192,6 +193,9 @@ def load_metadata(path: str, expected_class: ExpectedClass = None) -> dict:
     """Read and check ``path/metadata``; raise ``ModelFormatError`` naming what is wrong."""
     fs, p = resolve(path)
     if fs.get_file_info(p).type == pafs.FileType.NotFound:
+        parent, name = os.path.split(p.rstrip("/"))
+        _recover(fs, parent, name, p, tidy=False)  # a save killed between its two moves
+    if fs.get_file_info(p).type == pafs.FileType.NotFound:
         raise ModelFormatError(f"model directory {path} does not exist")
     meta_dir = f"{p}/metadata"
     if fs.get_file_info(meta_dir).type != pafs.FileType.Directory:
@@ -321,13 +325,14 @@ def save_directory(path: str, metadata: str, arrays: dict | None, overwrite: boo
     import pyarrow.parquet as pq
 
     fs, target = resolve(path)
+    parent, name = os.path.split(target.rstrip("/"))
+    _recover(fs, parent, name, target, tidy=True)
     existing = fs.get_file_info(target).type
     if existing != pafs.FileType.NotFound and not overwrite:
         raise FileExistsError(f"path {path} already exists; use write().overwrite().save(path)")
     save_id = new_save_id()
     metadata = finish_metadata(metadata, arrays, save_id, CHUNK_BYTES)
-    parent, name = os.path.split(target.rstrip("/"))
-    tmp = f"{parent}/.{name}.tmp-{uuid.uuid4().hex}"
+    tmp = f"{parent}/.{name}.tmp-{_owned()}"
     aside = None  # (hidden path, FileType) of what was at ``path`` while it is moved aside
     try:
         if arrays is not None:
@@ -342,7 +347,7 @@ def save_directory(path: str, metadata: str, arrays: dict | None, overwrite: boo
         _write_bytes(fs, f"{tmp}/metadata/_SUCCESS", b"")
         existing = fs.get_file_info(target).type
         if existing != pafs.FileType.NotFound:
-            trash = f"{parent}/.{name}.old-{uuid.uuid4().hex}"
+            trash = f"{parent}/.{name}.old-{_owned()}"
             fs.move(target, trash)
             aside = (trash, existing)
         else:
@@ -350,8 +355,11 @@ def save_directory(path: str, metadata: str, arrays: dict | None, overwrite: boo
         fs.move(tmp, target)
     except BaseException:
         _delete(fs, tmp, pafs.FileType.Directory)
-        if aside is not None and fs.get_file_info(target).type == pafs.FileType.NotFound:
-            fs.move(aside[0], target)  # put the old model back
+        if aside is not None:
+            if fs.get_file_info(target).type == pafs.FileType.NotFound:
+                fs.move(aside[0], target)  # put the old model back
+            else:  # a concurrent save's model took the path: the old one is superseded
+                _delete(fs, *aside)
         raise
     if aside is not None:
         try:
@@ -360,6 +368,67 @@ def save_directory(path: str, metadata: str, arrays: dict | None, overwrite: boo
             warnings.warn(f"the model was saved to {path}, but the previous content, moved "
                           f"to {aside[0]}, could not be deleted: {e}", stacklevel=2)
     return save_id
+
+
+def _owned() -> str:
+    """A unique suffix that names the saving process: ``<uuid>~<host>~<pid>``, so that a later
+    save can tell the debris of a killed save (its process gone) from a live one's files."""
+    return f"{uuid.uuid4().hex}~{socket.gethostname()}~{os.getpid()}"
+
+
+def _owner_gone(base: str) -> bool:
+    """True when ``base`` (a hidden sibling's name) was made by a process of this host that no
+    longer runs; False when unknown (another host, an older name, a live or foreign pid)."""
+    parts = base.rsplit("~", 2)
+    if len(parts) != 3 or parts[1] != socket.gethostname() or not parts[2].isdigit():
+        return False
+    pid = int(parts[2])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False
+    return False
+
+
+def _recover(fs: Any, parent: str, name: str, target: str, tidy: bool) -> None:
+    """Undo what a save killed mid-way (SIGKILL, power loss: no ``except`` ran) left at
+    ``parent/name``. A save moves the old model aside (``.name.old-*``) just before it moves
+    the new one (``.name.tmp-*``) in; killed between the two, ``name`` is missing: the old
+    model is moved back. ``tidy``: also delete the hidden siblings of processes that are gone
+    (never those of a live save, which may be writing them now)."""
+    try:
+        missing = fs.get_file_info(target).type == pafs.FileType.NotFound
+        if not missing and not tidy:
+            return
+        siblings = [f for f in fs.get_file_info(pafs.FileSelector(parent, allow_not_found=True))
+                    if os.path.basename(f.path).startswith((f".{name}.old-", f".{name}.tmp-"))]
+    except (OSError, ValueError):  # a store that cannot list (or a root path): nothing to do
+        return
+    gone = [f for f in siblings if _owner_gone(os.path.basename(f.path))]
+    old = [f for f in gone if os.path.basename(f.path).startswith(f".{name}.old-")]
+    if missing and len(old) == 1:
+        try:
+            fs.move(old[0].path, target)
+            gone.remove(old[0])
+        except OSError:
+            pass
+    if tidy:
+        for f in gone:
+            _delete(fs, f.path, f.type)
+
+
+def recover(path: str) -> None:
+    """Restore and tidy ``path`` after a save that was killed mid-way: the old model is put
+    back if the kill left no model at ``path``, and the hidden ``.name.tmp-*`` /
+    ``.name.old-*`` siblings of saves whose process is gone are deleted. Every save to
+    ``path`` does this first; a load does the restoring part when ``path`` is missing."""
+    fs, target = resolve(path)
+    parent, name = os.path.split(target.rstrip("/"))
+    _recover(fs, parent, name, target, tidy=True)
 
 
 def _delete(fs: Any, path: str, kind: Any, quiet: bool = True) -> None:

@@ -59,3 +59,33 @@ def inferred_classes(label: str, label_max, distinct, limit: int,
                          f"labels occur: re-index the labels to 0..{int(distinct) - 1} (e.g. "
                          f"with StringIndexer){anyway}")
     return k
+
+
+# bound on the values a model or its training state holds per feature, dense (2 GiB of
+# float64): a vector column's size is the user's to choose (a SparseVector of size 2**31 - 1
+# with 3 non-zeros is valid), and every family that keeps per-feature arrays would otherwise
+# ask for that much memory in each task before it could say why
+MAX_DENSE_VALUES = 1 << 28
+
+
+def check_dense_width(col: str, d: int, per_feature: int, what: str,
+                      limit: int = MAX_DENSE_VALUES) -> None:
+    """Refuse, on the driver, a vector size ``d`` whose dense per-feature arrays
+    (``per_feature`` values a feature: ``what``, e.g. "factorSize + 1 = 9 values") exceed
+    ``limit`` values."""
+    if int(d) * int(per_feature) > limit:
+        raise ValueError(f"featuresCol: column '{col}' holds vectors of size {d}: {what} a "
+                         f"feature make {int(d) * int(per_feature)} values, above the limit "
+                         f"of {limit}; re-index the features to those that occur (or hash "
+                         f"them into fewer)")
+
+
+def refuse_null_vectors(dataset, col: str, param: str = "featuresCol") -> None:
+    """Raise naming ``col`` when it holds a null vector (one small job; call it where a check
+    already failed in a way a null explains, e.g. a vector "of size 0")."""
+    from pyspark.sql import functions as F
+
+    n = dataset.where(F.col("`" + col.replace("`", "``") + "`").isNull()).limit(1000).count()
+    if n:
+        raise ValueError(f"{param}: column '{col}' holds {n if n < 1000 else 'at least 1000'} "
+                         f"null vector(s); drop or fill those rows")

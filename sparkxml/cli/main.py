@@ -92,6 +92,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError) as e:
         print(f"sparkxml: error: {e}", file=sys.stderr)
         return 2
+    except RuntimeError as e:
+        # the one RuntimeError a user fixes (SparkXMLEstimator's workers-cannot-import line)
+        if not str(e).startswith("Spark's Python workers cannot import"):
+            raise
+        print(f"sparkxml: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -47,6 +47,7 @@ from sparkxml._core.compat import to_arrow
 from sparkxml._core.memory import parse_bytes, physical_memory_bytes
 from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.progress import FitProgress
+from sparkxml._core.validation import MAX_DENSE_VALUES, check_dense_width
 from sparkxml.fastxml.distributed import fit_distributed
 from sparkxml.session import default_parallelism
 from sparkxml_kernels import arrow_io
@@ -140,6 +141,29 @@ def data_stats(data, fcol: str, lcol: str, who: str) -> dict:
             "n_labels": max(ymax + 1, 1)}
 
 
+def check_sizes(stats: dict, fcol: str, lcol: str, who: str, propensities: bool) -> None:
+    """Refuse, on the driver before any training, what the data checks found the kernels
+    cannot train on: no feature, per-feature or per-label arrays beyond the dense bound
+    (``sparkxml._core.validation.MAX_DENSE_VALUES``: a SparseVector of size 2**31 - 1, a
+    label id of 10**9), and for the propensities fewer than 3 rows (their
+    ``C = (ln N - 1)(B + 1)^A`` is not positive below N = 3)."""
+    d, n_labels = stats["n_features"], stats["n_labels"]
+    if d < 1:
+        raise ValueError(f"featuresCol: column '{fcol}' holds vectors of size 0: {who} needs "
+                         f"at least one feature")
+    # the tree kernels keep a few dense workspaces the size of the feature space
+    check_dense_width(fcol, d, 1, "one workspace slot")
+    if n_labels > MAX_DENSE_VALUES:
+        raise ValueError(f"labelsCol: column '{lcol}' holds the label id {n_labels - 1}: the "
+                         f"label space is taken as the largest id + 1 = {n_labels} labels, "
+                         f"above the limit of {MAX_DENSE_VALUES} (per-label arrays are "
+                         f"dense); remap the label ids to 0..L-1, L the labels that occur "
+                         f"(e.g. StringIndexer on the exploded labels)")
+    if propensities and stats["rows"] < 3:
+        raise ValueError(f"{who} needs at least 3 training rows (its label propensities use "
+                         f"ln(rows) - 1 > 0); the DataFrame has {stats['rows']}")
+
+
 def estimate_task_bytes(rows: int, nnz_x: int, nnz_y: int, n_features: int,
                         n_labels: int) -> int:
     """Bytes one training task needs: the Arrow batches it receives, the CSR copy, the kernel's
@@ -198,7 +222,18 @@ def check_memory(spark, stats: dict, workers: int, who: str = "FastXML",
             f"({stats['rows']} rows, {stats['nnz_x']} feature non-zeros, {stats['nnz_y']} "
             f"labels) and needs about {need / 2**20:.0f} MiB, but only {limit / 2**20:.0f} MiB "
             f"is available ({where}). Use trainingMode='distributed' (or 'auto'), lower "
-            f"numWorkers, raise spark.executor.pyspark.memory, or subsample the data.")
+            f"numWorkers, raise spark.executor.pyspark.memory, or subsample the data."
+            + label_space_hint(stats, need))
+
+
+def label_space_hint(stats: dict, need: int) -> str:
+    """A sentence for a memory error whose need is mostly per-label arrays: the label space
+    is the largest id + 1, so sparse ids (a label 10**8) cost memory for every id below."""
+    if 16 * stats["n_labels"] * 2 < need:
+        return ""
+    return (f" Most of it is per-label arrays: the label space is taken as the largest label "
+            f"id + 1 = {stats['n_labels']} labels; remap the ids to 0..L-1, L the labels "
+            f"that occur.")
 
 
 def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
@@ -222,6 +257,7 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
         t0 = time.perf_counter()
         with progress.phase("checks"):
             stats = data_stats(data, fcol, lcol, who)
+        check_sizes(stats, fcol, lcol, who, propensity is not None)
         checks_seconds = time.perf_counter() - t0
         extra_bytes = tail_bytes(stats) if tail else 0
         need = replicated_bytes(stats, extra_bytes)

@@ -29,7 +29,13 @@ from sparkxml._core.params import HasVerbose
 from sparkxml._core.params import add_setters as add_setters
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
-from sparkxml._core.validation import check_column, check_output_columns, check_vector_column
+from sparkxml._core.validation import (
+    check_column,
+    check_dense_width,
+    check_output_columns,
+    check_vector_column,
+    refuse_null_vectors,
+)
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml.fm.tasks import (
     KEY,
@@ -79,6 +85,8 @@ def data_checks(dataset, fcol, label, weight, valid, classification: bool) -> di
                          f"features must be finite")
     sizes = sorted({row["dmin"] for row in rows if row["dmin"] >= 0}
                    | {row["dmax"] for row in rows if row["dmax"] >= 0})
+    if sizes and sizes[0] == 0:  # a null vector counts as size 0: name it as null
+        refuse_null_vectors(dataset, fcol)
     if len(sizes) > 1:
         raise ValueError(f"featuresCol: column '{fcol}' holds vectors of different sizes: "
                          f"{sizes[0]} and {sizes[-1]}")
@@ -221,6 +229,9 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
             with progress.phase("checks"):
                 stats = data_checks(dataset, fcol, label, weight, valid,
                                     self._task != "regression")
+            # V (d x factorSize) and the linear terms are dense in the vector size
+            k = int(self.getFactorSize())
+            check_dense_width(fcol, stats["d"], k + 1, f"factorSize + 1 = {k + 1} values")
             n_workers = workers_for(spark, stats, valid, n_workers)
             params = dict(self._train_params(stats), task=self._task)
             checks_seconds = time.perf_counter() - t0

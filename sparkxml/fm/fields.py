@@ -93,10 +93,13 @@ class FieldEncoder(SparkXMLEstimator, _FieldEncoderParams):
         parts, bases = [], []
         for k, c in enumerate(cols):
             t, base = _element_type(dataset, c)
-            values = F.explode(F.col(c)) if isinstance(t, T.ArrayType) else F.col(c)
-            if isinstance(base, T.BooleanType):
-                values = values.cast("int")
-            parts.append(dataset.select(F.lit(k).alias("c"), values.cast("string").alias("v")))
+            col = _col(c)
+            if isinstance(base, T.BooleanType):  # categories as 0/1, as at transform
+                col = col.cast("array<int>" if isinstance(t, T.ArrayType) else "int")
+            # cast before explode: a generator nested in an expression is refused by Spark
+            col = col.cast("array<string>" if isinstance(t, T.ArrayType) else "string")
+            values = F.explode(col) if isinstance(t, T.ArrayType) else col
+            parts.append(dataset.select(F.lit(k).alias("c"), values.alias("v")))
             bases.append(base)
         union = parts[0]
         for part in parts[1:]:
@@ -165,9 +168,24 @@ class FieldEncoderModel(SparkXMLPredictorModel, _FieldEncoderParams):
             _element_type(dataset, c)
         out = self.getOutputCol()
         check_output_columns(dataset.columns, [out])
+        # mapInArrow resolves every input column by its unquoted name, which fails for a name
+        # with a dot: such columns cross it under a plain name and get theirs back after
+        names = list(dataset.columns)
+        plain = {c: f"__sparkxml_col{i}" for i, c in enumerate(names) if "." in c}
+        if plain:
+            dataset = dataset.select(*[_col(c).alias(plain.get(c, c)) for c in names])
         schema = T.StructType(list(dataset.schema.fields) + [T.StructField(out, VectorUDT())])
-        fn = _make_encode_fn(self._vocab.to_arrays(), cols, self.getHandleInvalid(), out)
-        return dataset.mapInArrow(fn, schema)
+        fn = _make_encode_fn(self._vocab.to_arrays(), [plain.get(c, c) for c in cols],
+                             self.getHandleInvalid(), out)
+        result = dataset.mapInArrow(fn, schema)
+        if plain:
+            result = result.select(*[_col(plain.get(c, c)).alias(c) for c in names], _col(out))
+        return result
+
+
+def _col(name: str):
+    """The column ``name`` quoted: 'a.b' is a column, not field b of a struct a."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _make_encode_fn(arrays: dict, cols, handle_invalid: str, out: str):

@@ -237,6 +237,14 @@ def make_train_fn(cfg: dict, fcol: str, lcol: str, progress: dict | None = None)
             info["error"] = (f"featuresCol: column '{fcol}' holds vectors of size 0; a linear "
                              f"SVM needs at least one feature")
             return None, info
+        if d + 1 > MAX_WEIGHTS:
+            # the weights, the scales and the solver's state are dense in d: a vector of
+            # size 2**31 - 1 with 3 non-zeros would ask for 16 GiB a copy
+            info["error"] = (f"featuresCol: column '{fcol}' holds vectors of size {d}: more "
+                             f"weights than {MAX_WEIGHTS}, which a linear SVM holds dense; "
+                             f"re-index the features to those that occur (or hash them "
+                             f"into fewer)")
+            return None, info
         label_max = int(allst[:, 4].max())
         c = dict(cfg)
         c["n_classes"] = max(label_max + 1, 2)
@@ -329,9 +337,13 @@ def make_predict_fn(arrays, fcol: str, raw_col: str | None, pred_col: str | None
             cols = list(b.columns)
             names = list(b.schema.names)
             if b.num_rows:
-                indptr, indices, data, _ = arrow_io.vectors_to_csr(
-                    b.column(b.schema.get_field_index(fcol)), fcol, num_features=d,
-                    value_dtype=np.float64)
+                try:
+                    indptr, indices, data, _ = arrow_io.vectors_to_csr(
+                        b.column(b.schema.get_field_index(fcol)), fcol, num_features=d,
+                        value_dtype=np.float64)
+                except ValueError as e:  # a null vector or another size: the param named
+                    raise ValueError(f"featuresCol: {e} (the model has {d} features)") \
+                        from None
                 if data.size and not np.isfinite(data).all():
                     bad = float(data[~np.isfinite(data)][0])
                     raise ValueError(f"featuresCol: column '{fcol}' holds the value {bad!r}")

@@ -136,22 +136,18 @@ def _no_spark(monkeypatch):
 ])
 def test_cli_missing_input_fails_before_spark(tmp_path, monkeypatch, capsys, argv, missing):
     """Before: a mistyped --data failed only after Spark had started, with a Spark/Java
-    traceback; now each subcommand checks its input files first, in well under a second."""
-    import time
-
+    traceback; now each subcommand checks its input files first (Spark, stubbed to fail,
+    is never reached)."""
     _no_spark(monkeypatch)
     (tmp_path / "data.txt").write_text("1 1:0.5\n")
     (tmp_path / "model").mkdir()
     names = {"file": tmp_path / "data.txt", "model": tmp_path / "model",
              "gone": tmp_path / "train.txt", "free": tmp_path / "out"}
     argv = [a.format(**names) for a in argv]
-    t = time.perf_counter()
     rc = cli.main(argv)
-    seconds = time.perf_counter() - t
     err = capsys.readouterr().err
     assert rc == 2
     assert err == f"sparkxml: error: {missing} {tmp_path / 'train.txt'} does not exist\n", err
-    assert seconds < 1.0, seconds
 
 
 def test_cli_checks_format_files_before_spark_and_leaves_uris_to_spark(tmp_path, monkeypatch,

@@ -87,18 +87,25 @@ class FieldVocabulary:
         idx = pc.index_in(flat, value_set=self._sets[c])
         present = np.asarray(idx.is_valid().to_numpy(zero_copy_only=False), bool)
         ids = np.asarray(idx.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
-        unseen = ~present & np.asarray(flat.is_valid().to_numpy(zero_copy_only=False), bool)
+        valid = np.asarray(flat.is_valid().to_numpy(zero_copy_only=False), bool)
+        unseen = ~present & valid
+        # a null inside a row's list is a null of that row too
+        null_in = np.zeros(n, bool)
+        if listy and not valid.all():
+            null_in[parents[~valid]] = True
         if handle_invalid == "error":
-            if null_rows.any():
-                raise ValueError(f"inputCols: column '{self.names[c]}' holds a null (row "
-                                 f"{int(np.flatnonzero(null_rows)[0])} of this batch); set "
-                                 f"handleInvalid to 'keep' or 'skip'")
+            if null_rows.any() or null_in.any():
+                where = "" if null_rows.any() else " inside its array"
+                row = int(np.flatnonzero(null_rows if null_rows.any() else null_in)[0])
+                raise ValueError(f"inputCols: column '{self.names[c]}' holds a null{where} "
+                                 f"(row {row} of this batch); set handleInvalid to 'keep' or "
+                                 f"'skip'")
             if unseen.any():
                 v = flat[int(np.flatnonzero(unseen)[0])].as_py()
                 raise ValueError(f"inputCols: column '{self.names[c]}' holds the value {v!r}, "
                                  f"unseen when the encoder was fit; set handleInvalid to "
                                  f"'keep' or 'skip'")
-        bad = null_rows.copy()
+        bad = null_rows | null_in
         if unseen.any():
             bad[parents[unseen]] = True
         return parents[present], ids[present] + self.field_starts[c], bad
