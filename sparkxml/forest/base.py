@@ -4,7 +4,8 @@ the model base (outputs, persistence, scikit-learn's ``tree_`` arrays).
 A fit runs three Spark jobs, whatever the number of trees:
 
 1. one SQL aggregate over every row (JVM only): row count, label range, weights, vector sizes,
-   and non-finite features (trees refuse NaN/inf), so bad input fails first, naming the column
+   and infinite features (trees refuse inf; NaN and nulls are missing values, routed as
+   scikit-learn routes them), so bad input fails first, naming the column
    and the value (plus a class count job for ``classWeight='balanced'``);
 2. a sketch job over up to 200,000 sampled rows (all rows below that), keeping every distinct
    float32 value of a feature as long as there are at most ``maxBins``: such a feature gets a
@@ -205,33 +206,34 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         return crit
 
     def _extra_checks(self, spec, label):
-        """Aggregates riding along with the data checks: non-finite features, label range."""
+        """Aggregates riding along with the data checks: infinite features, label range (NaN
+        and null features are missing values)."""
         L = F.col(label).cast("double")
         extra = {"label_min": F.min(L), "label_sum": F.sum(L)}
         if spec["kind"] == "vector":
             arr = vector_to_array(F.col(spec["col"]))
-            bad = F.filter(arr, lambda x: F.isnan(x) | (F.abs(x) == float("inf")))
+            bad = F.filter(arr, lambda x: F.abs(x) == float("inf"))
             extra["features_bad"] = F.first(F.when(F.size(bad) > 0, bad[0]), ignorenulls=True)
         else:
             for i, c in enumerate(spec["cols"]):
                 x = F.col(c).cast("double")
                 extra[f"features_bad_{i}"] = F.first(
-                    F.when(x.isNull() | F.isnan(x) | (F.abs(x) == float("inf")),
-                           F.coalesce(x, F.lit(float("nan")))), ignorenulls=True)
+                    F.when(F.abs(x) == float("inf"), x), ignorenulls=True)
         return extra
 
     def _raise_on_extra(self, spec, label, crit, extra):
         if spec["kind"] == "vector":
             if extra["features_bad"] is not None:
                 raise ValueError(f"featuresCol: column '{spec['col']}' holds the value "
-                                 f"{float(extra['features_bad'])!r}; trees need finite "
-                                 f"features (no NaN or inf)")
+                                 f"{float(extra['features_bad'])!r}; trees need finite or "
+                                 f"missing (NaN) features, not inf")
         else:
             for i, c in enumerate(spec["cols"]):
                 v = extra[f"features_bad_{i}"]
                 if v is not None:
-                    raise ValueError(f"featuresCols: column '{c}' holds a null, NaN or inf "
-                                     f"value ({float(v)!r}); trees need finite features")
+                    raise ValueError(f"featuresCols: column '{c}' holds the value "
+                                     f"{float(v)!r}; trees need finite or missing (null, NaN) "
+                                     f"features, not inf")
         if crit == "poisson":
             if extra["label_min"] < 0:
                 raise ValueError(f"labelCol: column '{label}' holds the negative value "
@@ -392,7 +394,8 @@ class TreeModel(SparkXMLPredictorModel):
     def treeArrays(self, i: int = 0) -> dict:
         """Tree ``i`` in scikit-learn's ``tree_`` layout: ``children_left``,
         ``children_right``, ``feature``, ``threshold``, ``impurity``, ``n_node_samples``,
-        ``weighted_n_node_samples``, ``value`` (N, 1, K), node ids in depth-first preorder."""
+        ``weighted_n_node_samples``, ``value`` (N, 1, K), ``missing_go_to_left`` (uint8: where
+        a NaN goes at each split), node ids in depth-first preorder."""
         return self._predictor.tree_arrays(int(i)).as_dict()
 
     @property

@@ -25,6 +25,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
 
     def train_fn(state, coll, rank, world):
         from sparkxml_kernels.forest import builder, forest, histogram
+        from sparkxml_kernels.forest.bins import tree_binned
         from sparkxml_kernels.forest.criteria import is_classification
         from sparkxml_kernels.forest.exactsum import exact_sums
         from sparkxml_kernels.forest.tree import SplitParams
@@ -42,6 +43,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
                 rw = rw * np.asarray(cfg["class_weights"], np.float64)[cls]
         ylny = histogram.ylny(y) if cfg["criterion"] == "poisson" else np.zeros(n)
         vals = np.asarray(cfg["vals"], np.float64)
+        X = tree_binned(X, vals)  # missing values to the trees' last bin slot
         edges = [np.asarray(e, np.float64) for e in cfg["edges"]]
         d = cfg["n_features"]
         info = {"n_train": int(n), "binned_bytes": int(X.nbytes),
@@ -72,7 +74,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             packed = coll.reduce_and_decide(
                 np.zeros(1), lambda _: forest.pack_for_routing(res) if rank == 0 else None)
             route = forest.unpack_for_routing(packed)
-            sums, n_oob = forest.oob_sums(X, counts, route)
+            sums, n_oob = forest.oob_sums(X, counts, route, vals.shape[1] - 1)
             stats = exact_sums(coll, forest.oob_terms(sums, n_oob, y, K))
             if rank == 0:
                 arrays["oob_score"] = np.asarray(forest.oob_score(stats, K), np.float64)
@@ -122,22 +124,6 @@ def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
     return out
 
 
-def check_no_nan(X, spec) -> None:
-    """Refuse rows with NaN (or a null numeric column) features, naming the user's column:
-    the trees were fitted on finite values only and have no route for a missing one."""
-    nan = np.isnan(X)
-    if not nan.any():
-        return
-    f = int(np.argwhere(nan)[0][1])
-    how = ("without missing values and have no route for them: impute or drop such rows "
-           "before transform")
-    if spec["kind"] == "vector":
-        raise ValueError(f"featuresCol: column '{spec.get('name', spec['col'])}' holds NaN "
-                         f"(at index {f} of a vector); the trees were fitted {how}")
-    raise ValueError(f"featuresCols: column '{spec['cols'][f]}' holds a null or NaN value; "
-                     f"the trees were fitted {how}")
-
-
 def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
     """The ``mapInArrow`` function of a tree/forest model's transform (``model``: a
     ``ModelHandle`` or the arrays)."""
@@ -151,7 +137,6 @@ def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
             cols = [b.column(i) for i in keep]
             X = batch_features(b, spec, n_features) if b.num_rows else \
                 np.zeros((0, n_features))
-            check_no_nan(X, spec)
             cols += _tree_outputs(pred, X, kinds, single)
             yield pa.RecordBatch.from_arrays(cols, names=[b.schema.names[i] for i in keep]
                                              + names)

@@ -208,7 +208,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     width = d + 3
     target = cls.astype(np.float64) if is_classification(crit) else y
     H = mtry * n_slots * Wd
-    rw_ = 6 + 2 * mtry
+    rw_ = 7 + 2 * mtry  # [feature, bin, kinds, sizes, children's features, missing-left]
     max_floats = max(1, int(max_message_bytes) // 8)
     # classification with integer weights: every sum is an integer; while a tree's total weight
     # stays below 2**24 they are exact in float32, which halves what travels each level
@@ -310,7 +310,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         js = lg[split]
         n_left = partition_nodes(binned, part, fr["start"][js], fr["end"][js],
                                  recs[split, 0].astype(np.int64), recs[split, 1].astype(np.int64),
-                                 scratch) if js.size else np.zeros(0, np.int64)
+                                 scratch, recs[split, rw_ - 1] > 0, n_slots - 1) \
+            if js.size else np.zeros(0, np.int64)
         m2 = 2 * int(split.sum())
         o = {"tree": np.empty(m2, np.int64), "key": np.empty(m2, np.uint64),
              "depth": np.empty(m2, np.int64), "isleft": np.empty(m2, np.int64),

@@ -26,7 +26,7 @@ def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
 def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_isleft,
                  n_first, w_total, min_wleaf, frac, vals, seed, mtry, max_depth, min_split,
                  min_leaf, min_dec, small_rows, st_tree, st_parent, st_isleft, st_feat, st_bl,
-                 st_br, st_imp, st_sums, n_nodes, recs, c_tree, c_key, c_depth, c_imp,
+                 st_br, st_ml, st_imp, st_sums, n_nodes, recs, c_tree, c_key, c_depth, c_imp,
                  c_parent, c_isleft, c_kind, c_cap, c_feats):
     """Split the large nodes of one level from their summed histograms; returns
     (nodes stored, children kept for the next level)."""
@@ -61,7 +61,7 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             min_wleaf[t] = frac * w
             imp = impurity(crit, total, w)
         node = n_nodes
-        _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums, node, t,
+        _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st_sums, node, t,
              n_parent[j], n_isleft[j], imp, total)
         n_nodes += 1
         recs[j, 0] = -1.0
@@ -70,7 +70,7 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             continue
         for k in range(mtry):
             fmap[feats[j, k]] = k
-        f, bl, br = split_subset(0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals,
+        f, bl, br, ml = split_subset(0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals,
                                  total, w, feats[j], mtry, min_leaf, min_wleaf[t], bins, st,
                                  out_left)
         for k in range(mtry):
@@ -88,8 +88,10 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
         st_feat[node] = f
         st_bl[node] = bl
         st_br[node] = br
+        st_ml[node] = ml
         recs[j, 0] = f
         recs[j, 1] = bl
+        recs[j, recs.shape[1] - 1] = ml
         for side in range(2):
             sums = out_left if side == 0 else right
             ws = wl if side == 0 else wr
@@ -99,7 +101,7 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             if _is_leaf(n_depth[j] + 1, ns, ws, ci, max_depth, min_split, min_leaf,
                         min_wleaf[t]):
                 kind = _LEAF
-                _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums,
+                _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st_sums,
                      n_nodes, t, node, 1 - side, ci, sums)
                 n_nodes += 1
             else:
@@ -128,7 +130,7 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
 def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s_parent,
                  s_isleft, s_first, w_total, min_wleaf, frac, vals, seed, mtry, max_depth,
                  min_split, min_leaf, min_dec, st_tree, st_parent, st_isleft, st_feat, st_bl,
-                 st_br, st_imp, st_sums, n_nodes):
+                 st_br, st_ml, st_imp, st_sums, n_nodes):
     """Grow the whole subtree of each small node from its collected rows ``buf`` (row
     [present, bins..., target, weight]), depth first, left subtree first."""
     d = vals.shape[0]
@@ -210,14 +212,14 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
                 imp = impurity(crit, total, w)
                 first = False
             node = n_nodes
-            _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums, node,
+            _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st_sums, node,
                  t, k_parent[top], k_isleft[top], imp, total)
             n_nodes += 1
             if _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf[t]):
                 continue
             node_state(seed, t, key, state)
             draw_subset(d, mtry, state, sub)
-            f, bl, br = split_subset(1, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
+            f, bl, br, ml = split_subset(1, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
                                      w, sub, mtry, min_leaf, min_wleaf[t], bins, st, out_left)
             if f < 0:
                 continue
@@ -232,7 +234,8 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
             st_feat[node] = f
             st_bl[node] = bl
             st_br[node] = br
-            nl = split_slice(binned, rows, scratch, s, e, f, bl)
+            st_ml[node] = ml
+            nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1)
             for side in range(2):  # right pushed first: the left subtree comes first
                 is_left = side
                 k_start[top] = s if is_left else s + nl

@@ -20,7 +20,7 @@ class NodeStore:
         a = {"tree": np.empty(cap, np.int64), "parent": np.empty(cap, np.int64),
              "is_left": np.empty(cap, np.int64), "feat": np.empty(cap, np.int64),
              "bl": np.empty(cap, np.int64), "br": np.empty(cap, np.int64),
-             "imp": np.empty(cap), "sums": np.empty((cap, self.S))}
+             "ml": np.empty(cap, np.uint8), "imp": np.empty(cap), "sums": np.empty((cap, self.S))}
         if old is not None:
             for k in a:
                 a[k][:self.n] = old[k][:self.n]
@@ -33,12 +33,12 @@ class NodeStore:
 
     def args(self):
         a = self.a
-        return (a["tree"], a["parent"], a["is_left"], a["feat"], a["bl"], a["br"], a["imp"],
-                a["sums"])
+        return (a["tree"], a["parent"], a["is_left"], a["feat"], a["bl"], a["br"], a["ml"],
+                a["imp"], a["sums"])
 
 
 @njit(cache=True, nogil=True)
-def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums, i, tree,
+def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st_sums, i, tree,
          parent, is_left, imp, total):
     st_tree[i] = tree
     st_parent[i] = parent
@@ -46,6 +46,7 @@ def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums, 
     st_feat[i] = -1
     st_bl[i] = -1
     st_br[i] = -1
+    st_ml[i] = 0
     st_imp[i] = imp
     for t in range(total.shape[0]):
         st_sums[i, t] = total[t]
@@ -76,8 +77,8 @@ def _preorder_ids(left, right, starts, ends, out):
 def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges):
     """All trees in scikit-learn's layout, each renumbered depth-first: a dict of the
     ``predictor.ARRAY_KEYS`` node arrays, ``tree_offsets``, and ``bin`` (left bin per node, -1
-    on leaves: rows with bin <= it go left, the same way as by the raw threshold; what OOB
-    routing of binned rows uses)."""
+    on leaves: rows with bin <= it go left, the same way as by the raw threshold, missing ones
+    by ``missing_go_to_left``; what OOB routing of binned rows uses)."""
     N = store.n
     a = {k: v[:N] for k, v in store.a.items()}
     left = np.full(N, -1, np.int64)
@@ -110,6 +111,11 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
     for f, e in enumerate(edges):
         edge_tab[f, :len(e)] = e
     thr[inner] = np.where(np.isnan(va) | np.isnan(vb), edge_tab[fi, bli], va / 2.0 + vb / 2.0)
+    miss = vals.shape[1] - 1
+    to_inf = bri == miss  # every present value left, the missing rows right
+    thr_inner = thr[inner]
+    thr_inner[to_inf] = np.inf
+    thr[inner] = thr_inner
     sums = a["sums"][order]
     if is_classification(crit):
         w = sums[:, 1:].sum(axis=1)
@@ -128,9 +134,11 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
     exact = ~(np.isnan(va) | np.isnan(vb))
     route_inner = route[inner]
     route_inner[exact] = (vals[fi[exact]] <= thr[inner][exact][:, None]).sum(axis=1) - 1
+    route_inner[to_inf] = miss - 1
     route[inner] = route_inner
     return {"children_left": child(left), "children_right": child(right),
             "feature": np.where(inner, feat, -2), "threshold": thr,
             "impurity": a["imp"][order], "n_node_samples": np.rint(sums[:, 0]).astype(np.int64),
-            "weighted_n_node_samples": w, "value": value, "tree_offsets": offsets,
-            "bin": route}
+            "weighted_n_node_samples": w, "value": value,
+            "missing_go_to_left": np.where(inner, a["ml"][order], 0).astype(np.uint8),
+            "tree_offsets": offsets, "bin": route}

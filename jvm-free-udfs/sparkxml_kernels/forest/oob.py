@@ -7,7 +7,8 @@ from .._jit import njit
 
 
 @njit(cache=True, nogil=True)
-def _oob_sums(binned, counts, left, right, feature, bins, value, offsets, out, n_out):
+def _oob_sums(binned, counts, left, right, feature, bins, mleft, miss, value, offsets, out,
+              n_out):
     for r in range(binned.shape[0]):
         for t in range(offsets.shape[0] - 1):
             if counts[t, r] != 0:
@@ -16,7 +17,8 @@ def _oob_sums(binned, counts, left, right, feature, bins, value, offsets, out, n
             node = 0
             while left[base + node] >= 0:
                 j = base + node
-                if binned[r, feature[j]] <= bins[j]:
+                b = binned[r, feature[j]]
+                if (mleft[j] != 0) if b == miss else (b <= bins[j]):
                     node = left[j]
                 else:
                     node = right[j]
@@ -25,16 +27,19 @@ def _oob_sums(binned, counts, left, right, feature, bins, value, offsets, out, n
             n_out[r] += 1
 
 
-def oob_sums(binned, counts, arrays):
+def oob_sums(binned, counts, arrays, miss):
     """Per row: the sum of leaf values over the trees it is out of bag for (float64 (n, K))
     and the number of such trees (int64 (n,)), routing binned rows by the left-bin
-    thresholds (``assemble``'s ``bin``)."""
+    thresholds (``assemble``'s ``bin``), and rows in the missing slot ``miss`` by
+    ``missing_go_to_left``."""
     n = binned.shape[0]
     value = np.ascontiguousarray(arrays["value"]).reshape(arrays["value"].shape[0], -1)
     out = np.zeros((n, value.shape[1]))
     n_out = np.zeros(n, np.int64)
     _oob_sums(binned, counts, arrays["children_left"], arrays["children_right"],
-              arrays["feature"], arrays["bin"], value, arrays["tree_offsets"], out, n_out)
+              arrays["feature"], arrays["bin"],
+              np.ascontiguousarray(arrays["missing_go_to_left"], np.int64), int(miss), value,
+              arrays["tree_offsets"], out, n_out)
     return out, n_out
 
 
@@ -73,7 +78,7 @@ def pack_for_routing(arrays) -> np.ndarray:
     head = np.array([arrays["tree_offsets"].size, arrays["feature"].size, v.shape[1]], float)
     return np.concatenate([head, arrays["tree_offsets"], arrays["children_left"],
                            arrays["children_right"], arrays["feature"], arrays["bin"],
-                           v.reshape(-1)]).astype(np.float64)
+                           arrays["missing_go_to_left"], v.reshape(-1)]).astype(np.float64)
 
 
 def unpack_for_routing(vec) -> dict:
@@ -81,7 +86,7 @@ def unpack_for_routing(vec) -> dict:
     pos = 3
     out = {}
     for name, size in (("tree_offsets", t1), ("children_left", N), ("children_right", N),
-                       ("feature", N), ("bin", N)):
+                       ("feature", N), ("bin", N), ("missing_go_to_left", N)):
         out[name] = vec[pos:pos + size].astype(np.int64)
         pos += size
     out["value"] = vec[pos:pos + N * K].reshape(N, K)
