@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 sklearn = pytest.importorskip("sklearn")
-from _tree_data import assert_same_tree, binned, pendigits  # noqa: E402
+from _tree_data import assert_same_tree, binned, pendigits, with_nan  # noqa: E402
 from sklearn.datasets import load_diabetes  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor  # noqa: E402
 
@@ -120,3 +120,47 @@ def test_feature_importances_equal_sklearn(pen):
     sk = DecisionTreeClassifier(random_state=0, max_depth=8).fit(X, y)
     np.testing.assert_allclose(ours.feature_importances(16), sk.feature_importances_,
                                rtol=1e-12, atol=1e-15)
+
+
+# ------------------------------------------------------------------ missing values
+@pytest.fixture(scope="module")
+def pen_nan():
+    X, y = pendigits()
+    X = with_nan(X, 0.1, range(8))  # 10% of the entries of features 0-7
+    return X, y, binned(X)
+
+
+@pytest.mark.parametrize("crit", ["gini", "entropy"])
+def test_pendigits_with_nan_two_workers_equals_sklearn(pen_nan, crit):
+    X, y, (Xb, edges, vals) = pen_nan
+    ours = _grow(Xb, y, edges, vals, crit, world=2)
+    sk = DecisionTreeClassifier(criterion=crit, random_state=0).fit(X, y).tree_
+    assert_same_tree(ours, sk)
+    inner = ours.children_left >= 0
+    assert ours.missing_go_to_left[inner].any() and not ours.missing_go_to_left[inner].all()
+    assert np.isinf(ours.threshold).any()  # splits of the missing rows alone
+
+
+def test_diabetes_with_nan_equals_sklearn(diabetes):
+    X, y, _ = diabetes
+    X = with_nan(X, 0.1)
+    Xb, edges, vals = binned(X)
+    ours = _grow(Xb, y, edges, vals, "squared_error", world=2, max_leaf_nodes=60)
+    sk = DecisionTreeRegressor(random_state=0, max_leaf_nodes=60).fit(X, y).tree_
+    assert_same_tree(ours, sk)
+
+
+def test_nan_at_predict_goes_where_sklearn_sends_it(pen_nan):
+    """Trained without NaN, a NaN goes to the child with more training rows; trained with
+    NaN, where the missing rows went: the same leaves as scikit-learn's ``apply``."""
+    from sparkxml_kernels.forest.predictor import ForestPredictor
+
+    X, y, (Xb, edges, vals) = pen_nan
+    X0, _ = pendigits()
+    Xq = with_nan(X0[:500], 0.3, seed=9)
+    for Xfit, b in ((X0, binned(X0)), (X, (Xb, edges, vals))):
+        ours = _grow(*b[:1], y, b[1], b[2], "gini", max_depth=8)
+        sk = DecisionTreeClassifier(random_state=0, max_depth=8).fit(Xfit, y)
+        pred = ForestPredictor.from_trees([ours], 16, 10, "gini")
+        np.testing.assert_array_equal(pred.apply(Xq)[:, 0], sk.apply(Xq))
+        np.testing.assert_array_equal(pred.predict_values(Xq), pred.predict_values_naive(Xq))

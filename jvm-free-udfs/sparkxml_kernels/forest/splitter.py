@@ -356,24 +356,34 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
 
 
 # ------------------------------------------------------------------------------ naive twin
-def best_split_naive(crit, binned, rows, y, w, features_order, n_classes, min_leaf, min_wleaf):
+def best_split_naive(crit, binned, rows, y, w, features_order, n_classes, min_leaf, min_wleaf,
+                     miss=-1):
     """Slow twin of the scan: the best split over ``features_order`` (visited in that order,
     strictly better wins) by brute force over every threshold between distinct bins, with the
-    proxy computed from the rows (``criteria.proxy_naive``). Returns (feature, left bin) or
-    (-1, -1). No 1e-7 neighbour rule (bins are compared as integers)."""
+    proxy computed from the rows (``criteria.proxy_naive``); rows in bin ``miss`` are missing
+    (scikit-learn's order: missing right, then present left and missing right, then missing
+    left). Returns (feature, left bin, missing-go-left) or (-1, -1, False). No 1e-7
+    neighbour rule (bins are compared as integers)."""
     from .criteria import proxy_naive
 
-    best, bf, bb = -np.inf, -1, -1
+    best, out = -np.inf, (-1, -1, False)
     rows = np.asarray(rows)
     for f in features_order:
         b = np.asarray(binned)[rows, f].astype(np.int64)
-        for t in np.unique(b)[:-1]:
-            L, R = rows[b <= t], rows[b > t]
+        gone = b == miss
+        present = np.unique(b[~gone])
+        cands = [(t, (~gone) & (b <= t), None) for t in present[:-1]]
+        if gone.any() and present.size:
+            cands.append((present[-1], ~gone, False))
+            cands += [(t, gone | (b <= t), True) for t in present[:-1]]
+        for t, go, ml in cands:
+            L, R = rows[go], rows[~go]
             if len(L) < min_leaf or len(R) < min_leaf:
                 continue
             if w[L].sum() < min_wleaf or w[R].sum() < min_wleaf:
                 continue
             p = proxy_naive(crit, y[L], w[L], y[R], w[R], n_classes)
             if p > best:
-                best, bf, bb = p, int(f), int(t)
-    return bf, bb
+                side = bool(ml) if gone.any() else len(L) > len(R)
+                best, out = p, (int(f), int(t), side)
+    return out
