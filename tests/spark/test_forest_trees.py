@@ -69,6 +69,50 @@ def test_regression_tree_equals_sklearn_on_diabetes(spark):
 
 
 @pytest.fixture(scope="module")
+def pen_nan(spark, pen):
+    """1500 pendigits rows with 10% of the entries of features 0-7 missing (NaN)."""
+    X, y = pen[0][:1500].copy(), pen[1][:1500]
+    rng = np.random.default_rng(0)
+    X[:, :8][rng.random((1500, 8)) < 0.1] = np.nan
+    return X, y, _frame(spark, X, y)
+
+
+def test_tree_with_missing_values_equals_sklearn_and_survives_save(pen_nan, tmp_path):
+    X, y, df = pen_nan
+    model = DecisionTreeClassifier(maxDepth=64, numWorkers=2).fit(df)
+    sk = SkTree(random_state=0).fit(X, y)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    inner = ours["children_left"] >= 0
+    np.testing.assert_array_equal(ours["missing_go_to_left"][inner],
+                                  sk.tree_.missing_go_to_left[inner])
+    rows = df.select("features").collect()
+    Xr = np.array([r[0].toArray() for r in rows])
+    pred = np.array([r[0] for r in model.transform(df).select("prediction").collect()])
+    np.testing.assert_array_equal(pred, sk.predict(Xr))  # NaN rows routed as scikit-learn
+    path = str(tmp_path / "dt_nan")
+    model.save(path)
+    loaded = DecisionTreeClassificationModel.load(path)
+    np.testing.assert_array_equal(loaded.treeArrays(0)["missing_go_to_left"],
+                                  ours["missing_go_to_left"])
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(Xr), pred)
+
+
+def test_forest_with_missing_values_same_any_workers(pen_nan):
+    _, _, df = pen_nan
+    kw = dict(numTrees=4, maxDepth=12, seed=2, oobScore=True)
+    a = RandomForestClassifier(numWorkers=2, **kw).fit(df)
+    b = RandomForestClassifier(numWorkers=1, **kw).fit(df.repartition(3))
+    pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
+    for k in pa_:
+        np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
+    assert pa_["missing_go_to_left"].any()
+    # 4 trees: a row is out of bag in ~1.5 of them (none for a quarter: class 0)
+    assert a.outOfBagScore == b.outOfBagScore and a.outOfBagScore > 0.6
+
+
+@pytest.fixture(scope="module")
 def forest_model(pen):
     return RandomForestClassifier(numTrees=12, maxDepth=64, seed=5, numWorkers=2,
                                   oobScore=True).fit(pen[4])
@@ -143,9 +187,10 @@ def test_cross_validator_and_regression_forest(spark):
 
 
 def test_bad_input_and_params(spark):
-    nan = spark.createDataFrame([(Vectors.dense([1.0, float("nan")]), 0.0),
+    nan = spark.createDataFrame([(Vectors.dense([1.0, float("inf")]), 0.0),
                                  (Vectors.dense([2.0, 1.0]), 1.0)], ["features", "label"])
-    with pytest.raises(ValueError, match="featuresCol: column 'features' holds the value nan"):
+    with pytest.raises(ValueError, match="featuresCol: column 'features' holds the value inf; "
+                                         "trees need finite or missing"):
         DecisionTreeClassifier(numWorkers=1).fit(nan)
     neg = spark.createDataFrame([(Vectors.dense([1.0]), -1.0), (Vectors.dense([2.0]), 3.0)],
                                 ["features", "label"])

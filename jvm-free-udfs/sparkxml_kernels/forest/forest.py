@@ -50,7 +50,7 @@ from .oob import (
     pack_for_routing,
     unpack_for_routing,
 )
-from .splitter import child_key, draw_subset, node_state
+from .splitter import bin_representatives, child_key, draw_subset, node_state
 from .tree import SplitParams
 
 # the grower's API in one place (the pieces live in bootstrap, levels, nodes and oob)
@@ -173,6 +173,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     seed_u = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
     if small_rows is None:
         small_rows = small_node_rows(mtry, n_slots, S, d)
+    reps = bin_representatives(vals, edges) if p.random_splits else np.zeros((0, 0))
     counts = bootstrap_counts(keys, seed, n_trees, bootstrap, rate)
     counts[:, rw <= 0] = 0
     # a tree whose sample is empty (likely on a few rows: e**-n per tree) takes every row
@@ -258,7 +259,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
             store.n, nc = _split_level(
                 crit, hists, fr_["feats"][lg], fr_["tree"][lg], fr_["key"][lg], fr_["depth"][lg],
                 fr_["imp"][lg], fr_["parent"][lg], fr_["isleft"][lg], fr_["first"][lg], w_total,
-                min_wleaf, p.min_weight_fraction, vals, seed_u, mtry, p.max_depth,
+                min_wleaf, p.min_weight_fraction, vals, reps, seed_u, mtry, p.max_depth,
                 p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
                 small_rows, *store.args(), store.n, recs, c["tree"], c["key"], c["depth"],
                 c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"], cf)
@@ -277,7 +278,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 store.n = _grow_smalls(
                     crit, p.n_classes, buf, offsets, fr_["tree"][sm], fr_["key"][sm],
                     fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
-                    fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, seed_u,
+                    fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, reps, seed_u,
                     mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
                     p.min_impurity_decrease, *store.args(), store.n)
             timing["small"] += clock() - t4

@@ -14,6 +14,8 @@ from .splitter import child_key, draw_subset, node_state, split_subset
 
 # frontier node kinds: a leaf, split from histograms, grown in one process from its rows
 _LEAF, _LARGE, _SMALL = 0, 1, 2
+# random thresholds draw from their own stream per (seed, tree, node): not the features'
+RANDOM_SPLIT_SALT = np.uint64(0xE7037ED1A0B428DB)
 
 
 @njit(cache=True, nogil=True)
@@ -24,12 +26,13 @@ def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
 
 @njit(cache=True, nogil=True)
 def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_isleft,
-                 n_first, w_total, min_wleaf, frac, vals, seed, mtry, max_depth, min_split,
-                 min_leaf, min_dec, small_rows, st_tree, st_parent, st_isleft, st_feat, st_bl,
-                 st_br, st_ml, st_imp, st_sums, n_nodes, recs, c_tree, c_key, c_depth, c_imp,
+                 n_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
+                 min_split, min_leaf, min_dec, small_rows, st_tree, st_parent, st_isleft, st_feat, st_bl,
+                 st_br, st_ml, st_thr, st_imp, st_sums, n_nodes, recs, c_tree, c_key, c_depth, c_imp,
                  c_parent, c_isleft, c_kind, c_cap, c_feats):
     """Split the large nodes of one level from their summed histograms; returns
-    (nodes stored, children kept for the next level)."""
+    (nodes stored, children kept for the next level). ``reps`` (d, n_slots): random splits
+    (``splitter.split_subset``), (0, 0): best splits."""
     m = hists.shape[0]
     d = vals.shape[0]
     S = hists.shape[3]
@@ -44,6 +47,8 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
     dummy_b = np.zeros((1, 1), np.uint8)
     dummy_r = np.zeros(1, np.int32)
     dummy_s = np.zeros((1, S))
+    rstate = np.empty(1, np.uint32)
+    thr = np.zeros(1)
     nc = 0
     for j in range(m):
         t = n_tree[j]
@@ -61,8 +66,8 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             min_wleaf[t] = frac * w
             imp = impurity(crit, total, w)
         node = n_nodes
-        _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st_sums, node, t,
-             n_parent[j], n_isleft[j], imp, total)
+        _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp,
+             st_sums, node, t, n_parent[j], n_isleft[j], imp, total)
         n_nodes += 1
         recs[j, 0] = -1.0
         if n_first[j] and _is_leaf(n_depth[j], n, w, imp, max_depth, min_split, min_leaf,
@@ -70,9 +75,10 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             continue
         for k in range(mtry):
             fmap[feats[j, k]] = k
+        node_state(seed ^ RANDOM_SPLIT_SALT, t, n_key[j], rstate)
         f, bl, br, ml = split_subset(0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals,
-                                 total, w, feats[j], mtry, min_leaf, min_wleaf[t], bins, st,
-                                 out_left)
+                                     total, w, feats[j], mtry, min_leaf, min_wleaf[t], bins, st,
+                                     out_left, reps, rstate, thr)
         for k in range(mtry):
             fmap[feats[j, k]] = -1
         if f < 0:
@@ -89,6 +95,8 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
         st_bl[node] = bl
         st_br[node] = br
         st_ml[node] = ml
+        if reps.shape[0] > 0:
+            st_thr[node] = thr[0]
         recs[j, 0] = f
         recs[j, 1] = bl
         recs[j, recs.shape[1] - 1] = ml
@@ -101,8 +109,8 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             if _is_leaf(n_depth[j] + 1, ns, ws, ci, max_depth, min_split, min_leaf,
                         min_wleaf[t]):
                 kind = _LEAF
-                _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st_sums,
-                     n_nodes, t, node, 1 - side, ci, sums)
+                _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr,
+                     st_imp, st_sums, n_nodes, t, node, 1 - side, ci, sums)
                 n_nodes += 1
             else:
                 kind = _SMALL if ns <= small_rows else _LARGE
@@ -128,9 +136,9 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
 
 @njit(cache=True, nogil=True)
 def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s_parent,
-                 s_isleft, s_first, w_total, min_wleaf, frac, vals, seed, mtry, max_depth,
+                 s_isleft, s_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
                  min_split, min_leaf, min_dec, st_tree, st_parent, st_isleft, st_feat, st_bl,
-                 st_br, st_ml, st_imp, st_sums, n_nodes):
+                 st_br, st_ml, st_thr, st_imp, st_sums, n_nodes):
     """Grow the whole subtree of each small node from its collected rows ``buf`` (row
     [present, bins..., target, weight]), depth first, left subtree first."""
     d = vals.shape[0]
@@ -144,6 +152,8 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
     hist = np.zeros((1, 1, S))
     out_left = np.empty(S)
     total = np.empty(S)
+    rstate = np.empty(1, np.uint32)
+    thr = np.zeros(1)
     for q in range(offsets.shape[0] - 1):
         a = offsets[q]
         b = offsets[q + 1]
@@ -212,15 +222,17 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
                 imp = impurity(crit, total, w)
                 first = False
             node = n_nodes
-            _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st_sums, node,
-                 t, k_parent[top], k_isleft[top], imp, total)
+            _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp,
+                 st_sums, node, t, k_parent[top], k_isleft[top], imp, total)
             n_nodes += 1
             if _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf[t]):
                 continue
             node_state(seed, t, key, state)
             draw_subset(d, mtry, state, sub)
+            node_state(seed ^ RANDOM_SPLIT_SALT, t, key, rstate)
             f, bl, br, ml = split_subset(1, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
-                                     w, sub, mtry, min_leaf, min_wleaf[t], bins, st, out_left)
+                                         w, sub, mtry, min_leaf, min_wleaf[t], bins, st, out_left,
+                                         reps, rstate, thr)
             if f < 0:
                 continue
             right = total - out_left
@@ -235,6 +247,8 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
             st_bl[node] = bl
             st_br[node] = br
             st_ml[node] = ml
+            if reps.shape[0] > 0:
+                st_thr[node] = thr[0]
             nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1)
             for side in range(2):  # right pushed first: the left subtree comes first
                 is_left = side

@@ -20,7 +20,7 @@ class NodeStore:
         a = {"tree": np.empty(cap, np.int64), "parent": np.empty(cap, np.int64),
              "is_left": np.empty(cap, np.int64), "feat": np.empty(cap, np.int64),
              "bl": np.empty(cap, np.int64), "br": np.empty(cap, np.int64),
-             "ml": np.empty(cap, np.uint8), "imp": np.empty(cap), "sums": np.empty((cap, self.S))}
+             "ml": np.empty(cap, np.uint8), "thr": np.empty(cap), "imp": np.empty(cap), "sums": np.empty((cap, self.S))}
         if old is not None:
             for k in a:
                 a[k][:self.n] = old[k][:self.n]
@@ -34,11 +34,11 @@ class NodeStore:
     def args(self):
         a = self.a
         return (a["tree"], a["parent"], a["is_left"], a["feat"], a["bl"], a["br"], a["ml"],
-                a["imp"], a["sums"])
+                a["thr"], a["imp"], a["sums"])
 
 
 @njit(cache=True, nogil=True)
-def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st_sums, i, tree,
+def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, i, tree,
          parent, is_left, imp, total):
     st_tree[i] = tree
     st_parent[i] = parent
@@ -47,6 +47,7 @@ def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_imp, st
     st_bl[i] = -1
     st_br[i] = -1
     st_ml[i] = 0
+    st_thr[i] = np.nan
     st_imp[i] = imp
     for t in range(total.shape[0]):
         st_sums[i, t] = total[t]
@@ -112,9 +113,14 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
         edge_tab[f, :len(e)] = e
     thr[inner] = np.where(np.isnan(va) | np.isnan(vb), edge_tab[fi, bli], va / 2.0 + vb / 2.0)
     miss = vals.shape[1] - 1
-    to_inf = bri == miss  # every present value left, the missing rows right
+    rthr = a["thr"][order][inner]
+    rand = ~np.isnan(rthr)  # a random (ExtraTrees) threshold, kept where the bins are exact
+    to_inf = (bri == miss) & ~rand  # every present value left, the missing rows right
+    exact_r = rand & ~np.isnan(va) & (~np.isnan(vb) | (bri == miss))
     thr_inner = thr[inner]
     thr_inner[to_inf] = np.inf
+    thr_inner[exact_r] = rthr[exact_r]
+    thr_inner[np.isnan(thr_inner)] = np.inf  # an inexact last bin left: every present value
     thr[inner] = thr_inner
     sums = a["sums"][order]
     if is_classification(crit):
@@ -131,7 +137,7 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
     # the largest bin whose rows go left: with exact bins an unseen row's bin may lie between
     # the node's two bins (its value then goes by the midpoint); else the left bin itself
     route = np.where(inner, bl, -1)
-    exact = ~(np.isnan(va) | np.isnan(vb))
+    exact = (~(np.isnan(va) | np.isnan(vb)) & ~rand) | exact_r
     route_inner = route[inner]
     route_inner[exact] = (vals[fi[exact]] <= thr[inner][exact][:, None]).sum(axis=1) - 1
     route_inner[to_inf] = miss - 1

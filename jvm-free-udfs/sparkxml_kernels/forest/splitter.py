@@ -331,13 +331,61 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
 
 
 @njit(cache=True, nogil=True)
+def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf, state,
+                         left, right):
+    """scikit-learn's random split of one feature (``node_split_random``): a threshold drawn
+    uniformly between the node's smallest and largest present values (the largest drawn
+    gives the smallest), and, with missing rows in the node, their side drawn 50/50.
+
+    ``reps`` float64 (n_slots,): each bin's value (exact bins) or representative (the middle
+    of its edges); the present bins with ``reps <= threshold`` go left. Returns (position i
+    or -1, proxy, missing-go-left, threshold); -1 when a leaf rule rejects the split (the
+    feature is then skipped, as scikit-learn skips it).
+    """
+    S = st.shape[1]
+    miss = reps.shape[0] - 1
+    has_miss = m > 0 and bins[m - 1] == miss
+    nm = m - 1 if has_miss else m
+    lo = reps[bins[0]]
+    hi = reps[bins[nm - 1]]
+    thr = (hi - lo) * np.float64(our_rand_r(state)) / np.float64(RAND_R_MAX) + lo
+    if thr == hi:
+        thr = lo
+    ml = False
+    if has_miss:
+        ml = rand_int(0, 2, state) == 1
+    for t in range(S):
+        left[t] = st[m - 1, t] if ml else 0.0
+    i = -1
+    for k in range(nm):
+        if reps[bins[k]] > thr:
+            break
+        for t in range(S):
+            left[t] += st[k, t]
+        i = k
+    if not has_miss:
+        ml = left[0] > total[0] - left[0]
+    q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right)
+    if q == -np.inf:
+        return -1, q, ml, thr
+    return i, q, ml, thr
+
+
+@njit(cache=True, nogil=True)
 def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, subset, k,
-                 min_leaf, min_wleaf, bins, st, out_left):
+                 min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr):
     """Forest split search over the drawn ``subset[:k]`` in order (constant ones skipped).
-    Returns (feature or -1, left bin, right bin, missing-go-left) as :func:`split_node`."""
+    Returns (feature or -1, left bin, right bin, missing-go-left) as :func:`split_node`.
+
+    With ``reps`` of shape (d, n_slots) the splits are random (ExtraTrees,
+    :func:`random_feature_split`, draws from ``rstate``): the best of one random threshold
+    per feature wins, and ``out_thr[0]`` receives its threshold; ``reps`` of shape (0, 0):
+    the best threshold of every feature."""
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
+    tmp = np.empty(S)
+    rand = reps.shape[0] > 0
     best = -np.inf
     best_f = -1
     best_bl = -1
@@ -348,11 +396,39 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
         m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
         if feature_constant(bins, m, vals[f]):
             continue
+        if rand:
+            i, q, ml, thr = random_feature_split(crit, bins, st, m, reps[f], total, wn,
+                                                 min_leaf, min_wleaf, rstate, tmp, right)
+            if i >= 0 and q > best:
+                best = q
+                best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
+                out_thr[0] = thr
+                for t in range(S):
+                    out_left[t] = tmp[t]
+            continue
         i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
                                    min_wleaf, best, left, right, out_left)
         if i >= 0:
             best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
     return best_f, best_bl, best_br, best_ml
+
+
+def bin_representatives(vals, edges) -> np.ndarray:
+    """float64 (d, n_slots): each bin's value where bins are exact, else the middle of its
+    edges (the outer bins: their one edge); what random thresholds are drawn between."""
+    reps = np.array(vals, np.float64)
+    for f, e in enumerate(edges):
+        e = np.asarray(e, np.float64)
+        nb = e.size + 1
+        if nb < 2:
+            continue
+        mid = np.empty(nb)
+        mid[0] = e[0]
+        mid[-1] = e[-1]
+        mid[1:-1] = (e[:-1] + e[1:]) / 2.0
+        row = reps[f, :nb]
+        row[np.isnan(row)] = mid[np.isnan(row)]
+    return reps
 
 
 # ------------------------------------------------------------------------------ naive twin

@@ -43,6 +43,7 @@ class SplitParams:
     min_impurity_decrease: float = 0.0
     max_features: int = 0              # features drawn per node (0: all)
     max_leaf_nodes: int = 0            # best-first growth when > 0
+    random_splits: bool = False        # splitter="random" (ExtraTrees; forests only)
 
     def __post_init__(self):
         self.min_samples_split = max(int(self.min_samples_split), 2 * int(self.min_samples_leaf))
