@@ -191,6 +191,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
 
     _task = "regression"
     _forest = False
+    _random_splits = False  # ExtraTrees: one random threshold per drawn feature
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -290,7 +291,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 "min_samples_leaf": int(self.getMinInstancesPerNode()),
                 "min_weight_fraction": float(self.getMinWeightFractionPerNode()),
                 "min_impurity_decrease": float(self.getMinInfoGain()),
-                "max_features": mtry, "max_leaf_nodes": int(self.getMaxLeafNodes())}
+                "max_features": mtry, "max_leaf_nodes": int(self.getMaxLeafNodes()),
+                "random_splits": self._random_splits}
 
     def _engine_config(self) -> dict:  # forests add theirs
         return {"kind": "tree", "rand_state": sklearn_seed(int(self.getSeed()) & 0xFFFFFFFF)}

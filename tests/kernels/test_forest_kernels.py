@@ -218,3 +218,25 @@ def test_forest_predictor_matches_naive_and_oob_matches_routing(pen_small):
         tr = pred.tree_arrays(t)
         inner = np.flatnonzero(tr.children_left >= 0)
         np.testing.assert_array_equal(tr.children_left[inner], inner + 1)
+
+
+def test_random_splits_same_for_any_spread_and_route_as_thresholds(pen_small):
+    """ExtraTrees' random thresholds: the same forest for any world size and small-node
+    threshold; thresholds lie between training values; OOB routing of binned rows matches
+    raw-feature routing."""
+    ref, counts = _forest(pen_small, n_trees=4, random_splits=True, max_depth=10)
+    _same(ref, _forest(pen_small, world=2, n_trees=4, random_splits=True, max_depth=10)[0])
+    _same(ref, _forest(pen_small, small_rows=10 ** 9, n_trees=4, random_splits=True,
+                       max_depth=10)[0])
+    X, y, Xb, edges, vals, keys = pen_small
+    best, _ = _forest(pen_small, n_trees=4, max_depth=10)
+    assert not np.array_equal(ref["threshold"][:50], best["threshold"][:50])
+    pred = ForestPredictor.from_arrays(dict({k: v for k, v in ref.items() if k != "bin"},
+                                            n_features=16, n_classes=10, criterion="gini"))
+    sums, n_oob = forest.oob_sums(Xb, counts, ref, vals.shape[1] - 1)
+    leaves = pred.apply(X)
+    exp = np.zeros_like(sums)
+    for t in range(pred.n_trees):
+        oob = counts[t] == 0
+        exp[oob] += pred.value[leaves[oob, t]]
+    np.testing.assert_allclose(sums, exp, rtol=1e-12)

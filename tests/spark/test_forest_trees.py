@@ -12,9 +12,11 @@ import sparkxml_kernels
 from sparkxml import (
     DecisionTreeClassifier,
     DecisionTreeRegressor,
+    ExtraTreesClassifier,
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from sparkxml.forest.extra import ExtraTreesClassificationModel
 from sparkxml.forest.forest import RandomForestClassificationModel
 from sparkxml.forest.tree import DecisionTreeClassificationModel
 
@@ -110,6 +112,33 @@ def test_forest_with_missing_values_same_any_workers(pen_nan):
     assert pa_["missing_go_to_left"].any()
     # 4 trees: a row is out of bag in ~1.5 of them (none for a quarter: class 0)
     assert a.outOfBagScore == b.outOfBagScore and a.outOfBagScore > 0.6
+
+
+def test_extra_trees_any_workers_accuracy_and_save(pen, pen_nan, tmp_path):
+    """ExtraTrees: the same model for any numWorkers and partitioning (draws from seed, tree,
+    node); test accuracy near scikit-learn's ExtraTreesClassifier on the same rows (the
+    random streams differ: compared statistically); save/load and load_model."""
+    from sklearn.ensemble import ExtraTreesClassifier as SkET
+
+    X, y, df = pen_nan
+    _, _, Xt, yt, _, test = pen
+    kw = dict(numTrees=20, maxDepth=64, seed=4)
+    a = ExtraTreesClassifier(numWorkers=2, **kw).fit(df)
+    b = ExtraTreesClassifier(numWorkers=1, **kw).fit(df.repartition(3))
+    pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
+    for k in pa_:
+        np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
+    assert a.getBootstrap() is False
+    acc = (a.predictor.predict(Xt) == yt).mean()
+    sk = np.mean([(SkET(20, random_state=s).fit(X, y).predict(Xt) == yt).mean()
+                  for s in range(3)])
+    assert abs(acc - sk) < 0.02, (acc, sk)
+    path = str(tmp_path / "et")
+    a.save(path)
+    loaded = ExtraTreesClassificationModel.load(path)
+    np.testing.assert_array_equal(loaded.predictor.threshold, a.predictor.threshold)
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(Xt[:50]),
+                                  a.predictor.predict(Xt[:50]))
 
 
 @pytest.fixture(scope="module")
