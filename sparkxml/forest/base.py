@@ -63,6 +63,7 @@ from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml.forest.params import (
     HasBootstrap,
+    HasCcpAlpha,
     HasClassWeight,
     HasCriterion,
     HasFeatureSubsetStrategy,
@@ -84,6 +85,7 @@ from sparkxml_kernels.forest.criteria import (
     criterion_id,
 )
 from sparkxml_kernels.forest.predictor import ARRAY_KEYS, ForestPredictor
+from sparkxml_kernels.forest.pruning import cost_complexity_pruning_path
 from sparkxml_kernels.forest.splitter import sklearn_seed
 
 # classes a classifier may infer from its labels (as GBT's softmax), and the largest node
@@ -98,7 +100,8 @@ _TREE_SKETCH_ROWS = 200_000
 TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
                "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
                "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
-               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose")
+               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
+               "ccpAlpha")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
 FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
 
@@ -108,13 +111,14 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                   HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
                   HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
                   HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
-                  HasTimeoutSeconds):
+                  HasTimeoutSeconds, HasCcpAlpha):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
                          maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                          minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                         featureSubsetStrategy="auto", seed=0, timeoutSeconds=600.0)
+                         featureSubsetStrategy="auto", seed=0, timeoutSeconds=600.0,
+                         ccpAlpha=0.0)
 
     def _features_spec(self) -> dict:
         if self.isSet(self.featuresCols) and self.getFeaturesCols():
@@ -342,6 +346,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             vals = bin_values(sketch, edges)
             sketch_seconds = time.perf_counter() - t0
             cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
+                       ccp_alpha=float(self.getCcpAlpha()),
                        criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
                        n_features=d, class_weights=class_weights)
             df = dataset.select(*training_columns(spec, label, weight, None))
@@ -392,6 +397,13 @@ class TreeModel(SparkXMLPredictorModel):
         """scikit-learn's ``feature_importances_``: normalised weighted impurity decrease
         (averaged over trees for a forest), as a Vector."""
         return DenseVector(self._predictor.feature_importances())
+
+    def costComplexityPruningPath(self, i: int = 0) -> dict:
+        """scikit-learn's ``cost_complexity_pruning_path`` of tree ``i``: ``ccp_alphas`` and
+        ``impurities`` (float64 arrays), the effective alphas of its successive pruned
+        subtrees and their total leaf impurities (fit with ``ccpAlpha=0`` for the path of the
+        whole grown tree; any alpha of it given as ``ccpAlpha`` gives that subtree)."""
+        return cost_complexity_pruning_path(self.treeArrays(i))
 
     def treeArrays(self, i: int = 0) -> dict:
         """Tree ``i`` in scikit-learn's ``tree_`` layout: ``children_left``,

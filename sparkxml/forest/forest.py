@@ -103,7 +103,7 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0):
+                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -115,7 +115,7 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -152,7 +152,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                  minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0):
+                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -163,7 +163,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                   minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
         return self._set_params(**self._input_kwargs)
 
     @property

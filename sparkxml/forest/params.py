@@ -222,3 +222,20 @@ class HasOobScore(Params):
     def getOobScore(self) -> bool:
         """Gets the value of oobScore or its default value."""
         return self.getOrDefault(self.oobScore)
+
+
+class HasCcpAlpha(Params):
+    """Mixin for param ccpAlpha: complexity parameter of minimal cost-complexity pruning
+    (>= 0; 0 prunes nothing; scikit-learn's ccp_alpha).
+    """
+
+    ccpAlpha: "Param[float]" = Param(
+        Params._dummy(), "ccpAlpha",
+        "complexity parameter of minimal cost-complexity pruning: the subtree with the largest "
+        "cost complexity below it is kept (>= 0; 0 prunes nothing; scikit-learn's ccp_alpha)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"ccpAlpha": ge(0.0)}
+
+    def getCcpAlpha(self) -> float:
+        """Gets the value of ccpAlpha or its default value."""
+        return self.getOrDefault(self.ccpAlpha)

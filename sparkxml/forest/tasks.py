@@ -28,7 +28,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
         from sparkxml_kernels.forest.bins import tree_binned
         from sparkxml_kernels.forest.criteria import is_classification
         from sparkxml_kernels.forest.exactsum import exact_sums
-        from sparkxml_kernels.forest.tree import SplitParams
+        from sparkxml_kernels.forest.pruning import prune_forest, prune_tree
+        from sparkxml_kernels.forest.tree import SplitParams, TreeArrays
         from sparkxml_kernels.progress import ProgressReporter
 
         X, y, keys = state["X"], state["y"], state["ids"]
@@ -54,6 +55,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             if cfg["kind"] == "tree":
                 tree = builder.grow_tree(X, cls, y, ylny, rw, params, coll, vals, edges,
                                          cfg["rand_state"])
+                if rank == 0 and cfg.get("ccp_alpha", 0.0) > 0.0:
+                    tree = TreeArrays(**prune_tree(tree.as_dict(), cfg["ccp_alpha"]))
                 if rank == 0:
                     arrays = ForestPredictor.from_trees([tree], d, K,
                                                         cfg["criterion"]).to_arrays()
@@ -67,6 +70,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             reporter.close()
         info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)
         if rank == 0:
+            # each tree pruned as scikit-learn's forests prune theirs (before the OOB score)
+            res = prune_forest(res, cfg.get("ccp_alpha", 0.0))
             arrays = ForestPredictor.from_arrays(dict(
                 {k: v for k, v in res.items() if k != "bin"}, n_features=d, n_classes=K,
                 criterion=cfg["criterion"])).to_arrays()

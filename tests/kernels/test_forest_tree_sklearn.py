@@ -164,3 +164,34 @@ def test_nan_at_predict_goes_where_sklearn_sends_it(pen_nan):
         pred = ForestPredictor.from_trees([ours], 16, 10, "gini")
         np.testing.assert_array_equal(pred.apply(Xq)[:, 0], sk.apply(Xq))
         np.testing.assert_array_equal(pred.predict_values(Xq), pred.predict_values_naive(Xq))
+
+
+# ------------------------------------------------------------------ cost-complexity pruning
+def test_pruning_path_and_pruned_trees_equal_sklearn(pen):
+    from sparkxml_kernels.forest import pruning
+    from sparkxml_kernels.forest.tree import TreeArrays
+
+    X, y, _ = pen
+    X, y = X[:1500], y[:1500]
+    Xb, edges, vals = binned(X)
+    ours = _grow(Xb, y, edges, vals, "gini")
+    sk_path = DecisionTreeClassifier(random_state=0).cost_complexity_pruning_path(X, y)
+    path = pruning.cost_complexity_pruning_path(ours.as_dict())
+    np.testing.assert_array_equal(path["ccp_alphas"], sk_path.ccp_alphas)
+    np.testing.assert_array_equal(path["impurities"], sk_path.impurities)
+    for a in list(sk_path.ccp_alphas[1::15]) + [0.003, 1.0]:
+        sk = DecisionTreeClassifier(random_state=0, ccp_alpha=a).fit(X, y)
+        assert_same_tree(TreeArrays(**pruning.prune_tree(ours.as_dict(), a)), sk.tree_)
+    # a forest's trees pruned one by one, other per-node arrays following their nodes
+    two = {k: np.concatenate([v, v]) for k, v in ours.as_dict().items()}
+    two["value"] = two["value"].reshape(-1, 10)
+    two["bin"] = np.arange(two["feature"].size)
+    two["tree_offsets"] = np.array([0, ours.node_count, 2 * ours.node_count])
+    out = pruning.prune_forest(two, 0.003)
+    one = pruning.prune_tree(ours.as_dict(), 0.003)
+    n = one["feature"].size
+    np.testing.assert_array_equal(out["tree_offsets"], [0, n, 2 * n])
+    np.testing.assert_array_equal(out["feature"], np.concatenate([one["feature"]] * 2))
+    kept_inner = out["bin"][:n][one["children_left"] >= 0]
+    np.testing.assert_array_equal(two["feature"][kept_inner], one["feature"][
+        one["children_left"] >= 0])

@@ -93,6 +93,9 @@ def test_tree_with_missing_values_equals_sklearn_and_survives_save(pen_nan, tmp_
     Xr = np.array([r[0].toArray() for r in rows])
     pred = np.array([r[0] for r in model.transform(df).select("prediction").collect()])
     np.testing.assert_array_equal(pred, sk.predict(Xr))  # NaN rows routed as scikit-learn
+    path, sk_path = model.costComplexityPruningPath(), sk.cost_complexity_pruning_path(X, y)
+    np.testing.assert_array_equal(path["ccp_alphas"], sk_path.ccp_alphas)
+    np.testing.assert_array_equal(path["impurities"], sk_path.impurities)
     path = str(tmp_path / "dt_nan")
     model.save(path)
     loaded = DecisionTreeClassificationModel.load(path)
@@ -101,9 +104,22 @@ def test_tree_with_missing_values_equals_sklearn_and_survives_save(pen_nan, tmp_
     np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(Xr), pred)
 
 
+def test_ccp_alpha_prunes_as_sklearn_and_refuses_negative(pen_nan):
+    X, y, df = pen_nan
+    alpha = float(SkTree(random_state=0).cost_complexity_pruning_path(X, y).ccp_alphas[-8])
+    model = DecisionTreeClassifier(maxDepth=64, numWorkers=2, ccpAlpha=alpha).fit(df)
+    sk = SkTree(random_state=0, ccp_alpha=alpha).fit(X, y)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    assert model.getCcpAlpha() == alpha
+    with pytest.raises(ValueError, match="ccpAlpha"):
+        DecisionTreeClassifier(ccpAlpha=-0.1)._validate_params()
+
+
 def test_forest_with_missing_values_same_any_workers(pen_nan):
     _, _, df = pen_nan
-    kw = dict(numTrees=4, maxDepth=12, seed=2, oobScore=True)
+    kw = dict(numTrees=4, maxDepth=12, seed=2, oobScore=True, ccpAlpha=0.002)
     a = RandomForestClassifier(numWorkers=2, **kw).fit(df)
     b = RandomForestClassifier(numWorkers=1, **kw).fit(df.repartition(3))
     pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
