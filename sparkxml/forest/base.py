@@ -75,6 +75,7 @@ from sparkxml.forest.params import (
     HasOobScore,
     HasTreeMaxBins,
     HasTreeMaxDepth,
+    class_weight_map,
 )
 from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
 from sparkxml_kernels import binning
@@ -256,6 +257,17 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         for r in rows:
             counts[int(r["c"])] = r["count"]
         present = counts > 0
+        given = class_weight_map(self.getClassWeight())
+        if given is not None:  # a dict: the classes it names must occur
+            absent = sorted(c for c in given if c >= k or not present[c])
+            if absent:
+                raise ValueError(f"classWeight: classes {absent} do not occur in labelCol "
+                                 f"'{label}' (classes present: "
+                                 f"{np.flatnonzero(present).tolist()})")
+            w = np.ones(k)
+            for c, v in given.items():
+                w[c] = v
+            return w.tolist()
         w = np.zeros(k)
         w[present] = counts.sum() / (present.sum() * counts[present])
         return w.tolist()

@@ -75,7 +75,9 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
         ``model.costComplexityPruningPath()`` gives the alphas of a tree's pruning path.
     featureSubsetStrategy : str, default "auto" (= "all")
         [max_features]: "all", "sqrt", "log2", "onethird", a fraction "0.5" or a count "7".
-    classWeight : {"balanced"}, optional  [class_weight]
+    classWeight : "balanced" or dict, optional  [class_weight]
+        A dict {class id: weight} weighs the classes it names (others: 1); it must name
+        classes that occur in the labels.
     seed : int, default 0
         [random_state]: scikit-learn's splitter draws are replayed from it.
     numWorkers : int, optional

@@ -1,6 +1,8 @@
 """Decision trees and random forests on local[2]: scikit-learn's trees node for node,
 determinism across workers and partitioning, persistence, Pipelines and tuning, bad input."""
 
+import json
+
 import numpy as np
 import pytest
 from pyspark.ml import Pipeline, PipelineModel
@@ -115,6 +117,25 @@ def test_ccp_alpha_prunes_as_sklearn_and_refuses_negative(pen_nan):
     assert model.getCcpAlpha() == alpha
     with pytest.raises(ValueError, match="ccpAlpha"):
         DecisionTreeClassifier(ccpAlpha=-0.1)._validate_params()
+
+
+def test_class_weight_dict_equals_sklearn_saves_and_refuses_absent_class(spark, pen_nan,
+                                                                        tmp_path):
+    X, y, df = pen_nan
+    cw = {0: 3.0, 4: 2.0, 7: 5.0}  # integer weights: exact sums, node for node
+    model = DecisionTreeClassifier(maxDepth=10, numWorkers=2, classWeight=cw).fit(df)
+    sk = SkTree(random_state=0, max_depth=10, class_weight=cw).fit(X, y)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    path = str(tmp_path / "cw")
+    model.save(path)
+    assert json.loads(DecisionTreeClassificationModel.load(path).getClassWeight()) == \
+        {"0": 3.0, "4": 2.0, "7": 5.0}
+    with pytest.raises(ValueError, match=r"classWeight: classes \[12\] do not occur"):
+        DecisionTreeClassifier(numWorkers=1, classWeight={0: 1.0, 12: 2.0}).fit(df)
+    with pytest.raises(ValueError, match="classWeight"):
+        DecisionTreeClassifier(classWeight={0: -1.0})._validate_params()
 
 
 def test_forest_with_missing_values_same_any_workers(pen_nan):
