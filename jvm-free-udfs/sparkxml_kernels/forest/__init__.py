@@ -10,6 +10,7 @@ bootstrap    per-tree row counts from row content hashes
 levels       a level's node splits from summed histograms; small subtrees from their rows
 nodes        the forest's node store, assembled into scikit-learn's layout
 oob          out-of-bag statistics and the routing arrays they need
+pruning      minimal cost-complexity pruning and its path (scikit-learn's ccp_alpha)
 bins         exact bins and their values
 predictor    forests of ``tree_`` arrays: predict, probabilities, importances, model files
 """
