@@ -78,6 +78,7 @@ from sparkxml.forest.params import (
     class_weight_map,
 )
 from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
+from sparkxml.gbt.params import HasLeafCol
 from sparkxml_kernels import binning
 from sparkxml_kernels.forest.bins import bin_values
 from sparkxml_kernels.forest.criteria import (
@@ -102,7 +103,7 @@ TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predicti
                "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
                "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
                "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
-               "ccpAlpha")
+               "ccpAlpha", "leafCol")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
 FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
 
@@ -112,7 +113,7 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                   HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
                   HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
                   HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
-                  HasTimeoutSeconds, HasCcpAlpha):
+                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -450,6 +451,8 @@ class TreeModel(SparkXMLPredictorModel):
         if self._predictor.n_classes:
             outs = [(self.getRawPredictionCol(), "raw"), (self.getProbabilityCol(), "prob")] \
                 + outs
+        if self.isDefined(self.leafCol) and self.getOrDefault(self.leafCol):
+            outs.append((self.getLeafCol(), "leaf"))
         return outs
 
     def _transform_validated(self, dataset):
@@ -489,6 +492,6 @@ def add_tree_setters(estimator, model, classifier: bool, forest: bool):
     names = TREE_PARAMS + (CLASSIFIER_PARAMS if classifier else ()) + \
         (FOREST_PARAMS if forest else ())
     add_setters(estimator, names)
-    outs = ("featuresCol", "featuresCols", "predictionCol") + \
+    outs = ("featuresCol", "featuresCols", "predictionCol", "leafCol") + \
         (("rawPredictionCol", "probabilityCol") if classifier else ())
     add_setters(model, outs)

@@ -72,7 +72,8 @@ class ExtraTreesClassifier(_ForestEstimator, _ETClassifierParams):
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=False,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
+                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
+                 leafCol=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -84,7 +85,8 @@ class ExtraTreesClassifier(_ForestEstimator, _ETClassifierParams):
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=False,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
+                  leafCol=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -119,7 +121,8 @@ class ExtraTreesRegressor(_ForestEstimator, _ETRegressorParams):
                  minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=False,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
+                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
+                 leafCol=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -130,7 +133,8 @@ class ExtraTreesRegressor(_ForestEstimator, _ETRegressorParams):
                   minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=False,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
+                  leafCol=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -104,28 +104,30 @@ def _trees_done_callback(reporter):
 
 
 def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
-    """Output columns of a transform: prediction, and for classifiers rawPrediction (the
-    leaf's weighted class counts for one tree, the sum of the trees' class fractions for a
-    forest, as Spark ML) and probability (the trees' mean class fractions)."""
+    """Output columns of a transform: prediction, for classifiers rawPrediction (the leaf's
+    weighted class counts for one tree, the sum of the trees' class fractions for a forest,
+    as Spark ML) and probability (the trees' mean class fractions), and the leaf indices
+    (per tree, the reached leaf's index among its tree's leaves left to right, as leafCol
+    counts them for GBT and Spark MLlib)."""
     n = X.shape[0]
-    if pred.n_classes == 0:
-        v = pred.predict_values(X) if n else np.zeros(0)
-        return [pa.array(np.asarray(v, np.float64), pa.float64())]
-    prob = pred.predict_values(X) if n else np.zeros((0, pred.n_classes))
-    if single_tree:
-        leaves = pred.apply(X)[:, 0] if n else np.zeros(0, np.int64)
-        raw = prob * pred.weighted_n_node_samples[leaves][:, None]
-    else:
-        raw = prob * pred.n_trees
+    K = pred.n_classes
+    leaves = pred.apply(X) if n else np.zeros((0, pred.n_trees), np.int64)
+    v = pred.value[leaves].mean(axis=1) if n else np.zeros((0, pred.value.shape[1]))
     out = []
     for k in kinds:
-        if k == "raw":
-            out.append(dense_vectors(raw))
+        if k == "leaf":
+            out.append(dense_vectors(pred.leaf_ordinals()[leaves].astype(np.float64)))
+        elif k == "raw":
+            w = pred.weighted_n_node_samples[leaves[:, 0]][:, None] if single_tree \
+                else pred.n_trees
+            out.append(dense_vectors(v * w))
         elif k == "prob":
-            out.append(dense_vectors(prob))
-        else:
-            out.append(pa.array(np.argmax(prob, axis=1).astype(np.float64) if n
+            out.append(dense_vectors(v))
+        elif K:
+            out.append(pa.array(np.argmax(v, axis=1).astype(np.float64) if n
                                 else np.zeros(0), pa.float64()))
+        else:
+            out.append(pa.array(np.asarray(v[:, 0], np.float64), pa.float64()))
     return out
 
 

@@ -112,7 +112,7 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                  minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                  maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
                  classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 ccpAlpha=0.0):
+                 ccpAlpha=0.0, leafCol=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -123,7 +123,7 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                   minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                   maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
                   classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                  ccpAlpha=0.0):
+                  ccpAlpha=0.0, leafCol=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -159,7 +159,7 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                  maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                  featureSubsetStrategy="auto", seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 ccpAlpha=0.0):
+                 ccpAlpha=0.0, leafCol=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -169,7 +169,7 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                   maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0, leafCol=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -16,7 +16,7 @@ from sparkxml_kernels.forest.splitter import (
     node_state,
     scan_feature,
 )
-from sparkxml_kernels.forest.tree import SplitParams
+from sparkxml_kernels.forest.tree import SplitParams, TreeArrays
 
 
 # ------------------------------------------------------------------ criteria and scan
@@ -240,3 +240,24 @@ def test_random_splits_same_for_any_spread_and_route_as_thresholds(pen_small):
         oob = counts[t] == 0
         exp[oob] += pred.value[leaves[oob, t]]
     np.testing.assert_allclose(sums, exp, rtol=1e-12)
+
+
+def test_leaf_ordinals_count_each_trees_leaves_left_to_right():
+    sk_tree = pytest.importorskip("sklearn.tree")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
+    trees = []
+    for depth in (2, 5):
+        t = sk_tree.DecisionTreeClassifier(max_depth=depth, random_state=0).fit(X, y).tree_
+        v = t.value / t.value.sum(axis=2, keepdims=True)
+        trees.append(TreeArrays(t.children_left, t.children_right, t.feature, t.threshold,
+                                t.impurity, t.n_node_samples, t.weighted_n_node_samples, v,
+                                t.missing_go_to_left))
+    pred = ForestPredictor.from_trees(trees, 3, 2, "gini")
+    got = pred.leaf_ordinals()
+    for i, t in enumerate(trees):
+        seg = got[pred.tree_offsets[i]:pred.tree_offsets[i + 1]]
+        leaves = np.flatnonzero(t.children_left < 0)  # preorder ids: left to right
+        np.testing.assert_array_equal(seg[leaves], np.arange(leaves.size))
+        assert (seg[t.children_left >= 0] == -1).all()

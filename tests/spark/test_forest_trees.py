@@ -74,17 +74,17 @@ def test_regression_tree_equals_sklearn_on_diabetes(spark):
 
 @pytest.fixture(scope="module")
 def pen_nan(spark, pen):
-    """1500 pendigits rows with 10% of the entries of features 0-7 missing (NaN)."""
-    X, y = pen[0][:1500].copy(), pen[1][:1500]
+    """1000 pendigits rows with 10% of the entries of features 0-7 missing (NaN)."""
+    X, y = pen[0][:1000].copy(), pen[1][:1000]
     rng = np.random.default_rng(0)
-    X[:, :8][rng.random((1500, 8)) < 0.1] = np.nan
+    X[:, :8][rng.random((1000, 8)) < 0.1] = np.nan
     return X, y, _frame(spark, X, y)
 
 
 def test_tree_with_missing_values_equals_sklearn_and_survives_save(pen_nan, tmp_path):
     X, y, df = pen_nan
-    model = DecisionTreeClassifier(maxDepth=64, numWorkers=2).fit(df)
-    sk = SkTree(random_state=0).fit(X, y)
+    model = DecisionTreeClassifier(maxDepth=9, numWorkers=2).fit(df)
+    sk = SkTree(random_state=0, max_depth=9).fit(X, y)
     ours = model.treeArrays(0)
     for f in FIELDS:
         np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
@@ -108,13 +108,21 @@ def test_tree_with_missing_values_equals_sklearn_and_survives_save(pen_nan, tmp_
 
 def test_ccp_alpha_prunes_as_sklearn_and_refuses_negative(pen_nan):
     X, y, df = pen_nan
-    alpha = float(SkTree(random_state=0).cost_complexity_pruning_path(X, y).ccp_alphas[-8])
-    model = DecisionTreeClassifier(maxDepth=64, numWorkers=2, ccpAlpha=alpha).fit(df)
-    sk = SkTree(random_state=0, ccp_alpha=alpha).fit(X, y)
+    sk9 = SkTree(random_state=0, max_depth=9)
+    alpha = float(sk9.cost_complexity_pruning_path(X, y).ccp_alphas[-8])
+    model = DecisionTreeClassifier(maxDepth=9, numWorkers=2, ccpAlpha=alpha).fit(df)
+    sk = sk9.set_params(ccp_alpha=alpha).fit(X, y)
     ours = model.treeArrays(0)
     for f in FIELDS:
         np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
     assert model.getCcpAlpha() == alpha
+    # leafCol: per tree, the reached leaf's index among the leaves left to right
+    rows = model.setLeafCol("leaf").transform(df).select("features", "leaf").collect()
+    Xr = np.array([r[0].toArray() for r in rows])
+    leaf = np.array([r[1].toArray() for r in rows])
+    p = model.predictor
+    np.testing.assert_array_equal(leaf, p.leaf_ordinals()[p.apply(Xr)])
+    assert leaf.max() == (ours["children_left"] < 0).sum() - 1
     with pytest.raises(ValueError, match="ccpAlpha"):
         DecisionTreeClassifier(ccpAlpha=-0.1)._validate_params()
 
@@ -123,8 +131,8 @@ def test_class_weight_dict_equals_sklearn_saves_and_refuses_absent_class(spark, 
                                                                         tmp_path):
     X, y, df = pen_nan
     cw = {0: 3.0, 4: 2.0, 7: 5.0}  # integer weights: exact sums, node for node
-    model = DecisionTreeClassifier(maxDepth=10, numWorkers=2, classWeight=cw).fit(df)
-    sk = SkTree(random_state=0, max_depth=10, class_weight=cw).fit(X, y)
+    model = DecisionTreeClassifier(maxDepth=6, numWorkers=2, classWeight=cw).fit(df)
+    sk = SkTree(random_state=0, max_depth=6, class_weight=cw).fit(X, y)
     ours = model.treeArrays(0)
     for f in FIELDS:
         np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
@@ -140,7 +148,7 @@ def test_class_weight_dict_equals_sklearn_saves_and_refuses_absent_class(spark, 
 
 def test_forest_with_missing_values_same_any_workers(pen_nan):
     _, _, df = pen_nan
-    kw = dict(numTrees=4, maxDepth=12, seed=2, oobScore=True, ccpAlpha=0.002)
+    kw = dict(numTrees=4, maxDepth=8, seed=2, oobScore=True, ccpAlpha=0.002)
     a = RandomForestClassifier(numWorkers=2, **kw).fit(df)
     b = RandomForestClassifier(numWorkers=1, **kw).fit(df.repartition(3))
     pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
@@ -159,7 +167,7 @@ def test_extra_trees_any_workers_accuracy_and_save(pen, pen_nan, tmp_path):
 
     X, y, df = pen_nan
     _, _, Xt, yt, _, test = pen
-    kw = dict(numTrees=20, maxDepth=64, seed=4)
+    kw = dict(numTrees=12, maxDepth=64, seed=4)
     a = ExtraTreesClassifier(numWorkers=2, **kw).fit(df)
     b = ExtraTreesClassifier(numWorkers=1, **kw).fit(df.repartition(3))
     pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
@@ -167,9 +175,9 @@ def test_extra_trees_any_workers_accuracy_and_save(pen, pen_nan, tmp_path):
         np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
     assert a.getBootstrap() is False
     acc = (a.predictor.predict(Xt) == yt).mean()
-    sk = np.mean([(SkET(20, random_state=s).fit(X, y).predict(Xt) == yt).mean()
+    sk = np.mean([(SkET(12, random_state=s).fit(X, y).predict(Xt) == yt).mean()
                   for s in range(3)])
-    assert abs(acc - sk) < 0.02, (acc, sk)
+    assert abs(acc - sk) < 0.03, (acc, sk)
     path = str(tmp_path / "et")
     a.save(path)
     loaded = ExtraTreesClassificationModel.load(path)

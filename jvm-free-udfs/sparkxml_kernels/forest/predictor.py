@@ -194,6 +194,17 @@ class ForestPredictor:
                 self.missing_go_to_left, self.tree_offsets, out)
         return out
 
+    def leaf_ordinals(self) -> np.ndarray:
+        """int64 (N,): each leaf's index among its tree's leaves counted left to right (the
+        nodes are in preorder, left child first: leaves by id are left to right); -1 on
+        internal nodes."""
+        leaf = self.children_left < 0
+        out = np.full(leaf.size, -1, np.int64)
+        before = np.concatenate([[0], np.cumsum(leaf)])  # leaves before each node id
+        base = np.repeat(before[self.tree_offsets[:-1]], np.diff(self.tree_offsets))
+        out[leaf] = (before[:-1] - base)[leaf]
+        return out
+
     def predict_values(self, X) -> np.ndarray:
         """Mean over trees of the leaf values: (n, K) class probabilities, or (n,) means."""
         leaves = self.apply(X)
