@@ -53,7 +53,7 @@ from _harness import Results, session  # noqa: E402
 from gbt_synthetic import make_data  # noqa: E402  (the same data as the GBT benchmark)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "shared", "data")
+DATA = os.environ.get("SPARKXML_DATA", os.path.join(HERE, "..", "..", "shared", "data"))
 FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
           "n_node_samples", "weighted_n_node_samples", "value")
 
