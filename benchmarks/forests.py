@@ -2,8 +2,8 @@
 
     python benchmarks/forests.py [--workers 2] [--repeats 3] [--trees 100]
         [--synthetic-rows 1000000] [--synthetic-features 50] [--synthetic-trees 50]
-        [--synthetic-depth 10] [--mllib-synthetic-trees 5] [--skip exact pendigits synthetic
-        mllib sklearn]
+        [--synthetic-depth 10] [--mllib-synthetic-trees 5] [--extra-trees 100]
+        [--skip exact missing extra pendigits synthetic mllib sklearn]
 
 Parts (each can be skipped):
 
@@ -13,6 +13,13 @@ exact      pendigits (../shared/data/pendigits) with DecisionTreeClassifier(maxD
            impurity, n_node_samples, weighted_n_node_samples, value, children); and
            scikit-learn's load_diabetes with DecisionTreeRegressor(maxBins=512) for
            squared_error, friedman_mse and poisson.
+missing    exact's comparisons with missing values: pendigits with 10% of the entries of
+           features 0-7 set to NaN (seeded), gini and entropy, and load_diabetes with 10% of
+           every feature NaN, squared_error; the missing side (``missing_go_to_left``) too.
+extra      ExtraTreesClassifier, ``extra-trees`` trees, sqrt features, full depth, on
+           pendigits: test accuracy and fit time beside scikit-learn's ExtraTreesClassifier
+           (n_jobs=W, random_state=0; the random streams differ, so accuracy is compared, not
+           trees) and Spark MLlib's RandomForestClassifier (maxDepth=30, maxBins=128).
 pendigits  RandomForestClassifier, ``trees`` trees, sqrt features, full depth: test accuracy
            and fit time of scikit-learn (n_jobs=W, random_state=0), Spark MLlib
            (numTrees=trees, maxDepth=30, maxBins=128, featureSubsetStrategy='sqrt') and
@@ -46,7 +53,7 @@ from _harness import Results, session  # noqa: E402
 from gbt_synthetic import make_data  # noqa: E402  (the same data as the GBT benchmark)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "shared", "data")
+DATA = os.environ.get("SPARKXML_DATA", os.path.join(HERE, "..", "..", "shared", "data"))
 FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
           "n_node_samples", "weighted_n_node_samples", "value")
 
@@ -70,6 +77,9 @@ def accuracy(model, df):
 def same_tree(ours: dict, sk) -> str:
     if ours["feature"].size != sk.node_count:
         return f"DIFFERENT node count {ours['feature'].size} vs {sk.node_count}"
+    inner = sk.children_left >= 0  # scikit-learn leaves its leaves' missing flag unset
+    if not np.array_equal(ours["missing_go_to_left"][inner], sk.missing_go_to_left[inner]):
+        return "DIFFERENT missing_go_to_left"
     worst = 0.0
     for f in FIELDS:
         a, b = np.asarray(ours[f]), np.asarray(getattr(sk, f))
@@ -158,6 +168,85 @@ def part_exact(spark, W):
             sk = SkReg(criterion=crit, random_state=0).fit(d.data, d.target)
         print(f"diabetes {crit:13s}: {m.treeArrays(0)['feature'].size} nodes, "
               f"{same_tree(m.treeArrays(0), sk.tree_)}")
+
+
+def with_nan(X, frac, features, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.array(X, np.float64)
+    for f in features:
+        X[rng.random(X.shape[0]) < frac, f] = np.nan
+    return X
+
+
+def part_missing(spark, W, res=None):
+    from sklearn.datasets import load_diabetes, load_svmlight_file
+    from sklearn.tree import DecisionTreeClassifier as SkTree
+    from sklearn.tree import DecisionTreeRegressor as SkReg
+
+    from sparkxml import DecisionTreeClassifier, DecisionTreeRegressor
+
+    X, y = load_svmlight_file(os.path.join(DATA, "pendigits", "pendigits"), n_features=16)
+    X, y = with_nan(X.toarray(), 0.1, range(8)), y - 1
+    df = frame(spark, X, y, W)
+    print("\n== missing values: sparkxml DecisionTree* vs scikit-learn (node for node)")
+    for crit in ("gini", "entropy"):
+        m = DecisionTreeClassifier(criterion=crit, maxDepth=64, seed=0, numWorkers=W).fit(df)
+        sk = SkTree(criterion=crit, random_state=0).fit(X, y)
+        same = same_tree(m.treeArrays(0), sk.tree_)
+        print(f"pendigits 10% NaN {crit:8s}: {m.treeArrays(0)['feature'].size} nodes, {same}")
+        if res is not None:
+            res.add(f"missing values: pendigits {crit}", "identical to scikit-learn",
+                    float(same == "identical"), "", note=same)
+    d = load_diabetes()
+    Xd = with_nan(d.data, 0.1, range(d.data.shape[1]))
+    m = DecisionTreeRegressor(maxDepth=64, maxBins=512, seed=0,
+                              numWorkers=W).fit(frame(spark, Xd, d.target, W))
+    sk = SkReg(random_state=0).fit(Xd, d.target)
+    same = same_tree(m.treeArrays(0), sk.tree_)
+    print(f"diabetes 10% NaN squared_error: {m.treeArrays(0)['feature'].size} nodes, {same}")
+    if res is not None:
+        res.add("missing values: diabetes squared_error", "identical to scikit-learn",
+                float(same == "identical"), "", note=same)
+
+
+def part_extra(spark, W, T, skip_mllib, res=None):
+    from sklearn.datasets import load_svmlight_file
+    from sklearn.ensemble import ExtraTreesClassifier as SkET
+
+    from sparkxml import ExtraTreesClassifier
+
+    X, y = load_svmlight_file(os.path.join(DATA, "pendigits", "pendigits"), n_features=16)
+    Xt, yt = load_svmlight_file(os.path.join(DATA, "pendigits", "pendigits.t"), n_features=16)
+    X, Xt, y, yt = X.toarray(), Xt.toarray(), y - 1, yt - 1
+    train, test = frame(spark, X, y, W), frame(spark, Xt, yt, W)
+    print(f"\n== pendigits extra trees, {T} trees, sqrt features, full depth")
+    rows = []
+    t0 = time.perf_counter()
+    sk = SkET(n_estimators=T, n_jobs=W, random_state=0).fit(X, y)
+    rows.append(("scikit-learn ExtraTreesClassifier", (sk.predict(Xt) == yt).mean(),
+                 time.perf_counter() - t0))
+    est = ExtraTreesClassifier(numTrees=T, maxDepth=64, numWorkers=W, seed=0,
+                               featureSubsetStrategy="sqrt")
+    est.copy().setNumTrees(3).fit(train)  # warm-up: Python workers, numba kernels loaded
+    t0 = time.perf_counter()
+    model = est.fit(train)
+    ours = time.perf_counter() - t0
+    rows.append((f"sparkxml ExtraTreesClassifier, numWorkers={W}", accuracy(model, test), ours))
+    if not skip_mllib:
+        from pyspark.ml.classification import RandomForestClassifier as MLlibRF
+
+        t0 = time.perf_counter()
+        ml = MLlibRF(numTrees=T, maxDepth=30, maxBins=128, featureSubsetStrategy="sqrt",
+                     seed=0).fit(train)
+        rows.append(("Spark MLlib RandomForestClassifier (maxDepth 30, maxBins 128)",
+                     accuracy(ml, test), time.perf_counter() - t0))
+    print("\n| system | test accuracy | fit s |\n|---|---|---|")
+    for name, acc, sec in rows:
+        print(f"| {name} | {100 * acc:.2f} % | {sec:.2f} |")
+        if res is not None:
+            case = f"pendigits extra trees {T}: {name}"
+            res.add(case, "test accuracy", 100 * acc, "%")
+            res.add(case, "fit", sec, "s")
 
 
 def part_pendigits(spark, W, T, repeats, skip_mllib, criterion, res=None):
@@ -312,8 +401,10 @@ def main():
     ap.add_argument("--synthetic-trees", type=int, default=50)
     ap.add_argument("--synthetic-depth", type=int, default=10)
     ap.add_argument("--mllib-synthetic-trees", type=int, default=5)
+    ap.add_argument("--extra-trees", type=int, default=100)
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["exact", "pendigits", "synthetic", "mllib", "sklearn"])
+                    choices=["exact", "missing", "extra", "pendigits", "synthetic", "mllib",
+                             "sklearn"])
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
@@ -324,6 +415,10 @@ def main():
     try:
         if "exact" not in args.skip:
             part_exact(spark, args.workers)
+        if "missing" not in args.skip:
+            part_missing(spark, args.workers, res)
+        if "extra" not in args.skip:
+            part_extra(spark, args.workers, args.extra_trees, "mllib" in args.skip, res)
         if "pendigits" not in args.skip:
             part_pendigits(spark, args.workers, args.trees, args.repeats, "mllib" in args.skip,
                            args.criterion, res)

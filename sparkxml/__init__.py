@@ -43,6 +43,10 @@ _LAZY = {
     "RandomForestClassificationModel": "sparkxml.forest",
     "RandomForestRegressor": "sparkxml.forest",
     "RandomForestRegressionModel": "sparkxml.forest",
+    "ExtraTreesClassifier": "sparkxml.forest",
+    "ExtraTreesClassificationModel": "sparkxml.forest",
+    "ExtraTreesRegressor": "sparkxml.forest",
+    "ExtraTreesRegressionModel": "sparkxml.forest",
 }
 
 

@@ -13,7 +13,8 @@ from .persist import ModelFormatError
 # modelKind -> the model classes (last component of the class path) saved with it
 KIND_CLASSES = {
     "forest": ("DecisionTreeClassificationModel", "DecisionTreeRegressionModel",
-               "RandomForestClassificationModel", "RandomForestRegressionModel"),
+               "RandomForestClassificationModel", "RandomForestRegressionModel",
+               "ExtraTreesClassificationModel", "ExtraTreesRegressionModel"),
     "gbt": ("GBTClassificationModel", "GBTRegressionModel", "LambdaMARTModel"),
     "fm": ("FMClassificationModel", "FMRegressionModel"),
     "gbfm": ("GBFMClassificationModel", "GBFMRegressionModel"),

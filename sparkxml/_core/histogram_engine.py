@@ -209,7 +209,8 @@ def transform_with(dataset, spec, outs, make_predict):
     """A model's transform: check the feature columns and that no output column exists, then
     one ``mapInArrow`` adding the outputs.
 
-    ``outs``: [(column name, kind)], kind "raw" / "prob" (vector columns) or "pred" (double).
+    ``outs``: [(column name, kind)], kind "raw" / "prob" / "leaf" (vector columns) or "pred"
+    (double).
     ``make_predict(spec, kinds, names, drop)`` returns the task function; a vector column
     reaches it as a dense array made in the JVM (see ``feature_exprs``), in column ``drop``.
     """
@@ -219,7 +220,7 @@ def transform_with(dataset, spec, outs, make_predict):
     kinds = [k for _, k in outs]
     names = [n for n, _ in outs]
     schema = T.StructType(list(dataset.schema.fields)
-                          + [T.StructField(n, VectorUDT() if k in ("raw", "prob")
+                          + [T.StructField(n, VectorUDT() if k in ("raw", "prob", "leaf")
                                            else T.DoubleType()) for n, k in outs])
     drop = None
     if spec["kind"] == "vector":

@@ -4,7 +4,8 @@ the model base (outputs, persistence, scikit-learn's ``tree_`` arrays).
 A fit runs three Spark jobs, whatever the number of trees:
 
 1. one SQL aggregate over every row (JVM only): row count, label range, weights, vector sizes,
-   and non-finite features (trees refuse NaN/inf), so bad input fails first, naming the column
+   and infinite features (trees refuse inf; NaN and nulls are missing values, routed as
+   scikit-learn routes them), so bad input fails first, naming the column
    and the value (plus a class count job for ``classWeight='balanced'``);
 2. a sketch job over up to 200,000 sampled rows (all rows below that), keeping every distinct
    float32 value of a feature as long as there are at most ``maxBins``: such a feature gets a
@@ -63,6 +64,7 @@ from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml.forest.params import (
     HasBootstrap,
+    HasCcpAlpha,
     HasClassWeight,
     HasCriterion,
     HasFeatureSubsetStrategy,
@@ -74,8 +76,10 @@ from sparkxml.forest.params import (
     HasOobScore,
     HasTreeMaxBins,
     HasTreeMaxDepth,
+    class_weight_map,
 )
 from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
+from sparkxml.gbt.params import HasLeafCol
 from sparkxml_kernels import binning
 from sparkxml_kernels.forest.bins import bin_values
 from sparkxml_kernels.forest.criteria import (
@@ -84,6 +88,7 @@ from sparkxml_kernels.forest.criteria import (
     criterion_id,
 )
 from sparkxml_kernels.forest.predictor import ARRAY_KEYS, ForestPredictor
+from sparkxml_kernels.forest.pruning import cost_complexity_pruning_path
 from sparkxml_kernels.forest.splitter import sklearn_seed
 
 # classes a classifier may infer from its labels (as GBT's softmax), and the largest node
@@ -98,7 +103,8 @@ _TREE_SKETCH_ROWS = 200_000
 TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
                "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
                "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
-               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose")
+               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
+               "ccpAlpha", "leafCol")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
 FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
 
@@ -108,13 +114,14 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                   HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
                   HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
                   HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
-                  HasTimeoutSeconds):
+                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
                          maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                          minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                         featureSubsetStrategy="auto", seed=0, timeoutSeconds=600.0)
+                         featureSubsetStrategy="auto", seed=0, timeoutSeconds=600.0,
+                         ccpAlpha=0.0)
 
     def _features_spec(self) -> dict:
         if self.isSet(self.featuresCols) and self.getFeaturesCols():
@@ -191,6 +198,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
 
     _task = "regression"
     _forest = False
+    _random_splits = False  # ExtraTrees: one random threshold per drawn feature
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -206,33 +214,34 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         return crit
 
     def _extra_checks(self, spec, label):
-        """Aggregates riding along with the data checks: non-finite features, label range."""
+        """Aggregates riding along with the data checks: infinite features, label range (NaN
+        and null features are missing values)."""
         L = F.col(label).cast("double")
         extra = {"label_min": F.min(L), "label_sum": F.sum(L)}
         if spec["kind"] == "vector":
             arr = vector_to_array(F.col(spec["col"]))
-            bad = F.filter(arr, lambda x: F.isnan(x) | (F.abs(x) == float("inf")))
+            bad = F.filter(arr, lambda x: F.abs(x) == float("inf"))
             extra["features_bad"] = F.first(F.when(F.size(bad) > 0, bad[0]), ignorenulls=True)
         else:
             for i, c in enumerate(spec["cols"]):
                 x = F.col(c).cast("double")
                 extra[f"features_bad_{i}"] = F.first(
-                    F.when(x.isNull() | F.isnan(x) | (F.abs(x) == float("inf")),
-                           F.coalesce(x, F.lit(float("nan")))), ignorenulls=True)
+                    F.when(F.abs(x) == float("inf"), x), ignorenulls=True)
         return extra
 
     def _raise_on_extra(self, spec, label, crit, extra):
         if spec["kind"] == "vector":
             if extra["features_bad"] is not None:
                 raise ValueError(f"featuresCol: column '{spec['col']}' holds the value "
-                                 f"{float(extra['features_bad'])!r}; trees need finite "
-                                 f"features (no NaN or inf)")
+                                 f"{float(extra['features_bad'])!r}; trees need finite or "
+                                 f"missing (NaN) features, not inf")
         else:
             for i, c in enumerate(spec["cols"]):
                 v = extra[f"features_bad_{i}"]
                 if v is not None:
-                    raise ValueError(f"featuresCols: column '{c}' holds a null, NaN or inf "
-                                     f"value ({float(v)!r}); trees need finite features")
+                    raise ValueError(f"featuresCols: column '{c}' holds the value "
+                                     f"{float(v)!r}; trees need finite or missing (null, NaN) "
+                                     f"features, not inf")
         if crit == "poisson":
             if extra["label_min"] < 0:
                 raise ValueError(f"labelCol: column '{label}' holds the negative value "
@@ -250,6 +259,17 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         for r in rows:
             counts[int(r["c"])] = r["count"]
         present = counts > 0
+        given = class_weight_map(self.getClassWeight())
+        if given is not None:  # a dict: the classes it names must occur
+            absent = sorted(c for c in given if c >= k or not present[c])
+            if absent:
+                raise ValueError(f"classWeight: classes {absent} do not occur in labelCol "
+                                 f"'{label}' (classes present: "
+                                 f"{np.flatnonzero(present).tolist()})")
+            w = np.ones(k)
+            for c, v in given.items():
+                w[c] = v
+            return w.tolist()
         w = np.zeros(k)
         w[present] = counts.sum() / (present.sum() * counts[present])
         return w.tolist()
@@ -289,7 +309,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 "min_samples_leaf": int(self.getMinInstancesPerNode()),
                 "min_weight_fraction": float(self.getMinWeightFractionPerNode()),
                 "min_impurity_decrease": float(self.getMinInfoGain()),
-                "max_features": mtry, "max_leaf_nodes": int(self.getMaxLeafNodes())}
+                "max_features": mtry, "max_leaf_nodes": int(self.getMaxLeafNodes()),
+                "random_splits": self._random_splits}
 
     def _engine_config(self) -> dict:  # forests add theirs
         return {"kind": "tree", "rand_state": sklearn_seed(int(self.getSeed()) & 0xFFFFFFFF)}
@@ -339,6 +360,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             vals = bin_values(sketch, edges)
             sketch_seconds = time.perf_counter() - t0
             cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
+                       ccp_alpha=float(self.getCcpAlpha()),
                        criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
                        n_features=d, class_weights=class_weights)
             df = dataset.select(*training_columns(spec, label, weight, None))
@@ -390,10 +412,18 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         (averaged over trees for a forest), as a Vector."""
         return DenseVector(self._predictor.feature_importances())
 
+    def costComplexityPruningPath(self, i: int = 0) -> dict:
+        """scikit-learn's ``cost_complexity_pruning_path`` of tree ``i``: ``ccp_alphas`` and
+        ``impurities`` (float64 arrays), the effective alphas of its successive pruned
+        subtrees and their total leaf impurities (fit with ``ccpAlpha=0`` for the path of the
+        whole grown tree; any alpha of it given as ``ccpAlpha`` gives that subtree)."""
+        return cost_complexity_pruning_path(self.treeArrays(i))
+
     def treeArrays(self, i: int = 0) -> dict:
         """Tree ``i`` in scikit-learn's ``tree_`` layout: ``children_left``,
         ``children_right``, ``feature``, ``threshold``, ``impurity``, ``n_node_samples``,
-        ``weighted_n_node_samples``, ``value`` (N, 1, K), node ids in depth-first preorder."""
+        ``weighted_n_node_samples``, ``value`` (N, 1, K), ``missing_go_to_left`` (uint8: where
+        a NaN goes at each split), node ids in depth-first preorder."""
         return self._predictor.tree_arrays(int(i)).as_dict()
 
     @property
@@ -422,6 +452,8 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         if self._predictor.n_classes:
             outs = [(self.getRawPredictionCol(), "raw"), (self.getProbabilityCol(), "prob")] \
                 + outs
+        if self.isDefined(self.leafCol) and self.getOrDefault(self.leafCol):
+            outs.append((self.getLeafCol(), "leaf"))
         return outs
 
     def _transform_validated(self, dataset):
@@ -461,6 +493,6 @@ def add_tree_setters(estimator, model, classifier: bool, forest: bool):
     names = TREE_PARAMS + (CLASSIFIER_PARAMS if classifier else ()) + \
         (FOREST_PARAMS if forest else ())
     add_setters(estimator, names)
-    outs = ("featuresCol", "featuresCols", "predictionCol") + \
+    outs = ("featuresCol", "featuresCols", "predictionCol", "leafCol") + \
         (("rawPredictionCol", "probabilityCol") if classifier else ())
     add_setters(model, outs)

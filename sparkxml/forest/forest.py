@@ -103,7 +103,8 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0):
+                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
+                 leafCol=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -115,7 +116,8 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
+                  leafCol=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -152,7 +154,8 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                  minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0):
+                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
+                 leafCol=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -163,7 +166,8 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                   minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
+                  leafCol=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -3,6 +3,9 @@ Spark ML names (scikit-learn's name in each doc). maxDepth and maxBins are the t
 (HasTreeMaxDepth, HasTreeMaxBins: other docs than GBT's, maxDepth 0 = a single leaf)."""
 from __future__ import annotations
 
+import json
+import math
+
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import Rule, between, ge, one_of, zero_or_ge
@@ -179,17 +182,58 @@ class HasFeatureSubsetStrategy(Params):
         return self.getOrDefault(self.featureSubsetStrategy)
 
 
+def class_weight_map(value) -> dict | None:
+    """A classWeight given as a dict (or its JSON string) as {class id: weight}; None for
+    'balanced'. Raises ValueError/TypeError for anything else."""
+    if value == "balanced":
+        return None
+    d = json.loads(value) if isinstance(value, str) else dict(value)
+    if not isinstance(d, dict) or not d:
+        raise ValueError("not a non-empty mapping")
+    out = {}
+    for k, w in d.items():
+        c = float(k)
+        if c != int(c) or c < 0:
+            raise ValueError(f"class {k!r} is not a class id")
+        if isinstance(w, bool) or not math.isfinite(float(w)) or float(w) < 0:
+            raise ValueError(f"weight {w!r} is not a finite number >= 0")
+        out[int(c)] = float(w)
+    return out
+
+
+def _to_class_weight(value):
+    """classWeight's converter: 'balanced' as is, a dict as a JSON string (a valid one in
+    canonical form; the constraint reports an invalid one)."""
+    if isinstance(value, dict):
+        try:
+            return json.dumps({str(k): v for k, v in sorted(class_weight_map(value).items())})
+        except (TypeError, ValueError):
+            return json.dumps({str(k): v for k, v in value.items()}, default=str)
+    return TypeConverters.toString(value)
+
+
+def _class_weight_ok(value) -> bool:
+    try:
+        class_weight_map(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 class HasClassWeight(Params):
-    """Mixin for param classWeight: 'balanced': weight classes by n / (K * count), as
-    scikit-learn's class_weight='balanced' (unset: no class weights).
+    """Mixin for param classWeight: 'balanced' (weight classes by n / (K * count), as
+    scikit-learn's class_weight='balanced') or a dict {class id: weight >= 0} (classes not in
+    it weigh 1; stored as a JSON string); unset: no class weights.
     """
 
     classWeight: "Param[str]" = Param(
         Params._dummy(), "classWeight",
-        "'balanced': weight classes by n / (K * count), as scikit-learn's class_weight='balanced' "
-        "(unset: no class weights)",
-        typeConverter=TypeConverters.toString)
-    _constraints = {"classWeight": one_of("balanced")}
+        "'balanced' (weight classes by n / (K * count), as scikit-learn's "
+        "class_weight='balanced') or a dict {class id: weight >= 0} (classes not in it weigh "
+        "1; stored as a JSON string); unset: no class weights",
+        typeConverter=_to_class_weight)
+    _constraints = {"classWeight": Rule(_class_weight_ok, "must be 'balanced' or a dict "
+                                                          "{class id >= 0: weight >= 0}")}
 
     def getClassWeight(self) -> str:
         """Gets the value of classWeight or its default value."""
@@ -222,3 +266,20 @@ class HasOobScore(Params):
     def getOobScore(self) -> bool:
         """Gets the value of oobScore or its default value."""
         return self.getOrDefault(self.oobScore)
+
+
+class HasCcpAlpha(Params):
+    """Mixin for param ccpAlpha: complexity parameter of minimal cost-complexity pruning
+    (>= 0; 0 prunes nothing; scikit-learn's ccp_alpha).
+    """
+
+    ccpAlpha: "Param[float]" = Param(
+        Params._dummy(), "ccpAlpha",
+        "complexity parameter of minimal cost-complexity pruning: the subtree with the largest "
+        "cost complexity below it is kept (>= 0; 0 prunes nothing; scikit-learn's ccp_alpha)",
+        typeConverter=TypeConverters.toFloat)
+    _constraints = {"ccpAlpha": ge(0.0)}
+
+    def getCcpAlpha(self) -> float:
+        """Gets the value of ccpAlpha or its default value."""
+        return self.getOrDefault(self.ccpAlpha)

@@ -25,9 +25,11 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
 
     def train_fn(state, coll, rank, world):
         from sparkxml_kernels.forest import builder, forest, histogram
+        from sparkxml_kernels.forest.bins import tree_binned
         from sparkxml_kernels.forest.criteria import is_classification
         from sparkxml_kernels.forest.exactsum import exact_sums
-        from sparkxml_kernels.forest.tree import SplitParams
+        from sparkxml_kernels.forest.pruning import prune_forest, prune_tree
+        from sparkxml_kernels.forest.tree import SplitParams, TreeArrays
         from sparkxml_kernels.progress import ProgressReporter
 
         X, y, keys = state["X"], state["y"], state["ids"]
@@ -42,6 +44,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
                 rw = rw * np.asarray(cfg["class_weights"], np.float64)[cls]
         ylny = histogram.ylny(y) if cfg["criterion"] == "poisson" else np.zeros(n)
         vals = np.asarray(cfg["vals"], np.float64)
+        X = tree_binned(X, vals)  # missing values to the trees' last bin slot
         edges = [np.asarray(e, np.float64) for e in cfg["edges"]]
         d = cfg["n_features"]
         info = {"n_train": int(n), "binned_bytes": int(X.nbytes),
@@ -52,6 +55,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             if cfg["kind"] == "tree":
                 tree = builder.grow_tree(X, cls, y, ylny, rw, params, coll, vals, edges,
                                          cfg["rand_state"])
+                if rank == 0 and cfg.get("ccp_alpha", 0.0) > 0.0:
+                    tree = TreeArrays(**prune_tree(tree.as_dict(), cfg["ccp_alpha"]))
                 if rank == 0:
                     arrays = ForestPredictor.from_trees([tree], d, K,
                                                         cfg["criterion"]).to_arrays()
@@ -65,6 +70,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             reporter.close()
         info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)
         if rank == 0:
+            # each tree pruned as scikit-learn's forests prune theirs (before the OOB score)
+            res = prune_forest(res, cfg.get("ccp_alpha", 0.0))
             arrays = ForestPredictor.from_arrays(dict(
                 {k: v for k, v in res.items() if k != "bin"}, n_features=d, n_classes=K,
                 criterion=cfg["criterion"])).to_arrays()
@@ -72,7 +79,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             packed = coll.reduce_and_decide(
                 np.zeros(1), lambda _: forest.pack_for_routing(res) if rank == 0 else None)
             route = forest.unpack_for_routing(packed)
-            sums, n_oob = forest.oob_sums(X, counts, route)
+            sums, n_oob = forest.oob_sums(X, counts, route, vals.shape[1] - 1)
             stats = exact_sums(coll, forest.oob_terms(sums, n_oob, y, K))
             if rank == 0:
                 arrays["oob_score"] = np.asarray(forest.oob_score(stats, K), np.float64)
@@ -97,45 +104,31 @@ def _trees_done_callback(reporter):
 
 
 def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
-    """Output columns of a transform: prediction, and for classifiers rawPrediction (the
-    leaf's weighted class counts for one tree, the sum of the trees' class fractions for a
-    forest, as Spark ML) and probability (the trees' mean class fractions)."""
+    """Output columns of a transform: prediction, for classifiers rawPrediction (the leaf's
+    weighted class counts for one tree, the sum of the trees' class fractions for a forest,
+    as Spark ML) and probability (the trees' mean class fractions), and the leaf indices
+    (per tree, the reached leaf's index among its tree's leaves left to right, as leafCol
+    counts them for GBT and Spark MLlib)."""
     n = X.shape[0]
-    if pred.n_classes == 0:
-        v = pred.predict_values(X) if n else np.zeros(0)
-        return [pa.array(np.asarray(v, np.float64), pa.float64())]
-    prob = pred.predict_values(X) if n else np.zeros((0, pred.n_classes))
-    if single_tree:
-        leaves = pred.apply(X)[:, 0] if n else np.zeros(0, np.int64)
-        raw = prob * pred.weighted_n_node_samples[leaves][:, None]
-    else:
-        raw = prob * pred.n_trees
+    K = pred.n_classes
+    leaves = pred.apply(X) if n else np.zeros((0, pred.n_trees), np.int64)
+    v = pred.value[leaves].mean(axis=1) if n else np.zeros((0, pred.value.shape[1]))
     out = []
     for k in kinds:
-        if k == "raw":
-            out.append(dense_vectors(raw))
+        if k == "leaf":
+            out.append(dense_vectors(pred.leaf_ordinals()[leaves].astype(np.float64)))
+        elif k == "raw":
+            w = pred.weighted_n_node_samples[leaves[:, 0]][:, None] if single_tree \
+                else pred.n_trees
+            out.append(dense_vectors(v * w))
         elif k == "prob":
-            out.append(dense_vectors(prob))
-        else:
-            out.append(pa.array(np.argmax(prob, axis=1).astype(np.float64) if n
+            out.append(dense_vectors(v))
+        elif K:
+            out.append(pa.array(np.argmax(v, axis=1).astype(np.float64) if n
                                 else np.zeros(0), pa.float64()))
+        else:
+            out.append(pa.array(np.asarray(v[:, 0], np.float64), pa.float64()))
     return out
-
-
-def check_no_nan(X, spec) -> None:
-    """Refuse rows with NaN (or a null numeric column) features, naming the user's column:
-    the trees were fitted on finite values only and have no route for a missing one."""
-    nan = np.isnan(X)
-    if not nan.any():
-        return
-    f = int(np.argwhere(nan)[0][1])
-    how = ("without missing values and have no route for them: impute or drop such rows "
-           "before transform")
-    if spec["kind"] == "vector":
-        raise ValueError(f"featuresCol: column '{spec.get('name', spec['col'])}' holds NaN "
-                         f"(at index {f} of a vector); the trees were fitted {how}")
-    raise ValueError(f"featuresCols: column '{spec['cols'][f]}' holds a null or NaN value; "
-                     f"the trees were fitted {how}")
 
 
 def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
@@ -151,7 +144,6 @@ def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
             cols = [b.column(i) for i in keep]
             X = batch_features(b, spec, n_features) if b.num_rows else \
                 np.zeros((0, n_features))
-            check_no_nan(X, spec)
             cols += _tree_outputs(pred, X, kinds, single)
             yield pa.RecordBatch.from_arrays(cols, names=[b.schema.names[i] for i in keep]
                                              + names)

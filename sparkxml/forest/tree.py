@@ -70,9 +70,14 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
     maxLeafNodes : int, default 0
         [max_leaf_nodes]: > 0 grows best-first up to this many leaves.
     minInfoGain : float, default 0.0  [min_impurity_decrease]
+    ccpAlpha : float, default 0.0
+        [ccp_alpha]: >= 0, minimal cost-complexity pruning after growth (0: none);
+        ``model.costComplexityPruningPath()`` gives the alphas of a tree's pruning path.
     featureSubsetStrategy : str, default "auto" (= "all")
         [max_features]: "all", "sqrt", "log2", "onethird", a fraction "0.5" or a count "7".
-    classWeight : {"balanced"}, optional  [class_weight]
+    classWeight : "balanced" or dict, optional  [class_weight]
+        A dict {class id: weight} weighs the classes it names (others: 1); it must name
+        classes that occur in the labels.
     seed : int, default 0
         [random_state]: scikit-learn's splitter draws are replayed from it.
     numWorkers : int, optional
@@ -106,7 +111,8 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                  probabilityCol="probability", criterion="gini", maxDepth=5, maxBins=256,
                  minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                  maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
-                 classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0):
+                 classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
+                 ccpAlpha=0.0, leafCol=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -116,7 +122,8 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                   probabilityCol="probability", criterion="gini", maxDepth=5, maxBins=256,
                   minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                   maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
-                  classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0):
+                  classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
+                  ccpAlpha=0.0, leafCol=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -151,7 +158,8 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                  weightCol=None, predictionCol="prediction", criterion="squared_error",
                  maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                 featureSubsetStrategy="auto", seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0):
+                 featureSubsetStrategy="auto", seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
+                 ccpAlpha=0.0, leafCol=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -161,7 +169,7 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                   maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0, leafCol=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -12,11 +12,21 @@ def pendigits(split="pendigits"):
 
 
 def binned(X, max_bins=65536):
-    from sparkxml_kernels import binning
+    """Bins as the trees bin (NaN in the last slot of ``vals``)."""
     from sparkxml_kernels.forest import bins
 
     edges, vals = bins.exact_edges(X, max_bins)
-    return binning.bin_data(bins.as_float32(X), edges), edges, vals
+    return bins.tree_bins(X, edges, vals), edges, vals
+
+
+def with_nan(X, frac=0.1, features=None, seed=0):
+    """A copy of X with ``frac`` of the entries of ``features`` (all by default) set to NaN."""
+    rng = np.random.default_rng(seed)
+    X = np.array(X, np.float64)
+    cols = range(X.shape[1]) if features is None else features
+    for f in cols:
+        X[rng.random(X.shape[0]) < frac, f] = np.nan
+    return X
 
 
 def assert_same_tree(ours, sk_tree, rtol=0.0):
@@ -25,6 +35,9 @@ def assert_same_tree(ours, sk_tree, rtol=0.0):
     assert ours.node_count == sk_tree.node_count
     for f in ("children_left", "children_right", "feature", "n_node_samples"):
         np.testing.assert_array_equal(getattr(ours, f), getattr(sk_tree, f), err_msg=f)
+    inner = sk_tree.children_left >= 0  # scikit-learn leaves its leaves' flag unset
+    np.testing.assert_array_equal(ours.missing_go_to_left[inner],
+                                  sk_tree.missing_go_to_left[inner], err_msg="missing side")
     for f in ("threshold", "impurity", "weighted_n_node_samples", "value"):
         a, b = getattr(ours, f), getattr(sk_tree, f)
         if rtol:

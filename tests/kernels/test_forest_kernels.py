@@ -3,7 +3,7 @@ import threading
 
 import numpy as np
 import pytest
-from _tree_data import binned, pendigits
+from _tree_data import binned, pendigits, with_nan
 
 from sparkxml_kernels import binning
 from sparkxml_kernels.collective import InProcessGroup, LocalCollective
@@ -16,7 +16,7 @@ from sparkxml_kernels.forest.splitter import (
     node_state,
     scan_feature,
 )
-from sparkxml_kernels.forest.tree import SplitParams
+from sparkxml_kernels.forest.tree import SplitParams, TreeArrays
 
 
 # ------------------------------------------------------------------ criteria and scan
@@ -33,11 +33,15 @@ def test_impurity_matches_naive(crit):
 
 @pytest.mark.parametrize("crit", ["gini", "entropy", "squared_error", "friedman_mse",
                                   "poisson"])
-def test_scan_finds_the_naive_best_split(crit):
+@pytest.mark.parametrize("missing", [False, True])
+def test_scan_finds_the_naive_best_split(crit, missing):
     rng = np.random.default_rng(1)
     c = criteria.criterion_id(crit)
     n, d, K = 120, 3, 3
     Xb = rng.integers(0, 9, (n, d)).astype(np.uint8)
+    if missing:  # bin 9 is the missing slot; feature 2 missing everywhere but one bin
+        Xb[rng.random((n, d)) < 0.2] = 9
+        Xb[Xb[:, 2] != 9, 2] = 4
     y = rng.integers(0, K, n).astype(float) + (0 if c <= 1 else rng.random(n))
     w = np.ones(n)
     cls = y.astype(np.int64)
@@ -45,19 +49,18 @@ def test_scan_finds_the_naive_best_split(crit):
     total = rs.sum(axis=0)
     wn = criteria.node_weight(c, total)
     rows = np.arange(n, dtype=np.int32)
-    vals = np.full((d, 9), np.nan)
-    best, best_f, best_b = -np.inf, -1, -1
+    vals = np.full((d, 10), np.nan)
+    best, found = -np.inf, (-1, -1, False)
     for f in range(d):
-        bins = np.empty(9, np.int64)
-        st = np.empty((9, rs.shape[1]))
+        bins = np.empty(10, np.int64)
+        st = np.empty((10, rs.shape[1]))
         m = compact_rows(Xb, rows, 0, n, f, rs, bins, st)
-        i, p = scan_feature(c, bins, st, m, vals[f], total, wn, 2.0, 0.0, best,
-                            np.empty(rs.shape[1]), np.empty(rs.shape[1]),
-                            np.empty(rs.shape[1]))
+        i, p, ml = scan_feature(c, bins, st, m, vals[f], total, wn, 2.0, 0.0, best,
+                                np.empty(rs.shape[1]), np.empty(rs.shape[1]),
+                                np.empty(rs.shape[1]))
         if i >= 0:
-            best, best_f, best_b = p, f, bins[i]
-    nf, nb = best_split_naive(c, Xb, rows, y, w, range(d), K, 2, 0.0)
-    assert (best_f, best_b) == (nf, nb)
+            best, found = p, (f, bins[i], ml)
+    assert found == best_split_naive(c, Xb, rows, y, w, range(d), K, 2, 0.0, miss=9)
 
 
 def test_histograms_and_partition_match_naive():
@@ -78,11 +81,14 @@ def test_histograms_and_partition_match_naive():
         ref = histogram.build_histograms_naive(c, Xb, part, starts, ends, feats, [0, 1],
                                                counts, cls, y, histogram.ylny(y), rw, 300, S)
         np.testing.assert_allclose(out, ref, rtol=1e-12)
-    p2 = part.copy()
-    nl = histogram.partition_nodes(Xb, p2, starts, ends, [1, 2], [150, 40])
-    ref_p, ref_nl = histogram.partition_nodes_naive(Xb, part, starts, ends, [1, 2], [150, 40])
-    np.testing.assert_array_equal(p2, ref_p)
-    np.testing.assert_array_equal(nl, ref_nl)
+    Xb[rng.random((n, d)) < 0.1] = 299  # the missing slot: left only where mls says so
+    for mls in ([False, False], [True, False], [False, True]):
+        p2 = part.copy()
+        nl = histogram.partition_nodes(Xb, p2, starts, ends, [1, 2], [150, 40], None, mls, 299)
+        ref_p, ref_nl = histogram.partition_nodes_naive(Xb, part, starts, ends, [1, 2],
+                                                        [150, 40], mls, 299)
+        np.testing.assert_array_equal(p2, ref_p)
+        np.testing.assert_array_equal(nl, ref_nl)
 
 
 def test_wide_bins_match_naive_and_keep_uint8_path():
@@ -122,7 +128,7 @@ def test_draw_subset_is_a_fisher_yates_prefix():
 @pytest.fixture(scope="module")
 def pen_small():
     X, y = pendigits()
-    X, y = X[:2500], y[:2500]
+    X, y = with_nan(X[:2500], 0.1, range(4)), y[:2500]  # missing values in features 0-3
     Xb, edges, vals = binned(X)
     keys = (np.arange(len(y), dtype=np.int64) * 2654435761) ^ 0x5DEECE66D
     return X, y, Xb, edges, vals, keys
@@ -192,10 +198,11 @@ def test_forest_predictor_matches_naive_and_oob_matches_routing(pen_small):
     res, counts = _forest(pen_small)
     pred = ForestPredictor.from_arrays(dict({k: v for k, v in res.items() if k != "bin"},
                                             n_features=16, n_classes=10, criterion="gini"))
-    np.testing.assert_allclose(pred.predict_values(X[:40]), pred.predict_values_naive(X[:40]),
-                               rtol=1e-12)
+    np.testing.assert_allclose(pred.predict_values(X[:200]),
+                               pred.predict_values_naive(X[:200]), rtol=1e-12)
     # OOB from binned routing equals OOB from raw-feature prediction tree by tree
-    sums, n_oob = forest.oob_sums(Xb, counts, res)
+    assert res["missing_go_to_left"].any() and np.isinf(res["threshold"]).any()
+    sums, n_oob = forest.oob_sums(Xb, counts, res, vals.shape[1] - 1)
     ref = np.zeros_like(sums)
     leaves = pred.apply(X)
     for t in range(pred.n_trees):
@@ -211,3 +218,46 @@ def test_forest_predictor_matches_naive_and_oob_matches_routing(pen_small):
         tr = pred.tree_arrays(t)
         inner = np.flatnonzero(tr.children_left >= 0)
         np.testing.assert_array_equal(tr.children_left[inner], inner + 1)
+
+
+def test_random_splits_same_for_any_spread_and_route_as_thresholds(pen_small):
+    """ExtraTrees' random thresholds: the same forest for any world size and small-node
+    threshold; thresholds lie between training values; OOB routing of binned rows matches
+    raw-feature routing."""
+    ref, counts = _forest(pen_small, n_trees=4, random_splits=True, max_depth=10)
+    _same(ref, _forest(pen_small, world=2, n_trees=4, random_splits=True, max_depth=10)[0])
+    _same(ref, _forest(pen_small, small_rows=10 ** 9, n_trees=4, random_splits=True,
+                       max_depth=10)[0])
+    X, y, Xb, edges, vals, keys = pen_small
+    best, _ = _forest(pen_small, n_trees=4, max_depth=10)
+    assert not np.array_equal(ref["threshold"][:50], best["threshold"][:50])
+    pred = ForestPredictor.from_arrays(dict({k: v for k, v in ref.items() if k != "bin"},
+                                            n_features=16, n_classes=10, criterion="gini"))
+    sums, n_oob = forest.oob_sums(Xb, counts, ref, vals.shape[1] - 1)
+    leaves = pred.apply(X)
+    exp = np.zeros_like(sums)
+    for t in range(pred.n_trees):
+        oob = counts[t] == 0
+        exp[oob] += pred.value[leaves[oob, t]]
+    np.testing.assert_allclose(sums, exp, rtol=1e-12)
+
+
+def test_leaf_ordinals_count_each_trees_leaves_left_to_right():
+    sk_tree = pytest.importorskip("sklearn.tree")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
+    trees = []
+    for depth in (2, 5):
+        t = sk_tree.DecisionTreeClassifier(max_depth=depth, random_state=0).fit(X, y).tree_
+        v = t.value / t.value.sum(axis=2, keepdims=True)
+        trees.append(TreeArrays(t.children_left, t.children_right, t.feature, t.threshold,
+                                t.impurity, t.n_node_samples, t.weighted_n_node_samples, v,
+                                t.missing_go_to_left))
+    pred = ForestPredictor.from_trees(trees, 3, 2, "gini")
+    got = pred.leaf_ordinals()
+    for i, t in enumerate(trees):
+        seg = got[pred.tree_offsets[i]:pred.tree_offsets[i + 1]]
+        leaves = np.flatnonzero(t.children_left < 0)  # preorder ids: left to right
+        np.testing.assert_array_equal(seg[leaves], np.arange(leaves.size))
+        assert (seg[t.children_left >= 0] == -1).all()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 sklearn = pytest.importorskip("sklearn")
-from _tree_data import assert_same_tree, binned, pendigits  # noqa: E402
+from _tree_data import assert_same_tree, binned, pendigits, with_nan  # noqa: E402
 from sklearn.datasets import load_diabetes  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor  # noqa: E402
 
@@ -120,3 +120,78 @@ def test_feature_importances_equal_sklearn(pen):
     sk = DecisionTreeClassifier(random_state=0, max_depth=8).fit(X, y)
     np.testing.assert_allclose(ours.feature_importances(16), sk.feature_importances_,
                                rtol=1e-12, atol=1e-15)
+
+
+# ------------------------------------------------------------------ missing values
+@pytest.fixture(scope="module")
+def pen_nan():
+    X, y = pendigits()
+    X = with_nan(X, 0.1, range(8))  # 10% of the entries of features 0-7
+    return X, y, binned(X)
+
+
+@pytest.mark.parametrize("crit", ["gini", "entropy"])
+def test_pendigits_with_nan_two_workers_equals_sklearn(pen_nan, crit):
+    X, y, (Xb, edges, vals) = pen_nan
+    ours = _grow(Xb, y, edges, vals, crit, world=2)
+    sk = DecisionTreeClassifier(criterion=crit, random_state=0).fit(X, y).tree_
+    assert_same_tree(ours, sk)
+    inner = ours.children_left >= 0
+    assert ours.missing_go_to_left[inner].any() and not ours.missing_go_to_left[inner].all()
+    assert np.isinf(ours.threshold).any()  # splits of the missing rows alone
+
+
+def test_diabetes_with_nan_equals_sklearn(diabetes):
+    X, y, _ = diabetes
+    X = with_nan(X, 0.1)
+    Xb, edges, vals = binned(X)
+    ours = _grow(Xb, y, edges, vals, "squared_error", world=2, max_leaf_nodes=60)
+    sk = DecisionTreeRegressor(random_state=0, max_leaf_nodes=60).fit(X, y).tree_
+    assert_same_tree(ours, sk)
+
+
+def test_nan_at_predict_goes_where_sklearn_sends_it(pen_nan):
+    """Trained without NaN, a NaN goes to the child with more training rows; trained with
+    NaN, where the missing rows went: the same leaves as scikit-learn's ``apply``."""
+    from sparkxml_kernels.forest.predictor import ForestPredictor
+
+    X, y, (Xb, edges, vals) = pen_nan
+    X0, _ = pendigits()
+    Xq = with_nan(X0[:500], 0.3, seed=9)
+    for Xfit, b in ((X0, binned(X0)), (X, (Xb, edges, vals))):
+        ours = _grow(*b[:1], y, b[1], b[2], "gini", max_depth=8)
+        sk = DecisionTreeClassifier(random_state=0, max_depth=8).fit(Xfit, y)
+        pred = ForestPredictor.from_trees([ours], 16, 10, "gini")
+        np.testing.assert_array_equal(pred.apply(Xq)[:, 0], sk.apply(Xq))
+        np.testing.assert_array_equal(pred.predict_values(Xq), pred.predict_values_naive(Xq))
+
+
+# ------------------------------------------------------------------ cost-complexity pruning
+def test_pruning_path_and_pruned_trees_equal_sklearn(pen):
+    from sparkxml_kernels.forest import pruning
+    from sparkxml_kernels.forest.tree import TreeArrays
+
+    X, y, _ = pen
+    X, y = X[:1500], y[:1500]
+    Xb, edges, vals = binned(X)
+    ours = _grow(Xb, y, edges, vals, "gini")
+    sk_path = DecisionTreeClassifier(random_state=0).cost_complexity_pruning_path(X, y)
+    path = pruning.cost_complexity_pruning_path(ours.as_dict())
+    np.testing.assert_array_equal(path["ccp_alphas"], sk_path.ccp_alphas)
+    np.testing.assert_array_equal(path["impurities"], sk_path.impurities)
+    for a in list(sk_path.ccp_alphas[1::15]) + [0.003, 1.0]:
+        sk = DecisionTreeClassifier(random_state=0, ccp_alpha=a).fit(X, y)
+        assert_same_tree(TreeArrays(**pruning.prune_tree(ours.as_dict(), a)), sk.tree_)
+    # a forest's trees pruned one by one, other per-node arrays following their nodes
+    two = {k: np.concatenate([v, v]) for k, v in ours.as_dict().items()}
+    two["value"] = two["value"].reshape(-1, 10)
+    two["bin"] = np.arange(two["feature"].size)
+    two["tree_offsets"] = np.array([0, ours.node_count, 2 * ours.node_count])
+    out = pruning.prune_forest(two, 0.003)
+    one = pruning.prune_tree(ours.as_dict(), 0.003)
+    n = one["feature"].size
+    np.testing.assert_array_equal(out["tree_offsets"], [0, n, 2 * n])
+    np.testing.assert_array_equal(out["feature"], np.concatenate([one["feature"]] * 2))
+    kept_inner = out["bin"][:n][one["children_left"] >= 0]
+    np.testing.assert_array_equal(two["feature"][kept_inner], one["feature"][
+        one["children_left"] >= 0])

@@ -1,7 +1,8 @@
 """Feature values a model cannot use, on both input forms (a vector column and numeric
-columns): trees and forests refuse NaN at predict instead of routing it silently, naming
-the user's column (never the transform's internal one); GBT's ``missing`` sentinel works on
-a vector column, whose values arrive as a read-only Arrow view."""
+columns): trees and forests route NaN (and nulls) at predict as the model and its loaded
+predictor route them; errors name the user's column (never the transform's internal one);
+GBT's ``missing`` sentinel works on a vector column, whose values arrive as a read-only Arrow
+view."""
 import numpy as np
 import pytest
 from pyspark.ml.linalg import Vectors
@@ -52,27 +53,26 @@ def tree_models(spark, data):
 
 
 @pytest.mark.parametrize("name", ["tree/vector", "forest/vector", "classifier/vector"])
-def test_nan_vector_refused_at_transform_naming_the_column(spark, data, tree_models, name):
-    """Before: NaN compared false at every node and the row got a prediction silently."""
+def test_nan_vector_routed_at_transform_as_the_predictor_routes_it(spark, data, tree_models,
+                                                                   name):
+    """Trees fitted without NaN send a NaN to the child with more training rows (scikit-learn's
+    rule): transform gives what the predictor gives, never an error or a NaN prediction."""
     X, y = data
     bad = X[:5].copy()
     bad[3, 1] = NAN
-    df = _vec(spark, bad, y[:5])
-    with pytest.raises(Exception, match=r"featuresCol: column 'feats' holds NaN \(at index 1 "
-                                        r"of a vector\); the trees were fitted without "
-                                        r"missing values") as e:
-        tree_models[name].transform(df).collect()
-    assert "__sparkxml" not in str(e.value).split("holds NaN")[0].splitlines()[-1]
-    # finite rows still predict
-    assert tree_models[name].transform(_vec(spark, X[:5], y[:5])).count() == 5
+    out = [r["prediction"] for r in tree_models[name].transform(_vec(spark, bad, y[:5]))
+           .select("prediction").collect()]
+    np.testing.assert_array_equal(out, tree_models[name].predictor.predict(bad))
+    assert np.isfinite(out).all()
 
 
-def test_null_or_nan_in_feature_columns_refused_naming_the_column(spark, data, tree_models):
+def test_null_or_nan_in_feature_columns_routed_as_missing(spark, data, tree_models):
     X, y = data
     bad = X[:4].copy()
     bad[2, 2] = NAN  # a null in column 'c'
-    with pytest.raises(Exception, match=r"featuresCols: column 'c' holds a null or NaN value"):
-        tree_models["forest/columns"].transform(_cols(spark, bad, y[:4])).collect()
+    out = [r["prediction"] for r in tree_models["forest/columns"]
+           .transform(_cols(spark, bad, y[:4])).select("prediction").collect()]
+    np.testing.assert_array_equal(out, tree_models["forest/columns"].predictor.predict(bad))
 
 
 def test_transform_size_error_names_the_users_column(spark, data, tree_models):
@@ -85,18 +85,14 @@ def test_transform_size_error_names_the_users_column(spark, data, tree_models):
 
 
 @pytest.mark.parametrize("name", ["tree/vector", "forest/columns"])
-def test_loaded_predictor_refuses_nan(data, tree_models, name, tmp_path):
+def test_loaded_predictor_routes_nan_as_the_model(data, tree_models, name, tmp_path):
     X, _ = data
     path = str(tmp_path / "m")
     tree_models[name].save(path)
     pred = sparkxml_kernels.load_model(path)
-    good = pred.predict(X[:4])
-    np.testing.assert_array_equal(good, tree_models[name].predictor.predict(X[:4]))
     bad = X[:4].copy()
     bad[1, 0] = NAN
-    with pytest.raises(ValueError, match=r"X holds NaN \(row 1, feature 0\); these trees were "
-                                         r"fitted without missing values"):
-        pred.predict(bad)
+    np.testing.assert_array_equal(pred.predict(bad), tree_models[name].predictor.predict(bad))
 
 
 def test_gbt_missing_sentinel_on_both_input_forms(spark, data):

@@ -1,6 +1,8 @@
 """Decision trees and random forests on local[2]: scikit-learn's trees node for node,
 determinism across workers and partitioning, persistence, Pipelines and tuning, bad input."""
 
+import json
+
 import numpy as np
 import pytest
 from pyspark.ml import Pipeline, PipelineModel
@@ -12,9 +14,11 @@ import sparkxml_kernels
 from sparkxml import (
     DecisionTreeClassifier,
     DecisionTreeRegressor,
+    ExtraTreesClassifier,
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from sparkxml.forest.extra import ExtraTreesClassificationModel
 from sparkxml.forest.forest import RandomForestClassificationModel
 from sparkxml.forest.tree import DecisionTreeClassificationModel
 
@@ -66,6 +70,120 @@ def test_regression_tree_equals_sklearn_on_diabetes(spark):
     pred = np.array([r[0] for r in model.transform(df).select("prediction").collect()])
     order = np.array([r[0].toArray() for r in df.select("features").collect()])
     np.testing.assert_array_equal(pred, sk.predict(order.astype(np.float32)).ravel())
+
+
+@pytest.fixture(scope="module")
+def pen_nan(spark, pen):
+    """1000 pendigits rows with 10% of the entries of features 0-7 missing (NaN)."""
+    X, y = pen[0][:1000].copy(), pen[1][:1000]
+    rng = np.random.default_rng(0)
+    X[:, :8][rng.random((1000, 8)) < 0.1] = np.nan
+    return X, y, _frame(spark, X, y)
+
+
+def test_tree_with_missing_values_equals_sklearn_and_survives_save(pen_nan, tmp_path):
+    X, y, df = pen_nan
+    model = DecisionTreeClassifier(maxDepth=9, numWorkers=2).fit(df)
+    sk = SkTree(random_state=0, max_depth=9).fit(X, y)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    inner = ours["children_left"] >= 0
+    np.testing.assert_array_equal(ours["missing_go_to_left"][inner],
+                                  sk.tree_.missing_go_to_left[inner])
+    rows = df.select("features").collect()
+    Xr = np.array([r[0].toArray() for r in rows])
+    pred = np.array([r[0] for r in model.transform(df).select("prediction").collect()])
+    np.testing.assert_array_equal(pred, sk.predict(Xr))  # NaN rows routed as scikit-learn
+    path, sk_path = model.costComplexityPruningPath(), sk.cost_complexity_pruning_path(X, y)
+    np.testing.assert_array_equal(path["ccp_alphas"], sk_path.ccp_alphas)
+    np.testing.assert_array_equal(path["impurities"], sk_path.impurities)
+    path = str(tmp_path / "dt_nan")
+    model.save(path)
+    loaded = DecisionTreeClassificationModel.load(path)
+    np.testing.assert_array_equal(loaded.treeArrays(0)["missing_go_to_left"],
+                                  ours["missing_go_to_left"])
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(Xr), pred)
+
+
+def test_ccp_alpha_prunes_as_sklearn_and_refuses_negative(pen_nan):
+    X, y, df = pen_nan
+    sk9 = SkTree(random_state=0, max_depth=9)
+    alpha = float(sk9.cost_complexity_pruning_path(X, y).ccp_alphas[-8])
+    model = DecisionTreeClassifier(maxDepth=9, numWorkers=2, ccpAlpha=alpha).fit(df)
+    sk = sk9.set_params(ccp_alpha=alpha).fit(X, y)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    assert model.getCcpAlpha() == alpha
+    # leafCol: per tree, the reached leaf's index among the leaves left to right
+    rows = model.setLeafCol("leaf").transform(df).select("features", "leaf").collect()
+    Xr = np.array([r[0].toArray() for r in rows])
+    leaf = np.array([r[1].toArray() for r in rows])
+    p = model.predictor
+    np.testing.assert_array_equal(leaf, p.leaf_ordinals()[p.apply(Xr)])
+    assert leaf.max() == (ours["children_left"] < 0).sum() - 1
+    with pytest.raises(ValueError, match="ccpAlpha"):
+        DecisionTreeClassifier(ccpAlpha=-0.1)._validate_params()
+
+
+def test_class_weight_dict_equals_sklearn_saves_and_refuses_absent_class(spark, pen_nan,
+                                                                        tmp_path):
+    X, y, df = pen_nan
+    cw = {0: 3.0, 4: 2.0, 7: 5.0}  # integer weights: exact sums, node for node
+    model = DecisionTreeClassifier(maxDepth=6, numWorkers=2, classWeight=cw).fit(df)
+    sk = SkTree(random_state=0, max_depth=6, class_weight=cw).fit(X, y)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    path = str(tmp_path / "cw")
+    model.save(path)
+    assert json.loads(DecisionTreeClassificationModel.load(path).getClassWeight()) == \
+        {"0": 3.0, "4": 2.0, "7": 5.0}
+    with pytest.raises(ValueError, match=r"classWeight: classes \[12\] do not occur"):
+        DecisionTreeClassifier(numWorkers=1, classWeight={0: 1.0, 12: 2.0}).fit(df)
+    with pytest.raises(ValueError, match="classWeight"):
+        DecisionTreeClassifier(classWeight={0: -1.0})._validate_params()
+
+
+def test_forest_with_missing_values_same_any_workers(pen_nan):
+    _, _, df = pen_nan
+    kw = dict(numTrees=4, maxDepth=8, seed=2, oobScore=True, ccpAlpha=0.002)
+    a = RandomForestClassifier(numWorkers=2, **kw).fit(df)
+    b = RandomForestClassifier(numWorkers=1, **kw).fit(df.repartition(3))
+    pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
+    for k in pa_:
+        np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
+    assert pa_["missing_go_to_left"].any()
+    # 4 trees: a row is out of bag in ~1.5 of them (none for a quarter: class 0)
+    assert a.outOfBagScore == b.outOfBagScore and a.outOfBagScore > 0.6
+
+
+def test_extra_trees_any_workers_accuracy_and_save(pen, pen_nan, tmp_path):
+    """ExtraTrees: the same model for any numWorkers and partitioning (draws from seed, tree,
+    node); test accuracy near scikit-learn's ExtraTreesClassifier on the same rows (the
+    random streams differ: compared statistically); save/load and load_model."""
+    from sklearn.ensemble import ExtraTreesClassifier as SkET
+
+    X, y, df = pen_nan
+    _, _, Xt, yt, _, test = pen
+    kw = dict(numTrees=12, maxDepth=64, seed=4)
+    a = ExtraTreesClassifier(numWorkers=2, **kw).fit(df)
+    b = ExtraTreesClassifier(numWorkers=1, **kw).fit(df.repartition(3))
+    pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
+    for k in pa_:
+        np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
+    assert a.getBootstrap() is False
+    acc = (a.predictor.predict(Xt) == yt).mean()
+    sk = np.mean([(SkET(12, random_state=s).fit(X, y).predict(Xt) == yt).mean()
+                  for s in range(3)])
+    assert abs(acc - sk) < 0.03, (acc, sk)
+    path = str(tmp_path / "et")
+    a.save(path)
+    loaded = ExtraTreesClassificationModel.load(path)
+    np.testing.assert_array_equal(loaded.predictor.threshold, a.predictor.threshold)
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(Xt[:50]),
+                                  a.predictor.predict(Xt[:50]))
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +261,10 @@ def test_cross_validator_and_regression_forest(spark):
 
 
 def test_bad_input_and_params(spark):
-    nan = spark.createDataFrame([(Vectors.dense([1.0, float("nan")]), 0.0),
+    nan = spark.createDataFrame([(Vectors.dense([1.0, float("inf")]), 0.0),
                                  (Vectors.dense([2.0, 1.0]), 1.0)], ["features", "label"])
-    with pytest.raises(ValueError, match="featuresCol: column 'features' holds the value nan"):
+    with pytest.raises(ValueError, match="featuresCol: column 'features' holds the value inf; "
+                                         "trees need finite or missing"):
         DecisionTreeClassifier(numWorkers=1).fit(nan)
     neg = spark.createDataFrame([(Vectors.dense([1.0]), -1.0), (Vectors.dense([2.0]), 3.0)],
                                 ["features", "label"])

@@ -147,18 +147,19 @@ class TreeDriver:
                 or n < 2 * p.min_samples_leaf or w < 2 * self.min_wleaf)
 
     def _search(self, rec, total, w, n_known):
-        """Split search; returns (feature, bl, br, left sums, n_constant) or None."""
+        """Split search; returns ((feature, bl, br, missing-go-left, left sums) or None,
+        n_constant)."""
         p = self.p
         out_left = np.zeros(self.S)
         max_f = p.max_features if p.max_features > 0 else self.d
-        f, bl, br, n_const = split_node(
+        f, bl, br, ml, n_const = split_node(
             0, p.criterion, rec.hist, self.fmap, np.zeros((1, 1), np.uint8),
             np.zeros(1, np.int32), 0, 0, np.zeros((1, self.S)), self.vals, total, w,
             self.features, self.constant, n_known, max_f, float(p.min_samples_leaf),
             self.min_wleaf, self.state, self.bins, self.st, out_left)
         if f < 0:
             return None, n_const
-        return (int(f), int(bl), int(br), out_left), n_const
+        return (int(f), int(bl), int(br), bool(ml), out_left), n_const
 
     def _evaluate(self, rec, total, w, n_known):
         """Search, then scikit-learn's post-search leaf test; fills rec.split etc."""
@@ -167,7 +168,7 @@ class TreeDriver:
         rec.n_constant = n_const
         if found is None:
             return False
-        f, bl, br, left = found
+        f, bl, br, ml, left = found
         right = total - left
         wl = node_weight(crit, left)
         wr = w - wl
@@ -176,7 +177,7 @@ class TreeDriver:
         imp = improvement(crit, self.w_total, w, rec.impurity, left, right, wl, wr, il, ir)
         if imp + EPSILON < self.p.min_impurity_decrease:
             return False
-        rec.split = (f, bl, br, il, ir, float(left[0]), float(right[0]))
+        rec.split = (f, bl, br, il, ir, float(left[0]), float(right[0]), ml)
         rec.improvement = imp
         return True
 
@@ -185,10 +186,11 @@ class TreeDriver:
                                   node_value(self.p.criterion, total, w))
         if split:
             f, bl, br = rec.split[:3]
-            self.nodes.set_split(rec.node, f, split_threshold(f, bl, br, self.vals, self.edges))
+            self.nodes.set_split(rec.node, f, split_threshold(f, bl, br, self.vals, self.edges),
+                                 rec.split[7])
 
     def _children(self, rec):
-        f, bl, br, il, ir, nl, nr = rec.split
+        f, bl, br, il, ir, nl, nr, ml = rec.split
         left = _Record(self.n_slot_ids, rec.depth + 1, rec.node, True, il, rec.n_constant)
         right = _Record(self.n_slot_ids + 1, rec.depth + 1, rec.node, False, ir,
                         rec.n_constant)
@@ -196,7 +198,7 @@ class TreeDriver:
         build_left = nl <= nr
         self.pending = (rec, left, right, build_left)
         dec = np.array([_SPLIT, rec.slot, f, bl, 1.0 if build_left else 0.0, left.slot,
-                        right.slot])
+                        right.slot, 1.0 if ml else 0.0])
         return left, right, dec
 
     # -------------------------------------------------------------- the two builders
@@ -259,7 +261,8 @@ def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, 
     rw : float64 (n,) row weights (rows with 0 take no part)
     params : SplitParams
     collective : object with ``reduce_and_decide``
-    vals : float64 (d, n_slots) exact bin values (NaN: not exact); edges : list of bin edges
+    vals : float64 (d, n_slots) exact bin values (NaN: not exact; the last slot: missing
+        values, ``bins.tree_binned``); edges : list of bin edges
     rand_state : scikit-learn's splitter seed (``splitter.sklearn_seed(random_state)``)
 
     Returns
@@ -295,9 +298,9 @@ def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, 
         dec = collective.reduce_and_decide(local.reshape(-1), decide)
         if dec[0] == _DONE:
             break
-        slot, f, b, build_left, ls, rs = (int(v) for v in dec[1:7])
+        slot, f, b, build_left, ls, rs, ml = (int(v) for v in dec[1:8])
         s, e = starts.pop(slot), ends.pop(slot)
-        nl = int(partition_nodes(binned, part, [s], [e], [f], [b], scratch)[0])
+        nl = int(partition_nodes(binned, part, [s], [e], [f], [b], scratch, [ml], n_slots - 1)[0])
         starts[ls], ends[ls] = s, s + nl
         starts[rs], ends[rs] = s + nl, e
         local = hist_of(ls if build_left else rs)

@@ -24,452 +24,39 @@ nodes, grows each small node's whole subtree in one process from its rows (the s
 search on the same sums, so the tree is the same as if it had stayed distributed), and
 broadcasts the decisions; the ranks partition their rows. Trees come out in scikit-learn's
 layout, renumbered depth-first (``tree.TreeArrays``).
+
+Modules: ``bootstrap`` (row counts), ``levels`` (the per-level split and small-subtree
+kernels), ``nodes`` (the node store and its assembly), ``oob`` (out-of-bag statistics); this
+module drives the levels.
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from .._jit import njit
-from .criteria import (
-    ENTROPY,
-    EPSILON,
-    improvement,
-    impurity,
-    is_classification,
-    n_stats,
-    node_weight,
-)
+from .bootstrap import bootstrap_counts, bootstrap_counts_naive
+from .criteria import is_classification, n_stats
 from .exactsum import collapse, stat_plan
-from .histogram import build_histograms, partition_nodes, split_slice
-from .splitter import child_key, draw_subset, mix64, node_state, split_subset
+from .histogram import build_histograms, partition_nodes
+from .levels import _LARGE, _LEAF, _SMALL, _grow_smalls, _split_level
+from .nodes import NodeStore, assemble
+from .oob import (
+    oob_score,
+    oob_statistics,
+    oob_sums,
+    oob_terms,
+    pack_for_routing,
+    unpack_for_routing,
+)
+from .splitter import bin_representatives, child_key, draw_subset, node_state
 from .tree import SplitParams
 
-_LEAF, _LARGE, _SMALL = 0, 1, 2
-
-
-# ------------------------------------------------------------------------------ bootstrap
-@njit(cache=True, nogil=True)
-def _counts(keys, seed, n_trees, bootstrap, rate, out):
-    lam = rate
-    p0 = math.exp(-lam)
-    for t in range(n_trees):
-        salt = mix64(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(t))
-        for r in range(keys.shape[0]):
-            h = mix64(np.uint64(keys[r]) ^ salt)
-            u = (h >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-            if bootstrap:
-                k = 0
-                p = p0
-                F = p
-                while u > F and k < 255:
-                    k += 1
-                    p *= lam / k
-                    F += p
-                out[t, r] = k
-            else:
-                out[t, r] = 1 if (rate >= 1.0 or u < rate) else 0
-
-
-def bootstrap_counts(keys, seed: int, n_trees: int, bootstrap: bool, rate: float) -> np.ndarray:
-    """uint8 (n_trees, n): each row's count in each tree (see the module docstring)."""
-    keys = np.ascontiguousarray(keys).view(np.uint64) if np.asarray(keys).dtype == np.int64 \
-        else np.ascontiguousarray(keys, np.uint64)
-    out = np.empty((n_trees, keys.size), np.uint8)
-    _counts(keys, np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF), n_trees, bool(bootstrap),
-            float(rate), out)
-    return out
-
-
-def bootstrap_counts_naive(keys, seed, n_trees, bootstrap, rate):
-    """Slow twin of :func:`bootstrap_counts` (Python integers, the same hash)."""
-    M = (1 << 64) - 1
-
-    def mix(x):
-        z = (x + 0x9E3779B97F4A7C15) & M
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
-        return z ^ (z >> 31)
-
-    keys = [int(k) & M for k in np.asarray(keys).astype(np.int64)]
-    out = np.zeros((n_trees, len(keys)), np.uint8)
-    for t in range(n_trees):
-        salt = mix(((int(seed) & M) * 0x9E3779B97F4A7C15 + t) & M)
-        for r, key in enumerate(keys):
-            u = (mix(key ^ salt) >> 11) / 9007199254740992.0
-            if bootstrap:
-                k, p = 0, math.exp(-rate)
-                F = p
-                while u > F and k < 255:
-                    k += 1
-                    p *= rate / k
-                    F += p
-                out[t, r] = k
-            else:
-                out[t, r] = 1 if (rate >= 1.0 or u < rate) else 0
-    return out
-
-
-# ------------------------------------------------------------------------------ node store
-class NodeStore:
-    """All trees' nodes in creation order, as flat arrays numba appends to."""
-
-    def __init__(self, S: int, cap: int = 1024):
-        self.n = 0
-        self.S = S
-        self._alloc(cap)
-
-    def _alloc(self, cap):
-        old = getattr(self, "a", None)
-        a = {"tree": np.empty(cap, np.int64), "parent": np.empty(cap, np.int64),
-             "is_left": np.empty(cap, np.int64), "feat": np.empty(cap, np.int64),
-             "bl": np.empty(cap, np.int64), "br": np.empty(cap, np.int64),
-             "imp": np.empty(cap), "sums": np.empty((cap, self.S))}
-        if old is not None:
-            for k in a:
-                a[k][:self.n] = old[k][:self.n]
-        self.a = a
-
-    def reserve(self, extra: int):
-        cap = self.a["tree"].size
-        if self.n + extra > cap:
-            self._alloc(max(2 * cap, self.n + extra))
-
-    def args(self):
-        a = self.a
-        return (a["tree"], a["parent"], a["is_left"], a["feat"], a["bl"], a["br"], a["imp"],
-                a["sums"])
-
-
-@njit(cache=True, nogil=True)
-def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums, i, tree,
-         parent, is_left, imp, total):
-    st_tree[i] = tree
-    st_parent[i] = parent
-    st_isleft[i] = is_left
-    st_feat[i] = -1
-    st_bl[i] = -1
-    st_br[i] = -1
-    st_imp[i] = imp
-    for t in range(total.shape[0]):
-        st_sums[i, t] = total[t]
-
-
-@njit(cache=True, nogil=True)
-def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
-    return (depth >= max_depth or n < min_split or n < 2 * min_leaf or w < 2 * min_wleaf
-            or imp <= EPSILON)
-
-
-@njit(cache=True, nogil=True)
-def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_isleft,
-                 n_first, w_total, min_wleaf, frac, vals, seed, mtry, max_depth, min_split,
-                 min_leaf, min_dec, small_rows, st_tree, st_parent, st_isleft, st_feat, st_bl,
-                 st_br, st_imp, st_sums, n_nodes, recs, c_tree, c_key, c_depth, c_imp,
-                 c_parent, c_isleft, c_kind, c_cap, c_feats):
-    """Split the large nodes of one level from their summed histograms; returns
-    (nodes stored, children kept for the next level)."""
-    m = hists.shape[0]
-    d = vals.shape[0]
-    S = hists.shape[3]
-    n_slots = vals.shape[1]
-    bins = np.empty(n_slots, np.int64)
-    st = np.empty((n_slots, S))
-    fmap = np.full(d, -1, np.int64)
-    out_left = np.empty(S)
-    total = np.empty(S)
-    state = np.empty(1, np.uint32)
-    sub = np.empty(d, np.int64)
-    dummy_b = np.zeros((1, 1), np.uint8)
-    dummy_r = np.zeros(1, np.int32)
-    dummy_s = np.zeros((1, S))
-    nc = 0
-    for j in range(m):
-        t = n_tree[j]
-        h = hists[j]
-        for s in range(S):
-            total[s] = 0.0
-        for b in range(n_slots):
-            for s in range(S):
-                total[s] += h[0, b, s]
-        n = total[0]
-        w = node_weight(crit, total)
-        imp = n_imp[j]
-        if n_first[j]:
-            w_total[t] = w
-            min_wleaf[t] = frac * w
-            imp = impurity(crit, total, w)
-        node = n_nodes
-        _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums, node, t,
-             n_parent[j], n_isleft[j], imp, total)
-        n_nodes += 1
-        recs[j, 0] = -1.0
-        if n_first[j] and _is_leaf(n_depth[j], n, w, imp, max_depth, min_split, min_leaf,
-                                   min_wleaf[t]):
-            continue
-        for k in range(mtry):
-            fmap[feats[j, k]] = k
-        f, bl, br = split_subset(0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals,
-                                 total, w, feats[j], mtry, min_leaf, min_wleaf[t], bins, st,
-                                 out_left)
-        for k in range(mtry):
-            fmap[feats[j, k]] = -1
-        if f < 0:
-            continue
-        right = total - out_left
-        wl = node_weight(crit, out_left)
-        wr = w - wl
-        il = impurity(crit, out_left, wl)
-        ir = impurity(crit, right, wr)
-        if improvement(crit, w_total[t], w, imp, out_left, right, wl, wr, il, ir) + EPSILON \
-                < min_dec:
-            continue
-        st_feat[node] = f
-        st_bl[node] = bl
-        st_br[node] = br
-        recs[j, 0] = f
-        recs[j, 1] = bl
-        for side in range(2):
-            sums = out_left if side == 0 else right
-            ws = wl if side == 0 else wr
-            ci = il if side == 0 else ir
-            ns = sums[0]
-            key = child_key(n_key[j], 1 - side)
-            if _is_leaf(n_depth[j] + 1, ns, ws, ci, max_depth, min_split, min_leaf,
-                        min_wleaf[t]):
-                kind = _LEAF
-                _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums,
-                     n_nodes, t, node, 1 - side, ci, sums)
-                n_nodes += 1
-            else:
-                kind = _SMALL if ns <= small_rows else _LARGE
-                c_tree[nc] = t
-                c_key[nc] = key
-                c_depth[nc] = n_depth[j] + 1
-                c_imp[nc] = ci
-                c_parent[nc] = node
-                c_isleft[nc] = 1 - side
-                c_kind[nc] = kind
-                c_cap[nc] = int(ns)
-                if kind == _LARGE:
-                    node_state(seed, t, key, state)
-                    draw_subset(d, mtry, state, sub)
-                    for k in range(mtry):
-                        c_feats[nc, k] = sub[k]
-                        recs[j, 6 + side * mtry + k] = sub[k]
-                nc += 1
-            recs[j, 2 + side] = kind
-            recs[j, 4 + side] = ns
-    return n_nodes, nc
-
-
-@njit(cache=True, nogil=True)
-def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s_parent,
-                 s_isleft, s_first, w_total, min_wleaf, frac, vals, seed, mtry, max_depth,
-                 min_split, min_leaf, min_dec, st_tree, st_parent, st_isleft, st_feat, st_bl,
-                 st_br, st_imp, st_sums, n_nodes):
-    """Grow the whole subtree of each small node from its collected rows ``buf`` (row
-    [present, bins..., target, weight]), depth first, left subtree first."""
-    d = vals.shape[0]
-    S = st_sums.shape[1]
-    n_slots = vals.shape[1]
-    classification = crit <= ENTROPY
-    bins = np.empty(n_slots, np.int64)
-    sub = np.empty(d, np.int64)
-    state = np.empty(1, np.uint32)
-    fmap = np.zeros(1, np.int64)
-    hist = np.zeros((1, 1, S))
-    out_left = np.empty(S)
-    total = np.empty(S)
-    for q in range(offsets.shape[0] - 1):
-        a = offsets[q]
-        b = offsets[q + 1]
-        m = b - a
-        t = s_tree[q]
-        binned = np.empty((m, d), np.int64)
-        rs = np.zeros((m, S))
-        for i in range(m):
-            row = buf[a + i]
-            for f in range(d):
-                binned[i, f] = np.int64(row[1 + f])
-            yv = row[d + 1]
-            wv = row[d + 2]
-            rs[i, 0] = 1.0
-            if classification:
-                rs[i, 1 + np.int64(yv)] = wv
-            else:
-                rs[i, 1] = wv
-                rs[i, 2] = wv * yv
-                rs[i, 3] = rs[i, 2] * yv
-                rs[i, 4] = wv * (yv * math.log(yv) if yv > 0 else 0.0)
-        if s_first[q]:
-            for s in range(S):
-                total[s] = 0.0
-            for i in range(m):
-                for s in range(S):
-                    total[s] += rs[i, s]
-            w_total[t] = node_weight(crit, total)
-            min_wleaf[t] = frac * w_total[t]
-        st = np.empty((max(n_slots, m), S))
-        rows = np.arange(m).astype(np.int32)
-        scratch = np.empty(m, np.int32)
-        cap = 2 * m + 2
-        k_start = np.empty(cap, np.int64)
-        k_end = np.empty(cap, np.int64)
-        k_depth = np.empty(cap, np.int64)
-        k_parent = np.empty(cap, np.int64)
-        k_isleft = np.empty(cap, np.int64)
-        k_key = np.empty(cap, np.uint64)
-        k_imp = np.empty(cap)
-        k_start[0] = 0
-        k_end[0] = m
-        k_depth[0] = s_depth[q]
-        k_parent[0] = s_parent[q]
-        k_isleft[0] = s_isleft[q]
-        k_key[0] = s_key[q]
-        k_imp[0] = s_imp[q]
-        top = 1
-        first = s_first[q]
-        while top > 0:
-            top -= 1
-            s = k_start[top]
-            e = k_end[top]
-            depth = k_depth[top]
-            key = k_key[top]
-            imp = k_imp[top]
-            for u in range(S):
-                total[u] = 0.0
-            for i in range(s, e):
-                r = rows[i]
-                for u in range(S):
-                    total[u] += rs[r, u]
-            n = total[0]
-            w = node_weight(crit, total)
-            if first:
-                imp = impurity(crit, total, w)
-                first = False
-            node = n_nodes
-            _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_imp, st_sums, node,
-                 t, k_parent[top], k_isleft[top], imp, total)
-            n_nodes += 1
-            if _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf[t]):
-                continue
-            node_state(seed, t, key, state)
-            draw_subset(d, mtry, state, sub)
-            f, bl, br = split_subset(1, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
-                                     w, sub, mtry, min_leaf, min_wleaf[t], bins, st, out_left)
-            if f < 0:
-                continue
-            right = total - out_left
-            wl = node_weight(crit, out_left)
-            wr = w - wl
-            il = impurity(crit, out_left, wl)
-            ir = impurity(crit, right, wr)
-            if improvement(crit, w_total[t], w, imp, out_left, right, wl, wr, il, ir) \
-                    + EPSILON < min_dec:
-                continue
-            st_feat[node] = f
-            st_bl[node] = bl
-            st_br[node] = br
-            nl = split_slice(binned, rows, scratch, s, e, f, bl)
-            for side in range(2):  # right pushed first: the left subtree comes first
-                is_left = side
-                k_start[top] = s if is_left else s + nl
-                k_end[top] = s + nl if is_left else e
-                k_depth[top] = depth + 1
-                k_parent[top] = node
-                k_isleft[top] = is_left
-                k_key[top] = child_key(key, is_left)
-                k_imp[top] = il if is_left else ir
-                top += 1
-    return n_nodes
-
-
-@njit(cache=True, nogil=True)
-def _preorder_ids(left, right, starts, ends, out):
-    # out[k]: the k-th node of the result (trees in order, each in preorder), as store index
-    pos = 0
-    stack = np.empty(left.shape[0] + 1, np.int64)
-    for t in range(starts.shape[0]):
-        top = 0
-        stack[0] = starts[t]
-        top = 1
-        while top > 0:
-            top -= 1
-            i = stack[top]
-            out[pos] = i
-            pos += 1
-            if left[i] >= 0:
-                stack[top] = right[i]
-                top += 1
-                stack[top] = left[i]
-                top += 1
-    return pos
-
-
-def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges):
-    """All trees in scikit-learn's layout, each renumbered depth-first: a dict of the
-    ``predictor.ARRAY_KEYS`` node arrays, ``tree_offsets``, and ``bin`` (left bin per node, -1
-    on leaves: rows with bin <= it go left, the same way as by the raw threshold; what OOB
-    routing of binned rows uses)."""
-    N = store.n
-    a = {k: v[:N] for k, v in store.a.items()}
-    left = np.full(N, -1, np.int64)
-    right = np.full(N, -1, np.int64)
-    has_p = a["parent"] >= 0
-    idx = np.flatnonzero(has_p)
-    is_l = a["is_left"][idx] == 1
-    left[a["parent"][idx[is_l]]] = idx[is_l]
-    right[a["parent"][idx[~is_l]]] = idx[~is_l]
-    roots = np.flatnonzero(~has_p)
-    roots = roots[np.argsort(a["tree"][roots], kind="stable")]
-    if roots.size != n_trees:
-        raise RuntimeError(f"forest has {roots.size} roots for {n_trees} trees")
-    order = np.empty(N, np.int64)
-    _preorder_ids(left, right, roots, roots, order)
-    new = np.empty(N, np.int64)
-    new[order] = np.arange(N)
-    counts = np.bincount(a["tree"], minlength=n_trees)
-    offsets = np.zeros(n_trees + 1, np.int64)
-    offsets[1:] = np.cumsum(counts)
-    base = np.repeat(offsets[:-1], counts)  # by new (sorted) position
-    feat = a["feat"][order]
-    bl = a["bl"][order]
-    br = a["br"][order]
-    inner = feat >= 0
-    thr = np.full(N, -2.0)
-    fi, bli, bri = feat[inner], bl[inner], br[inner]
-    va, vb = vals[fi, bli], vals[fi, bri]
-    edge_tab = np.full(vals.shape, np.nan)
-    for f, e in enumerate(edges):
-        edge_tab[f, :len(e)] = e
-    thr[inner] = np.where(np.isnan(va) | np.isnan(vb), edge_tab[fi, bli], va / 2.0 + vb / 2.0)
-    sums = a["sums"][order]
-    if is_classification(crit):
-        w = sums[:, 1:].sum(axis=1)
-        value = sums[:, 1:] / w[:, None]
-    else:
-        w = sums[:, 1]
-        value = (sums[:, 2] / w)[:, None]
-
-    def child(c):
-        c = c[order]
-        return np.where(c >= 0, new[np.maximum(c, 0)] - base, -1)
-
-    # the largest bin whose rows go left: with exact bins an unseen row's bin may lie between
-    # the node's two bins (its value then goes by the midpoint); else the left bin itself
-    route = np.where(inner, bl, -1)
-    exact = ~(np.isnan(va) | np.isnan(vb))
-    route_inner = route[inner]
-    route_inner[exact] = (vals[fi[exact]] <= thr[inner][exact][:, None]).sum(axis=1) - 1
-    route[inner] = route_inner
-    return {"children_left": child(left), "children_right": child(right),
-            "feature": np.where(inner, feat, -2), "threshold": thr,
-            "impurity": a["imp"][order], "n_node_samples": np.rint(sums[:, 0]).astype(np.int64),
-            "weighted_n_node_samples": w, "value": value, "tree_offsets": offsets,
-            "bin": route}
+# the grower's API in one place (the pieces live in bootstrap, levels, nodes and oob)
+__all__ = ["bootstrap_counts", "bootstrap_counts_naive", "grow_forest", "small_node_rows",
+           "oob_sums", "oob_terms", "oob_statistics", "oob_score", "pack_for_routing",
+           "unpack_for_routing"]
 
 
 # ------------------------------------------------------------------------------ level helpers
@@ -586,6 +173,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     seed_u = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
     if small_rows is None:
         small_rows = small_node_rows(mtry, n_slots, S, d)
+    reps = bin_representatives(vals, edges) if p.random_splits else np.zeros((0, 0))
     counts = bootstrap_counts(keys, seed, n_trees, bootstrap, rate)
     counts[:, rw <= 0] = 0
     # a tree whose sample is empty (likely on a few rows: e**-n per tree) takes every row
@@ -621,7 +209,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     width = d + 3
     target = cls.astype(np.float64) if is_classification(crit) else y
     H = mtry * n_slots * Wd
-    rw_ = 6 + 2 * mtry
+    rw_ = 7 + 2 * mtry  # [feature, bin, kinds, sizes, children's features, missing-left]
     max_floats = max(1, int(max_message_bytes) // 8)
     # classification with integer weights: every sum is an integer; while a tree's total weight
     # stays below 2**24 they are exact in float32, which halves what travels each level
@@ -671,7 +259,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
             store.n, nc = _split_level(
                 crit, hists, fr_["feats"][lg], fr_["tree"][lg], fr_["key"][lg], fr_["depth"][lg],
                 fr_["imp"][lg], fr_["parent"][lg], fr_["isleft"][lg], fr_["first"][lg], w_total,
-                min_wleaf, p.min_weight_fraction, vals, seed_u, mtry, p.max_depth,
+                min_wleaf, p.min_weight_fraction, vals, reps, seed_u, mtry, p.max_depth,
                 p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
                 small_rows, *store.args(), store.n, recs, c["tree"], c["key"], c["depth"],
                 c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"], cf)
@@ -690,7 +278,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 store.n = _grow_smalls(
                     crit, p.n_classes, buf, offsets, fr_["tree"][sm], fr_["key"][sm],
                     fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
-                    fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, seed_u,
+                    fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, reps, seed_u,
                     mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
                     p.min_impurity_decrease, *store.args(), store.n)
             timing["small"] += clock() - t4
@@ -723,7 +311,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         js = lg[split]
         n_left = partition_nodes(binned, part, fr["start"][js], fr["end"][js],
                                  recs[split, 0].astype(np.int64), recs[split, 1].astype(np.int64),
-                                 scratch) if js.size else np.zeros(0, np.int64)
+                                 scratch, recs[split, rw_ - 1] > 0, n_slots - 1) \
+            if js.size else np.zeros(0, np.int64)
         m2 = 2 * int(split.sum())
         o = {"tree": np.empty(m2, np.int64), "key": np.empty(m2, np.uint64),
              "depth": np.empty(m2, np.int64), "isleft": np.empty(m2, np.int64),
@@ -744,86 +333,3 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     timing["reduce"] -= timing["split"] + timing["small"]
     grow_forest.last_timing = timing
     return (assemble(store, T, crit, p.n_classes, vals, edges) if rank == 0 else None), counts
-
-
-# ------------------------------------------------------------------------------ out-of-bag
-@njit(cache=True, nogil=True)
-def _oob_sums(binned, counts, left, right, feature, bins, value, offsets, out, n_out):
-    for r in range(binned.shape[0]):
-        for t in range(offsets.shape[0] - 1):
-            if counts[t, r] != 0:
-                continue
-            base = offsets[t]
-            node = 0
-            while left[base + node] >= 0:
-                j = base + node
-                if binned[r, feature[j]] <= bins[j]:
-                    node = left[j]
-                else:
-                    node = right[j]
-            for k in range(value.shape[1]):
-                out[r, k] += value[base + node, k]
-            n_out[r] += 1
-
-
-def oob_sums(binned, counts, arrays):
-    """Per row: the sum of leaf values over the trees it is out of bag for (float64 (n, K))
-    and the number of such trees (int64 (n,)), routing binned rows by the left-bin
-    thresholds (``assemble``'s ``bin``)."""
-    n = binned.shape[0]
-    value = np.ascontiguousarray(arrays["value"]).reshape(arrays["value"].shape[0], -1)
-    out = np.zeros((n, value.shape[1]))
-    n_out = np.zeros(n, np.int64)
-    _oob_sums(binned, counts, arrays["children_left"], arrays["children_right"],
-              arrays["feature"], arrays["bin"], value, arrays["tree_offsets"], out, n_out)
-    return out, n_out
-
-
-def oob_terms(sums, n_oob, y, n_classes) -> np.ndarray:
-    """Per row, the terms of the OOB statistics (n, 2) [correct, 1] (classification: the
-    argmax of the averaged leaf fractions, class 0 for a row in every bootstrap sample, as
-    scikit-learn) or (n, 4) [squared error, y, y², 1] (regression; prediction 0 for such a
-    row). Summed with ``exactsum.exact_sums`` they do not depend on the partitioning."""
-    pred = sums / np.maximum(n_oob, 1)[:, None]
-    y = np.asarray(y, np.float64)
-    ones = np.ones(y.size)
-    if n_classes:
-        return np.column_stack([(np.argmax(pred, axis=1) == y).astype(np.float64)
-                                if y.size else np.zeros(0), ones])
-    err = y - pred[:, 0]
-    return np.column_stack([err * err, y, y * y, ones])
-
-
-def oob_statistics(sums, n_oob, y, n_classes):
-    """One rank's OOB statistics: the column sums of :func:`oob_terms`."""
-    return oob_terms(sums, n_oob, y, n_classes).sum(axis=0)
-
-
-def oob_score(stats, n_classes) -> float:
-    """scikit-learn's ``oob_score_`` (accuracy, or R²) from the summed statistics."""
-    if n_classes:
-        return float(stats[0] / stats[1]) if stats[1] else float("nan")
-    sse, sy, syy, n = stats
-    sst = syy - sy * sy / n if n else 0.0
-    return float(1.0 - sse / sst) if sst > 0 else float("nan")
-
-
-def pack_for_routing(arrays) -> np.ndarray:
-    """Rank 0's routing arrays as one float64 vector (to broadcast through a collective)."""
-    v = np.asarray(arrays["value"], np.float64).reshape(arrays["value"].shape[0], -1)
-    head = np.array([arrays["tree_offsets"].size, arrays["feature"].size, v.shape[1]], float)
-    return np.concatenate([head, arrays["tree_offsets"], arrays["children_left"],
-                           arrays["children_right"], arrays["feature"], arrays["bin"],
-                           v.reshape(-1)]).astype(np.float64)
-
-
-def unpack_for_routing(vec) -> dict:
-    t1, N, K = (int(x) for x in vec[:3])
-    pos = 3
-    out = {}
-    for name, size in (("tree_offsets", t1), ("children_left", N), ("children_right", N),
-                       ("feature", N), ("bin", N)):
-        out[name] = vec[pos:pos + size].astype(np.int64)
-        pos += size
-    out["value"] = vec[pos:pos + N * K].reshape(N, K)
-    return out

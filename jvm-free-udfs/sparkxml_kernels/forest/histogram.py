@@ -2,7 +2,7 @@
 
 A node's histogram is float64 ``hist[k, slot, S]`` over the node's ``k`` selected features
 (all features for a single tree, the drawn subset in a forest): slot = the row's bin (uint8 or
-uint16 binned data, no missing bin: trees refuse NaN), S sums as in ``criteria``. Several
+uint16 binned data; the last slot holds the missing values), S sums as in ``criteria``. Several
 nodes built in one call are ``(m, k, n_slots, S)``, C order, so they concatenate into one
 reduce.
 
@@ -175,13 +175,15 @@ def ylny(y) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def split_slice(binned, part, scratch, s, e, f, t):
-    """Reorder ``part[s:e]`` stably into [bin of f <= t | rest]; returns the left count."""
+def split_slice(binned, part, scratch, s, e, f, t, ml, miss):
+    """Reorder ``part[s:e]`` stably into [bin of f <= t, or bin == miss when ``ml`` | rest];
+    returns the left count."""
     nl = 0
     nr = 0
     for i in range(s, e):
         r = part[i]
-        if binned[r, f] <= t:
+        b = binned[r, f]
+        if b <= t or (ml and b == miss):
             part[s + nl] = r
             nl += 1
         else:
@@ -193,31 +195,36 @@ def split_slice(binned, part, scratch, s, e, f, t):
 
 
 @njit(cache=True, nogil=True)
-def _partition(binned, part, scratch, starts, ends, features, bins, n_left):
+def _partition(binned, part, scratch, starts, ends, features, bins, mls, miss, n_left):
     for j in range(starts.shape[0]):
-        n_left[j] = split_slice(binned, part, scratch, starts[j], ends[j], features[j], bins[j])
+        n_left[j] = split_slice(binned, part, scratch, starts[j], ends[j], features[j], bins[j],
+                                mls[j], miss)
 
 
-def partition_nodes(binned, part, starts, ends, features, bins, scratch=None) -> np.ndarray:
-    """Split node slices in place into [bin <= bins[j] | rest], both sides keeping their order;
-    returns the number of rows going left per node (int64 (m,))."""
+def partition_nodes(binned, part, starts, ends, features, bins, scratch=None, mls=None,
+                    miss=-1) -> np.ndarray:
+    """Split node slices in place into [bin <= bins[j] (or the missing slot ``miss`` when
+    ``mls[j]``) | rest], both sides keeping their order; returns the number of rows going left
+    per node (int64 (m,))."""
     starts = np.asarray(starts, np.int64)
     ends = np.asarray(ends, np.int64)
     if scratch is None:
         scratch = np.empty(int((ends - starts).max()) if starts.size else 0, part.dtype)
     n_left = np.empty(starts.size, np.int64)
+    mls = np.zeros(starts.size, np.bool_) if mls is None else np.asarray(mls, np.bool_)
     _partition(binned, part, scratch, starts, ends, np.asarray(features, np.int64),
-               np.asarray(bins, np.int64), n_left)
+               np.asarray(bins, np.int64), mls, int(miss), n_left)
     return n_left
 
 
-def partition_nodes_naive(binned, part, starts, ends, features, bins):
+def partition_nodes_naive(binned, part, starts, ends, features, bins, mls=None, miss=-1):
     """Slow twin of :func:`partition_nodes` (returns (new part, n_left))."""
     part = np.array(part)
     n_left = np.zeros(len(starts), np.int64)
     for j, (s, e) in enumerate(zip(starts, ends)):
         rows = part[s:e]
-        go = np.asarray(binned)[rows, features[j]] <= bins[j]
+        b = np.asarray(binned)[rows, features[j]].astype(np.int64)
+        go = (b <= bins[j]) | (bool(mls is not None and mls[j]) & (b == miss))
         part[s:e] = np.concatenate([rows[go], rows[~go]])
         n_left[j] = go.sum()
     return part, n_left

@@ -13,13 +13,16 @@ impurity                   float64 (N,)        node impurity
 n_node_samples             int64 (N,)          training rows in the node
 weighted_n_node_samples    float64 (N,)        their weight (bootstrap counts included)
 value                      float64 (N, K)      class fractions, or the mean (K = 1)
+missing_go_to_left         uint8 (N,)          1: a NaN goes left at this split
 tree_offsets               int64 (T + 1,)      tree t is nodes [tree_offsets[t], [t+1])
 n_features                 int64 ()            width of the training vectors
 n_classes                  int64 ()            classes (0 for regression)
 criterion                  str ()              the training criterion
 =========================  ==================  ================================================
 
-Prediction rounds features to float32 first, as scikit-learn does. A classifier's probability
+Prediction rounds features to float32 first, as scikit-learn does; a NaN feature goes to the
+side ``missing_go_to_left`` names (the side the missing training rows took, else the child
+with more training rows). Model files without ``missing_go_to_left`` get that second rule. A classifier's probability
 is the mean of the trees' leaf class fractions (scikit-learn's ``predict_proba``); a
 regressor's prediction the mean of the leaf means. ``tree_arrays(i)`` gives tree i in
 scikit-learn's ``tree_`` layout (``value`` shaped (N_i, 1, K)).
@@ -35,21 +38,36 @@ from .tree import FIELDS, TreeArrays
 ARRAY_KEYS = ("children_left", "children_right", "feature", "threshold", "impurity",
               "n_node_samples", "weighted_n_node_samples", "value", "tree_offsets",
               "n_features", "n_classes", "criterion")
+# written with every model; derived when absent (see ``default_missing_go_to_left``)
+OPTIONAL_KEYS = ("missing_go_to_left",)
 
 
 @njit(cache=True, nogil=True)
-def _leaves(X, left, right, feature, threshold, offsets, out):
+def _leaves(X, left, right, feature, threshold, mleft, offsets, out):
     for i in range(X.shape[0]):
         for t in range(offsets.shape[0] - 1):
             base = offsets[t]
             node = 0
             while left[base + node] >= 0:
                 j = base + node
-                if np.float32(X[i, feature[j]]) <= threshold[j]:
+                x = X[i, feature[j]]
+                if (mleft[j] != 0) if np.isnan(x) else (np.float32(x) <= threshold[j]):
                     node = left[j]
                 else:
                     node = right[j]
             out[i, t] = base + node
+
+
+def default_missing_go_to_left(left, right, n_node_samples, offsets) -> np.ndarray:
+    """scikit-learn's side for NaN at a split that saw no missing training rows: left when the
+    left child holds more training rows (uint8 (N,), node ids tree-local)."""
+    base = np.repeat(offsets[:-1], np.diff(offsets)) if offsets.size > 1 else np.zeros(0, int)
+    inner = left >= 0
+    out = np.zeros(left.size, np.uint8)
+    li = base[inner] + left[inner]
+    ri = base[inner] + right[inner]
+    out[inner] = n_node_samples[li] > n_node_samples[ri]
+    return out
 
 
 class ForestPredictor:
@@ -57,7 +75,7 @@ class ForestPredictor:
 
     def __init__(self, children_left, children_right, feature, threshold, impurity,
                  n_node_samples, weighted_n_node_samples, value, tree_offsets, n_features,
-                 n_classes, criterion):
+                 n_classes, criterion, missing_go_to_left=None):
         self.children_left = np.ascontiguousarray(children_left, np.int64)
         self.children_right = np.ascontiguousarray(children_right, np.int64)
         self.feature = np.ascontiguousarray(feature, np.int64)
@@ -72,12 +90,17 @@ class ForestPredictor:
         self.n_features = int(n_features)
         self.n_classes = int(n_classes)
         self.criterion = str(criterion)
+        self.missing_go_to_left = np.zeros(self.feature.size, np.uint8) \
+            if missing_go_to_left is None else np.ascontiguousarray(missing_go_to_left, np.uint8)
         self._check()
+        if missing_go_to_left is None:  # a model file from before missing values were routed
+            self.missing_go_to_left = default_missing_go_to_left(
+                self.children_left, self.children_right, self.n_node_samples, self.tree_offsets)
 
     def _check(self):
         N = self.feature.size
         for name in ("children_left", "children_right", "threshold", "impurity",
-                     "n_node_samples", "weighted_n_node_samples"):
+                     "n_node_samples", "weighted_n_node_samples", "missing_go_to_left"):
             if getattr(self, name).size != N:
                 raise ValueError(f"model array {name} has {getattr(self, name).size} entries, "
                                  f"feature has {N}")
@@ -119,11 +142,12 @@ class ForestPredictor:
                           self.feature[a:b].copy(), self.threshold[a:b].copy(),
                           self.impurity[a:b].copy(), self.n_node_samples[a:b].copy(),
                           self.weighted_n_node_samples[a:b].copy(),
-                          v.reshape(v.shape[0], 1, v.shape[1]).copy())
+                          v.reshape(v.shape[0], 1, v.shape[1]).copy(),
+                          self.missing_go_to_left[a:b].copy())
 
     # ------------------------------------------------------------------ persistence
     def to_arrays(self) -> dict:
-        out = {k: getattr(self, k) for k in ARRAY_KEYS[:9]}
+        out = {k: getattr(self, k) for k in ARRAY_KEYS[:9] + OPTIONAL_KEYS}
         out.update(n_features=np.asarray(self.n_features, np.int64),
                    n_classes=np.asarray(self.n_classes, np.int64),
                    criterion=np.asarray(self.criterion))
@@ -134,7 +158,7 @@ class ForestPredictor:
         missing = [k for k in ARRAY_KEYS if k not in arrays]
         if missing:
             raise ValueError(f"model arrays lack {missing}")
-        kw = {k: arrays[k] for k in ARRAY_KEYS[:9]}
+        kw = {k: arrays[k] for k in ARRAY_KEYS[:9] + OPTIONAL_KEYS if k in arrays}
         return cls(n_features=int(arrays["n_features"]), n_classes=int(arrays["n_classes"]),
                    criterion=str(arrays["criterion"]), **kw)
 
@@ -160,12 +184,6 @@ class ForestPredictor:
         if X.shape[1] != self.n_features:
             raise ValueError(f"X has {X.shape[1]} features; the model was trained on "
                              f"{self.n_features}")
-        nan = np.isnan(X)
-        if nan.any():  # a NaN compares false: it would go right at every node, silently
-            r, f = np.argwhere(nan)[0]
-            raise ValueError(f"X holds NaN (row {r}, feature {f}); these trees were fitted "
-                             f"without missing values and have no route for them: impute or "
-                             f"drop such rows first")
         return X
 
     def apply(self, X) -> np.ndarray:
@@ -173,7 +191,18 @@ class ForestPredictor:
         X = self._dense(X)
         out = np.empty((X.shape[0], self.n_trees), np.int64)
         _leaves(X, self.children_left, self.children_right, self.feature, self.threshold,
-                self.tree_offsets, out)
+                self.missing_go_to_left, self.tree_offsets, out)
+        return out
+
+    def leaf_ordinals(self) -> np.ndarray:
+        """int64 (N,): each leaf's index among its tree's leaves counted left to right (the
+        nodes are in preorder, left child first: leaves by id are left to right); -1 on
+        internal nodes."""
+        leaf = self.children_left < 0
+        out = np.full(leaf.size, -1, np.int64)
+        before = np.concatenate([[0], np.cumsum(leaf)])  # leaves before each node id
+        base = np.repeat(before[self.tree_offsets[:-1]], np.diff(self.tree_offsets))
+        out[leaf] = (before[:-1] - base)[leaf]
         return out
 
     def predict_values(self, X) -> np.ndarray:
@@ -197,7 +226,9 @@ class ForestPredictor:
                 tr = self.tree_arrays(t)
                 node = 0
                 while tr.children_left[node] >= 0:
-                    go = np.float32(X[i, tr.feature[node]]) <= tr.threshold[node]
+                    x = X[i, tr.feature[node]]
+                    go = bool(tr.missing_go_to_left[node]) if np.isnan(x) else \
+                        np.float32(x) <= tr.threshold[node]
                     node = tr.children_left[node] if go else tr.children_right[node]
                 acc[i] += tr.value[node, 0]
         acc /= self.n_trees

@@ -16,7 +16,11 @@ What is replayed from scikit-learn (``tree/_splitter.pyx``, ``tree/_utils.pyx``)
 * a feature is constant when its largest value in the node is within 1e-7 (float32) of the
   smallest; candidate positions skip neighbours within 1e-7 (``FEATURE_THRESHOLD``);
 * ``min_samples_leaf`` then ``min_weight_leaf`` reject candidates; a candidate wins only when
-  its proxy is strictly greater than the best so far (ties go to the first visited).
+  its proxy is strictly greater than the best so far (ties go to the first visited);
+* missing values (NaN, the last bin slot): a feature with missing rows in the node is searched
+  twice, missing right then missing left, and the split "present left, missing right"
+  (threshold +inf) is a candidate; a feature all missing is constant; without missing rows,
+  a split sends missing values at prediction to the child with more training rows.
 
 Forests use ``draw_subset``: ``mtry`` features by the same Fisher-Yates draws from a state
 hashed from (seed, tree, node), evaluated in draw order; a node whose drawn features are all
@@ -164,42 +168,83 @@ def is_constant(bins, m, vals):
 
 
 @njit(cache=True, nogil=True)
+def _candidate(crit, left, total, wn, min_leaf, min_wleaf, right):
+    """Proxy of the split with left sums ``left`` (-inf when a leaf rule rejects it)."""
+    S = total.shape[0]
+    n_left = left[0]
+    n_right = total[0] - left[0]
+    if n_left < min_leaf or n_right < min_leaf:
+        return -np.inf
+    wl = node_weight(crit, left)
+    wr = wn - wl
+    if wl < min_wleaf or wr < min_wleaf:
+        return -np.inf
+    for t in range(S):
+        right[t] = total[t] - left[t]
+    return proxy(crit, left, right, wl, wr)
+
+
+@njit(cache=True, nogil=True)
+def feature_constant(bins, m, vals):
+    """scikit-learn's constant-feature test in a node whose compact bins ``bins[:m]`` may end
+    with the missing slot (the last slot of ``vals``): constant when every value is missing,
+    or when none is and the values span at most 1e-7."""
+    miss = vals.shape[0] - 1
+    if m > 0 and bins[m - 1] == miss:
+        return m == 1
+    return is_constant(bins, m, vals)
+
+
+@njit(cache=True, nogil=True)
 def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, left, right,
                  best_left):
-    """Scan the candidate positions of one feature (compact sums ``st[:m]``).
+    """Scan the candidate positions of one feature (compact sums ``st[:m]``), in
+    scikit-learn's order: with missing values in the node (the last compact bin is the missing
+    slot), first the positions with the missing rows on the right, then the split of all
+    present values left and the missing right (threshold +inf), then the positions with the
+    missing rows on the left.
 
-    Returns (position i or -1, proxy): the left side holds the first ``i + 1`` non-empty bins.
-    ``best`` is the proxy to beat (strictly); ``best_left`` receives the winner's left sums.
+    Returns (position i or -1, proxy, missing-go-left): the left side holds the first
+    ``i + 1`` non-empty present bins (plus the missing rows when missing-go-left); ``best`` is
+    the proxy to beat (strictly); ``best_left`` receives the winner's left sums. Without
+    missing rows, missing-go-left is scikit-learn's rule for prediction: the side with more
+    training rows.
     """
     S = st.shape[1]
-    for t in range(S):
-        left[t] = 0.0
+    miss = vals.shape[0] - 1
+    has_miss = m > 0 and bins[m - 1] == miss
+    nm = m - 1 if has_miss else m
     best_i = -1
-    for i in range(m - 1):
+    best_ml = False
+    for p in range(2 if has_miss else 1):
         for t in range(S):
-            left[t] += st[i, t]
-        a = vals[bins[i]]
-        b = vals[bins[i + 1]]
-        if not (np.isnan(a) or np.isnan(b)):
-            if np.float32(b) <= np.float32(a) + FEATURE_THRESHOLD:
-                continue
-        n_left = left[0]
-        n_right = total[0] - left[0]
-        if n_left < min_leaf or n_right < min_leaf:
-            continue
-        wl = node_weight(crit, left)
-        wr = wn - wl
-        if wl < min_wleaf or wr < min_wleaf:
-            continue
-        for t in range(S):
-            right[t] = total[t] - left[t]
-        p = proxy(crit, left, right, wl, wr)
-        if p > best:
-            best = p
-            best_i = i
+            left[t] = st[m - 1, t] if p == 1 else 0.0
+        for i in range(nm - 1):
             for t in range(S):
-                best_left[t] = left[t]
-    return best_i, best
+                left[t] += st[i, t]
+            a = vals[bins[i]]
+            b = vals[bins[i + 1]]
+            if not (np.isnan(a) or np.isnan(b)):
+                if np.float32(b) <= np.float32(a) + FEATURE_THRESHOLD:
+                    continue
+            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right)
+            if q > best:
+                best = q
+                best_i = i
+                best_ml = p == 1 if has_miss else left[0] > total[0] - left[0]
+                for t in range(S):
+                    best_left[t] = left[t]
+        if p == 0 and has_miss and nm >= 1:  # present values left, missing right
+            for t in range(S):
+                left[t] += st[nm - 1, t]
+            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right)
+            if q > best:
+                best = q
+                best_i = nm - 1
+                best_ml = False
+                for t in range(S):
+                    best_left[t] = left[t]
+    return best_i, best, best_ml
 
 
 # ------------------------------------------------------------------------------ node search
@@ -221,7 +266,8 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     mode : 0 (histograms ``hist[fmap[f]]``, (n_slots, S) each) or 1 (rows ``rows[s:e]`` of
         ``binned`` with per-row sums ``rs``)
     vals : float64 (d, n_slots)
-        Raw value of each exact bin (float32-rounded), NaN where a bin is not one value.
+        Raw value of each exact bin (float32-rounded), NaN where a bin is not one value; the
+        last slot holds the missing values.
     total : float64 (S,) node sums; wn its weight
     features, constant_features : int64 (d,), persistent across nodes (mutated)
     n_known : constant features known from the parent
@@ -230,9 +276,10 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
 
     Returns
     -------
-    (feature or -1, left bin, right bin, n_total_constants)
-        The split sends bins <= left bin of ``feature`` left; ``right bin`` is the next
-        non-empty bin (both ends of the threshold's midpoint).
+    (feature or -1, left bin, right bin, missing-go-left, n_total_constants)
+        The split sends bins <= left bin of ``feature`` left, and the missing slot (the last
+        of ``vals``) left when missing-go-left; ``right bin`` is the next non-empty bin (both
+        ends of the threshold's midpoint; the missing slot for the +inf threshold).
     """
     d = features.shape[0]
     S = total.shape[0]
@@ -247,6 +294,7 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     best_f = -1
     best_bl = -1
     best_br = -1
+    best_ml = False
     while f_i > n_total and (n_visited < max_features
                              or n_visited <= n_found + n_drawn):
         n_visited += 1
@@ -260,7 +308,7 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
         f_j += n_found
         f = features[f_j]
         m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
-        if is_constant(bins, m, vals[f]):
+        if feature_constant(bins, m, vals[f]):
             t = features[f_j]
             features[f_j] = features[n_total]
             features[n_total] = t
@@ -271,60 +319,147 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
         t = features[f_i]
         features[f_i] = features[f_j]
         features[f_j] = t
-        i, best = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf, min_wleaf,
-                               best, left, right, out_left)
+        i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
+                                   min_wleaf, best, left, right, out_left)
         if i >= 0:
-            best_f, best_bl, best_br = f, bins[i], bins[i + 1]
+            best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
     for k in range(n_known):
         features[k] = constant_features[k]
     for k in range(n_known, n_known + n_found):
         constant_features[k] = features[k]
-    return best_f, best_bl, best_br, n_total
+    return best_f, best_bl, best_br, best_ml, n_total
+
+
+@njit(cache=True, nogil=True)
+def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf, state,
+                         left, right):
+    """scikit-learn's random split of one feature (``node_split_random``): a threshold drawn
+    uniformly between the node's smallest and largest present values (the largest drawn
+    gives the smallest), and, with missing rows in the node, their side drawn 50/50.
+
+    ``reps`` float64 (n_slots,): each bin's value (exact bins) or representative (the middle
+    of its edges); the present bins with ``reps <= threshold`` go left. Returns (position i
+    or -1, proxy, missing-go-left, threshold); -1 when a leaf rule rejects the split (the
+    feature is then skipped, as scikit-learn skips it).
+    """
+    S = st.shape[1]
+    miss = reps.shape[0] - 1
+    has_miss = m > 0 and bins[m - 1] == miss
+    nm = m - 1 if has_miss else m
+    lo = reps[bins[0]]
+    hi = reps[bins[nm - 1]]
+    thr = (hi - lo) * np.float64(our_rand_r(state)) / np.float64(RAND_R_MAX) + lo
+    if thr == hi:
+        thr = lo
+    ml = False
+    if has_miss:
+        ml = rand_int(0, 2, state) == 1
+    for t in range(S):
+        left[t] = st[m - 1, t] if ml else 0.0
+    i = -1
+    for k in range(nm):
+        if reps[bins[k]] > thr:
+            break
+        for t in range(S):
+            left[t] += st[k, t]
+        i = k
+    if not has_miss:
+        ml = left[0] > total[0] - left[0]
+    q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right)
+    if q == -np.inf:
+        return -1, q, ml, thr
+    return i, q, ml, thr
 
 
 @njit(cache=True, nogil=True)
 def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, subset, k,
-                 min_leaf, min_wleaf, bins, st, out_left):
+                 min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr):
     """Forest split search over the drawn ``subset[:k]`` in order (constant ones skipped).
-    Returns (feature or -1, left bin, right bin)."""
+    Returns (feature or -1, left bin, right bin, missing-go-left) as :func:`split_node`.
+
+    With ``reps`` of shape (d, n_slots) the splits are random (ExtraTrees,
+    :func:`random_feature_split`, draws from ``rstate``): the best of one random threshold
+    per feature wins, and ``out_thr[0]`` receives its threshold; ``reps`` of shape (0, 0):
+    the best threshold of every feature."""
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
+    tmp = np.empty(S)
+    rand = reps.shape[0] > 0
     best = -np.inf
     best_f = -1
     best_bl = -1
     best_br = -1
+    best_ml = False
     for j in range(k):
         f = subset[j]
         m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
-        if is_constant(bins, m, vals[f]):
+        if feature_constant(bins, m, vals[f]):
             continue
-        i, best = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf, min_wleaf,
-                               best, left, right, out_left)
+        if rand:
+            i, q, ml, thr = random_feature_split(crit, bins, st, m, reps[f], total, wn,
+                                                 min_leaf, min_wleaf, rstate, tmp, right)
+            if i >= 0 and q > best:
+                best = q
+                best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
+                out_thr[0] = thr
+                for t in range(S):
+                    out_left[t] = tmp[t]
+            continue
+        i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
+                                   min_wleaf, best, left, right, out_left)
         if i >= 0:
-            best_f, best_bl, best_br = f, bins[i], bins[i + 1]
-    return best_f, best_bl, best_br
+            best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
+    return best_f, best_bl, best_br, best_ml
+
+
+def bin_representatives(vals, edges) -> np.ndarray:
+    """float64 (d, n_slots): each bin's value where bins are exact, else the middle of its
+    edges (the outer bins: their one edge); what random thresholds are drawn between."""
+    reps = np.array(vals, np.float64)
+    for f, e in enumerate(edges):
+        e = np.asarray(e, np.float64)
+        nb = e.size + 1
+        if nb < 2:
+            continue
+        mid = np.empty(nb)
+        mid[0] = e[0]
+        mid[-1] = e[-1]
+        mid[1:-1] = (e[:-1] + e[1:]) / 2.0
+        row = reps[f, :nb]
+        row[np.isnan(row)] = mid[np.isnan(row)]
+    return reps
 
 
 # ------------------------------------------------------------------------------ naive twin
-def best_split_naive(crit, binned, rows, y, w, features_order, n_classes, min_leaf, min_wleaf):
+def best_split_naive(crit, binned, rows, y, w, features_order, n_classes, min_leaf, min_wleaf,
+                     miss=-1):
     """Slow twin of the scan: the best split over ``features_order`` (visited in that order,
     strictly better wins) by brute force over every threshold between distinct bins, with the
-    proxy computed from the rows (``criteria.proxy_naive``). Returns (feature, left bin) or
-    (-1, -1). No 1e-7 neighbour rule (bins are compared as integers)."""
+    proxy computed from the rows (``criteria.proxy_naive``); rows in bin ``miss`` are missing
+    (scikit-learn's order: missing right, then present left and missing right, then missing
+    left). Returns (feature, left bin, missing-go-left) or (-1, -1, False). No 1e-7
+    neighbour rule (bins are compared as integers)."""
     from .criteria import proxy_naive
 
-    best, bf, bb = -np.inf, -1, -1
+    best, out = -np.inf, (-1, -1, False)
     rows = np.asarray(rows)
     for f in features_order:
         b = np.asarray(binned)[rows, f].astype(np.int64)
-        for t in np.unique(b)[:-1]:
-            L, R = rows[b <= t], rows[b > t]
+        gone = b == miss
+        present = np.unique(b[~gone])
+        cands = [(t, (~gone) & (b <= t), None) for t in present[:-1]]
+        if gone.any() and present.size:
+            cands.append((present[-1], ~gone, False))
+            cands += [(t, gone | (b <= t), True) for t in present[:-1]]
+        for t, go, ml in cands:
+            L, R = rows[go], rows[~go]
             if len(L) < min_leaf or len(R) < min_leaf:
                 continue
             if w[L].sum() < min_wleaf or w[R].sum() < min_wleaf:
                 continue
             p = proxy_naive(crit, y[L], w[L], y[R], w[R], n_classes)
             if p > best:
-                best, bf, bb = p, int(f), int(t)
-    return bf, bb
+                side = bool(ml) if gone.any() else len(L) > len(R)
+                best, out = p, (int(f), int(t), side)
+    return out

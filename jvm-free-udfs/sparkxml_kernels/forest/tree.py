@@ -13,6 +13,7 @@ impurity                   float64 (N,)         the criterion's node impurity
 n_node_samples             int64 (N,)           training rows in the node (weight > 0)
 weighted_n_node_samples    float64 (N,)         their total weight
 value                      float64 (N, 1, K)    class fractions (K classes) or the mean (K=1)
+missing_go_to_left         uint8 (N,)           1: a NaN goes left at this split (0 on leaves)
 =========================  ===================  ==============================================
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .criteria import is_classification
 TREE_LEAF = -1
 TREE_UNDEFINED = -2
 FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
-          "n_node_samples", "weighted_n_node_samples", "value")
+          "n_node_samples", "weighted_n_node_samples", "value", "missing_go_to_left")
 
 
 @dataclass
@@ -42,6 +43,7 @@ class SplitParams:
     min_impurity_decrease: float = 0.0
     max_features: int = 0              # features drawn per node (0: all)
     max_leaf_nodes: int = 0            # best-first growth when > 0
+    random_splits: bool = False        # splitter="random" (ExtraTrees; forests only)
 
     def __post_init__(self):
         self.min_samples_split = max(int(self.min_samples_split), 2 * int(self.min_samples_leaf))
@@ -65,20 +67,23 @@ class NodeList:
         c["impurity"].append(float(imp))
         c["n_node_samples"].append(int(round(n)))
         c["weighted_n_node_samples"].append(float(w))
+        c["missing_go_to_left"].append(0)
         self.value.append(np.asarray(value, np.float64).reshape(self.k))
         if parent >= 0:
             c["children_left" if is_left else "children_right"][parent] = i
         return i
 
-    def set_split(self, i, feature, threshold):
+    def set_split(self, i, feature, threshold, missing_go_to_left=False):
         self.cols["feature"][i] = int(feature)
         self.cols["threshold"][i] = float(threshold)
+        self.cols["missing_go_to_left"][i] = int(bool(missing_go_to_left))
 
     def set_leaf(self, i):
         self.cols["feature"][i] = TREE_UNDEFINED
         self.cols["threshold"][i] = float(TREE_UNDEFINED)
         self.cols["children_left"][i] = TREE_LEAF
         self.cols["children_right"][i] = TREE_LEAF
+        self.cols["missing_go_to_left"][i] = 0
 
     def arrays(self) -> "TreeArrays":
         c = self.cols
@@ -87,7 +92,8 @@ class NodeList:
             np.asarray(c["feature"], np.int64), np.asarray(c["threshold"], np.float64),
             np.asarray(c["impurity"], np.float64), np.asarray(c["n_node_samples"], np.int64),
             np.asarray(c["weighted_n_node_samples"], np.float64),
-            np.asarray(self.value, np.float64).reshape(len(self.value), 1, self.k))
+            np.asarray(self.value, np.float64).reshape(len(self.value), 1, self.k),
+            np.asarray(c["missing_go_to_left"], np.uint8))
 
 
 @dataclass
@@ -100,6 +106,7 @@ class TreeArrays:
     n_node_samples: np.ndarray
     weighted_n_node_samples: np.ndarray
     value: np.ndarray
+    missing_go_to_left: np.ndarray
 
     @property
     def node_count(self) -> int:
@@ -143,7 +150,8 @@ class TreeArrays:
 
         return TreeArrays(child(L), child(R), self.feature[order], self.threshold[order],
                           self.impurity[order], self.n_node_samples[order],
-                          self.weighted_n_node_samples[order], self.value[order])
+                          self.weighted_n_node_samples[order], self.value[order],
+                          self.missing_go_to_left[order])
 
 
 def node_value(crit: int, total: np.ndarray, w: float) -> np.ndarray:
@@ -156,7 +164,10 @@ def node_value(crit: int, total: np.ndarray, w: float) -> np.ndarray:
 def split_threshold(f: int, bl: int, br: int, vals: np.ndarray, edges) -> float:
     """Threshold between the node's non-empty bins ``bl`` < ``br`` of feature ``f``: the
     midpoint of their values when the bins are exact (scikit-learn's a/2 + b/2 of float32
-    values), else the upper edge of bin ``bl``."""
+    values), else the upper edge of bin ``bl``; +inf when ``br`` is the missing slot (every
+    present value left, as scikit-learn's split of the missing rows alone)."""
+    if br == vals.shape[1] - 1:
+        return float("inf")
     a, b = vals[f, bl], vals[f, br]
     if np.isnan(a) or np.isnan(b):
         return float(edges[f][bl])

@@ -1,0 +1,263 @@
+"""Per-level node kernels of the forest grower: split the large nodes of a level from their
+summed histograms, and grow small nodes' whole subtrees from their rows (one process)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+from .criteria import ENTROPY, EPSILON, improvement, impurity, node_weight
+from .histogram import split_slice
+from .nodes import _put
+from .splitter import child_key, draw_subset, node_state, split_subset
+
+# frontier node kinds: a leaf, split from histograms, grown in one process from its rows
+_LEAF, _LARGE, _SMALL = 0, 1, 2
+# random thresholds draw from their own stream per (seed, tree, node): not the features'
+RANDOM_SPLIT_SALT = np.uint64(0xE7037ED1A0B428DB)
+
+
+@njit(cache=True, nogil=True)
+def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
+    return (depth >= max_depth or n < min_split or n < 2 * min_leaf or w < 2 * min_wleaf
+            or imp <= EPSILON)
+
+
+@njit(cache=True, nogil=True)
+def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_isleft,
+                 n_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
+                 min_split, min_leaf, min_dec, small_rows, st_tree, st_parent, st_isleft, st_feat, st_bl,
+                 st_br, st_ml, st_thr, st_imp, st_sums, n_nodes, recs, c_tree, c_key, c_depth, c_imp,
+                 c_parent, c_isleft, c_kind, c_cap, c_feats):
+    """Split the large nodes of one level from their summed histograms; returns
+    (nodes stored, children kept for the next level). ``reps`` (d, n_slots): random splits
+    (``splitter.split_subset``), (0, 0): best splits."""
+    m = hists.shape[0]
+    d = vals.shape[0]
+    S = hists.shape[3]
+    n_slots = vals.shape[1]
+    bins = np.empty(n_slots, np.int64)
+    st = np.empty((n_slots, S))
+    fmap = np.full(d, -1, np.int64)
+    out_left = np.empty(S)
+    total = np.empty(S)
+    state = np.empty(1, np.uint32)
+    sub = np.empty(d, np.int64)
+    dummy_b = np.zeros((1, 1), np.uint8)
+    dummy_r = np.zeros(1, np.int32)
+    dummy_s = np.zeros((1, S))
+    rstate = np.empty(1, np.uint32)
+    thr = np.zeros(1)
+    nc = 0
+    for j in range(m):
+        t = n_tree[j]
+        h = hists[j]
+        for s in range(S):
+            total[s] = 0.0
+        for b in range(n_slots):
+            for s in range(S):
+                total[s] += h[0, b, s]
+        n = total[0]
+        w = node_weight(crit, total)
+        imp = n_imp[j]
+        if n_first[j]:
+            w_total[t] = w
+            min_wleaf[t] = frac * w
+            imp = impurity(crit, total, w)
+        node = n_nodes
+        _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp,
+             st_sums, node, t, n_parent[j], n_isleft[j], imp, total)
+        n_nodes += 1
+        recs[j, 0] = -1.0
+        if n_first[j] and _is_leaf(n_depth[j], n, w, imp, max_depth, min_split, min_leaf,
+                                   min_wleaf[t]):
+            continue
+        for k in range(mtry):
+            fmap[feats[j, k]] = k
+        node_state(seed ^ RANDOM_SPLIT_SALT, t, n_key[j], rstate)
+        f, bl, br, ml = split_subset(0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals,
+                                     total, w, feats[j], mtry, min_leaf, min_wleaf[t], bins, st,
+                                     out_left, reps, rstate, thr)
+        for k in range(mtry):
+            fmap[feats[j, k]] = -1
+        if f < 0:
+            continue
+        right = total - out_left
+        wl = node_weight(crit, out_left)
+        wr = w - wl
+        il = impurity(crit, out_left, wl)
+        ir = impurity(crit, right, wr)
+        if improvement(crit, w_total[t], w, imp, out_left, right, wl, wr, il, ir) + EPSILON \
+                < min_dec:
+            continue
+        st_feat[node] = f
+        st_bl[node] = bl
+        st_br[node] = br
+        st_ml[node] = ml
+        if reps.shape[0] > 0:
+            st_thr[node] = thr[0]
+        recs[j, 0] = f
+        recs[j, 1] = bl
+        recs[j, recs.shape[1] - 1] = ml
+        for side in range(2):
+            sums = out_left if side == 0 else right
+            ws = wl if side == 0 else wr
+            ci = il if side == 0 else ir
+            ns = sums[0]
+            key = child_key(n_key[j], 1 - side)
+            if _is_leaf(n_depth[j] + 1, ns, ws, ci, max_depth, min_split, min_leaf,
+                        min_wleaf[t]):
+                kind = _LEAF
+                _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr,
+                     st_imp, st_sums, n_nodes, t, node, 1 - side, ci, sums)
+                n_nodes += 1
+            else:
+                kind = _SMALL if ns <= small_rows else _LARGE
+                c_tree[nc] = t
+                c_key[nc] = key
+                c_depth[nc] = n_depth[j] + 1
+                c_imp[nc] = ci
+                c_parent[nc] = node
+                c_isleft[nc] = 1 - side
+                c_kind[nc] = kind
+                c_cap[nc] = int(ns)
+                if kind == _LARGE:
+                    node_state(seed, t, key, state)
+                    draw_subset(d, mtry, state, sub)
+                    for k in range(mtry):
+                        c_feats[nc, k] = sub[k]
+                        recs[j, 6 + side * mtry + k] = sub[k]
+                nc += 1
+            recs[j, 2 + side] = kind
+            recs[j, 4 + side] = ns
+    return n_nodes, nc
+
+
+@njit(cache=True, nogil=True)
+def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s_parent,
+                 s_isleft, s_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
+                 min_split, min_leaf, min_dec, st_tree, st_parent, st_isleft, st_feat, st_bl,
+                 st_br, st_ml, st_thr, st_imp, st_sums, n_nodes):
+    """Grow the whole subtree of each small node from its collected rows ``buf`` (row
+    [present, bins..., target, weight]), depth first, left subtree first."""
+    d = vals.shape[0]
+    S = st_sums.shape[1]
+    n_slots = vals.shape[1]
+    classification = crit <= ENTROPY
+    bins = np.empty(n_slots, np.int64)
+    sub = np.empty(d, np.int64)
+    state = np.empty(1, np.uint32)
+    fmap = np.zeros(1, np.int64)
+    hist = np.zeros((1, 1, S))
+    out_left = np.empty(S)
+    total = np.empty(S)
+    rstate = np.empty(1, np.uint32)
+    thr = np.zeros(1)
+    for q in range(offsets.shape[0] - 1):
+        a = offsets[q]
+        b = offsets[q + 1]
+        m = b - a
+        t = s_tree[q]
+        binned = np.empty((m, d), np.int64)
+        rs = np.zeros((m, S))
+        for i in range(m):
+            row = buf[a + i]
+            for f in range(d):
+                binned[i, f] = np.int64(row[1 + f])
+            yv = row[d + 1]
+            wv = row[d + 2]
+            rs[i, 0] = 1.0
+            if classification:
+                rs[i, 1 + np.int64(yv)] = wv
+            else:
+                rs[i, 1] = wv
+                rs[i, 2] = wv * yv
+                rs[i, 3] = rs[i, 2] * yv
+                rs[i, 4] = wv * (yv * math.log(yv) if yv > 0 else 0.0)
+        if s_first[q]:
+            for s in range(S):
+                total[s] = 0.0
+            for i in range(m):
+                for s in range(S):
+                    total[s] += rs[i, s]
+            w_total[t] = node_weight(crit, total)
+            min_wleaf[t] = frac * w_total[t]
+        st = np.empty((max(n_slots, m), S))
+        rows = np.arange(m).astype(np.int32)
+        scratch = np.empty(m, np.int32)
+        cap = 2 * m + 2
+        k_start = np.empty(cap, np.int64)
+        k_end = np.empty(cap, np.int64)
+        k_depth = np.empty(cap, np.int64)
+        k_parent = np.empty(cap, np.int64)
+        k_isleft = np.empty(cap, np.int64)
+        k_key = np.empty(cap, np.uint64)
+        k_imp = np.empty(cap)
+        k_start[0] = 0
+        k_end[0] = m
+        k_depth[0] = s_depth[q]
+        k_parent[0] = s_parent[q]
+        k_isleft[0] = s_isleft[q]
+        k_key[0] = s_key[q]
+        k_imp[0] = s_imp[q]
+        top = 1
+        first = s_first[q]
+        while top > 0:
+            top -= 1
+            s = k_start[top]
+            e = k_end[top]
+            depth = k_depth[top]
+            key = k_key[top]
+            imp = k_imp[top]
+            for u in range(S):
+                total[u] = 0.0
+            for i in range(s, e):
+                r = rows[i]
+                for u in range(S):
+                    total[u] += rs[r, u]
+            n = total[0]
+            w = node_weight(crit, total)
+            if first:
+                imp = impurity(crit, total, w)
+                first = False
+            node = n_nodes
+            _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp,
+                 st_sums, node, t, k_parent[top], k_isleft[top], imp, total)
+            n_nodes += 1
+            if _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf[t]):
+                continue
+            node_state(seed, t, key, state)
+            draw_subset(d, mtry, state, sub)
+            node_state(seed ^ RANDOM_SPLIT_SALT, t, key, rstate)
+            f, bl, br, ml = split_subset(1, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
+                                         w, sub, mtry, min_leaf, min_wleaf[t], bins, st, out_left,
+                                         reps, rstate, thr)
+            if f < 0:
+                continue
+            right = total - out_left
+            wl = node_weight(crit, out_left)
+            wr = w - wl
+            il = impurity(crit, out_left, wl)
+            ir = impurity(crit, right, wr)
+            if improvement(crit, w_total[t], w, imp, out_left, right, wl, wr, il, ir) \
+                    + EPSILON < min_dec:
+                continue
+            st_feat[node] = f
+            st_bl[node] = bl
+            st_br[node] = br
+            st_ml[node] = ml
+            if reps.shape[0] > 0:
+                st_thr[node] = thr[0]
+            nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1)
+            for side in range(2):  # right pushed first: the left subtree comes first
+                is_left = side
+                k_start[top] = s if is_left else s + nl
+                k_end[top] = s + nl if is_left else e
+                k_depth[top] = depth + 1
+                k_parent[top] = node
+                k_isleft[top] = is_left
+                k_key[top] = child_key(key, is_left)
+                k_imp[top] = il if is_left else ir
+                top += 1
+    return n_nodes

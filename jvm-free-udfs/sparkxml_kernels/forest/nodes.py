@@ -1,0 +1,150 @@
+"""The node store of a forest being grown, and its assembly into scikit-learn's layout."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+from .criteria import is_classification
+
+
+class NodeStore:
+    """All trees' nodes in creation order, as flat arrays numba appends to."""
+
+    def __init__(self, S: int, cap: int = 1024):
+        self.n = 0
+        self.S = S
+        self._alloc(cap)
+
+    def _alloc(self, cap):
+        old = getattr(self, "a", None)
+        a = {"tree": np.empty(cap, np.int64), "parent": np.empty(cap, np.int64),
+             "is_left": np.empty(cap, np.int64), "feat": np.empty(cap, np.int64),
+             "bl": np.empty(cap, np.int64), "br": np.empty(cap, np.int64),
+             "ml": np.empty(cap, np.uint8), "thr": np.empty(cap), "imp": np.empty(cap), "sums": np.empty((cap, self.S))}
+        if old is not None:
+            for k in a:
+                a[k][:self.n] = old[k][:self.n]
+        self.a = a
+
+    def reserve(self, extra: int):
+        cap = self.a["tree"].size
+        if self.n + extra > cap:
+            self._alloc(max(2 * cap, self.n + extra))
+
+    def args(self):
+        a = self.a
+        return (a["tree"], a["parent"], a["is_left"], a["feat"], a["bl"], a["br"], a["ml"],
+                a["thr"], a["imp"], a["sums"])
+
+
+@njit(cache=True, nogil=True)
+def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, i, tree,
+         parent, is_left, imp, total):
+    st_tree[i] = tree
+    st_parent[i] = parent
+    st_isleft[i] = is_left
+    st_feat[i] = -1
+    st_bl[i] = -1
+    st_br[i] = -1
+    st_ml[i] = 0
+    st_thr[i] = np.nan
+    st_imp[i] = imp
+    for t in range(total.shape[0]):
+        st_sums[i, t] = total[t]
+
+
+@njit(cache=True, nogil=True)
+def _preorder_ids(left, right, starts, ends, out):
+    # out[k]: the k-th node of the result (trees in order, each in preorder), as store index
+    pos = 0
+    stack = np.empty(left.shape[0] + 1, np.int64)
+    for t in range(starts.shape[0]):
+        top = 0
+        stack[0] = starts[t]
+        top = 1
+        while top > 0:
+            top -= 1
+            i = stack[top]
+            out[pos] = i
+            pos += 1
+            if left[i] >= 0:
+                stack[top] = right[i]
+                top += 1
+                stack[top] = left[i]
+                top += 1
+    return pos
+
+
+def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges):
+    """All trees in scikit-learn's layout, each renumbered depth-first: a dict of the
+    ``predictor.ARRAY_KEYS`` node arrays, ``tree_offsets``, and ``bin`` (left bin per node, -1
+    on leaves: rows with bin <= it go left, the same way as by the raw threshold, missing ones
+    by ``missing_go_to_left``; what OOB routing of binned rows uses)."""
+    N = store.n
+    a = {k: v[:N] for k, v in store.a.items()}
+    left = np.full(N, -1, np.int64)
+    right = np.full(N, -1, np.int64)
+    has_p = a["parent"] >= 0
+    idx = np.flatnonzero(has_p)
+    is_l = a["is_left"][idx] == 1
+    left[a["parent"][idx[is_l]]] = idx[is_l]
+    right[a["parent"][idx[~is_l]]] = idx[~is_l]
+    roots = np.flatnonzero(~has_p)
+    roots = roots[np.argsort(a["tree"][roots], kind="stable")]
+    if roots.size != n_trees:
+        raise RuntimeError(f"forest has {roots.size} roots for {n_trees} trees")
+    order = np.empty(N, np.int64)
+    _preorder_ids(left, right, roots, roots, order)
+    new = np.empty(N, np.int64)
+    new[order] = np.arange(N)
+    counts = np.bincount(a["tree"], minlength=n_trees)
+    offsets = np.zeros(n_trees + 1, np.int64)
+    offsets[1:] = np.cumsum(counts)
+    base = np.repeat(offsets[:-1], counts)  # by new (sorted) position
+    feat = a["feat"][order]
+    bl = a["bl"][order]
+    br = a["br"][order]
+    inner = feat >= 0
+    thr = np.full(N, -2.0)
+    fi, bli, bri = feat[inner], bl[inner], br[inner]
+    va, vb = vals[fi, bli], vals[fi, bri]
+    edge_tab = np.full(vals.shape, np.nan)
+    for f, e in enumerate(edges):
+        edge_tab[f, :len(e)] = e
+    thr[inner] = np.where(np.isnan(va) | np.isnan(vb), edge_tab[fi, bli], va / 2.0 + vb / 2.0)
+    miss = vals.shape[1] - 1
+    rthr = a["thr"][order][inner]
+    rand = ~np.isnan(rthr)  # a random (ExtraTrees) threshold, kept where the bins are exact
+    to_inf = (bri == miss) & ~rand  # every present value left, the missing rows right
+    exact_r = rand & ~np.isnan(va) & (~np.isnan(vb) | (bri == miss))
+    thr_inner = thr[inner]
+    thr_inner[to_inf] = np.inf
+    thr_inner[exact_r] = rthr[exact_r]
+    thr_inner[np.isnan(thr_inner)] = np.inf  # an inexact last bin left: every present value
+    thr[inner] = thr_inner
+    sums = a["sums"][order]
+    if is_classification(crit):
+        w = sums[:, 1:].sum(axis=1)
+        value = sums[:, 1:] / w[:, None]
+    else:
+        w = sums[:, 1]
+        value = (sums[:, 2] / w)[:, None]
+
+    def child(c):
+        c = c[order]
+        return np.where(c >= 0, new[np.maximum(c, 0)] - base, -1)
+
+    # the largest bin whose rows go left: with exact bins an unseen row's bin may lie between
+    # the node's two bins (its value then goes by the midpoint); else the left bin itself
+    route = np.where(inner, bl, -1)
+    exact = (~(np.isnan(va) | np.isnan(vb)) & ~rand) | exact_r
+    route_inner = route[inner]
+    route_inner[exact] = (vals[fi[exact]] <= thr[inner][exact][:, None]).sum(axis=1) - 1
+    route_inner[to_inf] = miss - 1
+    route[inner] = route_inner
+    return {"children_left": child(left), "children_right": child(right),
+            "feature": np.where(inner, feat, -2), "threshold": thr,
+            "impurity": a["imp"][order], "n_node_samples": np.rint(sums[:, 0]).astype(np.int64),
+            "weighted_n_node_samples": w, "value": value,
+            "missing_go_to_left": np.where(inner, a["ml"][order], 0).astype(np.uint8),
+            "tree_offsets": offsets, "bin": route}
