@@ -60,6 +60,9 @@ def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
                                                    ranking["label_gain"], ranking["sigma"],
                                                    ranking["norm"])
             p["evalMetric"] = R.configure_metric(p["evalMetric"], ranking["label_gain"])
+            if p.get("evalMetrics"):
+                p["evalMetrics"] = [R.configure_metric(m, ranking["label_gain"])
+                                    for m in p["evalMetrics"]]
         callbacks = []
         if fault and fault.get("rank") == rank:
             callbacks.append(_fault_callback(fault))
