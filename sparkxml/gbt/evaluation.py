@@ -34,6 +34,12 @@ class GBTRankingEvaluation:
         ``{name: value}`` for ``ndcg@k`` / ``map@k``, averaged over the queries (NDCG
         weighted by the query weight, the mean of its rows' ``weightCol``, as in training).
     numQueries : int
+
+    Examples
+    --------
+    >>> ev = GBTRankingEvaluation({"ndcg@10": 0.75, "map@10": 0.5}, 3)
+    >>> ev.metrics["ndcg@10"], ev.numQueries
+    (0.75, 3)
     """
 
     def __init__(self, metrics: dict, num_queries: int):
