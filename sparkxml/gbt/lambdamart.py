@@ -30,7 +30,7 @@ query); early stopping watches ``evalMetric`` (default ``ndcg@10``) on it.
 
 Models score with the compiled tree traversal of the GBT models: ``predictionCol`` (double)
 holds the ranking score (higher = better). They persist as plain arrays (``modelKind``
-"gbt", objective "lambdarank" or "pairwise"): ``sparkxml_kernels.load_model(path)`` serves
+"gbt", objective "lambdarank", "pairwise" or "xendcg"): ``sparkxml_kernels.load_model(path)`` serves
 them without Spark.
 """
 from __future__ import annotations
@@ -118,8 +118,12 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         errors).
     predictionCol : str, default "prediction"
         The model's output column: the ranking score (double, higher ranks first).
-    objective : {"lambdarank", "pairwise"}, default "lambdarank"
-        NDCG lambdas (LightGBM's lambdarank) or RankNet over all pairs.
+    objective : {"lambdarank", "pairwise", "xendcg"}, default "lambdarank"
+        NDCG lambdas (LightGBM's lambdarank), RankNet over all pairs, or the XE-NDCG cross
+        entropy (LightGBM's ``rank_xendcg``: gains 2^rel less a uniform draw per document and
+        round; ``seed`` seeds the draws, each query from a hash of its rows, so the model does
+        not depend on partitioning; ``ndcgTruncation``, ``labelGain``, ``sigma`` and
+        ``lambdarankNorm`` do not apply).
     ndcgTruncation : int, default 30
         lambdarank truncation level (LightGBM's ``lambdarank_truncation_level``).
     labelGain : list of float, optional
@@ -258,7 +262,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                       categoricalFeatures=engine["cat_ids"] or None)
         ranking = {"objective": self.getObjective(), "truncation": self.getNdcgTruncation(),
                    "label_gain": label_gain, "sigma": self.getSigma(),
-                   "norm": self.getLambdarankNorm()}
+                   "norm": self.getLambdarankNorm(), "seed": int(self.getSeed())}
         fault = dict(self._fault_injection) if self._fault_injection else None
         proj = training_columns(spec, label, weight, valid, engine["cols"])
         with progress.phase("train"):

@@ -234,15 +234,16 @@ class HasNumClasses(Params):
 
 
 class HasObjective(Params):
-    """Mixin for param objective: ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas) or
-    'pairwise' (RankNet).
+    """Mixin for param objective: ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas),
+    'pairwise' (RankNet) or 'xendcg' (LightGBM's rank_xendcg).
     """
 
     objective: "Param[str]" = Param(
         Params._dummy(), "objective",
-        "ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas) or 'pairwise' (RankNet)",
+        "ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas), 'pairwise' (RankNet) or "
+        "'xendcg' (LightGBM's rank_xendcg)",
         typeConverter=TypeConverters.toString)
-    _constraints = {"objective": one_of("lambdarank", "pairwise")}
+    _constraints = {"objective": one_of("lambdarank", "pairwise", "xendcg")}
 
     def getObjective(self) -> str:
         """Gets the value of objective or its default value."""

@@ -58,7 +58,7 @@ def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
 
             p["objective"] = R.configure_objective(ranking["objective"], ranking["truncation"],
                                                    ranking["label_gain"], ranking["sigma"],
-                                                   ranking["norm"])
+                                                   ranking["norm"], ranking.get("seed", 0))
             p["evalMetric"] = R.configure_metric(p["evalMetric"], ranking["label_gain"])
             if p.get("evalMetrics"):
                 p["evalMetrics"] = [R.configure_metric(m, ranking["label_gain"])
