@@ -64,6 +64,7 @@ from sparkxml._core.params import (
 )
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.validation import inferred_classes
+from sparkxml.gbt.custom_params import HasCustomFunctions
 from sparkxml.gbt.fit import GBTEstimator
 from sparkxml.gbt.metric_params import (
     BINARY_DEFAULTS,
@@ -170,7 +171,7 @@ _MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol
 
 
 
-class GBTRegressor(GBTEstimator, _GBTRegressorParams):
+class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
     """Histogram gradient-boosted regression trees, trained in one barrier stage.
 
     Parameters
@@ -370,7 +371,7 @@ class GBTRegressor(GBTEstimator, _GBTRegressorParams):
         return self.booster_options()
 
 
-class GBTClassifier(GBTEstimator, _GBTClassifierParams):
+class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
     """Histogram gradient-boosted classification trees: logistic loss for two classes, softmax
     (one tree per class per round) for more. Labels are 0, 1, ..., numClasses-1.
 

@@ -68,6 +68,7 @@ def evaluation_metrics(trained, defaults) -> list:
     training (``summary.metricHistory``), each once."""
     out = []
     for m in list(defaults) + list(trained or []):
-        if m and m not in out:
+        # a custom metric's function stays with the estimator: not computable here
+        if m and m not in out and not m.startswith("custom:"):
             out.append(m)
     return out

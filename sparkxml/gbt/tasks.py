@@ -43,14 +43,16 @@ def _progress_callback(reporter, total):
 
 
 def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
-                   progress: dict | None = None):
+                   progress: dict | None = None, custom: dict | None = None):
     """The barrier task's training function. ``ranking`` (LambdaMART's objective settings)
     turns the params' objective and metric into ranking ones and trains on ``group_ptr``.
     ``progress`` (``FitProgress.task_spec()``): rank 0 reports rounds to the driver."""
     def train_fn(state, coll, rank, world):
+        from sparkxml.gbt.custom_params import register_in_task
         from sparkxml_kernels.gbt import booster
         from sparkxml_kernels.progress import ProgressReporter
 
+        register_in_task(custom)  # the custom objective / metric, if any
         # None: the task's cores; booster.train caps it at what numba can run
         p = dict(params, nthread=task_threads(params.get("nthread")))
         if ranking is not None:
