@@ -64,9 +64,17 @@ from sparkxml._core.params import (
 )
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.validation import inferred_classes
+from sparkxml.gbt.custom_params import HasCustomFunctions
 from sparkxml.gbt.fit import GBTEstimator
+from sparkxml.gbt.metric_params import (
+    BINARY_DEFAULTS,
+    MULTI_METRICS,
+    check_classification_metric,
+    classification_metrics,
+    evaluation_metrics,
+)
 from sparkxml.gbt.models import GBTModelBase, single_row_classifier_api
-from sparkxml.gbt.objective_params import RegressionObjectiveParams
+from sparkxml.gbt.objective_params import HasEvalMetrics, RegressionObjectiveParams
 from sparkxml.gbt.params import (
     HasBaseMarginCol,
     HasCategoricalCols,
@@ -104,9 +112,6 @@ from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS
 __all__ = ["GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
            "GBTTrainingSummary"]
 
-_BINARY_METRICS = ("logloss", "error", "auc")
-_MULTI_METRICS = ("mlogloss",)
-
 
 # ============================================================================ params
 class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasPredictionCol,
@@ -134,7 +139,7 @@ class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasP
 
 
 class _GBTClassifierParams(GBTParams, HasRawPredictionCol, HasProbabilityCol, HasNumClasses,
-                           HasThresholds, HasScalePosWeight):
+                           HasThresholds, HasScalePosWeight, HasEvalMetrics):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability",
@@ -157,7 +162,7 @@ _REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
                      "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
                      "evalMetrics")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses", "thresholds",
-                      "scalePosWeight")
+                      "scalePosWeight", "evalMetrics")
 # what a fitted model lets you change before transform
 _MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol", "leafCol",
                  "missing", "baseMarginCol", "nthread")
@@ -166,7 +171,7 @@ _MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol
 
 
 
-class GBTRegressor(GBTEstimator, _GBTRegressorParams):
+class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
     """Histogram gradient-boosted regression trees, trained in one barrier stage.
 
     Parameters
@@ -366,7 +371,7 @@ class GBTRegressor(GBTEstimator, _GBTRegressorParams):
         return self.booster_options()
 
 
-class GBTClassifier(GBTEstimator, _GBTClassifierParams):
+class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
     """Histogram gradient-boosted classification trees: logistic loss for two classes, softmax
     (one tree per class per round) for more. Labels are 0, 1, ..., numClasses-1.
 
@@ -380,7 +385,12 @@ class GBTClassifier(GBTEstimator, _GBTClassifierParams):
     numClasses : int, optional
         Number of classes (default: largest label + 1, at least 2).
     evalMetric : str, optional
-        Two classes: "logloss" (default), "error", "auc"; more: "mlogloss" (default).
+        Two classes: "logloss" (default), "error", "error@t" (probability threshold t),
+        "auc", "aucpr"; more: "mlogloss" (default), "merror". XGBoost's definitions.
+    evalMetrics : list of str, optional
+        Several of those, each recorded every round on the training and validation rows
+        (``summary.metricHistory``); early stopping follows ``evalMetric`` when set, else
+        the first of them.
     thresholds : list of float, optional
         Per class, as Spark ML's probabilistic classifiers: the predicted class maximises
         probability / threshold (kept by the model, settable there).
@@ -413,7 +423,7 @@ class GBTClassifier(GBTEstimator, _GBTClassifierParams):
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0,
                  categoricalCols=None, maxCatToOnehot=4, catSmooth=10.0, catL2=10.0,
-                 maxCatThreshold=32, nthread=None):
+                 maxCatThreshold=32, nthread=None, evalMetrics=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -428,7 +438,8 @@ class GBTClassifier(GBTEstimator, _GBTClassifierParams):
                   timeoutSeconds=600.0, missing=None, baseMarginCol=None,
                   monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,
                   initModel=None, thresholds=None, scalePosWeight=1.0, categoricalCols=None,
-                  maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None):
+                  maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
+                  evalMetrics=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -444,12 +455,12 @@ class GBTClassifier(GBTEstimator, _GBTClassifierParams):
                              f"outside 0..{k - 1} (numClasses={k})")
         if k > 2 and self.getScalePosWeight() != 1.0:
             raise ValueError(f"scalePosWeight applies to two classes; this fit has {k}")
-        metric = self._opt(self.evalMetric)
-        allowed = _BINARY_METRICS if k == 2 else _MULTI_METRICS
-        if metric is not None and metric not in allowed:
-            raise ValueError(f"evalMetric '{metric}' does not apply to {k} classes; use one of "
-                             f"{list(allowed)}")
+        metric, _ = classification_metrics(self, int(k))
         return ("logistic" if k == 2 else "softmax"), int(k), metric
+
+    def _objective_options(self) -> dict:
+        # checked against the classes by _objective
+        return {"evalMetrics": self._opt(self.evalMetrics) or None}
 
 
 add_setters(GBTRegressor, COMMON_PARAMS + _REGRESSOR_PARAMS)
@@ -508,11 +519,20 @@ class GBTRegressionModel(GBTModelBase, _GBTRegressorParams):
             return None
         return make_loss(self.objective_spec()).default_metric()
 
-    def evaluate(self, dataset) -> GBTRegressionEvaluation:
-        """Regression metrics of this model on ``dataset`` (labelCol, weightCol if set)."""
+    def evaluate(self, dataset, metrics=None) -> GBTRegressionEvaluation:
+        """Regression metrics of this model on ``dataset`` (labelCol, weightCol if set);
+        ``metrics`` (the result's ``metrics`` dict, XGBoost's names as ``evalMetrics``):
+        default the objective's own and those recorded in training (none for cox, whose
+        metric needs the training risk sets)."""
+        obj = self._predictor.objective
+        names = ([self.resolved_metric(m) for m in metrics] if metrics is not None
+                 else [] if obj == "cox" else
+                 evaluation_metrics(self._trained_metrics(), [self._iteration_metric(obj)]))
         with FitProgress(dataset.sparkSession, self).phase("evaluate"):
-            return GBTRegressionEvaluation(self._plain().transform(dataset), self.getLabelCol(),
-                                           self.getPredictionCol(), _weight_col(self, dataset))
+            ev = GBTRegressionEvaluation(self._plain().transform(dataset), self.getLabelCol(),
+                                         self.getPredictionCol(), _weight_col(self, dataset))
+        ev._metrics_job = lambda: self._metric_values(dataset, names)[0] if names else {}
+        return ev
 
 
 @single_row_classifier_api
@@ -552,14 +572,23 @@ class GBTClassificationModel(GBTModelBase, _GBTClassifierParams):
         return (f"GBTClassificationModel: uid={self.uid}, numTrees={self.getNumTrees}, "
                 f"numClasses={self.numClasses}, numFeatures={self.numFeatures}")
 
-    def evaluate(self, dataset) -> GBTClassificationEvaluation:
+    def evaluate(self, dataset, metrics=None) -> GBTClassificationEvaluation:
         """Classification metrics of this model on ``dataset`` (labelCol, weightCol if
-        set), as Spark ML's classification summaries."""
+        set), as Spark ML's classification summaries, and ``metrics``, a dict of XGBoost's
+        (default: logloss, error, auc, aucpr for two classes, mlogloss, merror for more,
+        and those recorded in training)."""
         self._thresholds()
+        k = self.numClasses
+        names = evaluation_metrics(self._trained_metrics(), BINARY_DEFAULTS if k == 2
+                                   else MULTI_METRICS) if metrics is None else list(metrics)
+        for m in names:
+            check_classification_metric(m, k)
         with FitProgress(dataset.sparkSession, self).phase("evaluate"):
-            return GBTClassificationEvaluation(
+            ev = GBTClassificationEvaluation(
                 self._plain().transform(dataset), self.getLabelCol(), self.getPredictionCol(),
-                self.getProbabilityCol(), _weight_col(self, dataset), self.numClasses)
+                self.getProbabilityCol(), _weight_col(self, dataset), k)
+        ev._metrics_job = lambda: self._metric_values(dataset, names)[0]
+        return ev
 
 
 def _weight_col(model, dataset):

@@ -103,6 +103,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                           numClasses=n_classes, evalMetric=metric,
                           categoricalFeatures=engine["cat_ids"] or None,
                           **self._objective_options())
+            params, custom = self._with_custom(params)
             cols = training_columns(spec, label, weight, valid, engine["cols"])
             df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
             fault = dict(self._fault_injection) if self._fault_injection else None
@@ -111,7 +112,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                     df, n_workers,
                     make_load_fn(spec, label, weight, valid, edges, d,
                                   options=dict(engine["load"], nthread=params["nthread"])),
-                    make_train_fn(edges, params, fault, progress=progress.task_spec()),
+                    make_train_fn(edges, params, fault, progress=progress.task_spec(),
+                                  custom=custom),
                     timeout_s=self.getTimeoutSeconds(),
                     # the sketch ran on the training rows only: with a validation column its
                     # partitions need not be the input's (a filter on a literal prunes a
@@ -258,6 +260,10 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
 
     def _check_labels(self, label, extra) -> None:
         """Errors from ``_label_checks``' results, before any training."""
+
+    def _with_custom(self, params: dict):
+        """(params, custom functions for the tasks): none here (``custom_params``)."""
+        return params, None
 
     def _objective_options(self) -> dict:
         """Booster params the objective adds (maxDeltaStep, baseScore)."""

@@ -30,7 +30,7 @@ query); early stopping watches ``evalMetric`` (default ``ndcg@10``) on it.
 
 Models score with the compiled tree traversal of the GBT models: ``predictionCol`` (double)
 holds the ranking score (higher = better). They persist as plain arrays (``modelKind``
-"gbt", objective "lambdarank" or "pairwise"): ``sparkxml_kernels.load_model(path)`` serves
+"gbt", objective "lambdarank", "pairwise" or "xendcg"): ``sparkxml_kernels.load_model(path)`` serves
 them without Spark.
 """
 from __future__ import annotations
@@ -50,8 +50,16 @@ from sparkxml._core.params import HasGroupCol, add_setters
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml.gbt.estimators import COMMON_PARAMS, GBTParams
+from sparkxml.gbt.evaluation import GBTRankingEvaluation
 from sparkxml.gbt.fit import GBTEstimator
+from sparkxml.gbt.metric_params import (
+    RANKING_DEFAULTS,
+    evaluation_metrics,
+    ranking_metric_name,
+    ranking_metrics,
+)
 from sparkxml.gbt.models import GBTModelBase
+from sparkxml.gbt.objective_params import HasEvalMetrics
 from sparkxml.gbt.params import (
     HasLabelGain,
     HasLambdarankNorm,
@@ -68,11 +76,11 @@ __all__ = ["LambdaMART", "LambdaMARTModel"]
 _KEY = "__sparkxml_row_key"
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _RANKING_PARAMS = ("groupCol", "objective", "ndcgTruncation", "labelGain", "sigma",
-                   "lambdarankNorm")
+                   "lambdarankNorm", "evalMetrics")
 
 
 class _LambdaMARTParams(GBTParams, HasGroupCol, HasObjective, HasNdcgTruncation, HasLabelGain,
-                        HasSigma, HasLambdarankNorm):
+                        HasSigma, HasLambdarankNorm, HasEvalMetrics):
     # the GBT doc lists GBT's metrics; LambdaMART's checks accept ranking metrics only
     evalMetric = Param(Params._dummy(), "evalMetric", "validation metric: 'ndcg@k' or 'map@k' "
                        "(k >= 1; bare 'ndcg' / 'map' mean @10), default 'ndcg@10'",
@@ -110,8 +118,12 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         errors).
     predictionCol : str, default "prediction"
         The model's output column: the ranking score (double, higher ranks first).
-    objective : {"lambdarank", "pairwise"}, default "lambdarank"
-        NDCG lambdas (LightGBM's lambdarank) or RankNet over all pairs.
+    objective : {"lambdarank", "pairwise", "xendcg"}, default "lambdarank"
+        NDCG lambdas (LightGBM's lambdarank), RankNet over all pairs, or the XE-NDCG cross
+        entropy (LightGBM's ``rank_xendcg``: gains 2^rel less a uniform draw per document and
+        round; ``seed`` seeds the draws, each query from a hash of its rows, so the model does
+        not depend on partitioning; ``ndcgTruncation``, ``labelGain``, ``sigma`` and
+        ``lambdarankNorm`` do not apply).
     ndcgTruncation : int, default 30
         lambdarank truncation level (LightGBM's ``lambdarank_truncation_level``).
     labelGain : list of float, optional
@@ -123,7 +135,12 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         LightGBM's ``lambdarank_norm``: scale pair weights by ``1 / (0.01 + |score gap|)`` and
         the query's lambdas by log2(1 + S) / S.
     evalMetric : str, default "ndcg@10"
-        Validation metric: ``ndcg@k`` or ``map@k``.
+        Validation metric: ``ndcg@k`` or ``map@k`` (XGBoost's definitions; a query without
+        relevant documents counts 1).
+    evalMetrics : list of str, optional
+        Several ``ndcg@k`` / ``map@k``, each recorded every round on the training and
+        validation queries (``summary.metricHistory``); early stopping follows
+        ``evalMetric`` when set, else the first of them.
 
     Differences from LightGBM's lambdarank (the lambdas are otherwise LightGBM's, see
     ``sparkxml_kernels.gbt.ranking``):
@@ -172,7 +189,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                  earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                 leafCol=None, verbose=0, initModel=None, nthread=None):
+                 leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -186,7 +203,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
                   earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                  leafCol=None, verbose=0, initModel=None, nthread=None):
+                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -195,12 +212,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
 
     def _validate_params(self) -> None:
         super()._validate_params()
-        from sparkxml_kernels.gbt.ranking import parse_metric
-
-        metric = self._opt(self.evalMetric)
-        if metric is not None and parse_metric(metric) is None:
-            raise ValueError(f"LambdaMART: param evalMetric={metric!r} is invalid: use "
-                             f"'ndcg@k' or 'map@k' (k >= 1)")
+        ranking_metrics(self)
 
     # ------------------------------------------------------------------ fit
     def _fit_validated(self, dataset):
@@ -244,12 +256,13 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                  .sortWithinPartitions(group, _KEY))
         edges, _, sketch_seconds = self._sketch_phase(progress, frame, spec, weight, valid,
                                                       stats, engine)
-        params = dict(self._booster_params(self.getMaxBins()),
-                      evalMetric=self.getOrDefault(self.evalMetric),
+        metric, names = ranking_metrics(self)
+        params = dict(self._booster_params(self.getMaxBins()), evalMetric=metric,
+                      evalMetrics=names,
                       categoricalFeatures=engine["cat_ids"] or None)
         ranking = {"objective": self.getObjective(), "truncation": self.getNdcgTruncation(),
                    "label_gain": label_gain, "sigma": self.getSigma(),
-                   "norm": self.getLambdarankNorm()}
+                   "norm": self.getLambdarankNorm(), "seed": int(self.getSeed())}
         fault = dict(self._fault_injection) if self._fault_injection else None
         proj = training_columns(spec, label, weight, valid, engine["cols"])
         with progress.phase("train"):
@@ -334,6 +347,17 @@ class LambdaMARTModel(GBTModelBase, _LambdaMARTParams):
     def _outputs(self):
         return [(self.getPredictionCol(), "score")]
 
+    def evaluate(self, dataset, metrics=None) -> GBTRankingEvaluation:
+        """Ranking metrics of this model on ``dataset`` (``groupCol``, ``labelCol``,
+        ``weightCol`` if set): ``metrics`` names ``ndcg@k`` / ``map@k`` (default ndcg@10,
+        map@10 and those recorded in training), computed as in training (``labelGain``;
+        tied scores ordered by a hash of the row's feature, label and weight columns)."""
+        names = ([ranking_metric_name(m) for m in metrics] if metrics is not None
+                 else evaluation_metrics(self._trained_metrics(), RANKING_DEFAULTS))
+        values, queries = self._metric_values(dataset, names, self.getGroupCol(),
+                                              self._label_gain())
+        return GBTRankingEvaluation(values, queries)
+
     def rankingEvaluationFrame(self, dataset, minRelevance: float = 1.0,
                                predictionCol: str = "prediction", labelCol: str = "label"):
         """One row per query in the form ``pyspark.ml.evaluation.RankingEvaluator`` reads:
@@ -362,5 +386,5 @@ class LambdaMARTModel(GBTModelBase, _LambdaMARTParams):
 
 
 add_setters(LambdaMARTModel, ("featuresCol", "featuresCols", "predictionCol", "groupCol",
-                               "labelCol", "predContribCol", "leafCol", "missing",
+                               "labelCol", "weightCol", "predContribCol", "leafCol", "missing",
                                "baseMarginCol"))

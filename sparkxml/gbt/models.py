@@ -20,9 +20,9 @@ from sparkxml._core.histogram_engine import (
     X_COL,
     check_feature_columns,
 )
-from sparkxml._core.histogram_tasks import spec_columns
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.validation import check_output_columns
+from sparkxml.gbt.evaluation import metric_frame, metric_values
 from sparkxml.gbt.features import SPARSE_MIN_FEATURES
 from sparkxml.gbt.summary import GBTTrainingSummary
 from sparkxml.gbt.tasks import make_predict_fn, predictor_with_missing
@@ -322,7 +322,16 @@ class GBTModelBase(SparkXMLPredictorModel):
                 that.clear(param)
         return that
 
-    # ------------------------------------------------------------------ staged evaluation
+    # ------------------------------------------------------------------ evaluation
+    def _trained_metrics(self) -> list:
+        """The metrics recorded in training (``summary.metricHistory``)."""
+        return list(self._summary.metricHistory) if self._summary is not None else []
+
+    def _metric_values(self, dataset, names, group=None, label_gain=None):
+        """``({metric: value}, queries)`` on ``dataset`` (``sparkxml.gbt.evaluation``)."""
+        self._validate_params()
+        return metric_values(self, dataset, names, group, label_gain)
+
     def _iteration_metric(self, objective):
         return _ITERATION_LOSS.get(objective)
 
@@ -340,30 +349,9 @@ class GBTModelBase(SparkXMLPredictorModel):
         if metric is None:
             raise ValueError(f"evaluateEachIteration is defined for regression and "
                              f"classification, not objective {objective!r}")
-        spec = self._features_spec()
-        fields = {f.name: f.dataType for f in dataset.schema.fields}
-        self._check_features(fields, spec)
-        label = self.getLabelCol()
-        if label not in fields:
-            raise ValueError(f"labelCol: column '{label}' is not in the DataFrame")
-        weight = self._opt(self.weightCol) or None
-        if weight is not None and weight not in fields:
-            weight = None
-        margin = self._margin_col(fields)
-        cols = [vector_to_array(F.col(spec["col"])).alias(X_COL) if spec["kind"] == "vector"
-                else F.col(c).cast("double").alias(c) for c in spec_columns(spec)]
-        cols.append(F.col(label).cast("double").alias(label))
-        if weight is not None:
-            cols.append(F.col(weight).cast("double").alias(weight))
-        if margin is not None:
-            m = F.col(margin)
-            cols.append((vector_to_array(m) if isinstance(fields[margin], VectorUDT) else m)
-                        .alias(_M_COL))
-        if spec["kind"] == "vector":
-            spec = {"kind": "vector", "col": X_COL}
+        cols, spec, label, weight, margin = metric_frame(self, dataset)
         fn = _make_staged_fn(self._task_model(dataset), float(self.getMissing()), spec,
-                             self.numFeatures, label, weight,
-                             None if margin is None else _M_COL, metric)
+                             self.numFeatures, label, weight, margin, metric)
         with FitProgress(dataset.sparkSession, self).phase("evaluate"):
             rows = dataset.select(*cols).mapInArrow(fn, "stats binary").collect()
         R = self._predictor.n_trees // self._predictor.n_outputs

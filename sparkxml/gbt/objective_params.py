@@ -142,15 +142,16 @@ class HasBaseScore(Params):
 
 
 def metric_names() -> Rule:
-    """A non-empty list of regression metric names (each checked against the objective at
+    """A non-empty list of metric names (each checked against the objective or task at
     fit)."""
     from sparkxml.gbt.params import eval_metric
 
     one = eval_metric().ok
     return Rule(lambda v: isinstance(v, list) and len(v) > 0 and all(one(m) for m in v),
-                "must be a non-empty list of metric names (rmse, mae, quantile, huber, "
-                "poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik, "
-                "cox-nloglik)")
+                "must be a non-empty list of metric names (as evalMetric: rmse, mae, quantile, "
+                "huber, poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik, "
+                "cox-nloglik; logloss, error, error@t, auc, aucpr, mlogloss, merror; ndcg@k, "
+                "map@k)")
 
 
 class HasEvalMetrics(Params):

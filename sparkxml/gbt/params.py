@@ -24,9 +24,11 @@ from sparkxml._core.constraints import (
     one_of,
     open_closed,
 )
+from sparkxml_kernels.gbt.classification_metrics import is_classification_metric
 from sparkxml_kernels.gbt.regression_metrics import is_regression_metric
 
-GBT_METRICS = ("rmse", "logloss", "error", "auc", "mlogloss")
+# 'error@t' takes a probability threshold t in (0, 1)
+GBT_METRICS = ("rmse", "logloss", "error", "auc", "aucpr", "mlogloss", "merror")
 # XGBoost's names; quantile, huber and tweedie-nloglik take the objective's parameter or one
 # after '@' (sparkxml_kernels.gbt.regression_metrics)
 REGRESSION_METRIC_NAMES = ("mae", "quantile", "huber", "poisson-nloglik", "gamma-nloglik",
@@ -38,14 +40,15 @@ def eval_metric() -> Rule:
     @10). Each estimator also checks that the metric fits its task."""
 
     def ok(v):
-        if v in GBT_METRICS or v in REGRESSION_METRIC_NAMES or is_regression_metric(v):
+        if (v in GBT_METRICS or v in REGRESSION_METRIC_NAMES or is_regression_metric(v)
+                or is_classification_metric(v)):
             return True
         base, _, k = v.partition("@")
         return base in ("ndcg", "map") and (not k or (k.isdigit() and int(k) >= 1
                                                       and str(int(k)) == k))
 
     return Rule(ok, f"must be one of {list(GBT_METRICS + REGRESSION_METRIC_NAMES)}, "
-                    f"'ndcg@k' or 'map@k' (k >= 1)")
+                    f"'error@t' (0 < t < 1), 'ndcg@k' or 'map@k' (k >= 1)")
 
 
 def monotone_signs() -> Rule:
@@ -197,16 +200,17 @@ class HasColsampleByTree(Params):
 
 
 class HasEvalMetric(Params):
-    """Mixin for param evalMetric: validation metric: rmse, logloss, error, auc, mlogloss or a
-    regression objective's (mae, quantile, huber, poisson-nloglik, gamma-nloglik,
-    gamma-deviance, tweedie-nloglik) (unset: the objective's own).
+    """Mixin for param evalMetric: validation metric: rmse, logloss, error, error@t, auc,
+    aucpr, mlogloss, merror or a regression objective's (mae, quantile, huber,
+    poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik) (unset: the objective's
+    own).
     """
 
     evalMetric: "Param[str]" = Param(
         Params._dummy(), "evalMetric",
-        "validation metric: rmse, logloss, error, auc, mlogloss or a regression objective's "
-        "(mae, quantile, huber, poisson-nloglik, gamma-nloglik, gamma-deviance, "
-        "tweedie-nloglik) (unset: the objective's own)",
+        "validation metric: rmse, logloss, error, error@t, auc, aucpr, mlogloss, merror or a "
+        "regression objective's (mae, quantile, huber, poisson-nloglik, gamma-nloglik, "
+        "gamma-deviance, tweedie-nloglik) (unset: the objective's own)",
         typeConverter=TypeConverters.toString)
     _constraints = {"evalMetric": eval_metric()}
 
@@ -230,15 +234,16 @@ class HasNumClasses(Params):
 
 
 class HasObjective(Params):
-    """Mixin for param objective: ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas) or
-    'pairwise' (RankNet).
+    """Mixin for param objective: ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas),
+    'pairwise' (RankNet) or 'xendcg' (LightGBM's rank_xendcg).
     """
 
     objective: "Param[str]" = Param(
         Params._dummy(), "objective",
-        "ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas) or 'pairwise' (RankNet)",
+        "ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas), 'pairwise' (RankNet) or "
+        "'xendcg' (LightGBM's rank_xendcg)",
         typeConverter=TypeConverters.toString)
-    _constraints = {"objective": one_of("lambdarank", "pairwise")}
+    _constraints = {"objective": one_of("lambdarank", "pairwise", "xendcg")}
 
     def getObjective(self) -> str:
         """Gets the value of objective or its default value."""

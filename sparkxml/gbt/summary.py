@@ -173,6 +173,16 @@ class _Summary:
         self.labelCol = label_col
         self.predictionCol = prediction_col
         self.weightCol = weight_col
+        self._metrics = None
+        self._metrics_job = None
+
+    @property
+    def metrics(self) -> dict:
+        """XGBoost's metrics by name (``sparkxml.gbt.evaluation``): one Spark job, run on
+        first access."""
+        if self._metrics is None:
+            self._metrics = self._metrics_job() if self._metrics_job is not None else {}
+        return self._metrics
 
 
 class GBTClassificationEvaluation(_Summary):
@@ -194,6 +204,10 @@ class GBTClassificationEvaluation(_Summary):
         distinct scores first).
     roc, pr : DataFrame, binary only
         (FPR, TPR) and (recall, precision), one point per distinct score, as MLlib's.
+    metrics : dict
+        XGBoost's metrics by name (``evalMetrics``' names: logloss, error, auc, aucpr, ...;
+        ``auc`` / ``aucpr`` from 65536 probability buckets, see
+        ``sparkxml_kernels.gbt.metrics``).
     """
 
     def __init__(self, predictions, label_col, prediction_col, probability_col, weight_col,
@@ -331,6 +345,8 @@ class GBTRegressionEvaluation(_Summary):
         Weighted by ``weightCol`` when set; ``r2`` is 1 - SSE / SST (without weights
         MLlib's value; with weights MLlib rescales SST, see below).
     numInstances : int
+    metrics : dict
+        XGBoost's metrics by name (``evalMetrics``' names: rmse, mae, poisson-nloglik, ...).
     """
 
     def __init__(self, predictions, label_col, prediction_col, weight_col):

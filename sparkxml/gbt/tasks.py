@@ -43,14 +43,16 @@ def _progress_callback(reporter, total):
 
 
 def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
-                   progress: dict | None = None):
+                   progress: dict | None = None, custom: dict | None = None):
     """The barrier task's training function. ``ranking`` (LambdaMART's objective settings)
     turns the params' objective and metric into ranking ones and trains on ``group_ptr``.
     ``progress`` (``FitProgress.task_spec()``): rank 0 reports rounds to the driver."""
     def train_fn(state, coll, rank, world):
+        from sparkxml.gbt.custom_params import register_in_task
         from sparkxml_kernels.gbt import booster
         from sparkxml_kernels.progress import ProgressReporter
 
+        register_in_task(custom)  # the custom objective / metric, if any
         # None: the task's cores; booster.train caps it at what numba can run
         p = dict(params, nthread=task_threads(params.get("nthread")))
         if ranking is not None:
@@ -58,8 +60,11 @@ def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
 
             p["objective"] = R.configure_objective(ranking["objective"], ranking["truncation"],
                                                    ranking["label_gain"], ranking["sigma"],
-                                                   ranking["norm"])
+                                                   ranking["norm"], ranking.get("seed", 0))
             p["evalMetric"] = R.configure_metric(p["evalMetric"], ranking["label_gain"])
+            if p.get("evalMetrics"):
+                p["evalMetrics"] = [R.configure_metric(m, ranking["label_gain"])
+                                    for m in p["evalMetrics"]]
         callbacks = []
         if fault and fault.get("rank") == rank:
             callbacks.append(_fault_callback(fault))

@@ -289,6 +289,8 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     if y.size != n:
         raise ValueError(f"y has {y.size} rows, X_binned {n}")
     w = None if w is None else np.ascontiguousarray(w, FLOAT).reshape(n)
+    if getattr(loss, "wants_row_ids", False):  # xendcg seeds its draws from them
+        loss.row_ids = row_ids
     if row_ids is None:
         if coll.world_size > 1 and p.subsamplingRate < 1:
             raise ValueError("row subsampling on several workers needs global row_ids")

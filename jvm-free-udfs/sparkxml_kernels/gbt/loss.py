@@ -379,6 +379,10 @@ def make_loss(objective: str, num_classes: int | None = None) -> Loss:
         from .cox import Cox
 
         return Cox()
+    if key not in _REGISTRY and key.startswith("custom:"):  # a saved custom-objective model
+        from .custom import MarginOnly
+
+        return MarginOnly(key, num_classes if num_classes and num_classes > 2 else 1)
     if key not in _REGISTRY:
         raise ValueError(f"unknown objective {objective!r}; known: "
                          f"{sorted(_REGISTRY) + list(_REGRESSION) + ['cox']}")

@@ -35,17 +35,18 @@ def known_metrics():
 
 
 def is_known(name: str) -> bool:
-    """A built-in or registered metric, or a regression metric (``regression_metrics``),
-    registered here on first use."""
+    """A built-in or registered metric, or a regression or classification metric
+    (``regression_metrics``, ``classification_metrics``), registered here on first use."""
     return name in METRICS or _lookup(name)
 
 
 def _lookup(name) -> bool:
     if name in _CUSTOM:
         return True
-    from .regression_metrics import ensure_metric
+    from . import classification_metrics, regression_metrics
 
-    return ensure_metric(name)
+    return (regression_metrics.ensure_metric(name)
+            or classification_metrics.ensure_metric(name))
 
 
 def higher_is_better(name: str) -> bool:

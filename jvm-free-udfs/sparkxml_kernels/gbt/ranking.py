@@ -61,7 +61,7 @@ from .metrics import register_metric
 
 DEFAULT_TRUNCATION = 30
 DEFAULT_SIGMA = 1.0
-OBJECTIVES = ("lambdarank", "pairwise")
+OBJECTIVES = ("lambdarank", "pairwise", "xendcg")  # xendcg: ranking_xendcg.py
 # the largest grade the default gain 2^rel - 1 takes (XGBoost's limit for its exponential gain)
 MAX_DEFAULT_GRADE = 31
 _NORM_EPS = 0.01
@@ -455,16 +455,21 @@ class Pairwise(_RankingLoss):
 
 
 def make_ranking_loss(objective: str, truncation: int = DEFAULT_TRUNCATION, label_gain=None,
-                      sigma: float = DEFAULT_SIGMA, norm: bool = True) -> _RankingLoss:
+                      sigma: float = DEFAULT_SIGMA, norm: bool = True,
+                      seed: int = 0) -> _RankingLoss:
     if objective == "lambdarank":
         return LambdaRank(truncation, label_gain, sigma, norm)
     if objective == "pairwise":
         return Pairwise(sigma, label_gain)
+    if objective == "xendcg":
+        from .ranking_xendcg import make_xendcg
+
+        return make_xendcg(_RankingLoss, seed, label_gain)
     raise ValueError(f"unknown ranking objective {objective!r}; known: {list(OBJECTIVES)}")
 
 
 def configure_objective(objective: str, truncation: int = DEFAULT_TRUNCATION, label_gain=None,
-                        sigma: float = DEFAULT_SIGMA, norm: bool = True) -> str:
+                        sigma: float = DEFAULT_SIGMA, norm: bool = True, seed: int = 0) -> str:
     """Register a configured ranking loss and return the objective name to give the booster
     (``BoosterParams.objective``).
 
@@ -474,9 +479,11 @@ def configure_objective(objective: str, truncation: int = DEFAULT_TRUNCATION, la
     object's ``name`` (what a trained model records as its objective) stays ``lambdarank`` /
     ``pairwise``.
     """
-    loss = make_ranking_loss(objective, truncation, label_gain, sigma, norm)  # validates
+    loss = make_ranking_loss(objective, truncation, label_gain, sigma, norm, seed)  # validates
     if objective == "pairwise":
         conf = [] if loss.sigma == DEFAULT_SIGMA else [f"sigma={loss.sigma!r}"]
+    elif objective == "xendcg":  # its gains are 2^rel, as LightGBM's
+        conf = [f"seed={int(seed)}"]
     else:
         conf = []
         if loss.truncation != DEFAULT_TRUNCATION:
@@ -485,10 +492,11 @@ def configure_objective(objective: str, truncation: int = DEFAULT_TRUNCATION, la
             conf.append(f"sigma={loss.sigma!r}")
         if not loss.norm:
             conf.append("norm=False")
-    if loss.label_gain is not None:
+    if loss.label_gain is not None and objective != "xendcg":
         conf.append("labelGain=" + ",".join(repr(v) for v in loss.label_gain))
     name = objective + (f"[{';'.join(conf)}]" if conf else "")
-    cfg = dict(truncation=truncation, label_gain=loss.label_gain, sigma=sigma, norm=norm)
+    cfg = dict(truncation=truncation, label_gain=loss.label_gain, sigma=sigma, norm=norm,
+               seed=int(seed))
     register_loss(name, lambda num_classes, _o=objective, _c=cfg: make_ranking_loss(_o, **_c))
     return name
 
