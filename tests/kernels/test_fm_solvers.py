@@ -164,6 +164,34 @@ def test_gbfm_selects_the_planted_pairs_and_fm_recovers_the_ratings():
     assert gb_rmse < np.std(rating[te]) * 0.7
 
 
+def test_gbfm_joint_fit_beats_the_boosted_stages_and_matches_fm():
+    cols, rating, planted = make_ratings(3000, n_users=40, n_items=30, seed=4)
+    ip, ix, dv, d, fs = one_hot_fields(cols)
+    X = sp.csr_matrix((dv, ix, ip), shape=(len(rating), d))
+    names = list(cols)
+    tr, te = slice(0, 2400), slice(2400, None)
+    params = dict(task="regression", fieldStarts=fs, numStages=10, stepSize=0.3, factorSize=3,
+                  maxIter=2, regParam=1e-4, initStd=0.01, seed=0, jointIter=40, burnIn=5)
+
+    def rmse(P):
+        return np.sqrt(np.mean((P.predict(X[te]) - rating[te]) ** 2))
+
+    boosted, _ = _fit(X[tr], rating[tr], dict(params, jointFit="none"), kind="gbfm")
+    joint, hist = _fit(X[tr], rating[tr], dict(params, jointFit="mcmc"), kind="gbfm")
+    pairs = [frozenset((names[p], names[q])) for p, q in joint["stage_fields"]]
+    assert len(set(pairs)) == len(pairs)  # one stage per distinct pair
+    assert {frozenset(p) for p in planted} <= set(pairs)
+    assert hist["joint_samples"] == 35 and len(hist["boost_fields"]) == 10
+    np.testing.assert_allclose(joint["stage_gain"].sum(), np.sum(hist["boost_gain"]))
+    fm, _ = _fit(X[tr], rating[tr], dict(BASE, solver="mcmc", task="regression", factorSize=3,
+                                         maxIter=40, burnIn=5, fieldStarts=fs))
+    r_boost, r_joint = rmse(GBFMPredictor.from_arrays(boosted)), rmse(
+        GBFMPredictor.from_arrays(joint))
+    r_fm = rmse(FMPredictor.from_arrays(fm))
+    assert r_joint < r_boost - 0.02, (r_joint, r_boost)
+    assert r_joint < r_fm + 0.01, (r_joint, r_fm)
+
+
 def test_mcmc_matches_myfm_on_ratings_and_probit():
     myfm = pytest.importorskip("myfm")
     cols, rating, _ = make_ratings(6000, n_users=100, n_items=60, seed=5)
