@@ -182,8 +182,8 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
     >>> rows = [(int(u), int(i), int(h), float(u * i)) for u, i, h in rng.integers(0, 4, (60, 3))]
     >>> df = spark.createDataFrame(rows, ["user", "item", "hour", "label"])
     >>> enc = FieldEncoder(inputCols=["user", "item", "hour"]).fit(df)
-    >>> model = GBFMRegressor(fieldStarts=enc.fieldStarts, numStages=3, seed=0).fit(
-    ...     enc.transform(df))
+    >>> model = GBFMRegressor(fieldStarts=enc.fieldStarts, numStages=3, jointIter=30,
+    ...                       seed=0).fit(enc.transform(df))
     >>> sorted(model.stages[0]["fields"])      # the (user, item) pair the label comes from
     [0, 1]
     >>> model.transform(enc.transform(df)).columns[-1]
@@ -230,8 +230,8 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
     >>> rows = [(int(u), int(i), int(h), float(u == i)) for u, i, h in rng.integers(0, 4, (60, 3))]
     >>> df = spark.createDataFrame(rows, ["user", "item", "hour", "label"])
     >>> enc = FieldEncoder(inputCols=["user", "item", "hour"]).fit(df)
-    >>> model = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=3, seed=0).fit(
-    ...     enc.transform(df))
+    >>> model = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=3, jointIter=30,
+    ...                        seed=0).fit(enc.transform(df))
     >>> sorted(model.stages[0]["fields"])      # label 1 where user == item
     [0, 1]
     >>> model.transform(enc.transform(df)).columns[-3:]

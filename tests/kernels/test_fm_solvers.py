@@ -192,6 +192,20 @@ def test_gbfm_joint_fit_beats_the_boosted_stages_and_matches_fm():
     assert r_joint < r_fm + 0.01, (r_joint, r_fm)
 
 
+def test_mcmc_on_a_constant_label_spreads_as_myfm():
+    # the Gamma(1/2, 1/2) prior on the noise precision keeps the sampler's noise finite, so
+    # a constant label is predicted up to that noise, as myFM predicts it (documented)
+    myfm = pytest.importorskip("myfm")
+    X = sp.csr_matrix(np.random.default_rng(0).normal(size=(200, 5)))
+    y = np.full(200, 3.0)
+    ours, _ = _fit(X, y, dict(BASE, solver="mcmc", task="regression", factorSize=4,
+                              maxIter=100, burnIn=5))
+    p = FMPredictor.from_arrays(ours).predict(X)
+    ref = myfm.MyFMRegressor(rank=4, random_seed=0).fit(X, y, n_iter=100).predict(X)
+    assert np.abs(p - 3.0).max() < 0.03, np.abs(p - 3.0).max()
+    assert np.abs(p - 3.0).max() < 2 * np.abs(ref - 3.0).max() + 0.005
+
+
 def test_mcmc_matches_myfm_on_ratings_and_probit():
     myfm = pytest.importorskip("myfm")
     cols, rating, _ = make_ratings(6000, n_users=100, n_items=60, seed=5)
