@@ -142,6 +142,14 @@ def test_gbfm_two_workers_and_early_stopping():
     assert len(h1["valid_metric"]) == h1["stages_run"]
     best = int(np.argmin(h1["valid_metric"]))
     assert one["stage_fields"].shape[0] == best + 1  # truncated to the best stage
+    # the joint fit of the selected pairs: the same chain on one worker and three
+    joint = dict(params, numStages=4, jointFit="mcmc", jointIter=8, burnIn=2)
+    one, _ = _fit(X, rating, joint, 1, kind="gbfm")
+    three, _ = _fit(X, rating, joint, 3, kind="gbfm")
+    np.testing.assert_array_equal(one["stage_fields"], three["stage_fields"])
+    P1, P3 = GBFMPredictor.from_arrays(one), GBFMPredictor.from_arrays(three)
+    np.testing.assert_allclose(P3.predict(X), P1.predict(X), rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(three["linear"], one["linear"], rtol=1e-7, atol=1e-9)
 
 
 # --------------------------------------------------------------------------- planted data

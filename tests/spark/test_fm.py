@@ -111,7 +111,7 @@ def test_fm_input_errors(spark, a9a):
     with pytest.raises(ValueError, match="weightCol is not supported with jointFit='mcmc'"):
         GBFMClassifier(fieldStarts=[0, 60], weightCol="label").fit(small)
     with pytest.raises(ValueError, match="jointFit"):
-        GBFMRegressor(fieldStarts=[0, 60], jointFit="als")
+        GBFMRegressor(fieldStarts=[0, 60], jointFit="als").fit(small)
     with pytest.raises(ValueError, match="labelCol: column 'nope' is not in"):
         FMRegressor(labelCol="nope").fit(small)
     with pytest.raises(ValueError, match="param solver='sgd' is invalid"):
