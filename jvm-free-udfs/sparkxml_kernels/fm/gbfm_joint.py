@@ -88,7 +88,8 @@ def run_joint_mcmc(data, y, weights, rids, pairs, fs, field_blocks, params: dict
     pairs : list of (p, q) field indices
     fs : int64 (m+1,) field starts (last = d)
     field_blocks : list of block-id lists, one per field
-    params : dict with task, factorSize, jointIter, burnIn, seed
+    params : dict with task, factorSize, jointIter, burnIn, seed; optional
+        on_joint_iteration(history) after every sweep (progress)
 
     Returns
     -------
@@ -128,6 +129,7 @@ def run_joint_mcmc(data, y, weights, rids, pairs, fs, field_blocks, params: dict
     acc: list = [None] * len(pairs)  # running Σ V_p V_qᵀ of each pair, in factor form
     cap = max(_MAX_RANK, 2 * k)
     hist: dict = {"joint_train_rmse": [], "joint_seconds": []}
+    on_iteration = params.get("on_joint_iteration")  # f({"seconds", "train_rmse"}) per sweep
     t0 = time.perf_counter()
     alpha = 1.0
     for it in range(n_iter):
@@ -174,6 +176,9 @@ def run_joint_mcmc(data, y, weights, rids, pairs, fs, field_blocks, params: dict
                     if acc[t][0].shape[1] > cap:
                         acc[t] = compress_factors(*acc[t], max_rank=cap // 2)
         hist["joint_seconds"].append(time.perf_counter() - t0)
+        if on_iteration is not None:
+            on_iteration({"seconds": hist["joint_seconds"],
+                          "train_rmse": hist["joint_train_rmse"]})
     if n_kept == 0:
         raise ValueError("the joint fit kept no sample (burnIn >= jointIter)")
     factors = []
