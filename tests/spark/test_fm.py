@@ -197,7 +197,8 @@ def test_gbfm_stages_validation_and_persistence(spark, ratings, tmp_path):
     assert out["prediction"] == float(p > 0.5)
     cpath = str(tmp_path / "gbfm_clf")
     clf.write().save(cpath)
-    got = sparkxml_kernels.load_model(cpath).predict((Xp[0], Xp[1], Xp[2], enc.numFeatures))
+    got = sparkxml_kernels.load_model(cpath).predict_proba((Xp[0], Xp[1], Xp[2],
+                                                          enc.numFeatures))
     want = [r[0][1] for r in clf.transform(data).select("probability").collect()]
     np.testing.assert_allclose(got[:, 1], want, rtol=1e-12)
     wrong = spark.createDataFrame([(Vectors.sparse(3, [0], [1.0]),)], ["features"])
