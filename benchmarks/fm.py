@@ -2,7 +2,7 @@
 
     python benchmarks/fm.py [--a9a ../shared/data/a9a] [--workers 1 2] [--iters 200]
                             [--ratings PATH [--test-fraction 0.1] [--rank 10]]
-                            [--generated] [--skip-mllib] [--seed 0]
+                            [--generated] [--movielens DIR] [--skip-mllib] [--seed 0]
 
 a9a (LIBSVM's binarised UCI Adult, labels -1/+1 mapped to 0/1), rank 8:
 
@@ -25,6 +25,16 @@ sweeps, ``group_shapes`` = the two fields), ``sparkxml FMRegressor`` (mcmc, the 
 sweeps and per-field hyper-priors; ``thinning`` raised on large data so that the kept samples
 stay under ~256 MB) and ``Spark MLlib FMRegressor`` (factorSize = rank, ``--mllib-iters``
 iterations (100), stepSize 0.01, regParam 0.01).
+
+MovieLens 100K with context (``--movielens DIR``: the ``ml-100k`` folder, kept outside the
+repository: its terms forbid redistribution), the ``ua`` split (ua.base / ua.test, 10 test
+ratings per user): six fields, user and item one-hot, the user's age band (<18, 18-24, 25-34,
+35-44, 45-49, 50-55, 56+), sex and occupation, and the item's genres (multi-hot, 19). RMSE of
+``myFM MyFMRegressor`` (rank 8, ``--iters`` sweeps, ``group_shapes`` = the fields),
+``sparkxml FMRegressor`` (mcmc, rank 8, the same sweeps, ``fieldStarts``),
+``sparkxml GBFMRegressor`` (defaults: 100 stages of rank 8, then the joint MCMC fit of the
+selected pairs, ``--iters`` sweeps; and ``jointFit="none"``, the boosted stages alone) and
+``Spark MLlib FMRegressor`` (as for the ratings); the pairs GBFM chose are printed.
 
 Fit time is the wall time of the ``fit`` call (sparkxml: checks job + barrier stage; MLlib:
 its jobs), after a warm-up fit on a small slice that starts the Python workers and loads the
@@ -227,6 +237,107 @@ def bench_ratings(args, spark, res=None):
     print("\n".join(rows))
 
 
+MOVIELENS_FIELDS = ["user", "item", "age band", "sex", "occupation", "genre"]
+
+
+def read_movielens(folder):
+    """(train CSR, train ratings, test CSR, test ratings, field starts) of ml-100k's ua split
+    with the user's age band, sex and occupation and the item's genres."""
+    import pandas as pd
+    import scipy.sparse as sp
+
+    users = pd.read_csv(os.path.join(folder, "u.user"), sep="|", header=None,
+                        names=["u", "age", "sex", "occ", "zip"])
+    items = pd.read_csv(os.path.join(folder, "u.item"), sep="|", header=None,
+                        encoding="latin-1")
+    genres = items.iloc[:, 5:24].to_numpy(float)
+    band = np.digitize(users["age"].to_numpy(), [18, 25, 35, 45, 50, 56])
+    sex = (users["sex"] == "F").astype(int).to_numpy()
+    occs = sorted(users["occ"].unique())
+    occ = np.searchsorted(occs, users["occ"].to_numpy())
+    sizes = [len(users), len(items), 7, 2, len(occs), genres.shape[1]]
+    fs = np.concatenate([[0], np.cumsum(sizes)])[:-1]
+
+    def encode(name):
+        df = pd.read_csv(os.path.join(folder, name), sep="\t", header=None,
+                         names=["u", "i", "r", "t"])
+        u, i = df["u"].to_numpy() - 1, df["i"].to_numpy() - 1
+        n = len(df)
+        rows, cols = [], []
+        for idx, off in ((u, fs[0]), (i, fs[1]), (band[u], fs[2]), (sex[u], fs[3]),
+                         (occ[u], fs[4])):
+            rows.append(np.arange(n))
+            cols.append(idx + off)
+        gr, gc = np.nonzero(genres[i])
+        rows.append(gr)
+        cols.append(gc + fs[5])
+        r, c = np.concatenate(rows), np.concatenate(cols)
+        X = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(n, int(sum(sizes))))
+        X.sort_indices()
+        return X, df["r"].to_numpy(float)
+
+    Xtr, ytr = encode("ua.base")
+    Xte, yte = encode("ua.test")
+    return Xtr, ytr, Xte, yte, [int(x) for x in fs]
+
+
+def bench_movielens(args, spark, res=None):
+    import myfm
+    from pyspark.ml.regression import FMRegressor as MLlibFMR
+
+    from sparkxml import FMRegressor, GBFMRegressor
+    from sparkxml.datasets import from_csr
+
+    Xtr, ytr, Xte, yte, fs = read_movielens(args.movielens)
+    d = Xtr.shape[1]
+    train = from_csr(spark, Xtr.indptr, Xtr.indices, Xtr.data, d,
+                     columns={"rating": ytr}).cache()
+    test = from_csr(spark, Xte.indptr, Xte.indices, Xte.data, d,
+                    columns={"rating": yte}).cache()
+    train.count(), test.count()
+    rows = []
+    add = functools.partial(row, res=res, what="test RMSE", data="MovieLens 100K ua context: ")
+
+    def rmse_spark(model):
+        out = model.transform(test).select("prediction", "rating").toPandas()
+        return float(np.sqrt(np.mean((out["prediction"] - out["rating"]) ** 2)))
+
+    shapes = np.diff(fs + [d]).tolist()
+    ref, t_ref = timed(lambda: myfm.MyFMRegressor(rank=8, random_seed=args.seed).fit(
+        Xtr, ytr, n_iter=args.iters, group_shapes=shapes))
+    rows.append(add(f"myFM MCMC (rank 8, {args.iters} sweeps)",
+                    float(np.sqrt(np.mean((ref.predict(Xte) - yte) ** 2))), t_ref, t_ref))
+    nw = args.workers[0]
+    FMRegressor(labelCol="rating", maxIter=6, burnIn=1, numWorkers=nw).fit(train.limit(500))
+    m, t = timed(lambda: FMRegressor(labelCol="rating", factorSize=8, maxIter=args.iters,
+                                     fieldStarts=fs, numWorkers=nw, seed=args.seed).fit(train))
+    fm_rmse = rmse_spark(m)
+    rows.append(add(f"sparkxml FMRegressor mcmc (rank 8), numWorkers={nw}", fm_rmse, t, t_ref))
+    m, t = timed(lambda: GBFMRegressor(labelCol="rating", fieldStarts=fs, jointIter=args.iters,
+                                       numWorkers=nw, seed=args.seed).fit(train))
+    gb_rmse = rmse_spark(m)
+    rows.append(add(f"sparkxml GBFMRegressor (100 stages, joint MCMC fit, {args.iters} "
+                    f"sweeps), numWorkers={nw}", gb_rmse, t, t_ref))
+    pairs = [(MOVIELENS_FIELDS[s["fields"][0]], MOVIELENS_FIELDS[s["fields"][1]])
+             for s in m.stages]
+    if not args.skip_mllib:
+        m, t = timed(lambda: MLlibFMR(labelCol="rating", factorSize=8,
+                                      maxIter=args.mllib_iters, stepSize=0.01, regParam=0.01,
+                                      seed=args.seed).fit(train))
+        rows.append(add(f"Spark MLlib FMRegressor (adamW, {args.mllib_iters} iterations, "
+                        f"stepSize 0.01, regParam 0.01)", rmse_spark(m), t, t_ref))
+    m, t = timed(lambda: GBFMRegressor(labelCol="rating", fieldStarts=fs, jointFit="none",
+                                       numWorkers=nw, seed=args.seed).fit(train))
+    rows.append(add(f"sparkxml GBFMRegressor jointFit none (100 boosted stages), "
+                    f"numWorkers={nw}", rmse_spark(m), t, t_ref))
+    print(f"\nMovieLens 100K ua with context: {Xtr.shape[0]} train / {Xte.shape[0]} test rows, "
+          f"{d} features in 6 fields (test RMSE; fit s; fit / myFM)\n")
+    print("| engine | test RMSE | fit s | time / myFM |\n|---|---|---|---|")
+    print("\n".join(rows))
+    print(f"\nGBFM RMSE - FM RMSE = {gb_rmse - fm_rmse:+.4f}")
+    print("GBFM field pairs (joint fit, in the order boosting first chose them):", pairs)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--a9a", default=A9A)
@@ -234,6 +345,7 @@ def main():
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ratings")
+    ap.add_argument("--movielens", help="the ml-100k folder (ua split, u.user, u.item)")
     ap.add_argument("--generated", action="store_true")
     ap.add_argument("--generated-rows", type=int, default=100000)
     ap.add_argument("--test-fraction", type=float, default=0.1)
@@ -251,6 +363,8 @@ def main():
             bench_a9a(args, spark, res)
         if args.ratings or args.generated:
             bench_ratings(args, spark, res)
+        if args.movielens:
+            bench_movielens(args, spark, res)
     finally:
         spark.stop()
     res.write()

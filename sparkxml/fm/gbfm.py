@@ -12,7 +12,15 @@ a one-hot block, as ``sparkxml.fm.fields.FieldEncoder`` builds them), and each b
    sweeps of exact coordinate descent (regularised by ``regParam``);
 3. adds it with shrinkage ``stepSize``.
 
-``model.stages`` lists the chosen pairs and each stage's training-loss decrease. Early stopping
+Then (``jointFit="mcmc"``, the default) the distinct pairs that boosting chose are refitted
+together, as a factorization machine restricted to them with a linear term for every feature,
+by ``FMRegressor``'s Gibbs sampler with hyper-priors (``jointIter`` sweeps, ``burnIn``): the
+boosted stages alone trail a plain FM on real rating data, the joint fit does not (see
+``sparkxml_kernels.fm.gbfm_joint`` and docs/fm.rst). ``jointFit="none"`` keeps the boosted
+stages as the paper does.
+
+``model.stages`` lists the chosen pairs and their training-loss decrease (with the joint fit:
+one entry per distinct pair, its boosting stages' gains summed). Early stopping
 watches a validation set (``validationIndicatorCol``, ``earlyStoppingRounds``). Training is one
 barrier stage, as for ``FMRegressor``; see ``sparkxml_kernels.fm.gbfm`` for the algorithm and
 how it differs from the paper's text.
@@ -38,7 +46,15 @@ from sparkxml._core.params import (
     HasWeightCol,
 )
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
-from sparkxml.fm.params import HasFactorSize, HasFieldStarts, HasInitStd, HasNumStages
+from sparkxml.fm.params import (
+    HasBurnIn,
+    HasFactorSize,
+    HasFieldStarts,
+    HasInitStd,
+    HasJointFit,
+    HasJointIter,
+    HasNumStages,
+)
 from sparkxml_kernels.fm.predictor import GBFMPredictor
 
 __all__ = ["GBFMRegressor", "GBFMRegressionModel", "GBFMClassifier", "GBFMClassificationModel"]
@@ -46,19 +62,20 @@ __all__ = ["GBFMRegressor", "GBFMRegressionModel", "GBFMClassifier", "GBFMClassi
 _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts", "numStages",
            "stepSize", "factorSize", "maxIter", "regParam", "initStd", "seed", "numWorkers",
            "validationIndicatorCol", "earlyStoppingRounds", "timeoutSeconds",
-           "verbose")
+           "verbose", "jointFit", "jointIter", "burnIn")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 
 
 class _GBFMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFieldStarts,
                   HasNumStages, HasStepSize, HasFactorSize, HasMaxIter, HasRegParam, HasInitStd,
                   HasSeed, HasNumWorkers, HasValidationIndicatorCol, HasEarlyStoppingRounds,
-                  HasTimeoutSeconds):
+                  HasTimeoutSeconds, HasJointFit, HasJointIter, HasBurnIn):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
                          numStages=100, stepSize=0.3, factorSize=8, maxIter=3, regParam=1e-4,
-                         initStd=0.01, seed=0, earlyStoppingRounds=0, timeoutSeconds=600.0)
+                         initStd=0.01, seed=0, earlyStoppingRounds=0, timeoutSeconds=600.0,
+                         jointFit="mcmc", jointIter=200, burnIn=5)
 
 
 class _GBFMClassifierParams(_GBFMParams, HasRawPredictionCol, HasProbabilityCol):
@@ -83,6 +100,14 @@ class _GBFMEstimator(FMEstimatorBase):
                              f"fields")
         if self.getEarlyStoppingRounds() > 0 and not valid:
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
+        if self.getJointFit() == "mcmc":
+            if self.getBurnIn() >= self.getJointIter():
+                raise ValueError(f"burnIn={self.getBurnIn()} must be below jointIter="
+                                 f"{self.getJointIter()}: the joint fit would keep no sample")
+            if weight and self._task == "classification":
+                raise ValueError("weightCol is not supported with jointFit='mcmc' for "
+                                 "classification (the probit likelihood has no row weights); "
+                                 "use jointFit='none'")
 
     def _train_params(self, stats: dict) -> dict:
         fs = check_field_starts(self.getFieldStarts(), stats["d"])
@@ -90,7 +115,9 @@ class _GBFMEstimator(FMEstimatorBase):
                 "stepSize": self.getStepSize(), "factorSize": self.getFactorSize(),
                 "maxIter": self.getMaxIter(), "regParam": self.getRegParam(),
                 "initStd": self.getInitStd(), "seed": int(self.getSeed()),
-                "earlyStoppingRounds": self.getEarlyStoppingRounds()}
+                "earlyStoppingRounds": self.getEarlyStoppingRounds(),
+                "jointFit": self.getJointFit(), "jointIter": self.getJointIter(),
+                "burnIn": self.getBurnIn()}
 
 
 class GBFMRegressor(_GBFMEstimator, _GBFMParams):
@@ -127,11 +154,26 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
     earlyStoppingRounds : int, default 0
         Stop when the validation loss has not improved for this many stages (0 = off); the
         model keeps the best number of stages.
+    jointFit : {"mcmc", "none"}, default "mcmc"
+        "mcmc": refit the distinct selected pairs together, as a factorization machine
+        restricted to them (rank ``factorSize``, a linear term for every feature, fitted by
+        :class:`sparkxml.fm.FMRegressor`'s Gibbs sampler with hyper-priors; probit for the
+        classifier). "none": keep the boosted stages.
+    jointIter : int, default 200
+        MCMC sweeps of the joint fit.
+    burnIn : int, default 5
+        Joint-fit sweeps discarded before samples are averaged (below ``jointIter``).
     numWorkers, timeoutSeconds
         As :class:`sparkxml.fm.FMRegressor`.
     verbose : int, default 0
         Log the phase times and one line every ``verbose`` stages (training loss, validation
         metric); 0 = silent.
+
+    Differences from the paper
+    --------------------------
+    The paper's model is the boosted stages (``jointFit="none"``). By default the stages
+    only choose the pairs: the joint fit replaces them, so the model holds one stage per
+    distinct pair and the prediction is the posterior mean of the restricted FM.
 
     Examples
     --------
@@ -140,8 +182,8 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
     >>> rows = [(int(u), int(i), int(h), float(u * i)) for u, i, h in rng.integers(0, 4, (60, 3))]
     >>> df = spark.createDataFrame(rows, ["user", "item", "hour", "label"])
     >>> enc = FieldEncoder(inputCols=["user", "item", "hour"]).fit(df)
-    >>> model = GBFMRegressor(fieldStarts=enc.fieldStarts, numStages=3, seed=0).fit(
-    ...     enc.transform(df))
+    >>> model = GBFMRegressor(fieldStarts=enc.fieldStarts, numStages=3, jointIter=30,
+    ...                       seed=0).fit(enc.transform(df))
     >>> sorted(model.stages[0]["fields"])      # the (user, item) pair the label comes from
     [0, 1]
     >>> model.transform(enc.transform(df)).columns[-1]
@@ -155,7 +197,8 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
                  predictionCol="prediction", fieldStarts=None, numStages=100, stepSize=0.3,
                  factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
                  numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                 timeoutSeconds=600.0, verbose=0):
+                 timeoutSeconds=600.0, verbose=0, jointFit="mcmc", jointIter=200,
+                 burnIn=5):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -164,7 +207,8 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
                   predictionCol="prediction", fieldStarts=None, numStages=100, stepSize=0.3,
                   factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
                   numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0, jointFit="mcmc", jointIter=200,
+                  burnIn=5):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -176,7 +220,8 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
     """GBFM binary classification (logistic loss; labels 0 and 1).
 
     Takes every parameter of :class:`GBFMRegressor`, plus ``rawPredictionCol`` (default
-    "rawPrediction": [-m, m], m the log-odds) and ``probabilityCol`` (default "probability").
+    "rawPrediction": [-m, m], m the margin: Φ⁻¹(p) after the probit joint fit, the log-odds
+    with ``jointFit="none"``) and ``probabilityCol`` (default "probability").
 
     Examples
     --------
@@ -185,8 +230,8 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
     >>> rows = [(int(u), int(i), int(h), float(u == i)) for u, i, h in rng.integers(0, 4, (60, 3))]
     >>> df = spark.createDataFrame(rows, ["user", "item", "hour", "label"])
     >>> enc = FieldEncoder(inputCols=["user", "item", "hour"]).fit(df)
-    >>> model = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=3, seed=0).fit(
-    ...     enc.transform(df))
+    >>> model = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=3, jointIter=30,
+    ...                        seed=0).fit(enc.transform(df))
     >>> sorted(model.stages[0]["fields"])      # label 1 where user == item
     [0, 1]
     >>> model.transform(enc.transform(df)).columns[-3:]
@@ -201,7 +246,8 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
                  probabilityCol="probability", fieldStarts=None, numStages=100, stepSize=0.3,
                  factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
                  numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                 timeoutSeconds=600.0, verbose=0):
+                 timeoutSeconds=600.0, verbose=0, jointFit="mcmc", jointIter=200,
+                 burnIn=5):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -211,7 +257,8 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
                   probabilityCol="probability", fieldStarts=None, numStages=100, stepSize=0.3,
                   factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
                   numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0, jointFit="mcmc", jointIter=200,
+                  burnIn=5):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -228,8 +275,8 @@ class _GBFMModel(FMModelBase):
     ``path/data/`` (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with
     ``w0``, ``field_starts`` int64 (m+1,), ``stage_fields`` int32 (S, 2), ``stage_offsets``
     int64 (S+1,), ``stage_V`` float64 (R, k), ``stage_lin`` float64 (R,), ``stage_gain``
-    float64 (S,), ``link``, ``n_features`` (see ``sparkxml_kernels.fm.predictor``), plus
-    ``summary.*`` training history."""
+    float64 (S,), ``link``, ``n_features``, ``linear`` float64 (d,) (joint fit; see
+    ``sparkxml_kernels.fm.predictor``), plus ``summary.*`` training history."""
 
     _model_kind = "gbfm"
     _predictor_class = GBFMPredictor

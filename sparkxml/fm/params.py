@@ -193,3 +193,36 @@ class HasHandleInvalid(Params):
     def getHandleInvalid(self) -> str:
         """Gets the value of handleInvalid or its default value."""
         return self.getOrDefault(self.handleInvalid)
+
+
+class HasJointFit(Params):
+    """Mixin for param jointFit: GBFM: after boosting selects the field pairs, refit them together:
+    'mcmc' (an FM restricted to the selected pairs, by FMRegressor's Gibbs sampler) or 'none'
+    (keep the boosted stages).
+    """
+
+    jointFit: "Param[str]" = Param(
+        Params._dummy(), "jointFit",
+        "GBFM: after boosting selects the field pairs, refit them together: 'mcmc' (an FM "
+        "restricted to the selected pairs, by FMRegressor's Gibbs sampler) or 'none' (keep the "
+        "boosted stages)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"jointFit": one_of("mcmc", "none")}
+
+    def getJointFit(self) -> str:
+        """Gets the value of jointFit or its default value."""
+        return self.getOrDefault(self.jointFit)
+
+
+class HasJointIter(Params):
+    """Mixin for param jointIter: GBFM: MCMC sweeps of the joint fit (>= 1, > burnIn)."""
+
+    jointIter: "Param[int]" = Param(
+        Params._dummy(), "jointIter",
+        "GBFM: MCMC sweeps of the joint fit (>= 1, > burnIn)",
+        typeConverter=TypeConverters.toInt)
+    _constraints = {"jointIter": ge(1)}
+
+    def getJointIter(self) -> int:
+        """Gets the value of jointIter or its default value."""
+        return self.getOrDefault(self.jointIter)

@@ -152,6 +152,9 @@ def make_train_fn(kind: str, params: dict, progress: dict | None = None):
             total, unit = ((int(params["maxIter"]), "iteration") if kind == "fm"
                            else (int(params["numStages"]), "stage"))
             p = dict(params, on_iteration=_iteration_callback(reporter, total, unit))
+            if kind == "gbfm" and params.get("jointFit") == "mcmc":
+                p["on_joint_iteration"] = _iteration_callback(
+                    reporter, int(params["jointIter"]), "joint-fit sweep")
         try:
             if kind == "fm":
                 arrays, hist = T.train_fm(prep, p, coll)

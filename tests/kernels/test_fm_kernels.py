@@ -3,9 +3,11 @@ equal sequential coordinate updates, and workers of any number train the same mo
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.stats import norm
 
 from sparkxml_kernels.fm import cd, layout, rng
 from sparkxml_kernels.fm.adamw import batch_gradient, batch_gradient_naive
+from sparkxml_kernels.fm.gbfm_joint import compress_factors, joint_pairs
 from sparkxml_kernels.fm.predictor import (
     FMPredictor,
     GBFMPredictor,
@@ -191,6 +193,27 @@ def test_gbfm_scores_match_naive_and_truncate():
                                                  V[:off[1]], U[:off[1]]), rtol=1e-12)
     with pytest.raises(ValueError, match="stage_offsets"):
         GBFMPredictor(0.4, fs, sf, off[:-1], V, U, np.ones(3), "identity", X.shape[1])
+    # the joint fit's global linear term, and its probit link
+    lin = r.normal(size=X.shape[1])
+    P = GBFMPredictor(0.4, fs, sf, off, V, U, np.ones(3), "probit", X.shape[1], lin)
+    raw = gbfm_scores_naive(X.toarray(), 0.4, fs, sf, off, V, U, lin)
+    np.testing.assert_allclose(P.predict_raw(X), raw, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(P.predict(X)[:, 1], norm.cdf(raw), rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="linear has 2 weights"):
+        GBFMPredictor(0.4, fs, sf, off, V, U, np.ones(3), "identity", X.shape[1], lin[:2])
+
+
+def test_compress_factors_keeps_the_product():
+    r = np.random.default_rng(3)
+    A, B = r.normal(size=(30, 40)), r.normal(size=(25, 40))
+    a, b = compress_factors(A, B, max_rank=64)
+    assert a.shape[1] == 25  # the product's rank
+    np.testing.assert_allclose(a @ b.T, A @ B.T, rtol=1e-9, atol=1e-9)
+    L = r.normal(size=(30, 3)) @ r.normal(size=(3, 40))  # a rank-3 product
+    a, b = compress_factors(L, B, max_rank=64)
+    assert a.shape[1] == 3
+    np.testing.assert_allclose(a @ b.T, L @ B.T, rtol=1e-9, atol=1e-9)
+    assert joint_pairs(np.array([[1, 0], [0, 1], [2, 0], [1, 0]])) == [(1, 0), (2, 0)]
 
 
 @pytest.mark.parametrize("loss", [SQUARED, LOGISTIC])

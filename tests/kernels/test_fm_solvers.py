@@ -142,6 +142,14 @@ def test_gbfm_two_workers_and_early_stopping():
     assert len(h1["valid_metric"]) == h1["stages_run"]
     best = int(np.argmin(h1["valid_metric"]))
     assert one["stage_fields"].shape[0] == best + 1  # truncated to the best stage
+    # the joint fit of the selected pairs: the same chain on one worker and three
+    joint = dict(params, numStages=4, jointFit="mcmc", jointIter=8, burnIn=2)
+    one, _ = _fit(X, rating, joint, 1, kind="gbfm")
+    three, _ = _fit(X, rating, joint, 3, kind="gbfm")
+    np.testing.assert_array_equal(one["stage_fields"], three["stage_fields"])
+    P1, P3 = GBFMPredictor.from_arrays(one), GBFMPredictor.from_arrays(three)
+    np.testing.assert_allclose(P3.predict(X), P1.predict(X), rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(three["linear"], one["linear"], rtol=1e-7, atol=1e-9)
 
 
 # --------------------------------------------------------------------------- planted data
@@ -162,6 +170,51 @@ def test_gbfm_selects_the_planted_pairs_and_fm_recovers_the_ratings():
     assert rmse < 0.35, rmse  # the noise is 0.3: what a perfect model reaches
     gb_rmse = np.sqrt(np.mean((GBFMPredictor.from_arrays(gb).predict(X[te]) - rating[te]) ** 2))
     assert gb_rmse < np.std(rating[te]) * 0.7
+
+
+def test_gbfm_joint_fit_beats_the_boosted_stages_and_matches_fm():
+    cols, rating, planted = make_ratings(3000, n_users=40, n_items=30, seed=4)
+    ip, ix, dv, d, fs = one_hot_fields(cols)
+    X = sp.csr_matrix((dv, ix, ip), shape=(len(rating), d))
+    names = list(cols)
+    tr, te = slice(0, 2400), slice(2400, None)
+    params = dict(task="regression", fieldStarts=fs, numStages=10, stepSize=0.3, factorSize=3,
+                  maxIter=2, regParam=1e-4, initStd=0.01, seed=0, jointIter=30, burnIn=5)
+
+    def rmse(P):
+        return np.sqrt(np.mean((P.predict(X[te]) - rating[te]) ** 2))
+
+    boosted, _ = _fit(X[tr], rating[tr], dict(params, jointFit="none"), kind="gbfm")
+    seen = []  # the progress hook (verbose) sees every joint-fit sweep
+    joint, hist = _fit(X[tr], rating[tr], dict(params, jointFit="mcmc", on_joint_iteration=(
+        lambda h: seen.append((len(h["seconds"]), h["train_rmse"][-1])))), kind="gbfm")
+    pairs = [frozenset((names[p], names[q])) for p, q in joint["stage_fields"]]
+    assert len(set(pairs)) == len(pairs)  # one stage per distinct pair
+    assert {frozenset(p) for p in planted} <= set(pairs)
+    assert hist["joint_samples"] == 25 and len(hist["boost_fields"]) == 10
+    assert [n for n, _ in seen] == list(range(1, 31)) and seen[-1][1] < 0.6
+    np.testing.assert_allclose(joint["stage_gain"].sum(), np.sum(hist["boost_gain"]))
+    fm, _ = _fit(X[tr], rating[tr], dict(BASE, solver="mcmc", task="regression", factorSize=3,
+                                         maxIter=30, burnIn=5, fieldStarts=fs))
+    r_boost, r_joint = rmse(GBFMPredictor.from_arrays(boosted)), rmse(
+        GBFMPredictor.from_arrays(joint))
+    r_fm = rmse(FMPredictor.from_arrays(fm))
+    assert r_joint < r_boost - 0.02, (r_joint, r_boost)
+    assert r_joint < r_fm + 0.01, (r_joint, r_fm)
+
+
+def test_mcmc_on_a_constant_label_spreads_as_myfm():
+    # the Gamma(1/2, 1/2) prior on the noise precision keeps the sampler's noise finite, so
+    # a constant label is predicted up to that noise, as myFM predicts it (documented)
+    myfm = pytest.importorskip("myfm")
+    X = sp.csr_matrix(np.random.default_rng(0).normal(size=(200, 5)))
+    y = np.full(200, 3.0)
+    ours, _ = _fit(X, y, dict(BASE, solver="mcmc", task="regression", factorSize=4,
+                              maxIter=100, burnIn=5))
+    p = FMPredictor.from_arrays(ours).predict(X)
+    ref = myfm.MyFMRegressor(rank=4, random_seed=0).fit(X, y, n_iter=100).predict(X)
+    assert np.abs(p - 3.0).max() < 0.03, np.abs(p - 3.0).max()
+    assert np.abs(p - 3.0).max() < 2 * np.abs(ref - 3.0).max() + 0.005
 
 
 def test_mcmc_matches_myfm_on_ratings_and_probit():

@@ -10,6 +10,7 @@ from pyspark.ml.evaluation import BinaryClassificationEvaluator, RegressionEvalu
 from pyspark.ml.linalg import Vectors
 from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
 from pyspark.sql import functions as F
+from scipy.stats import norm
 
 import sparkxml_kernels
 from sparkxml import FieldEncoder, FMClassifier, FMRegressor, GBFMClassifier, GBFMRegressor
@@ -105,6 +106,12 @@ def test_fm_input_errors(spark, a9a):
         FMClassifier(weightCol="label", maxIter=2, burnIn=0).fit(small)
     with pytest.raises(ValueError, match="burnIn=5 must be below maxIter=3"):
         FMClassifier(maxIter=3).fit(small)
+    with pytest.raises(ValueError, match="burnIn=5 must be below jointIter=5"):
+        GBFMClassifier(fieldStarts=[0, 60], jointIter=5).fit(small)
+    with pytest.raises(ValueError, match="weightCol is not supported with jointFit='mcmc'"):
+        GBFMClassifier(fieldStarts=[0, 60], weightCol="label").fit(small)
+    with pytest.raises(ValueError, match="jointFit"):
+        GBFMRegressor(fieldStarts=[0, 60], jointFit="als").fit(small)
     with pytest.raises(ValueError, match="labelCol: column 'nope' is not in"):
         FMRegressor(labelCol="nope").fit(small)
     with pytest.raises(ValueError, match="param solver='sgd' is invalid"):
@@ -161,7 +168,7 @@ def test_gbfm_stages_validation_and_persistence(spark, ratings, tmp_path):
     data = enc.transform(df)
     est = GBFMRegressor(labelCol="rating", fieldStarts=enc.fieldStarts, numStages=25,
                         factorSize=4, numWorkers=2, validationIndicatorCol="isVal",
-                        earlyStoppingRounds=3)
+                        earlyStoppingRounds=3, jointFit="none")
     model = est.fit(data)
     hist = model.summary.history
     assert len(hist["valid_metric"]) == hist["stages_run"]
@@ -180,11 +187,20 @@ def test_gbfm_stages_validation_and_persistence(spark, ratings, tmp_path):
     np.testing.assert_allclose(got, [r[0] for r in a], rtol=1e-12)
     # classification: probability / rawPrediction columns, and a vector of the wrong size
     lab = data.withColumn("label", (F.col("rating") > 3.5).cast("double"))
-    clf = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=5, numWorkers=1).fit(lab)
+    clf = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=5, numWorkers=1, jointIter=12,
+                         burnIn=2).fit(lab)  # the joint fit (probit) by default
+    assert len({frozenset(s["fields"]) for s in clf.stages}) == len(clf.stages)
+    assert clf.summary.history["joint_samples"] == 10
     out = clf.transform(lab).select("rawPrediction", "probability", "prediction").first()
     p = out["probability"][1]
-    assert abs(out["rawPrediction"][1] - np.log(p / (1 - p))) < 1e-9
+    assert abs(out["rawPrediction"][1] - norm.ppf(p)) < 1e-7
     assert out["prediction"] == float(p > 0.5)
+    cpath = str(tmp_path / "gbfm_clf")
+    clf.write().save(cpath)
+    got = sparkxml_kernels.load_model(cpath).predict_proba((Xp[0], Xp[1], Xp[2],
+                                                          enc.numFeatures))
+    want = [r[0][1] for r in clf.transform(data).select("probability").collect()]
+    np.testing.assert_allclose(got[:, 1], want, rtol=1e-12)
     wrong = spark.createDataFrame([(Vectors.sparse(3, [0], [1.0]),)], ["features"])
     with pytest.raises(Exception, match="size 3, expected 128"):
         clf.transform(wrong).collect()

@@ -99,7 +99,8 @@ REGRESSORS = {
     "fm-regressor": lambda: FMRegressor(labelCol="y", maxIter=10, burnIn=2, factorSize=3,
                                         seed=3, numWorkers=1),
     "gbfm-regressor": lambda: GBFMRegressor(labelCol="y", fieldStarts=[0, 3], numStages=4,
-                                            factorSize=2, numWorkers=1),
+                                            factorSize=2, numWorkers=1, jointIter=10,
+                                            burnIn=2),
 }
 
 

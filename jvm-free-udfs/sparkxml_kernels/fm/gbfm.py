@@ -27,6 +27,13 @@ With a validation set, the validation loss (RMSE or log-loss) is tracked after e
 ``earlyStoppingRounds`` > 0 stops when it has not improved for that many stages, and the
 model keeps the best number of stages.
 
+With ``jointFit="mcmc"`` (the estimators' default) boosting only selects the pairs: the
+distinct pairs of the kept stages are then refitted together, with a linear term for every
+feature, by Gibbs sampling with hyper-priors (``gbfm_joint``), and the model holds one stage
+per distinct pair. Boosting alone (``jointFit="none"``) fits each stage once, with a fixed
+shrinkage and penalty, and trails a plain FM fitted by MCMC on real rating data (see
+docs/fm.rst); the joint fit is what makes the selected pairs as accurate as FM.
+
 Parameters are global and updated identically on every rank; each pass reduces per-feature
 sums with one all-reduce, so the model does not depend on the number of workers up to the
 rounding of those sums.
@@ -236,6 +243,12 @@ def run_gbfm(train, valid, params: dict, coll):
     keep = len(stages)
     if vdata is not None and stop_after > 0 and best_at >= 0:
         keep = best_at + 1
+    hist.update(selection_gain=sel_gains, first_field_gain=first_gains, stages_run=len(stages),
+                best_stage=(best_at if vdata is not None else len(stages) - 1),
+                n_blocks=int(data.n_blocks))
+    if params.get("jointFit", "none") == "mcmc" and keep:
+        return _joint_arrays(train, data, fs, field_blocks, stages[:keep], gains[:keep],
+                             sel_gains[:keep], params, coll, hist)
     offsets = np.zeros(keep + 1, np.int64)
     offsets[1:] = np.cumsum([v.shape[0] for v in Vs[:keep]])
     arrays = {
@@ -247,7 +260,39 @@ def run_gbfm(train, valid, params: dict, coll):
         "stage_gain": np.asarray(gains[:keep], FLOAT),
         "link": np.asarray("logistic" if loss == LOGISTIC else "identity"),
         "n_features": np.asarray(d, np.int64)}
-    hist.update(selection_gain=sel_gains, first_field_gain=first_gains, stages_run=len(stages),
-                best_stage=(best_at if vdata is not None else len(stages) - 1),
-                n_blocks=int(data.n_blocks))
+    return arrays, hist
+
+
+def _joint_arrays(train, data, fs, field_blocks, stages, gains, sel_gains, params, coll, hist):
+    """Refit the distinct pairs of ``stages`` jointly (``gbfm_joint``); the predictor arrays
+    with one stage per pair (its gain: the boosting gains of its stages, summed)."""
+    from .gbfm_joint import joint_pairs, run_joint_mcmc
+
+    pairs = joint_pairs(stages)
+    key = [(min(p, q), max(p, q)) for p, q in stages]
+    first = [key.index((min(p, q), max(p, q))) for p, q in pairs]
+    pair_gain = [float(sum(g for kk, g in zip(key, gains) if kk == (min(p, q), max(p, q))))
+                 for p, q in pairs]
+    w0, w, factors, jh = run_joint_mcmc(data, train.y, train.w, train.rids, pairs, fs,
+                                        field_blocks, params, coll)
+    r = max(a.shape[1] for a, _ in factors)
+    blocks = []
+    for a, b in factors:
+        blk = np.zeros((a.shape[0] + b.shape[0], r), FLOAT)
+        blk[:a.shape[0], :a.shape[1]] = a
+        blk[a.shape[0]:, :b.shape[1]] = b
+        blocks.append(blk)
+    offsets = np.zeros(len(pairs) + 1, np.int64)
+    offsets[1:] = np.cumsum([blk.shape[0] for blk in blocks])
+    classify = params["task"] == "classification"
+    hist.update(jh)
+    hist.update(boost_fields=[list(s) for s in stages], boost_gain=list(gains),
+                pair_first_stage=first, selection_gain=[sel_gains[i] for i in first])
+    arrays = {
+        "w0": np.asarray(w0, FLOAT), "field_starts": fs,
+        "stage_fields": np.asarray(pairs, np.int32).reshape(-1, 2), "stage_offsets": offsets,
+        "stage_V": np.concatenate(blocks), "stage_lin": np.zeros(int(offsets[-1]), FLOAT),
+        "stage_gain": np.asarray(pair_gain, FLOAT),
+        "link": np.asarray("probit" if classify else "identity"),
+        "n_features": np.asarray(data.d, np.int64), "linear": np.asarray(w, FLOAT)}
     return arrays, hist

@@ -22,10 +22,12 @@ n_features     int64 ()             d, the width of the training vectors
 
 GBFM (``modelKind`` "gbfm")
 ---------------------------
-ŷ(x) = w0 + Σ_s [Σ_{i∈C_p(s) ∪ C_q(s)} u_s[i] x_i
+ŷ(x) = w0 + Σ_j w_j x_j + Σ_s [Σ_{i∈C_p(s) ∪ C_q(s)} u_s[i] x_i
               + Σ_f (Σ_{i∈C_p(s)} V_s[i, f] x_i)(Σ_{j∈C_q(s)} V_s[j, f] x_j)]:
 stage s adds first-order terms u_s of fields p(s) and q(s) and multiplies a rank-k embedding
-of field p(s) with one of field q(s) (step size folded in).
+of field p(s) with one of field q(s) (step size folded in). After the joint fit
+(``gbfm_joint``) there is one stage per distinct pair, its rank that of the posterior mean of
+the pair's interaction, and the linear weights w of every feature.
 
 =============  ===================  ===================================================
 key            dtype, shape         meaning
@@ -37,8 +39,9 @@ stage_offsets  int64 (S + 1,)       stage s's rows of stage_V: p's features, the
 stage_V        float64 (R, k)       the stage embeddings (step size applied to p's rows)
 stage_lin      float64 (R,)         the stage first-order terms u_s, rows as stage_V
 stage_gain     float64 (S,)         training-loss decrease of each stage
-link           str ()               "identity" | "logistic"
+link           str ()               "identity" | "logistic" | "probit"
 n_features     int64 ()             d
+linear         float64 (d,)         optional: w (absent: zeros)
 =============  ===================  ===================================================
 """
 from __future__ import annotations
@@ -248,7 +251,7 @@ class FMPredictor(_Predictor):
 
 @njit(cache=True, nogil=True)
 def _gbfm_scores(indptr, indices, data, w0, field_of, field_starts, stage_fields,
-                 stage_offsets, stage_V, stage_lin, out):
+                 stage_offsets, stage_V, stage_lin, linear, out):
     S = stage_fields.shape[0]
     k = stage_V.shape[1]
     qp = np.empty(k, np.float64)
@@ -256,6 +259,8 @@ def _gbfm_scores(indptr, indices, data, w0, field_of, field_starts, stage_fields
     for i in range(indptr.shape[0] - 1):
         lo, hi = indptr[i], indptr[i + 1]
         y = w0
+        for p in range(lo, hi):
+            y += linear[indices[p]] * data[p]
         for s in range(S):
             fp, fq = stage_fields[s, 0], stage_fields[s, 1]
             op = stage_offsets[s] - field_starts[fp]
@@ -284,11 +289,14 @@ def _gbfm_scores(indptr, indices, data, w0, field_of, field_starts, stage_fields
         out[i] = y
 
 
-def gbfm_scores_naive(X, w0, field_starts, stage_fields, stage_offsets, stage_V, stage_lin):
+def gbfm_scores_naive(X, w0, field_starts, stage_fields, stage_offsets, stage_V, stage_lin,
+                      linear=None):
     """Slow twin of the GBFM kernel on a dense matrix: the paper's double sum over feature
-    pairs of the two fields, plus the stages' first-order terms."""
+    pairs of the two fields, plus the stages' first-order terms and ``linear``."""
     X = np.asarray(X, FLOAT)
     out = np.full(X.shape[0], float(w0))
+    if linear is not None:
+        out += X @ np.asarray(linear, FLOAT)
     for s, (p, q) in enumerate(stage_fields):
         ps, pe = field_starts[p], field_starts[p + 1]
         qs, qe = field_starts[q], field_starts[q + 1]
@@ -310,9 +318,14 @@ class GBFMPredictor(_Predictor):
     keys = GBFM_KEYS
 
     def __init__(self, w0, field_starts, stage_fields, stage_offsets, stage_V, stage_lin,
-                 stage_gain, link: str, n_features: int):
+                 stage_gain, link: str, n_features: int, linear=None):
         self.w0 = float(w0)
         self.n_features = int(n_features)
+        self.linear = (np.zeros(self.n_features, FLOAT) if linear is None
+                       else np.ascontiguousarray(linear, FLOAT).reshape(-1))
+        if self.linear.size != self.n_features:
+            raise ValueError(f"linear has {self.linear.size} weights for {self.n_features} "
+                             f"features")
         self.field_starts = np.ascontiguousarray(field_starts, np.int64)
         fs = self.field_starts
         if fs.size < 2 or fs[0] != 0 or fs[-1] != self.n_features or np.any(np.diff(fs) <= 0):
@@ -337,7 +350,7 @@ class GBFMPredictor(_Predictor):
         if off.size != S + 1 or off[0] != 0 or np.any(np.diff(off) != sizes) \
                 or off[-1] != self.stage_V.shape[0]:
             raise ValueError("stage_offsets are inconsistent with the stages and fields")
-        if str(link) not in ("identity", "logistic"):
+        if str(link) not in LINKS:
             raise ValueError(f"unknown GBFM link {link!r}")
         self.link_name = str(link)
         self.field_of = np.repeat(np.arange(m, dtype=np.int32), np.diff(fs))
@@ -350,7 +363,8 @@ class GBFMPredictor(_Predictor):
         n = indptr.size - 1
         out = np.empty(n, FLOAT)
         _gbfm_scores(indptr, indices, data, self.w0, self.field_of, self.field_starts,
-                     self.stage_fields, self.stage_offsets, self.stage_V, self.stage_lin, out)
+                     self.stage_fields, self.stage_offsets, self.stage_V, self.stage_lin,
+                     self.linear, out)
         return out, _link_array(out, LINKS[self.link_name])
 
     def truncate(self, n_stages: int) -> "GBFMPredictor":
@@ -359,7 +373,7 @@ class GBFMPredictor(_Predictor):
         e = self.stage_offsets[s]
         return GBFMPredictor(self.w0, self.field_starts, self.stage_fields[:s],
                              self.stage_offsets[:s + 1], self.stage_V[:e], self.stage_lin[:e],
-                             self.stage_gain[:s], self.link_name, self.n_features)
+                             self.stage_gain[:s], self.link_name, self.n_features, self.linear)
 
     def to_arrays(self) -> dict:
         return {"w0": np.asarray(self.w0, FLOAT), "field_starts": self.field_starts,
@@ -367,13 +381,13 @@ class GBFMPredictor(_Predictor):
                 "stage_V": self.stage_V, "stage_lin": self.stage_lin,
                 "stage_gain": self.stage_gain,
                 "link": np.asarray(self.link_name),
-                "n_features": np.asarray(self.n_features, np.int64)}
+                "n_features": np.asarray(self.n_features, np.int64), "linear": self.linear}
 
     @classmethod
     def from_arrays(cls, a: dict) -> "GBFMPredictor":
         return cls(float(a["w0"]), a["field_starts"], a["stage_fields"], a["stage_offsets"],
                    a["stage_V"], a["stage_lin"], a["stage_gain"], str(a["link"]),
-                   int(a["n_features"]))
+                   int(a["n_features"]), a.get("linear"))
 
 
 def gbfm_scores(predictor: GBFMPredictor, indptr, indices, data) -> np.ndarray:
