@@ -25,6 +25,31 @@ def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
 
 
 @njit(cache=True, nogil=True)
+def _children(crit, w_total, w, imp, total, out_left, min_dec):
+    """The two children of a chosen split: (accepted, right sums, left and right weights and
+    impurities); accepted is False when the weighted impurity decrease is below min_dec."""
+    right = total - out_left
+    wl = node_weight(crit, out_left)
+    wr = w - wl
+    il = impurity(crit, out_left, wl)
+    ir = impurity(crit, right, wr)
+    ok = not (improvement(crit, w_total, w, imp, out_left, right, wl, wr, il, ir) + EPSILON
+              < min_dec)
+    return ok, right, wl, wr, il, ir
+
+
+@njit(cache=True, nogil=True)
+def _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr):
+    """Store a split in the node store (the drawn threshold too, for random splits)."""
+    st_feat[node] = f
+    st_bl[node] = bl
+    st_br[node] = br
+    st_ml[node] = ml
+    if reps.shape[0] > 0:
+        st_thr[node] = thr[0]
+
+
+@njit(cache=True, nogil=True)
 def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_isleft,
                  n_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
                  min_split, min_leaf, min_dec, small_rows, st_tree, st_parent, st_isleft, st_feat, st_bl,
@@ -83,20 +108,11 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             fmap[feats[j, k]] = -1
         if f < 0:
             continue
-        right = total - out_left
-        wl = node_weight(crit, out_left)
-        wr = w - wl
-        il = impurity(crit, out_left, wl)
-        ir = impurity(crit, right, wr)
-        if improvement(crit, w_total[t], w, imp, out_left, right, wl, wr, il, ir) + EPSILON \
-                < min_dec:
+        ok, right, wl, wr, il, ir = _children(crit, w_total[t], w, imp, total, out_left,
+                                              min_dec)
+        if not ok:
             continue
-        st_feat[node] = f
-        st_bl[node] = bl
-        st_br[node] = br
-        st_ml[node] = ml
-        if reps.shape[0] > 0:
-            st_thr[node] = thr[0]
+        _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr)
         recs[j, 0] = f
         recs[j, 1] = bl
         recs[j, recs.shape[1] - 1] = ml
@@ -235,20 +251,11 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
                                          reps, rstate, thr)
             if f < 0:
                 continue
-            right = total - out_left
-            wl = node_weight(crit, out_left)
-            wr = w - wl
-            il = impurity(crit, out_left, wl)
-            ir = impurity(crit, right, wr)
-            if improvement(crit, w_total[t], w, imp, out_left, right, wl, wr, il, ir) \
-                    + EPSILON < min_dec:
+            ok, right, wl, wr, il, ir = _children(crit, w_total[t], w, imp, total, out_left,
+                                                  min_dec)
+            if not ok:
                 continue
-            st_feat[node] = f
-            st_bl[node] = bl
-            st_br[node] = br
-            st_ml[node] = ml
-            if reps.shape[0] > 0:
-                st_thr[node] = thr[0]
+            _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr)
             nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1)
             for side in range(2):  # right pushed first: the left subtree comes first
                 is_left = side
