@@ -27,14 +27,16 @@ def test_readme_has_a_quick_start_per_family():
 
 
 @pytest.mark.parametrize("i", range(len(_blocks())))
-def test_readme_snippet_runs_on_its_own(spark, i):
+def test_readme_snippet_runs_on_its_own(spark, i, tmp_path, monkeypatch):
     code = _blocks()[i]
+    # a temp dir of this test's own, so that what other processes (parallel test workers,
+    # Spark) create in /tmp meanwhile cannot be mistaken for the snippet's leftovers
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = set(os.listdir(tempfile.gettempdir()))
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(code, f"README.md python block {i + 1}", "exec"), {"__name__": "readme"})
     left = set(os.listdir(tempfile.gettempdir())) - before
-    # the snippets save into TemporaryDirectory(): nothing of theirs may remain (other
-    # entries that appear meanwhile are Spark's own, e.g. block manager folders)
-    assert not [d for d in left if d.startswith("tmp") and os.path.isdir(
+    # the snippets save into TemporaryDirectory(): nothing of theirs may remain
+    assert not [d for d in left if os.path.isdir(
         os.path.join(tempfile.gettempdir(), d)) and os.listdir(
         os.path.join(tempfile.gettempdir(), d))], left
