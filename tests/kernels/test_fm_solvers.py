@@ -37,12 +37,12 @@ def _fit(X, y, params, workers=1, w=None, valid=None, kind="fm"):
         prep = T.prepare(Xr.indptr, Xr.indices, Xr.data, y[idx], None if w is None else w[idx],
                          keys[idx], X.shape[1], coll, rank, workers,
                          extra=None if valid is None else valid[idx])
+        prep, v = prep if valid is not None else (prep, None)
+        tr = prep if v is None else prep.subset(~v)
+        va = None if v is None else prep.subset(v)
         if kind == "fm":
-            out[rank] = T.train_fm(prep, params, coll)
+            out[rank] = T.train_fm(tr, params, coll, valid=va)
         else:
-            prep, v = prep if valid is not None else (prep, None)
-            tr = prep if v is None else prep.subset(~v)
-            va = None if v is None else prep.subset(v)
             out[rank] = run_gbfm(tr, va, params, coll)
 
     threads = [threading.Thread(target=run, args=(r,)) for r in range(workers)]
@@ -279,3 +279,45 @@ def test_integer_row_weights_equal_repeated_rows(solver, task):
     # the same objective (ALS) or the same full conditionals and draws (MCMC)
     for key in ("w0", "w", "V"):
         np.testing.assert_allclose(weighted[key], repeated[key], rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- conveniences
+@pytest.mark.parametrize("solver", ["mcmc", "als", "adamw"])
+def test_early_stopping_keeps_the_best_sweep(solver):
+    X, _ = _one_hot(300, [5, 6, 3], seed=12, extra_dense=1)
+    r = np.random.default_rng(1)
+    y = X @ r.normal(size=X.shape[1]) + 0.3 * r.normal(size=300)
+    valid = np.arange(300) % 4 == 0
+    params = dict(BASE, solver=solver, task="regression", maxIter=40, earlyStoppingRounds=3,
+                  stepSize=0.05)
+    arrays, hist = _fit(X, y, params, valid=valid)
+    curve, best = hist["valid_metric"], hist["best_iteration"]
+    assert len(curve) == len(hist["seconds"]) < 40  # it stopped
+    assert len(curve) - 1 - best == 3 and min(curve[best + 1:]) >= curve[best] - 1e-12
+    # the model is the one scored at the best sweep: its validation RMSE is curve[best]
+    P = FMPredictor.from_arrays(arrays)
+    Xv, yv = X[valid], y[valid]
+    rmse = float(np.sqrt(np.mean((P.predict(Xv) - yv) ** 2)))
+    np.testing.assert_allclose(rmse, curve[best], rtol=1e-5)  # float32 storage
+    if solver == "mcmc":  # the samples kept up to the best sweep (burnIn = 1)
+        assert arrays["w0"].size == best
+    # without earlyStoppingRounds the curve is recorded and training runs to the end
+    _, full = _fit(X, y, dict(params, earlyStoppingRounds=0, tol=-1.0), valid=valid)
+    assert len(full["valid_metric"]) == 40
+    np.testing.assert_array_equal(full["valid_metric"][:len(curve)], curve)
+
+
+def test_warm_start_continues_als():
+    X, _ = _one_hot(300, [5, 6, 3], seed=3, extra_dense=1)
+    r = np.random.default_rng(2)
+    y = X @ r.normal(size=X.shape[1]) + 0.3 * r.normal(size=300)
+    params = dict(BASE, solver="als", task="regression", maxIter=10)
+    whole, hw = _fit(X, y, params)
+    first, h1 = _fit(X, y, dict(params, maxIter=6))
+    init = {"w0": first["w0"][0], "w": first["w"][0], "V": first["V"][0]}
+    more, h2 = _fit(X, y, dict(params, maxIter=4, init=init))
+    # the warm start begins where the first fit ended (up to float32 storage of w, V)
+    assert h2["objective"][0] < h1["objective"][0]
+    np.testing.assert_allclose(h2["objective"][0], hw["objective"][6], rtol=1e-5)
+    np.testing.assert_allclose(more["V"], whole["V"], rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(more["w0"], whole["w0"], rtol=1e-4)

@@ -204,3 +204,43 @@ def test_gbfm_stages_validation_and_persistence(spark, ratings, tmp_path):
     wrong = spark.createDataFrame([(Vectors.sparse(3, [0], [1.0]),)], ["features"])
     with pytest.raises(Exception, match="size 3, expected 128"):
         clf.transform(wrong).collect()
+
+
+def test_fm_early_stopping_warm_start_and_progress(spark, ratings, tmp_path, caplog):
+    import logging
+
+    df, cols, _ = ratings
+    data = FieldEncoder(inputCols=cols).fit(df).transform(df).cache()
+    caplog.set_level(logging.INFO, logger="sparkxml")
+    est = FMRegressor(labelCol="rating", solver="als", factorSize=4, maxIter=40, regParam=1e-5,
+                      validationIndicatorCol="isVal", earlyStoppingRounds=2, numWorkers=1,
+                      verbose=1)
+    model = est.fit(data)
+    h = model.summary.history
+    curve, best = h["valid_metric"], h["best_iteration"]
+    assert len(curve) == best + 3 < 40  # stopped two sweeps after the best one
+    val = data.filter("isVal")
+    rmse = RegressionEvaluator(labelCol="rating").evaluate(model.transform(val))
+    assert rmse == pytest.approx(curve[best], rel=1e-5)  # the best sweep's model
+    lines = [r.getMessage() for r in caplog.records if "valid_metric=" in r.getMessage()]
+    assert len(lines) == len(curve), lines[:3]  # one line a sweep, with the validation RMSE
+
+    # warm start from the fitted model and from its saved path: the objective starts where
+    # the first fit ended, not where a fresh fit starts
+    path = str(tmp_path / "fm_init")
+    model.write().save(path)
+    for init in (model, path):
+        more = FMRegressor(labelCol="rating", solver="als", factorSize=4, maxIter=2,
+                           regParam=1e-5, numWorkers=1, initModel=init).fit(data)
+        assert more.summary.history["objective"][0] < h["objective"][0] / 2
+    with pytest.raises(ValueError, match="initModel: the model has .* factorSize 4; this fit "
+                                         "has .* factorSize 3"):
+        FMRegressor(labelCol="rating", factorSize=3, maxIter=2, burnIn=0,
+                    initModel=model).fit(data)
+    with pytest.raises(ValueError, match="initModel: the model is a regression model"):
+        FMClassifier(maxIter=2, burnIn=0, initModel=path).fit(
+            data.withColumn("label", (F.col("rating") > 3).cast("double")))
+    with pytest.raises(ValueError, match="earlyStoppingRounds=2 needs validationIndicatorCol"):
+        FMRegressor(labelCol="rating", earlyStoppingRounds=2).fit(data)
+    with pytest.raises(TypeError, match="initModel must be a saved FM model"):
+        FMRegressor(initModel=3)

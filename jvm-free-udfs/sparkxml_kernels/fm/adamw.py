@@ -19,6 +19,7 @@ from .._jit import njit
 from .als import init_params
 from .rng import STREAM_BATCH, uniforms
 from .solver import LOGISTIC, SQUARED, logistic_parts
+from .watch import init_from
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
@@ -108,15 +109,16 @@ def adamw_step(theta, g, m, v, t, lr, decay, decay_from):
         theta[i] -= lr * step
 
 
-def run_adamw(data, y, weights, rids, params: dict, coll):
-    """Mini-batch AdamW on this rank's rows; every rank returns the same parameters."""
+def run_adamw(data, y, weights, rids, params: dict, coll, watch=None):
+    """Mini-batch AdamW on this rank's rows; every rank returns the same parameters (with
+    early stopping, ``watch``: those after the best epoch)."""
     k, d = int(params["factorSize"]), data.d
     loss = LOGISTIC if params["task"] == "classification" else SQUARED
     lr, reg, tol = float(params["stepSize"]), float(params["regParam"]), float(params["tol"])
     fit_w0, fit_linear = bool(params["fitIntercept"]), bool(params["fitLinear"])
     seed = int(params["seed"])
     n_batches = max(1, int(math.ceil(1.0 / float(params["miniBatchFraction"]) - 1e-9)))
-    w0, w, Vt = init_params(seed, k, d, float(params["initStd"]))
+    w0, w, Vt = init_from(params.get("init"), init_params(seed, k, d, float(params["initStd"])))
     theta = np.concatenate([[w0], w, Vt.ravel()])
     mom, vel = np.zeros_like(theta), np.zeros_like(theta)
     mask = np.ones_like(theta)
@@ -126,6 +128,8 @@ def run_adamw(data, y, weights, rids, params: dict, coll):
     y = np.ascontiguousarray(y, FLOAT)
     weights = np.ones(data.n, FLOAT) if weights is None else np.ascontiguousarray(weights, FLOAT)
     hist = {"loss": [], "seconds": []}
+    if watch is not None:
+        hist["valid_metric"] = watch.history
     on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
     step, prev = 0, None
@@ -150,12 +154,21 @@ def run_adamw(data, y, weights, rids, params: dict, coll):
             adamw_step(theta, g[:-2] * mask / bw, mom, vel, step, lr, reg, 1)
         mean_loss = ep_l / max(ep_w, 1e-300)
         hist["loss"].append(float(mean_loss))
+        stop = watch is not None and watch.observe(
+            epoch, theta[0], theta[1:1 + d], np.ascontiguousarray(theta[1 + d:].reshape(k, d)))
         hist["seconds"].append(time.perf_counter() - t0)
         if on_iteration is not None:
             on_iteration(hist)
+        if stop:
+            break
         if prev is not None and abs(prev - mean_loss) <= tol * max(abs(prev), 1e-300):
             break
         prev = mean_loss
+    if watch is not None:
+        watch.record(hist)
+        if watch.truncate:
+            b0, bw, bVt = watch.best_state
+            theta = np.concatenate([[b0], bw, bVt.ravel()])
     samples = {"w0": np.array([theta[0]], FLOAT),
                "w": theta[1:1 + d].astype(np.float32)[None, :],
                "V": theta[1 + d:].reshape(k, d).T.astype(np.float32)[None, :, :]}

@@ -32,6 +32,7 @@ from .solver import (
     total,
     update_blocks,
 )
+from .watch import init_from
 
 __all__ = ["run_als", "init_params"]
 
@@ -43,18 +44,20 @@ def init_params(seed: int, k: int, d: int, init_std: float):
         rng.normal(0.0, float(init_std), size=(k, d)), FLOAT)
 
 
-def run_als(data, y, weights, params: dict, coll):
+def run_als(data, y, weights, params: dict, coll, watch=None):
     """Coordinate descent on this rank's rows; every rank returns the same parameters.
 
     Returns
     -------
-    (samples dict with S = 1: w0 (1,), w float32 (1, d), V float32 (1, d, k)), history
+    (samples dict with S = 1: w0 (1,), w float32 (1, d), V float32 (1, d, k)), history;
+    with early stopping (``watch``) the parameters at the best sweep.
     """
     k, d = int(params["factorSize"]), data.d
     reg, tol = float(params["regParam"]), float(params["tol"])
     loss = LOGISTIC if params["task"] == "classification" else SQUARED
     fit_w0, fit_linear = bool(params["fitIntercept"]), bool(params["fitLinear"])
-    w0, w, Vt = init_params(int(params["seed"]), k, d, float(params["initStd"]))
+    w0, w, Vt = init_from(params.get("init"),
+                          init_params(int(params["seed"]), k, d, float(params["initStd"])))
     Q = np.zeros((k, data.n), FLOAT)
     factor_cache(data.indptr, data.indices, data.data, Vt, Q)
     pred = np.empty(data.n, FLOAT)
@@ -66,6 +69,8 @@ def run_als(data, y, weights, params: dict, coll):
 
     blocks = range(data.n_blocks)
     hist = {"objective": [], "seconds": []}
+    if watch is not None:
+        hist["valid_metric"] = watch.history
     on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
     prev = None
@@ -89,9 +94,16 @@ def run_als(data, y, weights, params: dict, coll):
             update_blocks(data, blocks, LINEAR, w, 0, None, None, rows, coll, rule)
         for f in range(k):
             update_blocks(data, blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll, rule)
+        stop = watch is not None and watch.observe(len(hist["seconds"]), w0, w, Vt)
         hist["seconds"].append(time.perf_counter() - t0)
         if on_iteration is not None:
             on_iteration(hist)
+        if stop:
+            break
+    if watch is not None:
+        watch.record(hist)
+        if watch.truncate:
+            w0, w, Vt = watch.best_state
     samples = {"w0": np.array([w0], FLOAT), "w": w.astype(np.float32)[None, :],
                "V": Vt.T.astype(np.float32)[None, :, :]}
     return samples, hist

@@ -94,7 +94,7 @@ def groups_from_field_starts(field_starts, d: int):
     return np.repeat(np.arange(fs.size - 1), np.diff(fs)), fs.size - 1
 
 
-def train_fm(prep: Prepared, params: dict, coll):
+def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None):
     """Train a factorization machine on this worker's prepared rows.
 
     Parameters
@@ -102,28 +102,38 @@ def train_fm(prep: Prepared, params: dict, coll):
     params : dict
         solver ("mcmc" | "als" | "adamw"), task ("regression" | "classification"),
         factorSize, maxIter, regParam, initStd, seed, burnIn, thinning, stepSize,
-        miniBatchFraction, tol, fitIntercept, fitLinear, fieldStarts (list or None).
+        miniBatchFraction, tol, fitIntercept, fitLinear, fieldStarts (list or None);
+        optional earlyStoppingRounds (with ``valid``) and init (a warm start: {"w0", "w" (d,),
+        "V" (d, k)}, see ``watch.init_from``).
+    valid : Prepared, optional
+        This worker's validation rows: scored after every sweep (``watch.ValidationWatch``,
+        history "valid_metric"), and early stopping when earlyStoppingRounds > 0.
 
     Returns
     -------
     (arrays, history): ``predictor.FMPredictor`` arrays (the same on every rank) and a dict.
     """
     from . import adamw, als, mcmc
+    from .watch import ValidationWatch
 
     data = BlockedData(prep.indptr, prep.indices, prep.data, prep.d, prep.segments)
     solver = params["solver"]
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; use one of {list(SOLVERS)}")
+    link = ("identity" if params["task"] != "classification"
+            else "probit" if solver == "mcmc" else "logistic")
+    watch = None
+    if valid is not None:
+        watch = ValidationWatch(valid, link, int(params.get("earlyStoppingRounds") or 0), coll,
+                                average=solver == "mcmc")
     if solver == "mcmc":
         group_of, n_groups = groups_from_field_starts(params.get("fieldStarts"), prep.d)
-        samples, hist = mcmc.run_mcmc(data, prep.y, prep.w, prep.rids, params, coll, group_of, n_groups)
-        link = "probit" if params["task"] == "classification" else "identity"
+        samples, hist = mcmc.run_mcmc(data, prep.y, prep.w, prep.rids, params, coll, group_of,
+                                      n_groups, watch)
     elif solver == "als":
-        samples, hist = als.run_als(data, prep.y, prep.w, params, coll)
-        link = "logistic" if params["task"] == "classification" else "identity"
-    elif solver == "adamw":
-        samples, hist = adamw.run_adamw(data, prep.y, prep.w, prep.rids, params, coll)
-        link = "logistic" if params["task"] == "classification" else "identity"
+        samples, hist = als.run_als(data, prep.y, prep.w, params, coll, watch)
     else:
-        raise ValueError(f"unknown solver {solver!r}; use one of {list(SOLVERS)}")
+        samples, hist = adamw.run_adamw(data, prep.y, prep.w, prep.rids, params, coll, watch)
     arrays = dict(samples, link=np.asarray(link), n_features=np.asarray(prep.d, np.int64))
     hist["n_blocks"] = int(data.n_blocks)
     return arrays, hist
