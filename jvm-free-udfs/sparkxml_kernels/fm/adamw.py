@@ -3,8 +3,9 @@
 Objective as ALS: weighted mean loss + decoupled weight decay ``regParam`` on w and V (not on
 w0). An epoch splits the rows into ``ceil(1 / miniBatchFraction)`` mini-batches by a per-row
 uniform of (seed, epoch, row id) (``rng``), so a mini-batch is the same set of rows whatever
-the number of workers; each step sums the gradient over the batch's rows on every rank, adds
-the ranks' sums with one all-reduce and applies the same AdamW step everywhere
+the number of workers; each step sums the gradient over the batch's rows per row block and adds
+the blocks' sums in a fixed order (``order``: the same bits for any number of workers; each
+rank holds one gradient-sized array per row block), then applies the same AdamW step everywhere
 (β1 = 0.9, β2 = 0.999, ε = 1e-8, learning rate ``stepSize``, bias-corrected moments).
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from .._dtypes import FLOAT
 from .._jit import njit
 from .als import init_params
+from .order import fixed_sum
 from .rng import STREAM_BATCH, uniforms
 from .solver import LOGISTIC, SQUARED, logistic_parts
 from .watch import init_from
@@ -124,7 +126,8 @@ def run_adamw(data, y, weights, rids, params: dict, coll, watch=None):
     mask = np.ones_like(theta)
     mask[0] = float(fit_w0)
     mask[1:1 + d] = float(fit_linear)
-    grad = np.zeros(theta.size + 2, FLOAT)
+    grad_size = theta.size + 2
+    rb = data.rb
     y = np.ascontiguousarray(y, FLOAT)
     weights = np.ones(data.n, FLOAT) if weights is None else np.ascontiguousarray(weights, FLOAT)
     hist = {"loss": [], "seconds": []}
@@ -140,11 +143,14 @@ def run_adamw(data, y, weights, rids, params: dict, coll, watch=None):
         bounds = np.searchsorted(batch_of[order], np.arange(n_batches + 1))
         ep_w = ep_l = 0.0
         for b in range(n_batches):
-            grad[:] = 0.0
-            batch_gradient(order[bounds[b]:bounds[b + 1]], data.indptr, data.indices,
-                           data.data, y, weights, loss, theta[0], theta[1:1 + d],
-                           theta[1 + d:].reshape(k, d), grad)
-            g = np.asarray(coll.allreduce_sum(grad), FLOAT)
+            batch = order[bounds[b]:bounds[b + 1]]  # ascending: row block by row block
+            sub = np.searchsorted(batch, rb.ptr)
+            parts = np.zeros((rb.n_blocks, grad_size), FLOAT)
+            for r in range(rb.n_blocks):
+                batch_gradient(batch[sub[r]:sub[r + 1]], data.indptr, data.indices,
+                               data.data, y, weights, loss, theta[0], theta[1:1 + d],
+                               theta[1 + d:].reshape(k, d), parts[r])
+            g = fixed_sum(coll, parts)
             bw, bl = g[-2], g[-1]
             ep_w += bw
             ep_l += bl

@@ -29,7 +29,7 @@ from .solver import (
     RowCache,
     fm_predict_cached,
     residual_sums,
-    total,
+    seq_sum,
     update_blocks,
 )
 from .watch import init_from
@@ -63,7 +63,8 @@ def run_als(data, y, weights, params: dict, coll, watch=None):
     pred = np.empty(data.n, FLOAT)
     fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
     rows = RowCache(y, weights, loss, pred)
-    (W,) = total(coll, rows.w.sum())
+    rb = data.rb
+    (W,) = rb.sums(coll, rows.w)
 
     rule = NewtonRule(W, reg)
 
@@ -75,8 +76,7 @@ def run_als(data, y, weights, params: dict, coll, watch=None):
     t0 = time.perf_counter()
     prev = None
     for _ in range(int(params["maxIter"])):
-        local = rows.relinearize()
-        (obj,) = total(coll, local)
+        obj = rows.relinearize(coll, rb)
         obj = obj / max(W, 1e-300) + 0.5 * reg * (float(np.sum(w * w)) + float(np.sum(Vt * Vt)))
         hist["objective"].append(float(obj))
         if prev is not None and abs(prev - obj) <= tol * max(abs(prev), 1e-300):
@@ -84,8 +84,10 @@ def run_als(data, y, weights, params: dict, coll, watch=None):
         prev = obj
         if fit_w0:
             c2 = rows.w if rows.c2 is None else rows.c2
-            A, G = total(coll, c2.sum(), (0.0 if rows.c1 is None else rows.c1.sum())
-                         + residual_sums(rows.r, c2)[1])
+            c1, r = rows.c1, rows.r
+            A, G = rb.total(coll, lambda lo, hi: [
+                seq_sum(c2[lo:hi]), (0.0 if c1 is None else seq_sum(c1[lo:hi]))
+                + residual_sums(r[lo:hi], c2[lo:hi])[1]], 2)
             new = float(newton_update(np.array([w0]), np.array([A]), np.array([G]), W,
                                       0.0)[0])
             rows.r += new - w0

@@ -36,8 +36,6 @@ from .solver import (
     GibbsRule,
     RowCache,
     fm_predict_cached,
-    residual_sums,
-    total,
     update_blocks,
 )
 from .watch import init_from
@@ -100,7 +98,7 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
     rows = RowCache(y, weights, SQUARED, pred)
     z = np.empty(data.n, FLOAT)
-    (w_total,) = total(coll, rows.w.sum())
+    (w_total,) = data.rb.sums(coll, rows.w)
     all_blocks = range(data.n_blocks)
     samples_w0, samples_w, samples_V = [], [], []
     hist = {"train_rmse": [], "alpha": [], "seconds": []}
@@ -113,7 +111,7 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
             sample_probit_targets(rows.pred(), rows.y,
                                   uniforms(seed, STREAM_PROBIT, it, rids), z)
             rows.set_targets(z.copy())
-        sq, lin = total(coll, *residual_sums(rows.r, rows.c2))
+        sq, lin = rows.residual_sums(coll, data.rb)
         if classify:
             alpha = 1.0
         else:
