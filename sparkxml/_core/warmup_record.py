@@ -159,6 +159,8 @@ def profile_fm(spark):
     FMRegressor(maxIter=20).fit(df).transform(df).collect()
     for solver in ("als", "adamw"):
         FMRegressor(maxIter=5, solver=solver).fit(df).transform(df).collect()
+    valid = _vectors(spark, X, y, {"v": np.arange(X.shape[0]) % 4 == 0})
+    FMClassifier(maxIter=5, solver="als", validationIndicatorCol="v").fit(valid)
     GBFMClassifier(maxIter=3, fieldStarts=[0, 4]).fit(df).transform(df).collect()
 
 

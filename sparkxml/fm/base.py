@@ -7,16 +7,20 @@ A fit runs two Spark jobs:
    of each check (non-finite features, labels or weights; labels other than 0/1 for
    classifiers; null vectors, labels, weights, validation flags), so bad input fails before
    training with an error naming the column and the value;
-2. ONE barrier stage (``sparkxml._core.barrier``) over ``numWorkers`` partitions. The rows are
-   partitioned by a content key (``xxhash64`` of the features, label and weight columns,
-   computed in the JVM) and sorted by it inside each task (``sparkxml_kernels.fm.train``), so
-   the model does not depend on how the input was partitioned. Exact duplicate rows share a
-   key and land in the same task. All tasks train in lockstep over the socket collective;
-   rank 0 returns the model arrays.
+2. ONE barrier stage (``sparkxml._core.barrier``) over ``numWorkers`` partitions. Every row
+   gets a content key (``xxhash64`` of the features, label and weight columns, computed in
+   the JVM) and a row block (key mod ``ROW_BLOCKS`` = 16); task r receives the row blocks b
+   with b * numWorkers // 16 == r and sorts its rows by (block, key)
+   (``sparkxml_kernels.fm.train``). Every sum over rows is taken per row block and the blocks
+   are added in block order (``sparkxml_kernels.fm.order``), so the model is the same, bit for
+   bit, for any input partitioning and any numWorkers up to 16 (more are capped at 16, with a
+   warning). Exact duplicate rows share a key and land in the same task. All tasks train in
+   lockstep over the socket collective; rank 0 returns the model arrays.
 """
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 from pyspark.ml.linalg import VectorUDT
@@ -27,6 +31,7 @@ from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
 from sparkxml._core.params import HasVerbose
 from sparkxml._core.params import add_setters as add_setters
+from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.validation import (
@@ -45,6 +50,7 @@ from sparkxml.fm.tasks import (
     make_stats_task,
     make_train_fn,
 )
+from sparkxml_kernels.fm.order import ROW_BLOCKS
 
 __all__ = ["FMTrainingSummary", "FMEstimatorBase", "FMModelBase", "add_setters"]
 
@@ -108,6 +114,18 @@ def check_field_starts(field_starts, d: int, param: str = "fieldStarts") -> list
         raise ValueError(f"{param}={fs!r} does not fit the vectors: the last field starts at "
                          f"{fs[-1]}, but the vectors have {d} features (indices 0..{d - 1})")
     return fs
+
+
+def _block_partitions(df, n_workers: int):
+    """``df`` in ``n_workers`` partitions, partition r holding the row blocks b (pmod(key,
+    ROW_BLOCKS)) with b * n_workers // ROW_BLOCKS == r: contiguous ranges of blocks in rank
+    order (``partition_keys`` gives the keys Spark's hash partitioning sends to partition r)."""
+    block = F.pmod(F.col(KEY), F.lit(ROW_BLOCKS))
+    rank = F.floor(block * F.lit(n_workers) / F.lit(ROW_BLOCKS)).cast("int")
+    owner = F.element_at(F.array(*[F.lit(int(k)) for k in partition_keys(n_workers)]),
+                         rank + F.lit(1))
+    return (df.withColumn("__sparkxml_owner", owner)
+            .repartition(n_workers, "__sparkxml_owner").drop("__sparkxml_owner"))
 
 
 # ============================================================================ summary
@@ -233,6 +251,12 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
             k = int(self.getFactorSize())
             check_dense_width(fcol, stats["d"], k + 1, f"factorSize + 1 = {k + 1} values")
             n_workers = workers_for(spark, stats, valid, n_workers)
+            if n_workers > ROW_BLOCKS:
+                warnings.warn(f"{type(self).__name__}: numWorkers={n_workers}, but the rows "
+                              f"are split into {ROW_BLOCKS} row blocks (the unit that keeps "
+                              f"the model the same for any numWorkers): training runs on "
+                              f"{ROW_BLOCKS} tasks", stacklevel=3)
+                n_workers = ROW_BLOCKS
             params = dict(self._train_params(stats), task=self._task)
             checks_seconds = time.perf_counter() - t0
             # fixed internal names: the label may also serve as weight or be named like a param
@@ -243,7 +267,7 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
             if valid:
                 cols.append(F.col(valid).alias("v"))
             cols.append(F.xxhash64(*key_cols).alias(KEY))
-            df = dataset.select(*cols).repartition(int(n_workers), F.col(KEY))
+            df = _block_partitions(dataset.select(*cols), int(n_workers))
             with progress.phase("train"):
                 result = run_barrier_training(
                     df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,

@@ -23,6 +23,7 @@ import numpy as np
 from pyspark import keyword_only
 
 from sparkxml._core.params import (
+    HasEarlyStoppingRounds,
     HasFeaturesCol,
     HasFitIntercept,
     HasLabelCol,
@@ -36,6 +37,7 @@ from sparkxml._core.params import (
     HasStepSize,
     HasTimeoutSeconds,
     HasTol,
+    HasValidationIndicatorCol,
     HasWeightCol,
 )
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
@@ -44,6 +46,7 @@ from sparkxml.fm.params import (
     HasFactorSize,
     HasFieldStarts,
     HasFitLinear,
+    HasFMInitModel,
     HasFMSolver,
     HasInitStd,
     HasMiniBatchFraction,
@@ -56,7 +59,8 @@ __all__ = ["FMRegressor", "FMRegressionModel", "FMClassifier", "FMClassification
 _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "factorSize", "solver",
            "maxIter", "regParam", "initStd", "seed", "burnIn", "thinning", "stepSize",
            "miniBatchFraction", "tol", "fitIntercept", "fitLinear", "fieldStarts", "numWorkers",
-           "timeoutSeconds", "verbose")
+           "timeoutSeconds", "verbose", "validationIndicatorCol", "earlyStoppingRounds",
+           "initModel")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 
 
@@ -78,10 +82,51 @@ class _FMClassifierParams(_FMParams, HasRawPredictionCol, HasProbabilityCol):
         self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
 
 
-class _FMEstimator(FMEstimatorBase):
+class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingRounds,
+                   HasFMInitModel):
+    """The fit of FMRegressor / FMClassifier: the training conveniences (validation rows,
+    early stopping, warm start) live on the estimators only, not on their models."""
+
     _kind = "fm"
 
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(earlyStoppingRounds=0)
+
+    def _init_arrays(self, d: int, k: int):
+        """The starting point ``initModel`` names: its (posterior mean) parameters, checked
+        against this fit's vector size, factorSize and task."""
+        init = self._opt(self.initModel)
+        if init is None:
+            return None
+        if isinstance(init, str):
+            import sparkxml_kernels
+
+            pred = getattr(sparkxml_kernels.load_model(init), "predictor", None)
+            if not isinstance(pred, FMPredictor):
+                raise ValueError(f"initModel: {init} is not a saved FM model (an "
+                                 f"FMRegressionModel or FMClassificationModel)")
+        else:
+            pred = init._predictor
+            if not isinstance(pred, FMPredictor):
+                raise ValueError(f"initModel: a {type(init).__name__} is not a fitted FM model")
+        regression = pred.link_name == "identity"
+        if regression != (self._task == "regression"):
+            kind = "regression" if regression else "classification"
+            raise ValueError(f"initModel: the model is a {kind} model (link "
+                             f"{pred.link_name!r}); {type(self).__name__} needs a "
+                             f"{self._task} model")
+        if (pred.n_features, pred.factor_size) != (d, k):
+            raise ValueError(f"initModel: the model has {pred.n_features} features and "
+                             f"factorSize {pred.factor_size}; this fit has {d} features and "
+                             f"factorSize {k}")
+        return {"w0": float(np.mean(pred.w0)), "w": pred.w.astype(np.float64).mean(axis=0),
+                "V": pred.V.astype(np.float64).mean(axis=0)}
+
     def _check_params(self, weight, valid):
+        if self.getEarlyStoppingRounds() > 0 and not valid:
+            raise ValueError(f"earlyStoppingRounds={self.getEarlyStoppingRounds()} needs "
+                             f"validationIndicatorCol (the rows early stopping watches)")
         if self.getSolver() == "mcmc":
             if self.getBurnIn() >= self.getMaxIter():
                 raise ValueError(f"burnIn={self.getBurnIn()} must be below maxIter="
@@ -102,7 +147,9 @@ class _FMEstimator(FMEstimatorBase):
                 "burnIn": self.getBurnIn(), "thinning": self.getThinning(),
                 "stepSize": self.getStepSize(), "miniBatchFraction": self.getMiniBatchFraction(),
                 "tol": self.getTol(), "fitIntercept": self.getFitIntercept(),
-                "fitLinear": self.getFitLinear(), "fieldStarts": fs}
+                "fitLinear": self.getFitLinear(), "fieldStarts": fs,
+                "earlyStoppingRounds": self.getEarlyStoppingRounds(),
+                "init": self._init_arrays(stats["d"], int(self.getFactorSize()))}
 
 
 class FMRegressor(_FMEstimator, _FMParams):
@@ -159,8 +206,27 @@ class FMRegressor(_FMEstimator, _FMParams):
         Bound on every wait for a peer task.
     verbose : int, default 0
         Log the phase times and one line every ``verbose`` iterations (sweeps, epochs) with
-        the solver's training curve through the Python logger ``sparkxml``
-        (``sparkxml._core.progress``); 0 = silent.
+        the solver's training curve (and the validation metric) through the Python logger
+        ``sparkxml`` (``sparkxml._core.progress``); 0 = silent.
+    validationIndicatorCol : str, optional
+        Boolean column: true rows are held out of training and scored after every sweep /
+        epoch (``summary.history["valid_metric"]``): RMSE for regression, log loss for
+        classification, of the model as it predicts (MCMC: the mean over the samples kept so
+        far).
+    earlyStoppingRounds : int, default 0
+        With ``validationIndicatorCol``: stop once the validation metric has not improved for
+        this many sweeps / epochs and keep the model of the best one (MCMC: the samples kept
+        up to it; ``summary.history["best_iteration"]``, 0-based). 0 = off.
+    initModel : FMRegressionModel, FMClassificationModel or str, optional
+        Warm start: training starts from this fitted (or saved) model's w0, w and V (an MCMC
+        model's posterior mean). It must have the same vector size and factorSize, and be a
+        model of the same task. MCMC starts its chain there (the hyper-parameters start
+        afresh); ALS and AdamW continue from it (AdamW's moments start at zero).
+
+    Differences from myFM
+    ---------------------
+    myFM has no validation-based early stopping and no warm start (its ``fit`` always starts
+    from random factors); libFM has neither. MLlib's FMRegressor has neither either.
 
     Examples
     --------
@@ -183,7 +249,8 @@ class FMRegressor(_FMEstimator, _FMParams):
                  predictionCol="prediction", factorSize=8, solver="mcmc", maxIter=200,
                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0):
+                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
+                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -192,7 +259,8 @@ class FMRegressor(_FMEstimator, _FMParams):
                   predictionCol="prediction", factorSize=8, solver="mcmc", maxIter=200,
                   regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0):
+                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
+                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -230,7 +298,8 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
                  probabilityCol="probability", factorSize=8, solver="mcmc", maxIter=200,
                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0):
+                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
+                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -240,7 +309,8 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
                   probabilityCol="probability", factorSize=8, solver="mcmc", maxIter=200,
                   regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0):
+                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
+                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
         return self._set_params(**self._input_kwargs)
 
     @property

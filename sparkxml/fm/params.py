@@ -226,3 +226,29 @@ class HasJointIter(Params):
     def getJointIter(self) -> int:
         """Gets the value of jointIter or its default value."""
         return self.getOrDefault(self.jointIter)
+
+
+def _fm_model_or_path(value):
+    """initModel: a saved FM model's path, or a fitted FMRegressionModel/FMClassificationModel."""
+    if isinstance(value, str) or (hasattr(value, "_predictor") and hasattr(value, "factors")):
+        return value
+    raise TypeError(f"initModel must be a saved FM model's path (str) or a fitted FM model, "
+                    f"got {type(value).__name__}")
+
+
+class HasFMInitModel(Params):
+    """Mixin for param initModel: FM model to start training from (a warm start): a fitted
+    FMRegressionModel / FMClassificationModel or its saved path, with the same vector size and
+    factorSize; training starts from its parameters (MCMC models: their posterior mean).
+    """
+
+    initModel: "Param[object]" = Param(
+        Params._dummy(), "initModel",
+        "FM model to start training from (a warm start): a fitted FMRegressionModel / "
+        "FMClassificationModel or its saved path, with the same vector size and factorSize; "
+        "training starts from its parameters (MCMC models: their posterior mean)",
+        typeConverter=_fm_model_or_path)
+
+    def getInitModel(self):
+        """Gets the value of initModel or its default value."""
+        return self.getOrDefault(self.initModel)

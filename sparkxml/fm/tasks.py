@@ -156,13 +156,15 @@ def make_train_fn(kind: str, params: dict, progress: dict | None = None):
                 p["on_joint_iteration"] = _iteration_callback(
                     reporter, int(params["jointIter"]), "joint-fit sweep")
         try:
+            # validation rows: a (possibly empty) set on every rank, so that all ranks
+            # take part in the validation sums
+            tr = prep if valid is None else prep.subset(~valid)
+            va = None if valid is None else prep.subset(valid)
             if kind == "fm":
-                arrays, hist = T.train_fm(prep, p, coll)
+                arrays, hist = T.train_fm(tr, p, coll, valid=va)
             else:
                 from sparkxml_kernels.fm.gbfm import run_gbfm
 
-                tr = prep if valid is None or not valid.any() else prep.subset(~valid)
-                va = None if valid is None or not valid.any() else prep.subset(valid)
                 arrays, hist = run_gbfm(tr, va, p, coll)
         finally:
             reporter.close()

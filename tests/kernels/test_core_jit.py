@@ -23,13 +23,6 @@ PKG = _jit.PACKAGE_DIR
 NOT_WARMED = {
     # serving API only: FastXMLPredictor.apply (leaf ids); no estimator calls it
     "sparkxml_kernels.fastxml.predictor.apply_kernel",
-    # GBFM (cd.cross_cache / feature_stats, GBFM scores, loss terms, link): the fm profile's
-    # GBFM step needs fieldStarts over one-hot fields; not recorded yet
-    "sparkxml_kernels.fm.cd.cross_cache",
-    "sparkxml_kernels.fm.cd.feature_stats",
-    "sparkxml_kernels.fm.predictor._gbfm_scores",
-    "sparkxml_kernels.fm.predictor._link_into",
-    "sparkxml_kernels.fm.solver._loss_terms",
     # routing binned rows through a finished tree: evaluation sets (validationIndicatorCol)
     # and lossguide growth, which the gbt profiles do not use
     "sparkxml_kernels.gbt.binned._route_generic",

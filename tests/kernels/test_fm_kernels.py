@@ -5,7 +5,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.stats import norm
 
-from sparkxml_kernels.fm import cd, layout, rng
+from sparkxml_kernels.collective import LocalCollective
+from sparkxml_kernels.fm import cd, layout, order, rng
 from sparkxml_kernels.fm.adamw import batch_gradient, batch_gradient_naive
 from sparkxml_kernels.fm.gbfm_joint import compress_factors, joint_pairs
 from sparkxml_kernels.fm.predictor import (
@@ -16,6 +17,7 @@ from sparkxml_kernels.fm.predictor import (
     gbfm_scores_naive,
 )
 from sparkxml_kernels.fm.solver import LOGISTIC, SQUARED
+from sparkxml_kernels.fm.watch import log_losses, log_losses_naive
 
 
 def _one_hot(n, sizes, seed, extra_dense=0):
@@ -116,6 +118,17 @@ def test_block_kernels_match_naive(mode, binary, weighted, with_c1):
         want = cd.block_stats_naive(lo, hi, data.rows, data.feats, data.vals, fs, mode, qh,
                                     theta[fs:fe], c1, c2 if weighted else None, res, fe - fs)
         np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+        # per row block (rows 0:70, 70:150, 150:200), and the blocks' sums in order
+        rb = order.RowBlocks(np.array([0, 70, 150, n]))
+        sub = rb.entry_bounds(data.rows, lo, hi)
+        parts = np.zeros((3, 2, fe - fs))
+        cd.block_stats_split(sub, data.rows, data.feats, data.vals, fs, mode, qh,
+                             theta[fs:fe], c1, c2, res, parts)
+        np.testing.assert_allclose(parts, cd.block_stats_split_naive(
+            sub, data.rows, data.feats, data.vals, fs, mode, qh, theta[fs:fe], c1, c2, res,
+            fe - fs), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(order.fixed_sum(LocalCollective(), parts), out, rtol=1e-12,
+                                   atol=1e-12)
         # finish: a Newton step then the cache moves, against the numpy rule + naive apply
         th1, r1, q1 = theta.copy(), res.copy(), qh.copy()
         cd.block_finish(cd.NEWTON, 50.0, 0.1, np.zeros(1), np.zeros(1), np.zeros(1), out[0],
@@ -230,3 +243,24 @@ def test_adamw_gradient_matches_finite_differences(loss):
                    Vt, grad)
     want = batch_gradient_naive(batch, X.toarray(), y, w, loss, 0.2, wl, Vt)
     np.testing.assert_allclose(grad, want, rtol=1e-5, atol=1e-6)
+
+
+def test_log_losses_and_row_sums_match_naive():
+    r = np.random.default_rng(4)
+    p = np.concatenate([r.uniform(size=50), [0.0, 1.0]])
+    y = (r.uniform(size=52) > 0.5).astype(float)
+    w = r.uniform(0.5, 2.0, 52)
+    out = np.empty(52)
+    log_losses(p, y, w, out)
+    np.testing.assert_allclose(out, log_losses_naive(p, y, w), rtol=1e-12)
+    assert np.isfinite(out).all()  # p = 0 and 1 are clipped
+    # a row's bits do not depend on where it sits: the reversed array gives reversed bits
+    rev = np.empty(52)
+    log_losses(p[::-1].copy(), y[::-1].copy(), w[::-1].copy(), rev)
+    np.testing.assert_array_equal(rev[::-1], out)
+    assert order.seq_sum(out) == sum(out.tolist())  # one after the other, as Python adds
+    rb = order.RowBlocks.of(np.array([1, 1, 4, 4, 4, 9]))
+    assert rb.ranges() == [(0, 2), (2, 5), (5, 6)]
+    got = rb.sums(LocalCollective(), np.arange(6.0), np.ones(6))
+    np.testing.assert_array_equal(got, [15.0, 6.0])
+    assert order.RowBlocks.of(np.zeros(0)).n_blocks == 0

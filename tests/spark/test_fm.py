@@ -43,6 +43,14 @@ def ratings(spark):
     return df.withColumn("isVal", F.col("user") % 5 == 0), list(cols), planted
 
 
+def _same_arrays(a, b):
+    """Two fitted models hold the same arrays, bit for bit."""
+    x, y = a.predictor.to_arrays(), b.predictor.to_arrays()
+    assert sorted(x) == sorted(y)
+    for key in x:
+        np.testing.assert_array_equal(x[key], y[key], err_msg=key)
+
+
 def _probs(model, df):
     return np.array([r[0][1] for r in model.transform(df).select("probability").collect()])
 
@@ -56,10 +64,10 @@ def test_fm_same_model_for_any_workers_and_partitioning(a9a, tmp_path):
     assert two.summary.numBlocks == 14  # a9a's 14 one-hot attributes, found from the data
     a, b = one.predictor, two.predictor
     assert a.n_samples == b.n_samples == 12
-    for key in ("w0", "w", "V"):  # the same chain up to the rounding of the reduced sums
-        np.testing.assert_allclose(getattr(b, key), getattr(a, key), rtol=1e-5, atol=1e-6)
+    for key in ("w0", "w", "V"):  # the same chain, bit for bit (sums in a fixed order)
+        np.testing.assert_array_equal(getattr(b, key), getattr(a, key))
     p1, p2 = _probs(one, df), _probs(two, df)
-    np.testing.assert_allclose(p1, p2, atol=1e-6)
+    np.testing.assert_array_equal(p1, p2)
     from sklearn.metrics import roc_auc_score
 
     assert roc_auc_score(y, p1) > 0.88
@@ -170,6 +178,7 @@ def test_gbfm_stages_validation_and_persistence(spark, ratings, tmp_path):
                         factorSize=4, numWorkers=2, validationIndicatorCol="isVal",
                         earlyStoppingRounds=3, jointFit="none")
     model = est.fit(data)
+    _same_arrays(est.copy({est.numWorkers: 1}).fit(data.repartition(3)), model)
     hist = model.summary.history
     assert len(hist["valid_metric"]) == hist["stages_run"]
     assert len(model.stages) == int(np.argmin(hist["valid_metric"])) + 1
@@ -187,8 +196,10 @@ def test_gbfm_stages_validation_and_persistence(spark, ratings, tmp_path):
     np.testing.assert_allclose(got, [r[0] for r in a], rtol=1e-12)
     # classification: probability / rawPrediction columns, and a vector of the wrong size
     lab = data.withColumn("label", (F.col("rating") > 3.5).cast("double"))
-    clf = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=5, numWorkers=1, jointIter=12,
-                         burnIn=2).fit(lab)  # the joint fit (probit) by default
+    clf_est = GBFMClassifier(fieldStarts=enc.fieldStarts, numStages=5, numWorkers=1,
+                             jointIter=12, burnIn=2)
+    clf = clf_est.fit(lab)  # the joint fit (probit) by default
+    _same_arrays(clf_est.copy({clf_est.numWorkers: 2}).fit(lab.repartition(4)), clf)
     assert len({frozenset(s["fields"]) for s in clf.stages}) == len(clf.stages)
     assert clf.summary.history["joint_samples"] == 10
     out = clf.transform(lab).select("rawPrediction", "probability", "prediction").first()
@@ -204,3 +215,43 @@ def test_gbfm_stages_validation_and_persistence(spark, ratings, tmp_path):
     wrong = spark.createDataFrame([(Vectors.sparse(3, [0], [1.0]),)], ["features"])
     with pytest.raises(Exception, match="size 3, expected 128"):
         clf.transform(wrong).collect()
+
+
+def test_fm_early_stopping_warm_start_and_progress(spark, ratings, tmp_path, caplog):
+    import logging
+
+    df, cols, _ = ratings
+    data = FieldEncoder(inputCols=cols).fit(df).transform(df).cache()
+    caplog.set_level(logging.INFO, logger="sparkxml")
+    est = FMRegressor(labelCol="rating", solver="als", factorSize=4, maxIter=40, regParam=1e-5,
+                      validationIndicatorCol="isVal", earlyStoppingRounds=2, numWorkers=1,
+                      verbose=1)
+    model = est.fit(data)
+    h = model.summary.history
+    curve, best = h["valid_metric"], h["best_iteration"]
+    assert len(curve) == best + 3 < 40  # stopped two sweeps after the best one
+    val = data.filter("isVal")
+    rmse = RegressionEvaluator(labelCol="rating").evaluate(model.transform(val))
+    assert rmse == pytest.approx(curve[best], rel=1e-5)  # the best sweep's model
+    lines = [r.getMessage() for r in caplog.records if "valid_metric=" in r.getMessage()]
+    assert len(lines) == len(curve), lines[:3]  # one line a sweep, with the validation RMSE
+
+    # warm start from the fitted model and from its saved path: the objective starts where
+    # the first fit ended, not where a fresh fit starts
+    path = str(tmp_path / "fm_init")
+    model.write().save(path)
+    for init in (model, path):
+        more = FMRegressor(labelCol="rating", solver="als", factorSize=4, maxIter=2,
+                           regParam=1e-5, numWorkers=1, initModel=init).fit(data)
+        assert more.summary.history["objective"][0] < h["objective"][0] / 2
+    with pytest.raises(ValueError, match="initModel: the model has .* factorSize 4; this fit "
+                                         "has .* factorSize 3"):
+        FMRegressor(labelCol="rating", factorSize=3, maxIter=2, burnIn=0,
+                    initModel=model).fit(data)
+    with pytest.raises(ValueError, match="initModel: the model is a regression model"):
+        FMClassifier(maxIter=2, burnIn=0, initModel=path).fit(
+            data.withColumn("label", (F.col("rating") > 3).cast("double")))
+    with pytest.raises(ValueError, match="earlyStoppingRounds=2 needs validationIndicatorCol"):
+        FMRegressor(labelCol="rating", earlyStoppingRounds=2).fit(data)
+    with pytest.raises(TypeError, match="initModel must be a saved FM model"):
+        FMRegressor(initModel=3)

@@ -3,8 +3,9 @@
 Objective as ALS: weighted mean loss + decoupled weight decay ``regParam`` on w and V (not on
 w0). An epoch splits the rows into ``ceil(1 / miniBatchFraction)`` mini-batches by a per-row
 uniform of (seed, epoch, row id) (``rng``), so a mini-batch is the same set of rows whatever
-the number of workers; each step sums the gradient over the batch's rows on every rank, adds
-the ranks' sums with one all-reduce and applies the same AdamW step everywhere
+the number of workers; each step sums the gradient over the batch's rows per row block and adds
+the blocks' sums in a fixed order (``order``: the same bits for any number of workers; each
+rank holds one gradient-sized array per row block), then applies the same AdamW step everywhere
 (β1 = 0.9, β2 = 0.999, ε = 1e-8, learning rate ``stepSize``, bias-corrected moments).
 """
 from __future__ import annotations
@@ -17,8 +18,10 @@ import numpy as np
 from .._dtypes import FLOAT
 from .._jit import njit
 from .als import init_params
+from .order import fixed_sum
 from .rng import STREAM_BATCH, uniforms
 from .solver import LOGISTIC, SQUARED, logistic_parts
+from .watch import init_from
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
@@ -108,24 +111,28 @@ def adamw_step(theta, g, m, v, t, lr, decay, decay_from):
         theta[i] -= lr * step
 
 
-def run_adamw(data, y, weights, rids, params: dict, coll):
-    """Mini-batch AdamW on this rank's rows; every rank returns the same parameters."""
+def run_adamw(data, y, weights, rids, params: dict, coll, watch=None):
+    """Mini-batch AdamW on this rank's rows; every rank returns the same parameters (with
+    early stopping, ``watch``: those after the best epoch)."""
     k, d = int(params["factorSize"]), data.d
     loss = LOGISTIC if params["task"] == "classification" else SQUARED
     lr, reg, tol = float(params["stepSize"]), float(params["regParam"]), float(params["tol"])
     fit_w0, fit_linear = bool(params["fitIntercept"]), bool(params["fitLinear"])
     seed = int(params["seed"])
     n_batches = max(1, int(math.ceil(1.0 / float(params["miniBatchFraction"]) - 1e-9)))
-    w0, w, Vt = init_params(seed, k, d, float(params["initStd"]))
+    w0, w, Vt = init_from(params.get("init"), init_params(seed, k, d, float(params["initStd"])))
     theta = np.concatenate([[w0], w, Vt.ravel()])
     mom, vel = np.zeros_like(theta), np.zeros_like(theta)
     mask = np.ones_like(theta)
     mask[0] = float(fit_w0)
     mask[1:1 + d] = float(fit_linear)
-    grad = np.zeros(theta.size + 2, FLOAT)
+    grad_size = theta.size + 2
+    rb = data.rb
     y = np.ascontiguousarray(y, FLOAT)
     weights = np.ones(data.n, FLOAT) if weights is None else np.ascontiguousarray(weights, FLOAT)
     hist = {"loss": [], "seconds": []}
+    if watch is not None:
+        hist["valid_metric"] = watch.history
     on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
     step, prev = 0, None
@@ -136,11 +143,14 @@ def run_adamw(data, y, weights, rids, params: dict, coll):
         bounds = np.searchsorted(batch_of[order], np.arange(n_batches + 1))
         ep_w = ep_l = 0.0
         for b in range(n_batches):
-            grad[:] = 0.0
-            batch_gradient(order[bounds[b]:bounds[b + 1]], data.indptr, data.indices,
-                           data.data, y, weights, loss, theta[0], theta[1:1 + d],
-                           theta[1 + d:].reshape(k, d), grad)
-            g = np.asarray(coll.allreduce_sum(grad), FLOAT)
+            batch = order[bounds[b]:bounds[b + 1]]  # ascending: row block by row block
+            sub = np.searchsorted(batch, rb.ptr)
+            parts = np.zeros((rb.n_blocks, grad_size), FLOAT)
+            for r in range(rb.n_blocks):
+                batch_gradient(batch[sub[r]:sub[r + 1]], data.indptr, data.indices,
+                               data.data, y, weights, loss, theta[0], theta[1:1 + d],
+                               theta[1 + d:].reshape(k, d), parts[r])
+            g = fixed_sum(coll, parts)
             bw, bl = g[-2], g[-1]
             ep_w += bw
             ep_l += bl
@@ -150,12 +160,21 @@ def run_adamw(data, y, weights, rids, params: dict, coll):
             adamw_step(theta, g[:-2] * mask / bw, mom, vel, step, lr, reg, 1)
         mean_loss = ep_l / max(ep_w, 1e-300)
         hist["loss"].append(float(mean_loss))
+        stop = watch is not None and watch.observe(
+            epoch, theta[0], theta[1:1 + d], np.ascontiguousarray(theta[1 + d:].reshape(k, d)))
         hist["seconds"].append(time.perf_counter() - t0)
         if on_iteration is not None:
             on_iteration(hist)
+        if stop:
+            break
         if prev is not None and abs(prev - mean_loss) <= tol * max(abs(prev), 1e-300):
             break
         prev = mean_loss
+    if watch is not None:
+        watch.record(hist)
+        if watch.truncate:
+            b0, bw, bVt = watch.best_state
+            theta = np.concatenate([[b0], bw, bVt.ravel()])
     samples = {"w0": np.array([theta[0]], FLOAT),
                "w": theta[1:1 + d].astype(np.float32)[None, :],
                "V": theta[1 + d:].reshape(k, d).T.astype(np.float32)[None, :, :]}

@@ -29,9 +29,10 @@ from .solver import (
     RowCache,
     fm_predict_cached,
     residual_sums,
-    total,
+    seq_sum,
     update_blocks,
 )
+from .watch import init_from
 
 __all__ = ["run_als", "init_params"]
 
@@ -43,35 +44,39 @@ def init_params(seed: int, k: int, d: int, init_std: float):
         rng.normal(0.0, float(init_std), size=(k, d)), FLOAT)
 
 
-def run_als(data, y, weights, params: dict, coll):
+def run_als(data, y, weights, params: dict, coll, watch=None):
     """Coordinate descent on this rank's rows; every rank returns the same parameters.
 
     Returns
     -------
-    (samples dict with S = 1: w0 (1,), w float32 (1, d), V float32 (1, d, k)), history
+    (samples dict with S = 1: w0 (1,), w float32 (1, d), V float32 (1, d, k)), history;
+    with early stopping (``watch``) the parameters at the best sweep.
     """
     k, d = int(params["factorSize"]), data.d
     reg, tol = float(params["regParam"]), float(params["tol"])
     loss = LOGISTIC if params["task"] == "classification" else SQUARED
     fit_w0, fit_linear = bool(params["fitIntercept"]), bool(params["fitLinear"])
-    w0, w, Vt = init_params(int(params["seed"]), k, d, float(params["initStd"]))
+    w0, w, Vt = init_from(params.get("init"),
+                          init_params(int(params["seed"]), k, d, float(params["initStd"])))
     Q = np.zeros((k, data.n), FLOAT)
     factor_cache(data.indptr, data.indices, data.data, Vt, Q)
     pred = np.empty(data.n, FLOAT)
     fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
     rows = RowCache(y, weights, loss, pred)
-    (W,) = total(coll, rows.w.sum())
+    rb = data.rb
+    (W,) = rb.sums(coll, rows.w)
 
     rule = NewtonRule(W, reg)
 
     blocks = range(data.n_blocks)
     hist = {"objective": [], "seconds": []}
+    if watch is not None:
+        hist["valid_metric"] = watch.history
     on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
     prev = None
     for _ in range(int(params["maxIter"])):
-        local = rows.relinearize()
-        (obj,) = total(coll, local)
+        obj = rows.relinearize(coll, rb)
         obj = obj / max(W, 1e-300) + 0.5 * reg * (float(np.sum(w * w)) + float(np.sum(Vt * Vt)))
         hist["objective"].append(float(obj))
         if prev is not None and abs(prev - obj) <= tol * max(abs(prev), 1e-300):
@@ -79,8 +84,10 @@ def run_als(data, y, weights, params: dict, coll):
         prev = obj
         if fit_w0:
             c2 = rows.w if rows.c2 is None else rows.c2
-            A, G = total(coll, c2.sum(), (0.0 if rows.c1 is None else rows.c1.sum())
-                         + residual_sums(rows.r, c2)[1])
+            c1, r = rows.c1, rows.r
+            A, G = rb.total(coll, lambda lo, hi: [
+                seq_sum(c2[lo:hi]), (0.0 if c1 is None else seq_sum(c1[lo:hi]))
+                + residual_sums(r[lo:hi], c2[lo:hi])[1]], 2)
             new = float(newton_update(np.array([w0]), np.array([A]), np.array([G]), W,
                                       0.0)[0])
             rows.r += new - w0
@@ -89,9 +96,16 @@ def run_als(data, y, weights, params: dict, coll):
             update_blocks(data, blocks, LINEAR, w, 0, None, None, rows, coll, rule)
         for f in range(k):
             update_blocks(data, blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll, rule)
+        stop = watch is not None and watch.observe(len(hist["seconds"]), w0, w, Vt)
         hist["seconds"].append(time.perf_counter() - t0)
         if on_iteration is not None:
             on_iteration(hist)
+        if stop:
+            break
+    if watch is not None:
+        watch.record(hist)
+        if watch.truncate:
+            w0, w, Vt = watch.best_state
     samples = {"w0": np.array([w0], FLOAT), "w": w.astype(np.float32)[None, :],
                "V": Vt.T.astype(np.float32)[None, :, :]}
     return samples, hist

@@ -33,7 +33,7 @@ from .._jit import njit
 LINEAR, FACTOR, CROSS = 0, 1, 2
 
 __all__ = ["LINEAR", "FACTOR", "CROSS", "NEWTON", "GIBBS", "block_stats", "block_apply",
-           "block_finish", "block_stats_naive",
+           "block_finish", "block_stats_naive", "block_stats_split", "block_stats_split_naive",
            "block_apply_naive", "factor_cache", "cross_cache", "feature_stats",
            "feature_stats_naive", "newton_update", "gaussian_update"]
 
@@ -78,6 +78,15 @@ def block_stats(lo, hi, rows, feats, vals, base, mode, qh, vcol, c1, c2, r, out)
             G[j] += a * r[i]
         else:
             G[j] += c1[i] * h + a * r[i]
+
+
+@njit(cache=True, nogil=True)
+def block_stats_split(sub, rows, feats, vals, base, mode, qh, vcol, c1, c2, r, out):
+    """:func:`block_stats` of each row block apart: entries ``sub[l]:sub[l + 1]`` (the rows of
+    row block l, see ``solver.RowBlocks``) into ``out[l]`` (out: float64 (L, 2, m), zeroed)."""
+    for b in range(sub.shape[0] - 1):
+        block_stats(sub[b], sub[b + 1], rows, feats, vals, base, mode, qh, vcol, c1, c2, r,
+                    out[b])
 
 
 @njit(cache=True, nogil=True)
@@ -147,6 +156,13 @@ def block_stats_naive(lo, hi, rows, feats, vals, base, mode, qh, vcol, c1, c2, r
         out[0, j] += w * h * h
         out[1, j] += ((0.0 if c1 is None else c1[i]) + w * r[i]) * h
     return out
+
+
+def block_stats_split_naive(sub, rows, feats, vals, base, mode, qh, vcol, c1, c2, r, m):
+    """Slow twin of :func:`block_stats_split`; returns the (L, 2, m) sums."""
+    return np.stack([block_stats_naive(int(sub[b]), int(sub[b + 1]), rows, feats, vals, base,
+                                       mode, qh, vcol, c1, c2, r, m)
+                     for b in range(len(sub) - 1)]) if len(sub) > 1 else np.zeros((0, 2, m))
 
 
 def block_apply_naive(lo, hi, rows, feats, vals, base, mode, qh, vold, delta, r, qupd):

@@ -35,8 +35,8 @@ shrinkage and penalty, and trails a plain FM fitted by MCMC on real rating data 
 docs/fm.rst); the joint fit is what makes the selected pairs as accurate as FM.
 
 Parameters are global and updated identically on every rank; each pass reduces per-feature
-sums with one all-reduce, so the model does not depend on the number of workers up to the
-rounding of those sums.
+sums in a fixed order (``order``), so the model is the same bit for bit for any number of
+workers.
 """
 from __future__ import annotations
 
@@ -48,8 +48,9 @@ import numpy as np
 from .._dtypes import FLOAT
 from .cd import CROSS, LINEAR, cross_cache, feature_stats
 from .layout import BlockedData, refine_blocks
+from .order import fixed_sum, row_dots
 from .rng import param_rng
-from .solver import LOGISTIC, SQUARED, NewtonRule, loss_terms, total, update_blocks
+from .solver import LOGISTIC, SQUARED, NewtonRule, loss_terms, update_blocks
 
 __all__ = ["run_gbfm", "field_gains", "greedy_pair"]
 
@@ -76,13 +77,7 @@ def _coefs(A, G, W, reg):
 def greedy_pair(data: BlockedData, field_blocks, field_starts, c1, c2, W, reg, coll):
     """The paper's greedy selection of (p, q) on this stage's gradient; returns
     (p, q, θ_p, θ_q, gain of q_p alone, gain of q_p q_q)."""
-    d = data.d
-    ones = np.ones(data.n, FLOAT)
-    A = np.zeros(d, FLOAT)
-    G = np.zeros(d, FLOAT)
-    feature_stats(data.indptr, data.indices, data.data, c1, c2, ones, A, G)
-    s = np.asarray(coll.allreduce_sum(np.concatenate([A, G])), FLOAT)
-    A, G = s[:d], s[d:]
+    A, G = _feature_sums(data, c1, c2, np.ones(data.n, FLOAT), coll)
     g1 = field_gains(A, G, field_starts, W, reg)
     p = int(np.argmax(g1))
     ps, pe = int(field_starts[p]), int(field_starts[p + 1])
@@ -91,17 +86,24 @@ def greedy_pair(data: BlockedData, field_blocks, field_starts, c1, c2, W, reg, c
     for b in field_blocks[p]:
         _, _, lo, hi = data.block(b)
         cross_cache(lo, hi, data.rows, data.feats, data.vals, ps, theta_p[None, :], f1)
-    A[:] = 0.0
-    G[:] = 0.0
     # score partners on what q_p leaves: the gradient after the step-1 fit, c1 + c2 f1
-    feature_stats(data.indptr, data.indices, data.data, c1 + c2 * f1[0], c2, f1[0], A, G)
-    s = np.asarray(coll.allreduce_sum(np.concatenate([A, G])), FLOAT)
-    A, G = s[:d], s[d:]
+    A, G = _feature_sums(data, c1 + c2 * f1[0], c2, f1[0], coll)
     g2 = field_gains(A, G, field_starts, W, reg)
     g2[p] = -np.inf
     q = int(np.argmax(g2))
     qs, qe = int(field_starts[q]), int(field_starts[q + 1])
     return p, q, theta_p, _coefs(A[qs:qe], G[qs:qe], W, reg), float(g1[p]), float(g2[q])
+
+
+def _feature_sums(data: BlockedData, c1, c2, mult, coll):
+    """(A, G) float64 (d,) of ``cd.feature_stats`` over every rank's rows, per row block in a
+    fixed order."""
+    parts = np.zeros((data.rb.n_blocks, 2, data.d), FLOAT)
+    for b, (lo, hi) in enumerate(data.rb.ranges()):
+        feature_stats(data.indptr[lo:hi + 1], data.indices, data.data, c1[lo:hi], c2[lo:hi],
+                      mult[lo:hi], parts[b, 0], parts[b, 1])
+    s = fixed_sum(coll, parts)
+    return s[0], s[1]
 
 
 def _stage_output(data, field_blocks, p, q, fs, Vp, Vq):
@@ -113,11 +115,11 @@ def _stage_output(data, field_blocks, p, q, fs, Vp, Vq):
         for b in field_blocks[c]:
             _, _, lo, hi = data.block(b)
             cross_cache(lo, hi, data.rows, data.feats, data.vals, int(fs[c]), V, Q)
-    return Qp, Qq, np.einsum("fi,fi->i", Qp, Qq) if data.n else np.zeros(0)
+    return Qp, Qq, row_dots(Qp, Qq)
 
 
-def _init_score(loss, y, w, coll):
-    sw, swy = total(coll, float(w.sum()), float(np.sum(w * y)))
+def _init_score(loss, y, w, coll, rb):
+    sw, swy = rb.sums(coll, w, w * y)
     if sw <= 0:
         raise ValueError("the training rows have no weight")
     mean = swy / sw
@@ -127,10 +129,13 @@ def _init_score(loss, y, w, coll):
     return math.log(mean / (1.0 - mean))
 
 
-def _mean_loss(loss, pred, y, w):
+def _mean_loss(loss, pred, y, w, coll, rb):
+    """(Σ w loss over every rank's rows, c1, c2 of this rank's rows)."""
     c1 = np.empty(pred.size, FLOAT)
     c2 = np.empty(pred.size, FLOAT)
-    return loss_terms(loss, pred, y, w, c1, c2), c1, c2
+    (s,) = rb.total(coll, lambda lo, hi: [loss_terms(loss, pred[lo:hi], y[lo:hi], w[lo:hi],
+                                                     c1[lo:hi], c2[lo:hi])], 1)
+    return float(s), c1, c2
 
 
 def run_gbfm(train, valid, params: dict, coll):
@@ -148,9 +153,8 @@ def run_gbfm(train, valid, params: dict, coll):
     if m < 2:
         raise ValueError("GBFM needs at least two fields (fieldStarts)")
     blocks = refine_blocks(train.segments, fs)
-    data = BlockedData(train.indptr, train.indices, train.data, d, blocks)
-    vdata = None if valid is None else BlockedData(valid.indptr, valid.indices, valid.data, d,
-                                                   blocks)
+    data = train.blocked(blocks)
+    vdata = None if valid is None else valid.blocked(blocks)
     block_field = np.searchsorted(fs, blocks[:-1], side="right") - 1
     field_blocks = [np.flatnonzero(block_field == c).tolist() for c in range(m)]
     loss = LOGISTIC if params["task"] == "classification" else SQUARED
@@ -160,22 +164,21 @@ def run_gbfm(train, valid, params: dict, coll):
     rng = param_rng(int(params["seed"]))
     y = train.y
     rw = np.ones(train.n, FLOAT) if train.w is None else train.w
-    (W,) = total(coll, float(rw.sum()))
-    w0 = _init_score(loss, y, rw, coll)
+    (W,) = data.rb.sums(coll, rw)
+    w0 = _init_score(loss, y, rw, coll, data.rb)
     pred = np.full(train.n, w0, FLOAT)
     if vdata is not None:
         vy = valid.y
         vw = np.ones(valid.n, FLOAT) if valid.w is None else valid.w
         vpred = np.full(valid.n, w0, FLOAT)
-        (VW,) = total(coll, float(vw.sum()))
+        (VW,) = vdata.rb.sums(coll, vw)
     rule = NewtonRule(W, reg)
     stages, Vs, lins, gains, sel_gains, first_gains = [], [], [], [], [], []
     hist = {"train_loss": [], "valid_metric": [], "seconds": []}
     on_iteration = params.get("on_iteration")  # f(hist) after each stage
     best, best_at = np.inf, -1
     t0 = time.perf_counter()
-    local_loss, c1, c2 = _mean_loss(loss, pred, y, rw)
-    (cur,) = total(coll, local_loss)
+    cur, c1, c2 = _mean_loss(loss, pred, y, rw, coll, data.rb)
     for s in range(int(params["numStages"])):
         p, q, theta_p, theta_q, g1, g2 = greedy_pair(data, field_blocks, fs, c1, c2, W, reg,
                                                      coll)
@@ -206,8 +209,7 @@ def run_gbfm(train, valid, params: dict, coll):
         lin_p *= step
         lin_q *= step
         pred += step * rows.r
-        local_loss, c1, c2 = _mean_loss(loss, pred, y, rw)
-        vals = [local_loss]
+        new, c1, c2 = _mean_loss(loss, pred, y, rw, coll, data.rb)
         if vdata is not None:
             vpred += _stage_output(vdata, field_blocks, p, q, fs, Vp, Vq)[2]
             vlin = np.zeros((1, vdata.n), FLOAT)
@@ -217,9 +219,7 @@ def run_gbfm(train, valid, params: dict, coll):
                     cross_cache(lo, hi, vdata.rows, vdata.feats, vdata.vals, int(fs[c]),
                                 lin[None, :], vlin)
             vpred += vlin[0]
-            vals.append(_mean_loss(loss, vpred, vy, vw)[0])
-        sums = total(coll, *vals)
-        new = sums[0]
+            vloss = _mean_loss(loss, vpred, vy, vw, coll, vdata.rb)[0]
         stages.append((p, q))
         Vs.append(np.concatenate([Vp.T, Vq.T]))
         lins.append(np.concatenate([lin_p, lin_q]))
@@ -230,7 +230,7 @@ def run_gbfm(train, valid, params: dict, coll):
         hist["train_loss"].append(new / W)
         hist["seconds"].append(time.perf_counter() - t0)
         if vdata is not None:
-            vm = sums[1] / max(VW, 1e-300)
+            vm = vloss / max(VW, 1e-300)
             metric = math.sqrt(2.0 * vm) if loss == SQUARED else vm
             hist["valid_metric"].append(metric)
         if on_iteration is not None:

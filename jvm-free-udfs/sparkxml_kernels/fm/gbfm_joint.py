@@ -35,8 +35,9 @@ import numpy as np
 from .._dtypes import FLOAT
 from .cd import CROSS, LINEAR, cross_cache
 from .mcmc import ALPHA_0, BETA_0, LAMBDA_INIT, REG_0, _draw_lambda_mu
+from .order import row_dots
 from .rng import STREAM_PROBIT, param_rng, sample_probit_targets, uniforms
-from .solver import SQUARED, GibbsRule, RowCache, residual_sums, total, update_blocks
+from .solver import SQUARED, GibbsRule, RowCache, update_blocks
 
 __all__ = ["joint_pairs", "run_joint_mcmc", "compress_factors"]
 
@@ -118,10 +119,10 @@ def run_joint_mcmc(data, y, weights, rids, pairs, fs, field_blocks, params: dict
             cross_cache(lo, hi, data.rows, data.feats, data.vals, int(fs[c]), V[c], Q[c])
     pred = np.zeros(data.n, FLOAT)
     for p, q in pairs:
-        pred += np.einsum("fi,fi->i", Q[p], Q[q])
+        pred += row_dots(Q[p], Q[q])
     rows = RowCache(y, weights, SQUARED, pred)
     z = np.empty(data.n, FLOAT)
-    (w_total,) = total(coll, rows.w.sum())
+    (w_total,) = data.rb.sums(coll, rows.w)
     lam_w, mu_w = np.full(m, LAMBDA_INIT), np.zeros(m)
     lam_v, mu_v = np.full((k, m), LAMBDA_INIT), np.zeros((k, m))
     lam_d, mu_d = np.zeros(d), np.zeros(d)
@@ -138,7 +139,7 @@ def run_joint_mcmc(data, y, weights, rids, pairs, fs, field_blocks, params: dict
             sample_probit_targets(rows.pred(), rows.y,
                                   uniforms(seed, STREAM_PROBIT, it, rids), z)
             rows.set_targets(z.copy())
-        sq, lin = total(coll, *residual_sums(rows.r, rows.c2))
+        sq, lin = rows.residual_sums(coll, data.rb)
         if not classify:
             alpha = float(rng.gamma((ALPHA_0 + w_total) / 2.0, 2.0 / (BETA_0 + sq)))
             hist["joint_train_rmse"].append(float(math.sqrt(sq / max(w_total, 1e-300))))

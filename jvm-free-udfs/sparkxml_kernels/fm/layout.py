@@ -31,6 +31,7 @@ import numpy as np
 
 from .._dtypes import FLOAT, INDEX, INDPTR
 from .._jit import njit
+from .order import RowBlocks
 
 __all__ = ["sort_rows", "check_sorted_indices", "next_cooccurring", "next_cooccurring_naive",
            "exclusive_segments", "exclusive_segments_naive", "refine_blocks", "block_entries",
@@ -222,15 +223,24 @@ class BlockedData:
     block_starts : int64 (B + 1,)
     ptr, rows, feats, vals : the block entry lists (see :func:`block_entries`); ``vals`` is
         None when every value is 1.0 (``binary``)
+    rb : order.RowBlocks
+        The row blocks of the rows (default: one)
+    sub : list of int64 (L + 1,)
+        Per feature block: where each row block's entries start (``order``: the per-feature
+        sums are taken per row block)
     """
 
-    def __init__(self, indptr, indices, data, d: int, block_starts: np.ndarray):
+    def __init__(self, indptr, indices, data, d: int, block_starts: np.ndarray,
+                 rb: RowBlocks | None = None):
         self.indptr, self.indices, self.data = indptr, indices, np.asarray(data, FLOAT)
         self.n = indptr.size - 1
         self.d = int(d)
         self.block_starts = np.asarray(block_starts, np.int64)
         self.ptr, self.rows, self.feats, vals = block_entries(indptr, indices, self.data,
                                                               self.block_starts)
+        self.rb = RowBlocks.whole(self.n) if rb is None else rb
+        self.sub = [self.rb.entry_bounds(self.rows, int(self.ptr[b]), int(self.ptr[b + 1]))
+                    for b in range(self.block_starts.size - 1)]
         # one-hot data: the kernels take None for "every value is 1.0" and read no values
         self.binary = bool(np.all(vals == 1.0))
         self.vals = None if self.binary else vals

@@ -36,10 +36,9 @@ from .solver import (
     GibbsRule,
     RowCache,
     fm_predict_cached,
-    residual_sums,
-    total,
     update_blocks,
 )
+from .watch import init_from
 
 ALPHA_0 = BETA_0 = GAMMA_0 = 1.0
 MU_0 = 0.0
@@ -62,7 +61,7 @@ def _draw_lambda_mu(rng, values, group_of, n_groups, mu, lam):
     mu[:] = mean + rng.standard_normal(n_groups) / np.sqrt(prec)
 
 
-def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int):
+def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int, watch=None):
     """Run the Gibbs sampler on this rank's rows; every rank returns the same samples.
 
     Parameters
@@ -73,6 +72,9 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     params : dict with factorSize, maxIter, burnIn, thinning, initStd, seed, task,
         fitIntercept, fitLinear
     group_of : int (d,) hyper-prior group of each feature
+    watch : watch.ValidationWatch, optional
+        Scores the mean of the kept samples after every sweep; with early stopping the
+        samples are those kept up to the best sweep.
 
     Returns
     -------
@@ -84,9 +86,9 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     fit_w0, fit_linear = bool(params["fitIntercept"]), bool(params["fitLinear"])
     seed = int(params["seed"])
     rng = param_rng(seed)
-    w0 = 0.0
-    w = np.zeros(d, FLOAT)
-    Vt = np.ascontiguousarray(rng.normal(0.0, float(params["initStd"]), size=(k, d)), FLOAT)
+    # the initial factors are drawn even for a warm start: the chain's draws stay aligned
+    w0, w, Vt = init_from(params.get("init"), (0.0, np.zeros(d, FLOAT), np.ascontiguousarray(
+        rng.normal(0.0, float(params["initStd"]), size=(k, d)), FLOAT)))
     alpha = 1.0
     lam_w, mu_w = np.full(n_groups, LAMBDA_INIT), np.zeros(n_groups)
     lam_v, mu_v = np.full((k, n_groups), LAMBDA_INIT), np.zeros((k, n_groups))
@@ -96,10 +98,12 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
     rows = RowCache(y, weights, SQUARED, pred)
     z = np.empty(data.n, FLOAT)
-    (w_total,) = total(coll, rows.w.sum())
+    (w_total,) = data.rb.sums(coll, rows.w)
     all_blocks = range(data.n_blocks)
     samples_w0, samples_w, samples_V = [], [], []
     hist = {"train_rmse": [], "alpha": [], "seconds": []}
+    if watch is not None:
+        hist["valid_metric"] = watch.history  # the same list: live progress lines see it
     on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
     for it in range(n_iter):
@@ -107,7 +111,7 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
             sample_probit_targets(rows.pred(), rows.y,
                                   uniforms(seed, STREAM_PROBIT, it, rids), z)
             rows.set_targets(z.copy())
-        sq, lin = total(coll, *residual_sums(rows.r, rows.c2))
+        sq, lin = rows.residual_sums(coll, data.rb)
         if classify:
             alpha = 1.0
         else:
@@ -129,13 +133,22 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
         for f in range(k):
             update_blocks(data, all_blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll,
                           GibbsRule(alpha, lam_v[f][group_of], mu_v[f][group_of], rng))
-        if it >= burn and (it - burn) % thin == 0:
+        kept = it >= burn and (it - burn) % thin == 0
+        if kept:
             samples_w0.append(w0)
             samples_w.append(w.astype(np.float32))
             samples_V.append(Vt.T.astype(np.float32))
+        stop = watch is not None and watch.observe(it, w0, w, Vt, kept)
         hist["seconds"].append(time.perf_counter() - t0)
         if on_iteration is not None:
             on_iteration(hist)
+        if stop:
+            break
+    if watch is not None:
+        watch.record(hist)
+        if watch.truncate:
+            n = watch.best_count
+            samples_w0, samples_w, samples_V = samples_w0[:n], samples_w[:n], samples_V[:n]
     if not samples_w0:  # burnIn >= maxIter is refused by the params; keep the last state
         samples_w0, samples_w, samples_V = [w0], [w.astype(np.float32)], \
             [Vt.T.astype(np.float32)]

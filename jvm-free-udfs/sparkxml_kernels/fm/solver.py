@@ -1,12 +1,13 @@
-"""What ALS, MCMC and GBFM share: per-row caches, losses, and exact block updates.
+"""What ALS, MCMC and GBFM share: per-row caches, losses, exact block updates, and the sums
+that make the model the same for any number of workers.
 
 :func:`update_blocks` is the distributed coordinate update: for each exclusive block (see
-``layout``) every rank sums ``(A_j, G_j)`` over its own rows (``cd.block_stats``), one
-``allreduce_sum`` adds them over the ranks, every rank computes the same new parameters with
-``rule`` (a Newton step, or a Gibbs draw from a generator seeded identically on all ranks),
-and every rank moves its own caches (``cd.block_apply``). Sums are reduced in a fixed order
-(the collective's tree, rows in key order within a rank), so one worker and several give the
-same model up to the rounding of those sums.
+``layout``) every rank sums ``(A_j, G_j)`` over its own rows (``cd.block_stats``), the ranks'
+sums are added in a fixed order, every rank computes the same new parameters with ``rule`` (a
+Newton step, or a Gibbs draw from a generator seeded identically on all ranks), and every rank
+moves its own caches (``cd.block_apply``).
+
+The fixed order of the sums: ``order``.
 """
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .cd import GIBBS, NEWTON, block_finish, block_stats
+from .cd import GIBBS, NEWTON, block_finish, block_stats_split
 from .layout import BlockedData
+from .order import ROW_BLOCKS, RowBlocks, fixed_sum, row_block_of, seq_sum
 
 SQUARED, LOGISTIC = 0, 1
 
-__all__ = ["residual_sums", "RowCache", "NewtonRule", "GibbsRule", "update_blocks", "loss_terms", "fm_predict_cached", "allreduce_min",
-           "total", "SQUARED", "LOGISTIC"]
+__all__ = ["residual_sums", "RowCache", "NewtonRule", "GibbsRule", "update_blocks",
+           "loss_terms", "fm_predict_cached", "allreduce_min", "RowBlocks", "fixed_sum",
+           "seq_sum", "ROW_BLOCKS", "row_block_of", "SQUARED", "LOGISTIC"]
+
 
 
 @njit(cache=True, nogil=True)
@@ -126,13 +130,22 @@ class RowCache:
     def pred(self) -> np.ndarray:
         return (self.t if self.loss == SQUARED else self.base) + self.r
 
-    def relinearize(self) -> float:
-        """Logistic: fold r into base and re-expand the loss there. Return sum w loss."""
+    def relinearize(self, coll, rb: RowBlocks) -> float:
+        """Logistic: fold r into base and re-expand the loss there. Return sum w loss over
+        every rank's rows (a fixed-order sum over the row blocks ``rb``)."""
         if self.loss == SQUARED:
-            return 0.5 * residual_sums(self.r, self.c2)[0]
+            return 0.5 * float(self.residual_sums(coll, rb)[0])
         self.base += self.r
         self.r[:] = 0.0
-        return loss_terms(self.loss, self.base, self.t, self.w, self.c1, self.c2)
+        return float(rb.total(coll, lambda lo, hi: [loss_terms(
+            self.loss, self.base[lo:hi], self.t[lo:hi], self.w[lo:hi], self.c1[lo:hi],
+            self.c2[lo:hi])], 1)[0])
+
+    def residual_sums(self, coll, rb: RowBlocks) -> np.ndarray:
+        """(sum c2 r^2, sum c2 r) over every rank's rows (fixed order)."""
+        c2 = self.c2
+        return rb.total(coll, lambda lo, hi: residual_sums(
+            self.r[lo:hi], None if c2 is None else c2[lo:hi]), 2)
 
     def set_targets(self, t) -> None:
         """New regression targets (MCMC's latent draws): the residual moves by t_old - t."""
@@ -176,7 +189,8 @@ class GibbsRule:
 
 def update_blocks(data: BlockedData, blocks, mode: int, theta: np.ndarray, theta_base: int,
                   qh, qupd, rows, coll, rule) -> None:
-    """One exact coordinate update of ``theta`` over ``blocks`` (block ids, in order).
+    """One exact coordinate update of ``theta`` over ``blocks`` (block ids, in order); the
+    per-feature sums are fixed-order sums over the row blocks (``data.sub``).
 
     ``theta`` holds the parameters of features ``theta_base...`` (a row of Vt, w, or a GBFM
     field's embedding column); ``qh``/``qupd`` the factor caches the mode needs (see ``cd``);
@@ -189,18 +203,15 @@ def update_blocks(data: BlockedData, blocks, mode: int, theta: np.ndarray, theta
     for b in blocks:
         fs, fe, lo, hi = data.block(b)
         m = fe - fs
-        stats = np.zeros((2, m), FLOAT)
-        block_stats(lo, hi, data.rows, data.feats, data.vals, fs, mode, qh,
-                    theta[fs - theta_base:fe - theta_base], rows.c1, rows.c2, rows.r, stats)
-        stats = np.asarray(coll.allreduce_sum(stats), FLOAT).reshape(2, m)
+        sub = data.sub[b]
+        parts = np.zeros((sub.size - 1, 2, m), FLOAT)
+        block_stats_split(sub, data.rows, data.feats, data.vals, fs, mode, qh,
+                          theta[fs - theta_base:fe - theta_base], rows.c1, rows.c2, rows.r,
+                          parts)
+        stats = fixed_sum(coll, parts)
         block_finish(rule.kind, rule.p0, rule.p1, rule.lam, rule.mu, rule.normals, stats[0],
                      stats[1], theta, theta_base, fs, lo, hi, data.rows, data.feats, data.vals,
                      mode, qh, rows.r, qupd)
-
-
-def total(coll, *values) -> np.ndarray:
-    """Sum scalars over the ranks (one all-reduce)."""
-    return np.asarray(coll.allreduce_sum(np.asarray(values, FLOAT)), FLOAT).reshape(-1)
 
 
 def allreduce_min(coll, local: np.ndarray, rank: int, world: int) -> np.ndarray:

@@ -5,11 +5,13 @@
 (``LocalCollective`` in one process, the socket collective in a Spark task, or the in-process
 thread group in tests). Every rank returns the same model.
 
-Row order and identity: rows are sorted by their content key (int64, ``xxhash64`` of the row's
-columns computed in the JVM; ties keep their arrival order and are exact duplicates), and each
-row's random streams are keyed by (key, occurrence among equal keys). With the data partitioned
-by key, one worker and several see the same rows with the same random numbers, and a model
-differs between worker counts only by the rounding of the per-block sums.
+Row order and identity: rows are sorted by (row block, content key) (the key: int64,
+``xxhash64`` of the row's columns computed in the JVM; the row block: key mod
+``order.ROW_BLOCKS``; ties keep their arrival order and are exact duplicates), and each row's
+random streams are keyed by (key, occurrence among equal keys). With the data partitioned by
+row block (a task holds a contiguous range of whole row blocks, ``order``), one worker and
+several see the same rows with the same random numbers and add them in the same order: the
+model is the same bit for bit.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from .layout import (
     next_cooccurring,
     sort_rows,
 )
+from .order import RowBlocks, row_block_of
 from .rng import occurrences, row_ids
 from .solver import allreduce_min
 
@@ -32,18 +35,24 @@ SOLVERS = ("mcmc", "als", "adamw")
 
 
 class Prepared:
-    """A worker's rows after :func:`prepare`: CSR in key order, labels, weights, row ids,
-    global blocks."""
+    """A worker's rows after :func:`prepare`: CSR in (row block, key) order, labels, weights,
+    row ids, global feature blocks, and the row blocks (``rb``, ``order.RowBlocks``)."""
 
     def __init__(self, indptr, indices, data, y, w, keys, rids, d, segments):
         self.indptr, self.indices, self.data = indptr, indices, data
         self.y, self.w, self.keys, self.rids = y, w, keys, rids
         self.d = int(d)
         self.segments = segments
+        self.rb = RowBlocks.of(row_block_of(keys))
 
     @property
     def n(self) -> int:
         return self.indptr.size - 1
+
+    def blocked(self, block_starts=None):
+        """The rows as ``layout.BlockedData`` over ``block_starts`` (default: the segments)."""
+        return BlockedData(self.indptr, self.indices, self.data, self.d,
+                           self.segments if block_starts is None else block_starts, self.rb)
 
     def subset(self, mask: np.ndarray) -> "Prepared":
         """The rows where ``mask`` is true (order kept)."""
@@ -55,7 +64,8 @@ class Prepared:
 
 def prepare(indptr, indices, data, y, w, keys, d: int, coll, rank: int = 0, world: int = 1,
             column: str = "features", extra=None):
-    """Sort a worker's rows by key, check them, and compute the global exclusive segments.
+    """Sort a worker's rows by (row block, key), check them, and compute the global exclusive
+    segments.
 
     Parameters
     ----------
@@ -70,7 +80,7 @@ def prepare(indptr, indices, data, y, w, keys, d: int, coll, rank: int = 0, worl
     Prepared (and the reordered ``extra`` when given)
     """
     keys = np.asarray(keys, np.int64)
-    order = np.argsort(keys, kind="stable")
+    order = np.lexsort((keys, row_block_of(keys)))  # stable: duplicates keep arrival order
     indptr, indices, data = sort_rows(np.asarray(indptr, INDPTR), np.asarray(indices, INDEX),
                                       np.asarray(data, FLOAT), order)
     check_sorted_indices(indptr, indices, data, column)
@@ -94,7 +104,7 @@ def groups_from_field_starts(field_starts, d: int):
     return np.repeat(np.arange(fs.size - 1), np.diff(fs)), fs.size - 1
 
 
-def train_fm(prep: Prepared, params: dict, coll):
+def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None):
     """Train a factorization machine on this worker's prepared rows.
 
     Parameters
@@ -102,28 +112,38 @@ def train_fm(prep: Prepared, params: dict, coll):
     params : dict
         solver ("mcmc" | "als" | "adamw"), task ("regression" | "classification"),
         factorSize, maxIter, regParam, initStd, seed, burnIn, thinning, stepSize,
-        miniBatchFraction, tol, fitIntercept, fitLinear, fieldStarts (list or None).
+        miniBatchFraction, tol, fitIntercept, fitLinear, fieldStarts (list or None);
+        optional earlyStoppingRounds (with ``valid``) and init (a warm start: {"w0", "w" (d,),
+        "V" (d, k)}, see ``watch.init_from``).
+    valid : Prepared, optional
+        This worker's validation rows: scored after every sweep (``watch.ValidationWatch``,
+        history "valid_metric"), and early stopping when earlyStoppingRounds > 0.
 
     Returns
     -------
     (arrays, history): ``predictor.FMPredictor`` arrays (the same on every rank) and a dict.
     """
     from . import adamw, als, mcmc
+    from .watch import ValidationWatch
 
-    data = BlockedData(prep.indptr, prep.indices, prep.data, prep.d, prep.segments)
+    data = prep.blocked()
     solver = params["solver"]
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; use one of {list(SOLVERS)}")
+    link = ("identity" if params["task"] != "classification"
+            else "probit" if solver == "mcmc" else "logistic")
+    watch = None
+    if valid is not None:
+        watch = ValidationWatch(valid, link, int(params.get("earlyStoppingRounds") or 0), coll,
+                                average=solver == "mcmc")
     if solver == "mcmc":
         group_of, n_groups = groups_from_field_starts(params.get("fieldStarts"), prep.d)
-        samples, hist = mcmc.run_mcmc(data, prep.y, prep.w, prep.rids, params, coll, group_of, n_groups)
-        link = "probit" if params["task"] == "classification" else "identity"
+        samples, hist = mcmc.run_mcmc(data, prep.y, prep.w, prep.rids, params, coll, group_of,
+                                      n_groups, watch)
     elif solver == "als":
-        samples, hist = als.run_als(data, prep.y, prep.w, params, coll)
-        link = "logistic" if params["task"] == "classification" else "identity"
-    elif solver == "adamw":
-        samples, hist = adamw.run_adamw(data, prep.y, prep.w, prep.rids, params, coll)
-        link = "logistic" if params["task"] == "classification" else "identity"
+        samples, hist = als.run_als(data, prep.y, prep.w, params, coll, watch)
     else:
-        raise ValueError(f"unknown solver {solver!r}; use one of {list(SOLVERS)}")
+        samples, hist = adamw.run_adamw(data, prep.y, prep.w, prep.rids, params, coll, watch)
     arrays = dict(samples, link=np.asarray(link), n_features=np.asarray(prep.d, np.int64))
     hist["n_blocks"] = int(data.n_blocks)
     return arrays, hist
