@@ -38,6 +38,7 @@ from .leaf_quantile import leaf_quantiles
 from .loss import make_loss
 from .metrics import higher_is_better, is_known, known_metrics, metric_from_stats, metric_stats
 from .predictor import TreeEnsemblePredictor
+from .prune import prune_tree
 from .splitting import SplitParams
 
 
@@ -47,7 +48,10 @@ class BoosterParams:
 
     maxIter (100) boosting rounds; stepSize (0.1) learning rate; maxDepth (6); maxLeaves (0 =
     unlimited, lossguide only); growPolicy ("depthwise" | "lossguide"); regLambda (1.0);
-    regAlpha (0.0); minSplitLoss (0.0, gamma); minChildWeight (1.0); subsamplingRate (1.0);
+    regAlpha (0.0); minSplitLoss (0.0, gamma: trees grow on every split with a positive
+    gain, then splits whose gain and whose subtree's gains are all below it are pruned
+    bottom-up, XGBoost's grow-then-prune of ``colmaker,prune``, prune.py; stored gains are
+    the unreduced loss changes); minChildWeight (1.0); subsamplingRate (1.0);
     colsampleByTree (1.0); seed (0); maxBins (256, checked only: the edges are given);
     objective ("squared_error" | "logistic" | "softmax" | registered); numClasses (softmax);
     earlyStoppingRounds (0 = off); evalMetric (None = the objective's default: rmse, logloss,
@@ -140,7 +144,8 @@ class BoosterParams:
 
     def tree_params(self) -> TreeParams:
         return TreeParams(self.growPolicy, self.maxDepth, self.maxLeaves, self.stepSize,
-                          SplitParams(self.regLambda, self.regAlpha, self.minSplitLoss,
+                          # gamma prunes the grown tree (prune.py), not the growth
+                          SplitParams(self.regLambda, self.regAlpha, 0.0,
                                       self.minChildWeight), self.monotoneConstraints,
                           self.categoricalFeatures, self.cat_params())
 
@@ -351,6 +356,8 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
             tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
+            if p.minSplitLoss > 0:
+                tree, leaf = prune_tree(tree, p.minSplitLoss, 0, leaf)
             if leaf_alpha is not None:
                 refit_leaves(tree, leaf, rows, y - raw[:, k], w, leaf_alpha, p.stepSize, coll)
             if p.maxDeltaStep > 0:
