@@ -19,6 +19,14 @@ drops are drawn from ``seed`` and the round, the same on every worker: the model
 depend on ``numWorkers``. XGBoost draws from its own generator, so the same params drop other
 trees there. DART does not continue from ``initModel``; xgboost-json export writes XGBoost's
 dart booster (``weight_drop``), lightgbm-text and onnx the weighted trees.
+
+processType : {"default", "update"}, default "default"
+    "update": no new trees; ``updater`` is applied to ``initModel``'s trees (XGBoost's
+    ``process_type="update"``, ``sparkxml_kernels.gbt.updaters``).
+updater : {"refresh", "prune"}, default "refresh"
+    "refresh": every node's value, gain and cover recomputed on the fit's rows, round by
+    round (XGBoost's ``refresh`` with ``refresh_leaf``); "prune": splits whose subtree's gains
+    are all below ``minSplitLoss``, or deeper than ``maxDepth``, collapse (no data read).
 """
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from sparkxml._core.constraints import between, one_of
 
 DART_PARAMS = ("boosterType", "rateDrop", "skipDrop", "oneDrop", "normalizeType",
-               "sampleType")
+               "sampleType", "processType", "updater")
 
 
 class HasBoosterType(Params):
@@ -117,14 +125,47 @@ class HasSampleType(Params):
         return self.getOrDefault(self.sampleType)
 
 
+class HasProcessType(Params):
+    """Mixin for param processType: 'default' (boost new trees) or 'update' (apply updater
+    to initModel's trees, XGBoost's process_type)."""
+
+    processType: "Param[str]" = Param(
+        Params._dummy(), "processType",
+        "'default' (boost new trees) or 'update' (apply updater to initModel's trees, "
+        "XGBoost's process_type)", typeConverter=TypeConverters.toString)
+    _constraints = {"processType": one_of("default", "update")}
+
+    def getProcessType(self) -> str:
+        """Gets the value of processType or its default value."""
+        return self.getOrDefault(self.processType)
+
+
+class HasUpdater(Params):
+    """Mixin for param updater: with processType 'update': 'refresh' (recompute node values
+    and statistics on the data) or 'prune' (collapse splits below minSplitLoss)."""
+
+    updater: "Param[str]" = Param(
+        Params._dummy(), "updater",
+        "with processType 'update': 'refresh' (recompute node values and statistics on the "
+        "data) or 'prune' (collapse splits below minSplitLoss)",
+        typeConverter=TypeConverters.toString)
+    _constraints = {"updater": one_of("refresh", "prune")}
+
+    def getUpdater(self) -> str:
+        """Gets the value of updater or its default value."""
+        return self.getOrDefault(self.updater)
+
+
 class BoosterTypeParams(HasBoosterType, HasRateDrop, HasSkipDrop, HasOneDrop,
-                        HasNormalizeType, HasSampleType):
-    """The DART params with XGBoost's defaults, and what a fit passes to the booster."""
+                        HasNormalizeType, HasSampleType, HasProcessType, HasUpdater):
+    """The DART and update params with XGBoost's defaults, and what a fit passes to the
+    booster."""
 
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
-                         normalizeType="tree", sampleType="uniform")
+                         normalizeType="tree", sampleType="uniform", processType="default",
+                         updater="refresh")
 
     def _booster_type_options(self) -> dict:
         """``booster.train`` params of the booster type."""
@@ -133,8 +174,14 @@ class BoosterTypeParams(HasBoosterType, HasRateDrop, HasSkipDrop, HasOneDrop,
                 "normalizeType": self.getNormalizeType(), "sampleType": self.getSampleType()}
 
     def _check_booster_type(self) -> None:
-        """Before any job: DART does not continue from an ``initModel``."""
+        """Before any job: DART does not continue from an ``initModel``; an update needs
+        one."""
         init = self._opt(self.initModel) if self.hasParam("initModel") else None
+        if self.getProcessType() == "update":
+            if init is None:
+                raise ValueError("processType='update' applies updater to initModel's trees: "
+                                 "set initModel")
+            return
         if self.getBoosterType() == "dart" and init is not None:
             raise ValueError(
                 "initModel: boosterType='dart' cannot continue from an existing model (its "

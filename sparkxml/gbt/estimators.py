@@ -303,6 +303,8 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
         ``numWorkers`` = executors, or ``nthread`` <= the cores an executor has per task.
     boosterType, rateDrop, skipDrop, oneDrop, normalizeType, sampleType : default "gbtree"
         XGBoost's DART with its defaults: see :mod:`sparkxml.gbt.booster_params`.
+    processType, updater : default "default", "refresh"
+        "update" refreshes or prunes ``initModel``'s trees: :mod:`sparkxml.gbt.booster_params`.
 
     Examples
     --------
@@ -333,7 +335,8 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                  objective="squared_error", lossType=None, huberDelta=1.0, quantileAlpha=0.5,
                  tweedieVariancePower=1.5, maxDeltaStep=None, baseScore=None,
                  rawPredictionCol=None, evalMetrics=None, boosterType="gbtree", rateDrop=0.0,
-                 skipDrop=0.0, oneDrop=False, normalizeType="tree", sampleType="uniform"):
+                 skipDrop=0.0, oneDrop=False, normalizeType="tree", sampleType="uniform",
+                 processType="default", updater="refresh"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -351,7 +354,8 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                   quantileAlpha=0.5, tweedieVariancePower=1.5, maxDeltaStep=None,
                   baseScore=None, rawPredictionCol=None, evalMetrics=None,
                   boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
-                  normalizeType="tree", sampleType="uniform"):
+                  normalizeType="tree", sampleType="uniform", processType="default",
+                  updater="refresh"):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -431,7 +435,7 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                  categoricalCols=None, maxCatToOnehot=4, catSmooth=10.0, catL2=10.0,
                  maxCatThreshold=32, nthread=None, evalMetrics=None, boosterType="gbtree",
                  rateDrop=0.0, skipDrop=0.0, oneDrop=False, normalizeType="tree",
-                 sampleType="uniform"):
+                 sampleType="uniform", processType="default", updater="refresh"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -448,7 +452,8 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                   initModel=None, thresholds=None, scalePosWeight=1.0, categoricalCols=None,
                   maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
                   evalMetrics=None, boosterType="gbtree", rateDrop=0.0, skipDrop=0.0,
-                  oneDrop=False, normalizeType="tree", sampleType="uniform"):
+                  oneDrop=False, normalizeType="tree", sampleType="uniform",
+                  processType="default", updater="refresh"):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -72,6 +72,10 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         }
 
     def _fit_validated(self, dataset):
+        if self.hasParam("processType") and self.getProcessType() == "update":
+            self._check_policy()
+            from sparkxml.gbt.update_fit import fit_update
+            return fit_update(self, dataset)  # an updater on initModel, no new trees
         spark = dataset.sparkSession
         spec = self._features_spec()
         label = self.getLabelCol()
