@@ -198,3 +198,27 @@ def test_weights_travel_with_the_arrays_and_export(binary):
     np.testing.assert_allclose(again.tree_weights, pred.tree_weights, rtol=1e-6)
     np.testing.assert_allclose(again.predict_raw(X), pred.predict_raw(X), rtol=1e-5,
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("nt", ["tree", "forest"])
+def test_multiclass_all_dropped_equals_xgboost(nt):
+    # softmax: lr is the learning rate / classes (XGBoost's NormalizeTrees); rateDrop 1
+    # leaves no randomness, and few distinct values give XGBoost our bins
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, k, 2000) * s for k, s in
+                         ((12, 1.0), (5, 0.5), (30, 0.1), (7, 3.0))]).astype(float)
+    t = np.sin(X[:, 0]) + 0.8 * (X[:, 1] > 1) + X[:, 2] + 0.2 * rng.standard_normal(2000)
+    y = np.digitize(t, np.quantile(t, [0.33, 0.66])).astype(float)
+    edges = edges_from_sketch(sketch(X, None, 256), 256)
+    pred, _ = train(bin_data(X, edges), y, None, edges, dict(
+        maxIter=4, maxDepth=3, stepSize=0.3, objective="softmax", numClasses=3,
+        boosterType="dart", rateDrop=1.0, normalizeType=nt))
+    bm = np.tile(pred.base_score, (len(X), 1))
+    bst = xgb.train(dict(booster="dart", rate_drop=1.0, normalize_type=nt, max_depth=3, eta=0.3,
+                         objective="multi:softprob", num_class=3, tree_method="hist",
+                         nthread=1), xgb.DMatrix(X, label=y, base_margin=bm), 4)
+    np.testing.assert_allclose(pred.predict_raw(X), bst.predict(
+        xgb.DMatrix(X, base_margin=bm), output_margin=True), atol=1e-5)
+    doc = json.loads(bst.save_raw("json"))
+    np.testing.assert_allclose(pred.tree_weights,
+                               doc["learner"]["gradient_booster"]["weight_drop"], rtol=1e-6)
