@@ -1,14 +1,13 @@
 """DART (dart.py): test AUC beside XGBoost's dart, the weight bookkeeping against a
 recomputation from the draws, exact SHAP, worker-count independence and XGBoost JSON export."""
 import json
-import threading
 
 import numpy as np
 import pytest
 from _data import data_path
+from _gbt_helpers import run_ranks
 
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
-from sparkxml_kernels.collective import InProcessGroup
 from sparkxml_kernels.export import export_bytes
 from sparkxml_kernels.export.xgboost_json import from_xgboost_json
 from sparkxml_kernels.gbt.booster import train
@@ -152,24 +151,10 @@ def test_same_model_on_two_workers():
     params = dict(maxIter=10, maxDepth=3, stepSize=0.3, boosterType="dart", rateDrop=0.3,
                   seed=5, subsamplingRate=0.8)
     single, _ = train(Xb, y, None, edges, params)
-    group = InProcessGroup(2, timeout=120)
     parts = [np.arange(0, 1500, 3), np.setdiff1d(np.arange(1500), np.arange(0, 1500, 3))]
-    out, errors = [None, None], []
-
-    def work(r):
-        try:
-            out[r] = train(Xb[parts[r]], y[parts[r]], None, edges, params,
-                           collective=group.collective(r), row_ids=parts[r].astype(np.int64))[0]
-        except Exception as ex:  # pragma: no cover
-            errors.append(ex)
-            group.abort()
-
-    threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    out = run_ranks(2, lambda r, coll: train(Xb[parts[r]], y[parts[r]], None, edges, params,
+                                             collective=coll,
+                                             row_ids=parts[r].astype(np.int64))[0])
     for model in out:
         np.testing.assert_array_equal(model.feature, single.feature)
         np.testing.assert_allclose(model.tree_weights, single.tree_weights, rtol=1e-12)

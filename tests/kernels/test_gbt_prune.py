@@ -5,23 +5,13 @@ import warnings
 
 import numpy as np
 import pytest
+from _gbt_helpers import few_values as _data
 
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.prune import prune_plan, prune_predictor
 
 xgb = pytest.importorskip("xgboost")
-
-
-def _data(seed, n=3000):
-    # few distinct values per feature: one bin per value, so hist, exact and ours see the
-    # same candidate splits
-    rng = np.random.default_rng(seed)
-    X = np.column_stack([rng.integers(0, k, n) * s for k, s in
-                         ((12, 1.0), (5, 0.5), (30, 0.1), (2, 1.0), (7, 3.0))]).astype(float)
-    y = (np.sin(X[:, 0]) + 0.8 * (X[:, 1] > 1) + X[:, 2] + 0.3 * X[:, 3] * X[:, 4]
-         + 0.2 * rng.standard_normal(n))
-    return X, y
 
 
 def _walk(xn, tree, i, out):

@@ -1,28 +1,18 @@
 """Updaters on an existing model (updaters.py): refresh node for node against XGBoost's
 ``process_type="update", updater="refresh"``, its invariances, workers, refusals."""
 import json
-import threading
 import warnings
 
 import numpy as np
 import pytest
+from _gbt_helpers import few_values as _data
+from _gbt_helpers import run_ranks
 
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
-from sparkxml_kernels.collective import InProcessGroup
 from sparkxml_kernels.gbt.booster import train
 from sparkxml_kernels.gbt.updaters import refresh, update
 
 xgb = pytest.importorskip("xgboost")
-
-
-def _data(seed, n=3000):
-    # few distinct values: one bin per value, our trees are XGBoost's hist trees
-    rng = np.random.default_rng(seed)
-    X = np.column_stack([rng.integers(0, k, n) * s for k, s in
-                         ((12, 1.0), (5, 0.5), (30, 0.1), (2, 1.0), (7, 3.0))]).astype(float)
-    y = (np.sin(X[:, 0]) + 0.8 * (X[:, 1] > 1) + X[:, 2] + 0.3 * X[:, 3] * X[:, 4]
-         + 0.2 * rng.standard_normal(n))
-    return X, y
 
 
 def _fit(X, y, **kw):
@@ -84,24 +74,9 @@ def test_refresh_on_two_workers_is_one_worker():
     pred = _fit(X, y, maxIter=3, maxDepth=3, stepSize=0.3)
     X2, y2 = _data(3)
     single = refresh(pred, X2, y2, params=dict(stepSize=0.3))
-    group = InProcessGroup(2, timeout=60)
     parts = [np.arange(0, 3000, 2), np.arange(1, 3000, 2)]
-    out, errors = [None, None], []
-
-    def work(r):
-        try:
-            out[r] = refresh(pred, X2[parts[r]], y2[parts[r]], params=dict(stepSize=0.3),
-                             collective=group.collective(r))
-        except Exception as ex:  # pragma: no cover
-            errors.append(ex)
-            group.abort()
-
-    threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    out = run_ranks(2, lambda r, coll: refresh(pred, X2[parts[r]], y2[parts[r]],
+                                                params=dict(stepSize=0.3), collective=coll))
     for m in out:
         np.testing.assert_allclose(m.value, single.value, rtol=1e-9, atol=1e-12)
 
