@@ -91,7 +91,17 @@ def draw_drops(params: DartParams, weights, seed: int, round_: int) -> np.ndarra
 
 def normalization(params: DartParams, n_dropped: int, learning_rate: float,
                   trees_per_round: int):
-    """(factor for the dropped trees, weight of the new trees) of one round."""
+    """(factor for the dropped trees, weight of the new trees) of one round.
+
+    Examples
+    --------
+    >>> normalization(DartParams(rate_drop=0.1), 3, 0.5, 1)       # k / (k + lr), 1 / (k + lr)
+    (0.8571428571428571, 0.2857142857142857)
+    >>> normalization(DartParams(normalize_type="forest"), 3, 0.5, 1)
+    (0.6666666666666666, 0.6666666666666666)
+    >>> normalization(DartParams(), 0, 0.5, 1)                     # nothing dropped
+    (1.0, 1.0)
+    """
     if n_dropped == 0:
         return 1.0, 1.0
     lr = learning_rate / trees_per_round

@@ -46,6 +46,15 @@ def prune_plan(left, right, gain, min_split_loss: float, max_depth: int = 0):
     owner : int32 (N,)
         For every old node, the new id of the kept node it lies in (itself, or the
         collapsed ancestor that became a leaf): rows' leaf ids map through it.
+
+    Examples
+    --------
+    A weak root split (gain 1) above a strong one (gain 10) and a weak one (gain 2):
+
+    >>> left, right = [1, 3, -1, 5, -1, -1, -1], [2, 4, -1, 6, -1, -1, -1]
+    >>> keep, leafed, owner = prune_plan(left, right, [1.0, 10.0, 0, 2.0, 0, 0, 0], 5.0)
+    >>> keep.tolist(), leafed.tolist(), owner.tolist()
+    ([True, True, True, True, True, False, False], [False, False, False, True, False, False, False], [0, 1, 2, 3, 4, 3, 3])
     """
     left = np.asarray(left)
     right = np.asarray(right)
