@@ -162,7 +162,7 @@ def test_same_model_on_two_workers():
                                    atol=1e-9)
 
 
-def test_weights_travel_with_the_arrays_and_export(binary):
+def test_weights_travel_with_the_arrays_and_export():
     X, y, edges, Xb = _synthetic(3)
     yb = (y > np.median(y)).astype(float)
     pred, _ = train(Xb, yb, None, edges, dict(maxIter=12, maxDepth=3, stepSize=0.3,
@@ -183,6 +183,14 @@ def test_weights_travel_with_the_arrays_and_export(binary):
     np.testing.assert_allclose(again.tree_weights, pred.tree_weights, rtol=1e-6)
     np.testing.assert_allclose(again.predict_raw(X), pred.predict_raw(X), rtol=1e-5,
                                atol=1e-5)
+    # LightGBM (whose own DART shrinks the leaves too) and ONNX take the weighted trees
+    lgb = pytest.importorskip("lightgbm")
+    lg = lgb.Booster(model_str=export_bytes(pred, "lightgbm-text").decode())
+    np.testing.assert_array_equal(lg.predict(X, raw_score=True), pred.predict_raw(X))
+    ort = pytest.importorskip("onnxruntime")
+    sess = ort.InferenceSession(export_bytes(pred, "onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {"features": X.astype(np.float32)})[1],
+                               pred.predict(X), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("nt", ["tree", "forest"])
