@@ -64,6 +64,7 @@ from sparkxml._core.params import (
 )
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.validation import inferred_classes
+from sparkxml.gbt.booster_params import DART_PARAMS, BoosterTypeParams
 from sparkxml.gbt.custom_params import HasCustomFunctions
 from sparkxml.gbt.fit import GBTEstimator
 from sparkxml.gbt.metric_params import (
@@ -121,7 +122,7 @@ class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasP
                  HasValidationIndicatorCol, HasEarlyStoppingRounds, HasEvalMetric,
                  HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
                  HasPredContribCol, HasLeafCol, HasCategoricalCols, HasMaxCatToOnehot,
-                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread):
+                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread, BoosterTypeParams):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -157,7 +158,7 @@ COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predic
                   "earlyStoppingRounds", "evalMetric", "timeoutSeconds", "missing",
                   "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
                   "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
-                  "catL2", "maxCatThreshold", "nthread")
+                  "catL2", "maxCatThreshold", "nthread") + DART_PARAMS
 _REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
                      "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
                      "evalMetrics")
@@ -300,6 +301,10 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
         ``spark.task.cpus`` (read in the task, as xgboost.spark does). The model is the same
         whatever its value. Give a task the cores, e.g. ``spark.task.cpus=4`` with
         ``numWorkers`` = executors, or ``nthread`` <= the cores an executor has per task.
+    boosterType, rateDrop, skipDrop, oneDrop, normalizeType, sampleType : default "gbtree"
+        XGBoost's DART with its defaults: see :mod:`sparkxml.gbt.booster_params`.
+    processType, updater : default "default", "refresh"
+        "update" refreshes or prunes ``initModel``'s trees: :mod:`sparkxml.gbt.booster_params`.
 
     Examples
     --------
@@ -329,7 +334,9 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                  maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
                  objective="squared_error", lossType=None, huberDelta=1.0, quantileAlpha=0.5,
                  tweedieVariancePower=1.5, maxDeltaStep=None, baseScore=None,
-                 rawPredictionCol=None, evalMetrics=None):
+                 rawPredictionCol=None, evalMetrics=None, boosterType="gbtree", rateDrop=0.0,
+                 skipDrop=0.0, oneDrop=False, normalizeType="tree", sampleType="uniform",
+                 processType="default", updater="refresh"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -345,7 +352,10 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                   maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32,
                   nthread=None, objective="squared_error", lossType=None, huberDelta=1.0,
                   quantileAlpha=0.5, tweedieVariancePower=1.5, maxDeltaStep=None,
-                  baseScore=None, rawPredictionCol=None, evalMetrics=None):
+                  baseScore=None, rawPredictionCol=None, evalMetrics=None,
+                  boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
+                  normalizeType="tree", sampleType="uniform", processType="default",
+                  updater="refresh"):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -423,7 +433,9 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0,
                  categoricalCols=None, maxCatToOnehot=4, catSmooth=10.0, catL2=10.0,
-                 maxCatThreshold=32, nthread=None, evalMetrics=None):
+                 maxCatThreshold=32, nthread=None, evalMetrics=None, boosterType="gbtree",
+                 rateDrop=0.0, skipDrop=0.0, oneDrop=False, normalizeType="tree",
+                 sampleType="uniform", processType="default", updater="refresh"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -439,7 +451,9 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                   monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,
                   initModel=None, thresholds=None, scalePosWeight=1.0, categoricalCols=None,
                   maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
-                  evalMetrics=None):
+                  evalMetrics=None, boosterType="gbtree", rateDrop=0.0, skipDrop=0.0,
+                  oneDrop=False, normalizeType="tree", sampleType="uniform",
+                  processType="default", updater="refresh"):
         return self._set_params(**self._input_kwargs)
 
     @property

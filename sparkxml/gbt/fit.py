@@ -67,9 +67,15 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             "catL2": self.getCatL2(), "maxCatThreshold": self.getMaxCatThreshold(),
             # None: the task's spark.task.cpus (sparkxml._core.histogram_tasks.task_threads)
             "nthread": self._opt(self.nthread),
+            # DART (sparkxml.gbt.booster_params), where the estimator has it
+            **(self._booster_type_options() if self.hasParam("boosterType") else {}),
         }
 
     def _fit_validated(self, dataset):
+        if self.hasParam("processType") and self.getProcessType() == "update":
+            self._check_policy()
+            from sparkxml.gbt.update_fit import fit_update
+            return fit_update(self, dataset)  # an updater on initModel, no new trees
         spark = dataset.sparkSession
         spec = self._features_spec()
         label = self.getLabelCol()
@@ -246,6 +252,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         check_schema(dataset, spec, label, weight, valid)
 
     def _check_policy(self):
+        if self.hasParam("boosterType"):
+            self._check_booster_type()
         if self.getGrowPolicy() == "depthwise" and self.getMaxDepth() < 1:
             raise ValueError("maxDepth must be >= 1 with growPolicy 'depthwise'")
         if self.getGrowPolicy() == "lossguide":

@@ -22,6 +22,9 @@ How the model maps:
   ``exp(margin)``).
 * Leaf values, thresholds and base scores are float32 in XGBoost, which also sums in
   float32: its predictions agree with sparkxml's to float32 rounding.
+* DART models (``tree_weights``): a ``dart`` booster whose trees hold the unweighted leaf
+  values (value / weight) and whose ``weight_drop`` lists the weights, as XGBoost saves its
+  own DART models; read back, the weights are applied to the leaves again.
 * ``missing``: XGBoost reads it from the data (``DMatrix(X, missing=v)``), not the model; a
   sparse matrix's absent entries are missing to XGBoost and 0.0 to sparkxml.
 """
@@ -193,11 +196,7 @@ def to_xgboost_json(pred, feature_names=None, categorical_features=()) -> dict:
         "attributes": {},
         "feature_names": [] if feature_names is None else [str(f) for f in feature_names],
         "feature_types": types,
-        "gradient_booster": {"name": "gbtree", "model": {
-            "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(pred.n_trees)},
-            "iteration_indptr": list(range(0, pred.n_trees + 1, k)),
-            "tree_info": [int(o) for o in pred.tree_outputs],
-            "trees": trees}},
+        "gradient_booster": _booster_json(pred, trees, k),
         "learner_model_param": {
             "base_score": "[" + ",".join(repr(v) for v in base) + "]",
             "boost_from_average": "1", "num_class": str(k if k > 1 else 0),
@@ -208,6 +207,23 @@ def to_xgboost_json(pred, feature_names=None, categorical_features=()) -> dict:
         raise ValueError(f"feature_names has {len(learner['feature_names'])} names for "
                          f"{d} features")
     return {"learner": learner, "version": VERSION}
+
+
+def _booster_json(pred, trees, k) -> dict:
+    booster = {"name": "gbtree", "model": {
+        "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(pred.n_trees)},
+        "iteration_indptr": list(range(0, pred.n_trees + 1, k)),
+        "tree_info": [int(o) for o in pred.tree_outputs],
+        "trees": trees}}
+    if pred.tree_weights is None:
+        return booster
+    for tj, w in zip(trees, pred.tree_weights.tolist()):  # DART: XGBoost weights at predict
+        leaf = np.asarray(tj["left_children"]) < 0
+        tj["base_weights"] = [_f32(v / w) for v in tj["base_weights"]]
+        tj["split_conditions"] = [_f32(c / w) if is_leaf else c
+                                  for c, is_leaf in zip(tj["split_conditions"], leaf)]
+    return {"name": "dart", "gbtree": booster,
+            "weight_drop": [_f32(w) for w in pred.tree_weights]}
 
 
 def dumps(pred, **kw) -> bytes:
@@ -347,8 +363,13 @@ def from_xgboost_json(doc):
     except (KeyError, TypeError):
         raise ValueError("not an XGBoost JSON model (no learner / gradient_booster / "
                          "objective / learner_model_param)") from None
+    weights = None
+    if booster.get("name") == "dart" and "gbtree" in booster:
+        weights = np.asarray(booster.get("weight_drop", []), np.float64)
+        booster = booster["gbtree"]
     if booster.get("name") != "gbtree":
-        raise ValueError(f"only gbtree boosters convert, this one is {booster.get('name')!r}")
+        raise ValueError(f"only gbtree and dart boosters convert, this one is "
+                         f"{booster.get('name')!r}")
     if objective not in _FROM_XGBOOST:
         raise ValueError(f"XGBoost objective {objective!r} has no sparkxml counterpart; "
                          f"convertible: {sorted(_FROM_XGBOOST)}")
@@ -366,6 +387,11 @@ def from_xgboost_json(doc):
         raise ValueError(f"base_score has {len(base)} values for {k} outputs")
     base = [_margin(float(np.float32(b)), link) for b in base]
     trees = [_tree_from_json(t, i, d) for i, t in enumerate(model["trees"])]
+    if weights is not None:
+        if weights.size != len(trees):
+            raise ValueError(f"weight_drop has {weights.size} weights for {len(trees)} trees")
+        for t, w in zip(trees, weights):
+            t["value"] = np.asarray(t["value"], np.float64) * w
     info = [int(c) for c in model.get("tree_info", [0] * len(trees))]
     if len(info) != len(trees):
         raise ValueError(f"tree_info has {len(info)} entries for {len(trees)} trees")
@@ -393,4 +419,5 @@ def from_xgboost_json(doc):
         value=arrays["value"], gain=arrays["gain"], cover=arrays["cover"],
         tree_offsets=offsets, n_outputs=k, base_score=np.asarray(base), objective=ours,
         n_features=d, tree_outputs=np.asarray(info, np.int32),
-        feature_names=names if names and len(names) == d else None, **cat)
+        feature_names=names if names and len(names) == d else None, tree_weights=weights,
+        **cat)

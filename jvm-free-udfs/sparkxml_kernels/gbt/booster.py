@@ -33,11 +33,13 @@ from ..rng import row_uniforms
 from ..threads import check_threads, use_threads, worth_threads
 from .binned import as_binned, route_binned_any
 from .categorical import CatParams
+from .dart import BOOSTER_TYPES, Dropout, dart_params
 from .grower import TreeGrower, TreeParams
 from .leaf_quantile import leaf_quantiles
 from .loss import make_loss
 from .metrics import higher_is_better, is_known, known_metrics, metric_from_stats, metric_stats
 from .predictor import TreeEnsemblePredictor
+from .prune import prune_tree
 from .splitting import SplitParams
 
 
@@ -47,7 +49,10 @@ class BoosterParams:
 
     maxIter (100) boosting rounds; stepSize (0.1) learning rate; maxDepth (6); maxLeaves (0 =
     unlimited, lossguide only); growPolicy ("depthwise" | "lossguide"); regLambda (1.0);
-    regAlpha (0.0); minSplitLoss (0.0, gamma); minChildWeight (1.0); subsamplingRate (1.0);
+    regAlpha (0.0); minSplitLoss (0.0, gamma: trees grow on every split with a positive
+    gain, then splits whose gain and whose subtree's gains are all below it are pruned
+    bottom-up, XGBoost's grow-then-prune of ``colmaker,prune``, prune.py; stored gains are
+    the unreduced loss changes); minChildWeight (1.0); subsamplingRate (1.0);
     colsampleByTree (1.0); seed (0); maxBins (256, checked only: the edges are given);
     objective ("squared_error" | "logistic" | "softmax" | registered); numClasses (softmax);
     earlyStoppingRounds (0 = off); evalMetric (None = the objective's default: rmse, logloss,
@@ -65,7 +70,9 @@ class BoosterParams:
     value); maxDeltaStep (0.0 = off: XGBoost's ``max_delta_step``, every leaf weight is
     clipped to [-maxDeltaStep, maxDeltaStep] before the learning rate; the split gains stay
     those of the unclipped weights). Objectives with parameters are named
-    ``"quantile[alpha=0.9]"`` (``objectives.objective_name``).
+    ``"quantile[alpha=0.9]"`` (``objectives.objective_name``). boosterType ("gbtree" |
+    "dart": dropout, dart.py, with XGBoost's rateDrop (0.0), skipDrop (0.0), oneDrop
+    (False), normalizeType ("tree" | "forest") and sampleType ("uniform" | "weighted")).
     """
 
     maxIter: int = 100
@@ -96,6 +103,12 @@ class BoosterParams:
     maxCatThreshold: int = 32
     nthread: int = 1
     maxDeltaStep: float = 0.0
+    boosterType: str = "gbtree"
+    rateDrop: float = 0.0
+    skipDrop: float = 0.0
+    oneDrop: bool = False
+    normalizeType: str = "tree"
+    sampleType: str = "uniform"
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -131,6 +144,10 @@ class BoosterParams:
         if not p.scalePosWeight > 0 or not np.isfinite(p.scalePosWeight):
             raise ValueError(f"scalePosWeight must be finite and > 0, got {p.scalePosWeight}")
         n_real_bins(p.maxBins, wide=True)
+        if p.boosterType not in BOOSTER_TYPES:
+            raise ValueError(f"boosterType must be one of {list(BOOSTER_TYPES)}, got "
+                             f"{p.boosterType!r}")
+        dart_params(p)
         p.cat_params()
         check_threads(p.nthread)
         return p
@@ -140,7 +157,8 @@ class BoosterParams:
 
     def tree_params(self) -> TreeParams:
         return TreeParams(self.growPolicy, self.maxDepth, self.maxLeaves, self.stepSize,
-                          SplitParams(self.regLambda, self.regAlpha, self.minSplitLoss,
+                          # gamma prunes the grown tree (prune.py), not the growth
+                          SplitParams(self.regLambda, self.regAlpha, 0.0,
                                       self.minChildWeight), self.monotoneConstraints,
                           self.categoricalFeatures, self.cat_params())
 
@@ -328,6 +346,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
                         n_threads)
     trees = []
+    dart = Dropout(dart_params(p), p.seed, p.stepSize, K) if p.boosterType == "dart" else None
     # every metric recorded per round: the early-stopping one first, then evalMetrics' others
     extra = [m for m in (p.evalMetrics or ()) if m != metric]
     history = {"metric": metric, "eval": [[] for _ in evals], "train": [],
@@ -348,19 +367,39 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     gradients()
     for it in range(p.maxIter):
         rows = sample_rows(p.seed, it, row_ids, p.subsamplingRate)
+        dropped = None  # DART: the dropped trees' outputs on the training and eval rows
+        if dart is not None and dart.begin(it).size:
+            dropped = [dart.dropped_scores(X_binned, trees, n)] + [
+                dart.dropped_scores(e[0], trees, e[0].shape[0]) for e in evals]
+            full = raw.copy()
+            raw -= dropped[0]  # the gradients of the ensemble without the dropped trees
+            gradients()
+            raw[:] = full
+        w_new = 1.0 if dart is None else dart.weight_new()
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
             tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
+            if p.minSplitLoss > 0:
+                tree, leaf = prune_tree(tree, p.minSplitLoss, 0, leaf)
             if leaf_alpha is not None:
-                refit_leaves(tree, leaf, rows, y - raw[:, k], w, leaf_alpha, p.stepSize, coll)
+                resid = y - raw[:, k] if dropped is None else y - raw[:, k] + dropped[0][:, k]
+                refit_leaves(tree, leaf, rows, resid, w, leaf_alpha, p.stepSize, coll)
             if p.maxDeltaStep > 0:
                 cap = p.maxDeltaStep * p.stepSize
                 np.clip(tree.value, -cap, cap, out=tree.value)
+            if w_new != 1.0:
+                tree.value *= w_new
             _check_finite(tree, it, loss.name)
             add_leaf_values(raw, k, tree.value, leaf, n_threads)
             for Xe, _, _, _, re in evals:
                 re[:, k] += tree.value[route_binned_any(Xe, tree)]
             trees.append(tree)
+        if dart is not None:
+            factor = dart.commit(trees, K)
+            if dropped is not None:  # the dropped trees now count factor x what they did
+                raw += (factor - 1.0) * dropped[0]
+                for e, de in zip(evals, dropped[1:]):
+                    e[4][:] += (factor - 1.0) * de
         rounds_run = it + 1
         # the next round's gradients, computed here so that the loss can give this round's
         # training metric on the way (loss.gradients_and_stats); after the last round they
@@ -392,8 +431,9 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     history["best_score"] = best
     history["n_rounds"] = keep
     history["rounds_run"] = rounds_run
-    predictor = TreeEnsemblePredictor.from_trees(trees[:keep * K], K, base, loss.name, d,
-                                                 categories)
+    predictor = TreeEnsemblePredictor.from_trees(
+        trees[:keep * K], K, base, loss.name, d, categories,
+        None if dart is None else dart.tree_weights(keep * K))
     history["seconds"] = time.perf_counter() - t0
     return predictor, history
 

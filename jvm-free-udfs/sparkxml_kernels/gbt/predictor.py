@@ -10,7 +10,8 @@ feature            int32 (N,)          split feature, -1 on leaves
 threshold          float64 (N,)        x <= threshold goes left (+inf: present vs missing)
 default_left       uint8 (N,)          1 when NaN (missing) goes left
 left, right        int32 (N,)          children, tree-local node ids; -1 on leaves
-value              float64 (N,)        leaf output (learning rate applied); set on all nodes
+value              float64 (N,)        leaf output (learning rate and, in DART models, the
+                                       tree's weight applied); set on all nodes
 gain               float64 (N,)        split gain (0 on leaves)
 cover              float64 (N,)        hessian sum of the training rows in the node
 tree_offsets       int64 (T + 1,)      nodes of tree t are [tree_offsets[t], tree_offsets[t+1])
@@ -28,6 +29,9 @@ cat_words          uint32 (C,)         optional: node j's categories going left,
                                        over category values in words [cat_ptr[j],
                                        cat_ptr[j+1]) (bit v % 32 of word v // 32 =
                                        category v, LightGBM's ``cat_threshold`` layout)
+tree_weights       float64 (T,)        optional, DART models only (dart.py): each tree's
+                                       weight (XGBoost's ``weight_drop``), ALREADY applied
+                                       to ``value``; kept for export and to tell DART models
 =================  ==================  =====================================================
 
 A categorical split sends a row left when its value is a category in the node's set; NaN,
@@ -65,7 +69,8 @@ MAX_OUTPUTS = 10_000
 ARRAY_KEYS = ("feature", "threshold", "default_left", "left", "right", "value", "gain",
               "cover", "tree_offsets", "tree_outputs", "n_outputs", "base_score", "objective",
               "n_features")
-OPTIONAL_KEYS = ("tree_outputs", "missing", "feature_names", "cat_ptr", "cat_words")
+OPTIONAL_KEYS = ("tree_outputs", "missing", "feature_names", "cat_ptr", "cat_words",
+                 "tree_weights")
 NODE_KEYS = ("feature", "threshold", "default_left", "left", "right", "value", "gain", "cover")
 
 
@@ -237,7 +242,8 @@ class TreeEnsemblePredictor:
 
     def __init__(self, feature, threshold, default_left, left, right, value, gain, cover,
                  tree_offsets, n_outputs, base_score, objective, n_features, tree_outputs=None,
-                 missing=float("nan"), feature_names=None, cat_ptr=None, cat_words=None):
+                 missing=float("nan"), feature_names=None, cat_ptr=None, cat_words=None,
+                 tree_weights=None):
         self.feature = np.ascontiguousarray(feature, NODE)
         self.threshold = np.ascontiguousarray(threshold, FLOAT)
         self.default_left = np.ascontiguousarray(default_left, np.uint8)
@@ -259,6 +265,8 @@ class TreeEnsemblePredictor:
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
         self.cat_ptr = None if cat_ptr is None else np.ascontiguousarray(cat_ptr, INDPTR)
         self.cat_words = None if cat_ptr is None else np.ascontiguousarray(cat_words, np.uint32)
+        self.tree_weights = None if tree_weights is None else \
+            np.ascontiguousarray(tree_weights, FLOAT)
         self._check()
 
     @property
@@ -308,13 +316,17 @@ class TreeEnsemblePredictor:
             if p.shape != (N + 1,) or p[0] != 0 or np.any(np.diff(p) < 0) or \
                     p[-1] != self.cat_words.size or np.any((np.diff(p) > 0) & ~internal):
                 raise ValueError("cat_ptr/cat_words are inconsistent with the node arrays")
+        if self.tree_weights is not None and (self.tree_weights.shape != (off.size - 1,) or
+                                              not np.all(self.tree_weights > 0)):
+            raise ValueError("tree_weights must hold one positive weight per tree")
         if self.feature_names is not None and len(self.feature_names) != self.n_features:
             raise ValueError(f"{len(self.feature_names)} feature names for {self.n_features} "
                              f"features")
 
     # ----------------------------------------------------------------------------------------
     @classmethod
-    def from_trees(cls, trees, n_outputs, base_score, objective, n_features, categories=None):
+    def from_trees(cls, trees, n_outputs, base_score, objective, n_features, categories=None,
+                   tree_weights=None):
         """Concatenate grower ``Tree`` objects (round-major: tree t adds to t % n_outputs).
         ``categories`` (list of d: None or the sorted category values of a categorical
         feature) turns categorical splits' bin sets into category sets."""
@@ -328,7 +340,7 @@ class TreeEnsemblePredictor:
         cat_ptr, cat_words = _raw_category_sets(trees, categories)
         return cls(tree_offsets=off, n_outputs=n_outputs, base_score=base_score,
                    objective=objective, n_features=n_features, cat_ptr=cat_ptr,
-                   cat_words=cat_words, **cat)
+                   cat_words=cat_words, tree_weights=tree_weights, **cat)
 
     @property
     def n_trees(self) -> int:
@@ -349,6 +361,8 @@ class TreeEnsemblePredictor:
             out["feature_names"] = np.asarray(self.feature_names, dtype=str)
         if self.cat_ptr is not None:
             out["cat_ptr"], out["cat_words"] = self.cat_ptr, self.cat_words
+        if self.tree_weights is not None:
+            out["tree_weights"] = self.tree_weights
         return out
 
     @classmethod
@@ -364,7 +378,8 @@ class TreeEnsemblePredictor:
                    n_features=int(arrays["n_features"]), tree_outputs=arrays.get("tree_outputs"),
                    missing=float(arrays.get("missing", np.nan)),
                    feature_names=None if fn is None else [str(f) for f in np.ravel(fn)],
-                   cat_ptr=arrays.get("cat_ptr"), cat_words=arrays.get("cat_words"), **kw)
+                   cat_ptr=arrays.get("cat_ptr"), cat_words=arrays.get("cat_words"),
+                   tree_weights=arrays.get("tree_weights"), **kw)
 
     def with_options(self, missing=None, feature_names=None) -> "TreeEnsemblePredictor":
         """A copy sharing the node arrays, with ``missing`` and/or ``feature_names`` set."""
@@ -394,6 +409,9 @@ class TreeEnsemblePredictor:
             kw["cat_ptr"] = np.concatenate([ptrs[0], ptrs[1][1:] + ptrs[0][-1]])
             kw["cat_words"] = np.concatenate([m.cat_words if m.has_categorical else
                                               np.zeros(0, np.uint32) for m in (self, other)])
+        if self.tree_weights is not None or other.tree_weights is not None:
+            kw["tree_weights"] = np.concatenate([np.ones(m.n_trees) if m.tree_weights is None
+                                                 else m.tree_weights for m in (self, other)])
         return TreeEnsemblePredictor(tree_offsets=off, n_outputs=self.n_outputs,
                                      base_score=self.base_score, objective=self.objective,
                                      n_features=self.n_features, missing=self.missing,
@@ -627,4 +645,5 @@ class TreeEnsemblePredictor:
             self.tree_offsets[:t + 1], self.n_outputs, self.base_score, self.objective,
             self.n_features, self.tree_outputs[:t], self.missing, self.feature_names,
             None if self.cat_ptr is None else self.cat_ptr[:e + 1],
-            None if self.cat_ptr is None else self.cat_words[:self.cat_ptr[e]])
+            None if self.cat_ptr is None else self.cat_words[:self.cat_ptr[e]],
+            None if self.tree_weights is None else self.tree_weights[:t])
