@@ -50,6 +50,24 @@ def finite_col(c):
     return (~F.isnan(c)) & (F.abs(c) != float("inf"))
 
 
+def aggregate_once(dataset, aggs) -> dict:
+    """``dataset.agg(*aggs)`` as a dict, in ONE Spark job without a shuffle: the aggregates
+    ride along a no-op write as observed metrics (``DataFrame.observe``: each task keeps a
+    partial aggregate, the driver merges them). A plain ``agg`` shuffles its partial
+    aggregates to one partition, which adaptive query execution runs as a job of its own
+    before the final one. Falls back to ``agg`` where ``observe`` is not available (Spark
+    Connect 3.5)."""
+    try:
+        from pyspark.sql import Observation
+
+        obs = Observation("sparkxml_checks")
+        observed = dataset.observe(obs, *aggs)
+    except Exception:  # noqa: BLE001 - no Observation on this client
+        return dataset.agg(*aggs).collect()[0].asDict()
+    observed.write.format("noop").mode("overwrite").save()
+    return dict(obs.get)
+
+
 def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
     """One aggregate job (JVM only, no Python) over every row: counts, label range, and the
     first offending value of each check, so that bad input fails before training with an
@@ -87,7 +105,7 @@ def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         aggs += [F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"),
                  F.min(size).alias("d_min"), F.max(size).alias("d_max")]
     aggs += [c.alias(name) for name, c in (extra or {}).items()]
-    r = dataset.agg(*aggs).collect()[0].asDict()
+    r = aggregate_once(dataset, aggs)
     n = int(r["n"] or 0)
     if n == 0:
         raise ValueError("the training DataFrame is empty")
@@ -177,6 +195,23 @@ def sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
         raise ValueError("no training rows to compute bin edges from")
     merged = binning.merge_sketches(sketches) if len(sketches) > 1 else sketches[0]
     return merged, infos
+
+
+def sketch_in_task(stats, n_workers) -> bool:
+    """Whether a fit's one training task can compute the bin edges itself
+    (``histogram_tasks.make_sketch_load_fn``) instead of a sketch job: one worker, and an
+    input the sketch job would neither sample (at most ``_SKETCH_SAMPLE_ROWS`` training
+    rows) nor summarise in several chunks (fewer values than ``_SKETCH_CHUNK_VALUES``), so
+    the edges are the sketch job's and the fit runs no job between the checks and the
+    training."""
+    return (int(n_workers) == 1 and stats["n_train"] <= _SKETCH_SAMPLE_ROWS
+            and stats["n_train"] * stats["d"] < _SKETCH_CHUNK_VALUES)
+
+
+def sketch_options(max_bins, size, missing, by_partition) -> dict:
+    """``make_sketch_load_fn``'s ``sketch`` argument: the summaries the sketch job makes."""
+    return {"max_bins": max_bins, "chunk_values": _SKETCH_CHUNK_VALUES, "size": size,
+            "missing": missing, "by_partition": by_partition}
 
 
 def training_columns(spec, label, weight, valid, extra=()) -> list:
