@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 from sparkxml._core.barrier import RESULT_SCHEMA, decode_arrays
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.histogram_tasks import ROW_ID, make_sketch_task, spec_columns
-from sparkxml._core.validation import check_output_columns
+from sparkxml._core.validation import aggregate_once, check_output_columns
 from sparkxml_kernels import binning
 
 # Bin edges come from a uniform sample of about this many training rows (all rows when there
@@ -48,24 +48,6 @@ def feature_exprs(spec):
 
 def finite_col(c):
     return (~F.isnan(c)) & (F.abs(c) != float("inf"))
-
-
-def aggregate_once(dataset, aggs) -> dict:
-    """``dataset.agg(*aggs)`` as a dict, in ONE Spark job without a shuffle: the aggregates
-    ride along a no-op write as observed metrics (``DataFrame.observe``: each task keeps a
-    partial aggregate, the driver merges them). A plain ``agg`` shuffles its partial
-    aggregates to one partition, which adaptive query execution runs as a job of its own
-    before the final one. Falls back to ``agg`` where ``observe`` is not available (Spark
-    Connect 3.5)."""
-    try:
-        from pyspark.sql import Observation
-
-        obs = Observation("sparkxml_checks")
-        observed = dataset.observe(obs, *aggs)
-    except Exception:  # noqa: BLE001 - no Observation on this client
-        return dataset.agg(*aggs).collect()[0].asDict()
-    observed.write.format("noop").mode("overwrite").save()
-    return dict(obs.get)
 
 
 def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
