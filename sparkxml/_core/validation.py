@@ -97,8 +97,15 @@ def aggregate_once(dataset, aggs) -> dict:
     ride along a no-op write as observed metrics (``DataFrame.observe``: each task keeps a
     partial aggregate, the driver merges them). A plain ``agg`` shuffles its partial
     aggregates to one partition, which adaptive query execution runs as a job of its own
-    before the final one. Falls back to ``agg`` where ``observe`` is not available (Spark
-    Connect 3.5)."""
+    before the final one. Falls back to ``agg`` on Spark Connect 3.5 (whose clients do not
+    take an ``Observation``)."""
+    from sparkxml._core.compat import PYSPARK_VERSION, is_connect
+
+    def plain():
+        return dataset.agg(*aggs).collect()[0].asDict()
+
+    if is_connect(dataset) and PYSPARK_VERSION < (4, 0):
+        return plain()
     try:
         import uuid
 
@@ -108,6 +115,6 @@ def aggregate_once(dataset, aggs) -> dict:
         obs = Observation(f"sparkxml_checks_{uuid.uuid4().hex}")
         observed = dataset.observe(obs, *aggs)
     except Exception:  # noqa: BLE001 - no Observation on this client
-        return dataset.agg(*aggs).collect()[0].asDict()
+        return plain()
     observed.write.format("noop").mode("overwrite").save()
     return dict(obs.get)
