@@ -1,6 +1,10 @@
 """The fit every estimator on the GBT engine shares (GBTRegressor, GBTClassifier, LambdaMART):
 the one-aggregate data checks, the bin-edge sketch, the barrier training stage and the model's
-summary, with progress and job labels through ``sparkxml._core.progress``."""
+summary, with progress and job labels through ``sparkxml._core.progress``.
+
+A one-worker fit trains in a plain task that reads every input partition (no shuffle); below
+the sketch's sample size (``histogram_engine.sketch_in_task``) that task also computes the bin
+edges, so the fit is two Spark jobs: the checks and the training."""
 from __future__ import annotations
 
 import functools
