@@ -308,16 +308,17 @@ def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: 
     on_addresses : callable, optional
         Test hook, see ``make_barrier_task``.
     coalesce_single : bool
-        With ``num_workers == 1`` and ``repartition``: the one task reads every input
+        With ``num_workers == 1``: the one task reads every input
         partition in turn (``coalesce(1)``, in a plain stage) instead of Spark shuffling all
         rows into one partition first (for 1M x 50 doubles, seconds of shuffle write and
         read). A barrier stage cannot coalesce (SPARK-24820), and one task needs no gang
-        scheduling. Rows then arrive in input order rather than the shuffle's order.
+        scheduling. Rows then arrive in input order rather than the shuffle's order, and
+        the fit is one Spark job (no shuffle before or after the task).
     """
     from sparkxml_kernels.collective import new_authkey
 
     authkey = authkey or new_authkey()
-    plain = coalesce_single and repartition and int(num_workers) == 1
+    plain = coalesce_single and int(num_workers) == 1
     task = make_barrier_task(load_fn, train_fn, authkey, float(timeout_s), on_addresses,
                              barrier=not plain)
     if plain:
@@ -325,8 +326,11 @@ def run_barrier_training(df, num_workers: int, load_fn, train_fn, *, timeout_s: 
     elif repartition:
         df = df.repartition(int(num_workers))
     t0 = time.perf_counter()
-    out = to_arrow(df.mapInArrow(task, RESULT_SCHEMA, barrier=not plain)
-                   .repartition(1))  # makes the barrier stage a retryable ShuffleMapStage
+    out = df.mapInArrow(task, RESULT_SCHEMA, barrier=not plain)
+    if not plain:
+        out = out.repartition(1)  # makes the barrier stage a retryable ShuffleMapStage
+    # (a plain stage's failed task is retried alone: one job, no shuffle)
+    out = to_arrow(out)
     seconds = time.perf_counter() - t0
     arrays, infos = decode_arrays(out)
     return BarrierResult(arrays, infos, seconds)

@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 from sparkxml._core.barrier import RESULT_SCHEMA, decode_arrays
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.histogram_tasks import ROW_ID, make_sketch_task, spec_columns
-from sparkxml._core.validation import check_output_columns
+from sparkxml._core.validation import aggregate_once, check_output_columns
 from sparkxml_kernels import binning
 
 # Bin edges come from a uniform sample of about this many training rows (all rows when there
@@ -87,7 +87,7 @@ def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         aggs += [F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"),
                  F.min(size).alias("d_min"), F.max(size).alias("d_max")]
     aggs += [c.alias(name) for name, c in (extra or {}).items()]
-    r = dataset.agg(*aggs).collect()[0].asDict()
+    r = aggregate_once(dataset, aggs)
     n = int(r["n"] or 0)
     if n == 0:
         raise ValueError("the training DataFrame is empty")
@@ -177,6 +177,23 @@ def sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
         raise ValueError("no training rows to compute bin edges from")
     merged = binning.merge_sketches(sketches) if len(sketches) > 1 else sketches[0]
     return merged, infos
+
+
+def sketch_in_task(stats, n_workers) -> bool:
+    """Whether a fit's one training task can compute the bin edges itself
+    (``histogram_tasks.make_sketch_load_fn``) instead of a sketch job: one worker, and an
+    input the sketch job would neither sample (at most ``_SKETCH_SAMPLE_ROWS`` training
+    rows) nor summarise in several chunks (fewer values than ``_SKETCH_CHUNK_VALUES``), so
+    the edges are the sketch job's and the fit runs no job between the checks and the
+    training."""
+    return (int(n_workers) == 1 and stats["n_train"] <= _SKETCH_SAMPLE_ROWS
+            and stats["n_train"] * stats["d"] < _SKETCH_CHUNK_VALUES)
+
+
+def sketch_options(max_bins, size, missing, by_partition) -> dict:
+    """``make_sketch_load_fn``'s ``sketch`` argument: the summaries the sketch job makes."""
+    return {"max_bins": max_bins, "chunk_values": _SKETCH_CHUNK_VALUES, "size": size,
+            "missing": missing, "by_partition": by_partition}
 
 
 def training_columns(spec, label, weight, valid, extra=()) -> list:

@@ -44,11 +44,44 @@ def task_threads(nthread) -> int:
     return max(1, int(ctx.cpus())) if ctx is not None else 1
 
 
+def summarise_batches(batches, spec, weight, n_features, max_bins, chunk_values, size=None,
+                      missing=float("nan")):
+    """The weighted quantile summary of the (already sampled, training-only) rows of
+    ``batches``, summarised in chunks of about ``chunk_values`` values and merged (``size``
+    entries a feature at most; default from ``max_bins``): ``(Sketch or None, rows, error
+    message or None)``. One input partition's summary (:func:`make_sketch_task`)."""
+    sketches, xs, ws, held, n = [], [], [], 0, 0
+
+    def flush():
+        if xs:
+            X = concat_features(xs)
+            sketches.append(binning.sketch(X, np.concatenate(ws), max_bins, size))
+            xs.clear()
+            ws.clear()
+
+    for b in batches:
+        if b.num_rows == 0:
+            continue
+        try:
+            xs.append(batch_features(b, spec, n_features, missing))
+        except ValueError as e:  # bad input (e.g. a vector of another size): the driver
+            # raises it as a ValueError, not as a Spark task failure
+            return None, n, str(e)
+        ws.append(np.ones(b.num_rows) if weight is None else float_column(b, weight))
+        n += b.num_rows
+        held += n_values(xs[-1])
+        if held >= chunk_values:
+            flush()
+            held = 0
+    flush()
+    if not sketches:
+        return None, n, None
+    return (sketches[0] if len(sketches) == 1 else binning.merge_sketches(sketches)), n, None
+
+
 def make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=None,
                       missing=float("nan")):
-    """Per input partition: weighted quantile summaries of the (already sampled, training-only)
-    rows, summarised in chunks of about ``chunk_values`` values and merged (``size`` entries
-    a feature at most; default from ``max_bins``)."""
+    """Per input partition: :func:`summarise_batches` of its rows, as result rows."""
 
     def sketch_task(batches):
         from pyspark import TaskContext
@@ -58,38 +91,12 @@ def make_sketch_task(spec, weight, n_features, max_bins, chunk_values, size=None
         warm_async("gbt")  # load/compile the training kernels while the sketch job runs
         t_start = time.perf_counter()
         pid = TaskContext.get().partitionId()
-        sketches, xs, ws, held, n = [], [], [], 0, 0
-
-        def flush():
-            if xs:
-                X = concat_features(xs)
-                sketches.append(binning.sketch(X, np.concatenate(ws), max_bins, size))
-                xs.clear()
-                ws.clear()
-
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            try:
-                xs.append(batch_features(b, spec, n_features, missing))
-            except ValueError as e:  # bad input (e.g. a vector of another size): the driver
-                # raises it as a ValueError, not as a Spark task failure
-                yield encode_arrays(pid, None, {"partition": pid, "n": n, "seconds": 0.0,
-                                                "error": str(e)})
-                return
-            ws.append(np.ones(b.num_rows) if weight is None else float_column(b, weight))
-            n += b.num_rows
-            held += n_values(xs[-1])
-            if held >= chunk_values:
-                flush()
-                held = 0
-        flush()
-        arrays = None
-        if sketches:
-            sk = sketches[0] if len(sketches) == 1 else binning.merge_sketches(sketches)
-            arrays = sk.to_arrays()
-        yield encode_arrays(pid, arrays, {"partition": pid, "n": n,
-                                          "seconds": time.perf_counter() - t_start})
+        sk, n, error = summarise_batches(batches, spec, weight, n_features, max_bins,
+                                         chunk_values, size, missing)
+        info = {"partition": pid, "n": n, "seconds": time.perf_counter() - t_start}
+        if error is not None:
+            info.update(seconds=0.0, error=error)
+        yield encode_arrays(pid, None if sk is None else sk.to_arrays(), info)
 
     return sketch_task
 
@@ -200,3 +207,68 @@ def make_load_fn(spec, label, weight, valid, edges, n_features, id_col=ROW_ID, g
 
     return load
 
+
+
+# ``monotonically_increasing_id`` puts the input partition's index above bit 33
+_PARTITION_SHIFT = 33
+
+
+def make_sketch_load_fn(spec, label, weight, valid, n_features, sketch, make_edges,
+                        id_col=ROW_ID, group=None, options=None):
+    """The loader of a small single-task fit that computes its own bin edges: the rows the
+    sketch job would have summarised, summarised here, then :func:`make_load_fn`'s binning,
+    so that the fit needs no sketch job.
+
+    ``sketch``: :func:`summarise_batches`' ``max_bins``, ``chunk_values``, ``size`` and
+    ``missing``, and ``by_partition``: one summary per input partition (the partition
+    read from ``id_col``, a ``monotonically_increasing_id``), merged in partition order, as
+    the sketch job over the input does; else one summary of all rows, as over a frame
+    already in one partition. Only for inputs the sketch job would not sample, whose
+    partitions it would summarise in one chunk: the edges are then the sketch job's.
+    ``make_edges(sketch) -> (edges, categories)``; a ValueError from it, a bad row or no
+    training rows give a state ``{"error": message}`` (the driver raises it).
+    """
+    sk_opts = dict(sketch)
+    by_partition = bool(sk_opts.pop("by_partition"))
+
+    def load(batches, rank, world):
+        t0 = time.perf_counter()
+        held = [b for b in batches if b.num_rows]
+        parts: dict = {}  # input partition -> its training rows, in order
+        for b in held:
+            rows = b
+            if valid is not None:
+                rows = rows.filter(pa.array(~bool_column(rows, valid)))
+            if not by_partition:
+                parts.setdefault(0, []).append(rows)
+                continue
+            pid = np.asarray(column_of(rows, id_col).to_numpy(zero_copy_only=False),
+                             np.int64) >> _PARTITION_SHIFT
+            cut = np.flatnonzero(np.diff(pid)) + 1
+            for lo, hi in zip(np.r_[0, cut], np.r_[cut, pid.size]):
+                if hi > lo:
+                    parts.setdefault(int(pid[lo]), []).append(rows.slice(lo, hi - lo))
+        sketches, infos = [], []
+        for p in sorted(parts):
+            t = time.perf_counter()
+            sk, n, error = summarise_batches(parts[p], spec, weight, n_features, **sk_opts)
+            if error is not None:
+                return {"error": error}
+            infos.append({"partition": p, "n": n, "seconds": time.perf_counter() - t})
+            if sk is not None:
+                sketches.append(sk)
+        if not sketches:
+            return {"error": "no training rows to compute bin edges from"}
+        merged = binning.merge_sketches(sketches) if len(sketches) > 1 else sketches[0]
+        try:
+            edges, categories = make_edges(merged)
+        except ValueError as e:
+            return {"error": str(e)}
+        sketch_seconds = time.perf_counter() - t0
+        inner = make_load_fn(spec, label, weight, valid, edges, n_features, id_col, group,
+                             dict(options or {}, categories=categories))
+        state = inner(iter(held), rank, world)
+        state.update(edges=edges, sketch_info=infos, sketch_seconds=sketch_seconds)
+        return state
+
+    return load

@@ -1,5 +1,6 @@
 """Column checks every estimator runs before any Spark job: the column exists and has the
-expected type; the message names the param and the column."""
+expected type; the message names the param and the column. And the one-job aggregate the
+data checks of a fit run (:func:`aggregate_once`)."""
 from __future__ import annotations
 
 from pyspark.ml.linalg import VectorUDT
@@ -89,3 +90,31 @@ def refuse_null_vectors(dataset, col: str, param: str = "featuresCol") -> None:
     if n:
         raise ValueError(f"{param}: column '{col}' holds {n if n < 1000 else 'at least 1000'} "
                          f"null vector(s); drop or fill those rows")
+
+
+def aggregate_once(dataset, aggs) -> dict:
+    """``dataset.agg(*aggs)`` as a dict, in ONE Spark job without a shuffle: the aggregates
+    ride along a no-op write as observed metrics (``DataFrame.observe``: each task keeps a
+    partial aggregate, the driver merges them). A plain ``agg`` shuffles its partial
+    aggregates to one partition, which adaptive query execution runs as a job of its own
+    before the final one. Falls back to ``agg`` on Spark Connect 3.5 (whose clients do not
+    take an ``Observation``)."""
+    from sparkxml._core.compat import PYSPARK_VERSION, is_connect
+
+    def plain():
+        return dataset.agg(*aggs).collect()[0].asDict()
+
+    if is_connect(dataset) and PYSPARK_VERSION < (4, 0):
+        return plain()
+    try:
+        import uuid
+
+        from pyspark.sql import Observation
+
+        # a name of its own: fits in other threads observe their frames at the same time
+        obs = Observation(f"sparkxml_checks_{uuid.uuid4().hex}")
+        observed = dataset.observe(obs, *aggs)
+    except Exception:  # noqa: BLE001 - no Observation on this client
+        return plain()
+    observed.write.format("noop").mode("overwrite").save()
+    return dict(obs.get)

@@ -1,8 +1,13 @@
 """The fit every estimator on the GBT engine shares (GBTRegressor, GBTClassifier, LambdaMART):
 the one-aggregate data checks, the bin-edge sketch, the barrier training stage and the model's
-summary, with progress and job labels through ``sparkxml._core.progress``."""
+summary, with progress and job labels through ``sparkxml._core.progress``.
+
+A one-worker fit trains in a plain task that reads every input partition (no shuffle); below
+the sketch's sample size (``histogram_engine.sketch_in_task``) that task also computes the bin
+edges, so the fit is two Spark jobs: the checks and the training."""
 from __future__ import annotations
 
+import functools
 import time
 
 from pyspark.ml.functions import vector_to_array
@@ -18,10 +23,12 @@ from sparkxml._core.histogram_engine import (
     check_schema,
     data_checks,
     finite_col,
+    sketch_in_task,
+    sketch_options,
     sketch_pass,
     training_columns,
 )
-from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
+from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn, make_sketch_load_fn
 from sparkxml._core.params import (
     HasVerbose,
 )
@@ -40,6 +47,15 @@ from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.gbt.splitting import check_monotone
 
 _REGRESSION_METRICS = ("rmse",)
+
+def _task_sketch(result):
+    """(sketch infos, seconds) a training task that computed its bin edges reports; its
+    error (bad input met by the summaries) as a ValueError."""
+    info = result.infos[0]
+    if info.get("error"):
+        raise ValueError(info["error"])
+    return info.pop("sketch_info"), float(info.pop("sketch_seconds"))
+
 
 class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
     _task = "regression"
@@ -103,8 +119,9 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             n_workers = workers_for(spark, stats, valid, n_workers)
             engine = self._engine_options(dataset, spec, stats, objective, n_classes)
             checks_seconds = time.perf_counter() - t0
-            edges, infos, sketch_seconds = self._sketch_phase(progress, dataset, spec, weight,
-                                                              valid, stats, engine)
+            in_task = sketch_in_task(stats, n_workers)
+            edges, infos, sketch_seconds = (None, [], 0.0) if in_task else \
+                self._sketch_phase(progress, dataset, spec, weight, valid, stats, engine)
             params = dict(self._booster_params(max_bins), objective=objective,
                           numClasses=n_classes, evalMetric=metric,
                           categoricalFeatures=engine["cat_ids"] or None,
@@ -113,19 +130,24 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             cols = training_columns(spec, label, weight, valid, engine["cols"])
             df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
             fault = dict(self._fault_injection) if self._fault_injection else None
+            load_options = dict(engine["load"], nthread=params["nthread"])
+            load = (self._sketch_load_fn(spec, label, weight, valid, d, engine, load_options)
+                    if in_task else
+                    make_load_fn(spec, label, weight, valid, edges, d, options=load_options))
             with progress.phase("train"):
                 result = run_barrier_training(
-                    df, n_workers,
-                    make_load_fn(spec, label, weight, valid, edges, d,
-                                  options=dict(engine["load"], nthread=params["nthread"])),
+                    df, n_workers, load,
                     make_train_fn(edges, params, fault, progress=progress.task_spec(),
                                   custom=custom),
                     timeout_s=self.getTimeoutSeconds(),
                     # the sketch ran on the training rows only: with a validation column its
                     # partitions need not be the input's (a filter on a literal prunes a
                     # union branch)
-                    repartition=valid is not None or needs_repartition(infos, n_workers),
+                    repartition=(in_task or valid is not None
+                                 or needs_repartition(infos, n_workers)),
                     on_addresses=address_hook(fault), coalesce_single=True)
+            if in_task:
+                infos, sketch_seconds = _task_sketch(result)
             summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds,
                                                    infos)
             return self._model_from(result, engine, summary, progress)
@@ -144,6 +166,19 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                                                          engine["cat_ids"], engine["names"])
         engine["load"]["categories"] = cats
         return edges, infos, time.perf_counter() - t0
+
+    def _sketch_load_fn(self, spec, label, weight, valid, d, engine, load_options,
+                        by_partition=True, **ids):
+        """The loader of a fit whose one task computes its bin edges (``sketch_in_task``):
+        the summaries ``_sketch_phase``'s job would make, then the same edges."""
+        sketch_bins, size = _gbt_features.sketch_args(self.getMaxBins())
+        make_edges = functools.partial(_gbt_features.edges_and_categories,
+                                       max_bins=self.getMaxBins(), cat_ids=engine["cat_ids"],
+                                       feature_names=engine["names"])
+        return make_sketch_load_fn(
+            spec, label, weight, valid, d,
+            sketch_options(sketch_bins, size, engine["load"]["missing"], by_partition),
+            make_edges, options=load_options, **ids)
 
     def _margin_checks(self, dataset) -> dict:
         """Aggregates riding along the data-check job for ``baseMarginCol``: nulls and

@@ -15,8 +15,12 @@ A fit runs three Spark jobs:
    boundaries (``group_ptr``) from its sorted query ids and boosts in lockstep with the
    others (``sparkxml_kernels.gbt.booster.train(..., group_ptr=...)``).
 
+With one worker the training task is a plain one, and on small data it computes the bin
+edges itself (``sketch_in_task``): two jobs, no shuffle.
+
 Training frame: ``repartition(numWorkers, groupCol)`` (hash partitioning: a query never spans
-two tasks) then ``sortWithinPartitions(groupCol, key)`` where ``key`` is ``xxhash64`` of the
+two tasks; with one worker ``coalesce(1)``, the same rows without a shuffle) then
+``sortWithinPartitions(groupCol, key)`` where ``key`` is ``xxhash64`` of the
 row's training columns. Which task holds a query and the order of the rows inside a task
 therefore depend on the data only, never on how the input was partitioned or ordered: the
 same data gives the same model bit for bit, whatever its input partitioning (for a given
@@ -44,14 +48,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkxml._core.barrier import run_barrier_training
-from sparkxml._core.histogram_engine import data_checks, finite_col, training_columns
+from sparkxml._core.histogram_engine import (
+    data_checks,
+    finite_col,
+    sketch_in_task,
+    training_columns,
+)
 from sparkxml._core.histogram_tasks import make_load_fn, spec_columns
 from sparkxml._core.params import HasGroupCol, add_setters
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.workers import check_slots, workers_for
 from sparkxml.gbt.estimators import COMMON_PARAMS, GBTParams
 from sparkxml.gbt.evaluation import GBTRankingEvaluation
-from sparkxml.gbt.fit import GBTEstimator
+from sparkxml.gbt.fit import GBTEstimator, _task_sketch
 from sparkxml.gbt.metric_params import (
     RANKING_DEFAULTS,
     evaluation_metrics,
@@ -251,11 +260,14 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         cols = spec_columns(spec) + [label] + [c for c in (weight, valid) if c]
         margin = engine["load"]["margin_col"]
         frame = (dataset.select(*cols, group, *([margin] if margin else []))
-                 .withColumn(_KEY, F.xxhash64(*cols))
-                 .repartition(int(n_workers), F.col(group))
-                 .sortWithinPartitions(group, _KEY))
-        edges, _, sketch_seconds = self._sketch_phase(progress, frame, spec, weight, valid,
-                                                      stats, engine)
+                 .withColumn(_KEY, F.xxhash64(*cols)))
+        # one worker: the rows of every input partition in one task, no shuffle
+        frame = (frame.coalesce(1) if n_workers == 1
+                 else frame.repartition(int(n_workers), F.col(group)))
+        frame = frame.sortWithinPartitions(group, _KEY)
+        in_task = sketch_in_task(stats, n_workers)
+        edges, _, sketch_seconds = (None, [], 0.0) if in_task else \
+            self._sketch_phase(progress, frame, spec, weight, valid, stats, engine)
         metric, names = ranking_metrics(self)
         params = dict(self._booster_params(self.getMaxBins()), evalMetric=metric,
                       evalMetrics=names,
@@ -265,14 +277,20 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                    "norm": self.getLambdarankNorm(), "seed": int(self.getSeed())}
         fault = dict(self._fault_injection) if self._fault_injection else None
         proj = training_columns(spec, label, weight, valid, engine["cols"])
+        load_options = dict(engine["load"], nthread=params["nthread"])
+        load = (self._sketch_load_fn(spec, label, weight, valid, d, engine, load_options,
+                                     by_partition=False, id_col=_KEY, group=group)
+                if in_task else
+                make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group,
+                             options=load_options))
         with progress.phase("train"):
             result = run_barrier_training(
-                frame.select(*proj, group, _KEY), n_workers,
-                make_load_fn(spec, label, weight, valid, edges, d, id_col=_KEY, group=group,
-                              options=dict(engine["load"], nthread=params["nthread"])),
+                frame.select(*proj, group, _KEY), n_workers, load,
                 make_train_fn(edges, params, fault, ranking, progress.task_spec()),
                 timeout_s=self.getTimeoutSeconds(), repartition=False,
-                on_addresses=address_hook(fault))
+                on_addresses=address_hook(fault), coalesce_single=True)
+        if in_task:
+            _, sketch_seconds = _task_sketch(result)
         summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds)
         return self._model_from(result, engine, summary, progress)
 

@@ -55,9 +55,11 @@ class GBTTrainingSummary(TrainingSummary):
         Per rank: rows, binned/float bytes, peak RSS, load/train seconds, bytes exchanged.
     numWorkers : int
     checksSeconds, sketchSeconds : float
-        Wall time of the checks job and of the sketch job.
+        Wall time of the checks job and of the sketch job (of the summaries in the
+        training task, where a small one-worker fit computes its bin edges there).
     sketchInfo : list of dict
-        Per input partition of the sketch job: sampled rows, seconds.
+        Per input partition of the sketch job: sampled rows, seconds (in the training
+        task: per non-empty input partition).
     """
 
     _float_fields = TrainingSummary._float_fields + ("sketchSeconds",)

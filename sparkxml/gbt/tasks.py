@@ -44,7 +44,8 @@ def _progress_callback(reporter, total):
 
 def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
                    progress: dict | None = None, custom: dict | None = None):
-    """The barrier task's training function. ``ranking`` (LambdaMART's objective settings)
+    """The barrier task's training function (``edges``: None when the loader computed
+    them, ``make_sketch_load_fn``). ``ranking`` (LambdaMART's objective settings)
     turns the params' objective and metric into ranking ones and trains on ``group_ptr``.
     ``progress`` (``FitProgress.task_spec()``): rank 0 reports rounds to the driver."""
     def train_fn(state, coll, rank, world):
@@ -52,6 +53,8 @@ def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
         from sparkxml_kernels.gbt import booster
         from sparkxml_kernels.progress import ProgressReporter
 
+        if state.get("error"):  # bad input found by the task's own sketch
+            return None, {"error": state["error"]}
         register_in_task(custom)  # the custom objective / metric, if any
         # None: the task's cores; booster.train caps it at what numba can run
         p = dict(params, nthread=task_threads(params.get("nthread")))
@@ -74,7 +77,8 @@ def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
         evals = [state["valid"]] if state["valid"] is not None else []
         group_ptr = state.get("group_ptr")
         try:
-            pred, hist = booster.train(state["X"], state["y"], state["w"], edges, p,
+            pred, hist = booster.train(state["X"], state["y"], state["w"],
+                                       state.get("edges", edges), p,
                                        collective=coll, eval_sets=evals, callbacks=callbacks,
                                        row_ids=state["ids"], group_ptr=group_ptr,
                                        base_margin=state.get("margin"),
@@ -89,6 +93,9 @@ def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
                 "binned_bytes": int(state["X"].nbytes + (evals[0][0].nbytes if evals else 0)),
                 # what the booster holds per row in float64: y, w, raw, grad, hess (+ eval raw)
                 "float_bytes": int(8 * (n * (2 + 3 * K) + nv * (2 + K)))}
+        if "sketch_info" in state:  # the task computed the bin edges itself
+            info.update(sketch_info=state["sketch_info"],
+                        sketch_seconds=state["sketch_seconds"])
         if group_ptr is not None:
             info["n_queries"] = int(group_ptr.size - 1)
             info["n_valid_queries"] = int(evals[0][3].size - 1) if evals else 0

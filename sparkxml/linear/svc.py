@@ -66,7 +66,11 @@ from sparkxml._core.params import (
 from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
-from sparkxml._core.validation import check_output_columns, check_vector_column
+from sparkxml._core.validation import (
+    aggregate_once,
+    check_output_columns,
+    check_vector_column,
+)
 from sparkxml._core.workers import check_slots
 from sparkxml.linear.params import (
     HasC,
@@ -341,7 +345,7 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
             # Labels, weights and vectors are checked by the training tasks, before any
             # training, which saves a separate aggregate job (~1-2 s of Spark scheduling).
             with progress.phase("checks"):
-                n_rows = dataset.count()
+                n_rows = aggregate_once(dataset, [F.count(F.lit(1)).alias("n")])["n"]
             if n_rows == 0:
                 raise ValueError("the training DataFrame is empty")
             blocks = default_num_blocks(n_rows)
@@ -370,7 +374,7 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
                 make_load_fn(fcol, lcol, wcol, cfg["C"], cfg["fit_intercept"],
                              cfg["multi_class"] == "crammer_singer"),
                 make_train_fn(cfg, fcol, lcol, progress=progress.task_spec()),
-                timeout_s=self.getTimeoutSeconds(), repartition=False)
+                timeout_s=self.getTimeoutSeconds(), repartition=False, coalesce_single=True)
         errors = [i["error"] for i in result.infos if i.get("error")]
         if errors:
             raise ValueError(errors[0])
@@ -424,6 +428,8 @@ def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
         hashed.append(F.col(wcol).cast("double"))
     df = dataset.select(*cols, F.xxhash64(*hashed).alias(K_COL))
     df = df.withColumn(B_COL, F.pmod(F.col(K_COL), F.lit(int(blocks))))
+    if n_workers == 1:  # every block in one task: the input's partitions, no shuffle
+        return df.coalesce(1).sortWithinPartitions(B_COL, K_COL)
     pkeys = partition_keys(n_workers)
     owner = F.element_at(F.array(*[F.lit(int(k)) for k in pkeys]),
                          (F.col(B_COL) % F.lit(n_workers)).cast("int") + F.lit(1))

@@ -44,7 +44,8 @@ def test_300_round_fit_logs_progress_and_labels_its_jobs(spark, small, caplog):
         assert float(m.group(2)) == pytest.approx(s.validationHistory[i - 1], rel=1e-5)
     # they were sent live by the task, not replayed from the history afterwards
     assert not any("could not reach" in r.getMessage() for r in caplog.records)
-    for phase in ("checks", "sketch", "train"):
+    # (400 rows, one worker: the training task computes the bin edges, no sketch phase)
+    for phase in ("checks", "train"):
         assert any(r.getMessage().startswith(f"GBTClassifier {phase}: ")
                    for r in caplog.records)
 
@@ -56,7 +57,7 @@ def test_300_round_fit_logs_progress_and_labels_its_jobs(spark, small, caplog):
     jobs = sc.statusTracker().getJobIdsForGroup(groups[0])
     descriptions = {store.job(j).description().get() for j in jobs}
     assert descriptions == {f"sparkxml GBTClassifier {est.uid}: {p}"
-                            for p in ("checks", "sketch", "train")}
+                            for p in ("checks", "train")}
     tags = set()
     for j in jobs:
         it = store.job(j).jobTags().iterator()

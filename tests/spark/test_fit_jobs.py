@@ -1,0 +1,133 @@
+"""How many Spark jobs a small fit runs, read back through the status store: a new job (or a
+shuffle inside one) fails here, not only as a slower fit. Small one-worker fits of GBT,
+LambdaMART and LinearSVC run two jobs, each of one stage (no shuffle): the data checks (one
+observed-metrics job) and the training task, which computes the bin edges itself; their
+models are the ones the sketch job's edges give."""
+import numpy as np
+import pandas as pd
+import pytest
+from _data import data_path
+from pyspark.ml.feature import VectorAssembler
+from pyspark.ml.linalg import Vectors, VectorUDT
+from pyspark.sql import types as T
+
+import sparkxml.gbt.fit as gbt_fit
+import sparkxml.gbt.lambdamart as lambdamart
+from sparkxml import GBTClassifier, GBTRegressor, LambdaMART, LinearSVC
+
+FCOLS = [f"f{i}" for i in range(1, 29)]
+
+
+def _job_ids(sc):
+    store = sc._jsc.sc().statusStore()  # tests only: the library never touches the context
+    it, ids = store.jobsList(None).iterator(), []
+    while it.hasNext():
+        ids.append(it.next().jobId())
+    return set(ids)
+
+
+def _fit_jobs(spark, est, df):
+    """(model, [(phase, stages run) per job]) of ``est.fit(df)``."""
+    sc = spark.sparkContext
+    store = sc._jsc.sc().statusStore()
+    before = _job_ids(sc)
+    model = est.fit(df)
+    jobs = []
+    for j in sorted(_job_ids(sc) - before):
+        data = store.job(j)
+        desc = data.description().get() if data.description().isDefined() else "-"
+        jobs.append((desc.rsplit(": ", 1)[-1], data.numCompletedStages()))
+    return model, jobs
+
+
+@pytest.fixture(scope="module")
+def binary(spark):
+    a = np.loadtxt(data_path("lightgbm_binary", "binary.train"))
+    pdf = pd.DataFrame(a[:, 1:], columns=FCOLS)
+    pdf.insert(0, "label", a[:, 0])
+    df = VectorAssembler(inputCols=FCOLS, outputCol="features").transform(
+        spark.createDataFrame(pdf)).cache()
+    df.count()
+    return df
+
+
+def test_gbt_on_lightgbm_binary_is_two_jobs(spark, binary):
+    """7,000 rows, 100 trees: the checks and the training, one stage each; two workers add
+    the sketch job and the barrier stage's shuffle."""
+    params = dict(maxIter=100, maxDepth=6, stepSize=0.1, seed=3)
+    _, jobs = _fit_jobs(spark, GBTClassifier(numWorkers=1, **params), binary)
+    assert jobs == [("checks", 1), ("train", 1)], jobs
+    _, jobs = _fit_jobs(spark, GBTClassifier(numWorkers=2, maxIter=5, seed=3), binary)
+    assert [p for p, _ in jobs] == ["checks", "sketch", "train", "train"], jobs
+
+
+def _models_equal(a, b):
+    x, y = a.predictor.to_arrays(), b.predictor.to_arrays()
+    assert x.keys() == y.keys()
+    for k in x:
+        np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+
+
+def test_edges_in_the_task_are_the_sketch_jobs(spark, monkeypatch):
+    """Weights, a validation column, a categorical feature and three input partitions: the
+    training task's own edges give the model of the sketch job's edges, bit for bit."""
+    rng = np.random.default_rng(4)
+    n = 1500
+    pdf = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    pdf["cat"] = rng.integers(0, 6, n).astype(float)
+    pdf["label"] = pdf["a"] + np.where(pdf["cat"] % 2 == 0, 1.0, -1.0) + 0.3 * rng.normal(size=n)
+    pdf["w"] = rng.random(n) + 0.5
+    pdf["valid"] = rng.random(n) < 0.2
+    df = spark.createDataFrame(pdf).repartition(3).cache()
+    df.count()
+    est = GBTRegressor(featuresCols=["a", "b", "c", "cat"], categoricalCols=["cat"],
+                       weightCol="w", validationIndicatorCol="valid", maxIter=15,
+                       maxDepth=3, subsamplingRate=0.8, seed=2, numWorkers=1)
+    fast, jobs = _fit_jobs(spark, est, df)
+    assert jobs == [("checks", 1), ("train", 1)], jobs
+    assert [i["n"] for i in fast.summary.sketchInfo] == \
+        [int((~pdf_part["valid"]).sum()) for pdf_part in _partitions(df)]
+    monkeypatch.setattr(gbt_fit, "sketch_in_task", lambda stats, n_workers: False)
+    slow, jobs = _fit_jobs(spark, est, df)
+    assert [p for p, _ in jobs] == ["checks", "sketch", "train"], jobs
+    _models_equal(fast, slow)
+
+    # bad input the task's summaries meet is the driver's ValueError, as from the sketch job
+    monkeypatch.undo()
+    bad = df.withColumn("cat", df["cat"] + 0.5)
+    with pytest.raises(ValueError, match="categorical"):
+        est.fit(bad)
+
+
+def _partitions(df):
+    from pyspark.sql import functions as F
+
+    pdf = df.withColumn("__p", F.spark_partition_id()).toPandas()
+    return [g for _, g in sorted(pdf.groupby("__p"))]
+
+
+def test_lambdamart_and_linear_svc_small_fits_are_two_jobs(spark, monkeypatch):
+    rng = np.random.default_rng(0)
+    rows = []
+    for q in range(40):
+        for _ in range(rng.integers(4, 12)):
+            x = rng.normal(size=4)
+            rows.append((q, float(np.clip(np.floor(x[0] + 1.5), 0, 3)),
+                         Vectors.dense(x.tolist())))
+    schema = T.StructType([T.StructField("qid", T.LongType()),
+                           T.StructField("label", T.DoubleType()),
+                           T.StructField("features", VectorUDT())])
+    df = spark.createDataFrame(rows, schema).repartition(2)
+    df = df.cache()
+    df.count()
+    est = LambdaMART(maxIter=10, maxDepth=3, subsamplingRate=0.8, seed=1, numWorkers=1)
+    fast, jobs = _fit_jobs(spark, est, df)
+    assert jobs == [("checks", 1), ("train", 1)], jobs
+    monkeypatch.setattr(lambdamart, "sketch_in_task", lambda stats, n_workers: False)
+    slow, jobs = _fit_jobs(spark, est, df)
+    assert [p for p, _ in jobs] == ["checks", "sketch", "train"], jobs
+    _models_equal(fast, slow)
+
+    svm = df.withColumn("label", (df["label"] > 1).cast("double"))
+    _, jobs = _fit_jobs(spark, LinearSVC(maxIter=20, numWorkers=1), svm)
+    assert jobs == [("checks", 1), ("train", 1)], jobs
