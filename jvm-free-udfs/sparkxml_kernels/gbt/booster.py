@@ -35,6 +35,7 @@ from .binned import as_binned, route_binned_any
 from .categorical import CatParams
 from .grower import TreeGrower, TreeParams
 from .leaf_quantile import leaf_quantiles
+from .node_features import check_interaction
 from .loss import make_loss
 from .metrics import higher_is_better, is_known, known_metrics, metric_from_stats, metric_stats
 from .predictor import TreeEnsemblePredictor
@@ -65,7 +66,10 @@ class BoosterParams:
     value); maxDeltaStep (0.0 = off: XGBoost's ``max_delta_step``, every leaf weight is
     clipped to [-maxDeltaStep, maxDeltaStep] before the learning rate; the split gains stay
     those of the unclipped weights). Objectives with parameters are named
-    ``"quantile[alpha=0.9]"`` (``objectives.objective_name``).
+    ``"quantile[alpha=0.9]"`` (``objectives.objective_name``). colsampleByLevel,
+    colsampleByNode (1.0) and interactionConstraints (None, or lists of feature ids):
+    XGBoost's ``colsample_bylevel``, ``colsample_bynode``, ``interaction_constraints``
+    (node_features.py).
     """
 
     maxIter: int = 100
@@ -96,6 +100,9 @@ class BoosterParams:
     maxCatThreshold: int = 32
     nthread: int = 1
     maxDeltaStep: float = 0.0
+    colsampleByLevel: float = 1.0
+    colsampleByNode: float = 1.0
+    interactionConstraints: tuple | None = None
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -116,6 +123,9 @@ class BoosterParams:
         if params.get("categoricalFeatures") is not None:
             params["categoricalFeatures"] = tuple(sorted({int(c) for c in
                                                           params["categoricalFeatures"]})) or None
+        if params.get("interactionConstraints") is not None:
+            params["interactionConstraints"] = tuple(
+                tuple(s) for s in params["interactionConstraints"]) or None
         p = cls(**params)
         if p.maxIter < 1:
             raise ValueError("maxIter must be >= 1")
@@ -123,6 +133,9 @@ class BoosterParams:
             raise ValueError("stepSize must be > 0")
         if not 0 < p.subsamplingRate <= 1 or not 0 < p.colsampleByTree <= 1:
             raise ValueError("subsamplingRate and colsampleByTree must be in (0, 1]")
+        for name in ("colsampleByLevel", "colsampleByNode"):
+            if not 0 < getattr(p, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {getattr(p, name)}")
         for m in (p.evalMetric,) + (p.evalMetrics or ()):
             if m is not None and not is_known(m):
                 raise ValueError(f"evalMetric {m!r} is not one of {known_metrics()}")
@@ -142,7 +155,10 @@ class BoosterParams:
         return TreeParams(self.growPolicy, self.maxDepth, self.maxLeaves, self.stepSize,
                           SplitParams(self.regLambda, self.regAlpha, self.minSplitLoss,
                                       self.minChildWeight), self.monotoneConstraints,
-                          self.categoricalFeatures, self.cat_params())
+                          self.categoricalFeatures, self.cat_params(),
+                          self.interactionConstraints and tuple(
+                              frozenset(int(f) for f in s) for s in self.interactionConstraints),
+                          self.colsampleByLevel, self.colsampleByNode)
 
 
 def sample_rows(seed: int, round_: int, row_ids, rate: float):
@@ -282,6 +298,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         raise ValueError(f"objective {p.objective} needs group_ptr")
     X_binned = as_binned(X_binned)
     n, d = X_binned.shape
+    check_interaction(p.interactionConstraints, d)
     if p.categoricalFeatures and (categories is None or any(
             categories[f] is None for f in p.categoricalFeatures if f < len(categories))):
         raise ValueError("categoricalFeatures needs the categories of those features")
@@ -350,7 +367,8 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         rows = sample_rows(p.seed, it, row_ids, p.subsamplingRate)
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
-            tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
+            tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask,  # interleaved there
+                                     (p.seed, it, k))
             if leaf_alpha is not None:
                 refit_leaves(tree, leaf, rows, y - raw[:, k], w, leaf_alpha, p.stepSize, coll)
             if p.maxDeltaStep > 0:
