@@ -1,6 +1,8 @@
 """Per-node features: interaction constraints (every tree path walked), column sampling by
 level and by node (grower against its naive twin, two in-process workers against one)."""
+import json
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -158,3 +160,51 @@ def test_booster_params_checked():
         booster.train(binned, y, None, edges, {"maxIter": 1, "colsampleByNode": 0.0})
     with pytest.raises(ValueError, match="feature id 9"):
         booster.train(binned, y, None, edges, {"maxIter": 1, "interactionConstraints": [[9]]})
+
+
+def test_interaction_constraints_match_xgboost():
+    """Exact bins (few distinct values): with the same interaction constraints the first
+    tree is XGBoost hist's node for node, and a few rounds predict the same."""
+    xgb = pytest.importorskip("xgboost")
+    from test_gbt_xgboost import _data as exact_data
+    from test_gbt_xgboost import _walk
+
+    X, y = exact_data(0)
+    sets = [[0, 2], [1, 3, 4]]
+    edges = edges_from_sketch(sketch(X, None, 256), 256)
+    pred, _ = booster.train(bin_data(X, edges), y, None, edges,
+                            dict(maxIter=3, maxDepth=4, stepSize=0.3,
+                                 interactionConstraints=sets))
+    bst = xgb.train(dict(tree_method="hist", max_depth=4, eta=0.3, max_bin=256, nthread=1,
+                         base_score=float(pred.base_score[0]),
+                         interaction_constraints=str(sets)),
+                    xgb.DMatrix(X, label=y, missing=np.nan), num_boost_round=3)
+    X_vals = [np.unique(X[:, f][~np.isnan(X[:, f])]) for f in range(X.shape[1])]
+    leaves = []
+    _walk(json.loads(bst.get_dump(dump_format="json")[0]), SimpleNamespace(**pred.tree(0)),
+          0, X_vals, leaves)
+    assert len(leaves) > 8
+    np.testing.assert_allclose(pred.predict_raw(X), bst.predict(xgb.DMatrix(X),
+                                                                output_margin=True),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_interaction_constraints_auc_beside_xgboost(data_path):
+    """lightgbm_binary: test AUC with the same constraints as XGBoost's, within 0.01."""
+    xgb = pytest.importorskip("xgboost")
+    from sklearn.metrics import roc_auc_score
+
+    tr = np.loadtxt(data_path("lightgbm_binary", "binary.train"))
+    te = np.loadtxt(data_path("lightgbm_binary", "binary.test"))
+    sets = [list(range(0, 10)), list(range(10, 21)), list(range(21, 28))]
+    edges = edges_from_sketch(sketch(tr[:, 1:], None, 64), 64)
+    params = dict(maxIter=30, maxDepth=5, stepSize=0.2, objective="logistic",
+                  interactionConstraints=sets)
+    pred, _ = booster.train(bin_data(tr[:, 1:], edges), tr[:, 0], None, edges, params)
+    ours = roc_auc_score(te[:, 0], pred.predict_raw(te[:, 1:]))
+    bst = xgb.train(dict(tree_method="hist", max_depth=5, eta=0.2, max_bin=64, nthread=1,
+                         objective="binary:logistic", interaction_constraints=str(sets)),
+                    xgb.DMatrix(tr[:, 1:], label=tr[:, 0]), num_boost_round=30)
+    theirs = roc_auc_score(te[:, 0], bst.predict(xgb.DMatrix(te[:, 1:])))
+    assert abs(ours - theirs) < 0.01, (ours, theirs)
+    assert all(_legal(p, sets) for p in _paths(pred))
