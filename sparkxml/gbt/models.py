@@ -116,12 +116,31 @@ class GBTModelBase(SparkXMLPredictorModel):
 
     def getFeatureImportances(self, importanceType: str = "gain",
                               normalize: bool = False) -> dict:
-        """{feature name: importance} (XGBoost's ``get_score``): ``importanceType`` "gain"
-        (total gain), "split" (number of splits) or "cover" (total cover); features never
-        split on are left out."""
-        imp = self._predictor.feature_importances(importanceType, normalize)
+        """{feature name: score} of the features split on, as XGBoost's ``get_score``.
+
+        Parameters
+        ----------
+        importanceType : str, default "gain"
+            XGBoost's names: "weight" (number of splits; "split" too), "gain" (average gain
+            of the feature's splits), "cover" (their average cover), "total_gain",
+            "total_cover" (``sparkxml_kernels.gbt.importance``).
+        normalize : bool, default False
+            Divide by the sum of the scores.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        from sparkxml_kernels.gbt.importance import importance_scores
+
+        p = self._predictor
+        imp, used = importance_scores(p.feature, p.left, p.gain, p.cover, p.n_features,
+                                      importanceType)
+        s = imp.sum()
+        if normalize and s > 0:
+            imp = imp / s
         names = self.featureNames
-        return {names[i]: float(imp[i]) for i in np.flatnonzero(imp)}
+        return {names[i]: float(imp[i]) for i in np.flatnonzero(used)}
 
     @property
     def trees(self) -> list:
