@@ -74,6 +74,7 @@ from sparkxml.gbt.metric_params import (
     evaluation_metrics,
 )
 from sparkxml.gbt.models import GBTModelBase, single_row_classifier_api
+from sparkxml.gbt.node_params import NodeFeatureParams
 from sparkxml.gbt.objective_params import HasEvalMetrics, RegressionObjectiveParams
 from sparkxml.gbt.params import (
     HasBaseMarginCol,
@@ -121,7 +122,7 @@ class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasP
                  HasValidationIndicatorCol, HasEarlyStoppingRounds, HasEvalMetric,
                  HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
                  HasPredContribCol, HasLeafCol, HasCategoricalCols, HasMaxCatToOnehot,
-                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread):
+                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread, NodeFeatureParams):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -157,7 +158,8 @@ COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predic
                   "earlyStoppingRounds", "evalMetric", "timeoutSeconds", "missing",
                   "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
                   "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
-                  "catL2", "maxCatThreshold", "nthread")
+                  "catL2", "maxCatThreshold", "nthread", "colsampleByLevel", "colsampleByNode",
+                  "interactionConstraints")
 _REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
                      "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
                      "evalMetrics")
@@ -231,6 +233,10 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
         Minimum hessian sum of a child.
     subsamplingRate, colsampleByTree : float, default 1.0
         Row / feature fraction per tree.
+    colsampleByLevel, colsampleByNode, interactionConstraints
+        Per-level and per-node feature sampling, feature interaction sets (names or
+        indices): XGBoost's ``colsample_bylevel``, ``colsample_bynode``,
+        ``interaction_constraints`` (``sparkxml.gbt.node_params``).
     seed : int, default 0
     numWorkers : int, optional
         Barrier tasks; all must run at once. Default: the session's default parallelism,
@@ -323,6 +329,7 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                  maxDepth=6, maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                  regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                 colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, categoricalCols=None,
@@ -339,6 +346,7 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                   maxDepth=6, maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                   regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                  colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                   earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None, categoricalCols=None,
@@ -419,6 +427,7 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                  maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                  minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0, colsampleByTree=1.0,
                  seed=0, numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
+                 colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                  evalMetric=None, numClasses=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0,
@@ -434,6 +443,7 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                   maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                   regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                  colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                   earlyStoppingRounds=0, evalMetric=None, numClasses=None,
                   timeoutSeconds=600.0, missing=None, baseMarginCol=None,
                   monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,

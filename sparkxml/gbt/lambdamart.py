@@ -103,7 +103,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
 
     Takes every parameter of :class:`sparkxml.gbt.GBTRegressor` (``maxIter``, ``stepSize``,
     ``maxDepth``, ``maxLeaves``, ``growPolicy``, ``maxBins``, ``regLambda``, ``regAlpha``,
-    ``minSplitLoss``, ``minChildWeight``, ``subsamplingRate``, ``colsampleByTree``, ``seed``,
+    ``minSplitLoss``, ``minChildWeight``, ``subsamplingRate``, ``colsampleByTree``,
+    ``colsampleByLevel``, ``colsampleByNode``, ``interactionConstraints``, ``seed``,
     ``numWorkers``, ``weightCol``, ``validationIndicatorCol``, ``earlyStoppingRounds``,
     ``timeoutSeconds``, ``featuresCol`` / ``featuresCols``, ``missing``, ``baseMarginCol``,
     ``monotoneConstraints``, ``predContribCol``, ``leafCol``, ``verbose``, ``initModel``,
@@ -187,6 +188,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                  growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                  minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                 colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                  earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
@@ -201,6 +203,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                   growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                   minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                  colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                   earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
@@ -259,7 +262,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         metric, names = ranking_metrics(self)
         params = dict(self._booster_params(self.getMaxBins()), evalMetric=metric,
                       evalMetrics=names,
-                      categoricalFeatures=engine["cat_ids"] or None)
+                      categoricalFeatures=engine["cat_ids"] or None,
+                      **engine["node_features"])
         ranking = {"objective": self.getObjective(), "truncation": self.getNdcgTruncation(),
                    "label_gain": label_gain, "sigma": self.getSigma(),
                    "norm": self.getLambdarankNorm(), "seed": int(self.getSeed())}
