@@ -30,7 +30,7 @@ query); early stopping watches ``evalMetric`` (default ``ndcg@10``) on it.
 
 Models score with the compiled tree traversal of the GBT models: ``predictionCol`` (double)
 holds the ranking score (higher = better). They persist as plain arrays (``modelKind``
-"gbt", objective "lambdarank", "pairwise" or "xendcg"): ``sparkxml_kernels.load_model(path)`` serves
+"gbt", objective "lambdarank", "pairwise", "xendcg" or "map"): ``sparkxml_kernels.load_model(path)`` serves
 them without Spark.
 """
 from __future__ import annotations
@@ -119,12 +119,15 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         errors).
     predictionCol : str, default "prediction"
         The model's output column: the ranking score (double, higher ranks first).
-    objective : {"lambdarank", "pairwise", "xendcg"}, default "lambdarank"
+    objective : {"lambdarank", "pairwise", "xendcg", "map"}, default "lambdarank"
         NDCG lambdas (LightGBM's lambdarank), RankNet over all pairs, or the XE-NDCG cross
         entropy (LightGBM's ``rank_xendcg``: gains 2^rel less a uniform draw per document and
         round; ``seed`` seeds the draws, each query from a hash of its rows, so the model does
         not depend on partitioning; ``ndcgTruncation``, ``labelGain``, ``sigma`` and
-        ``lambdarankNorm`` do not apply).
+        ``lambdarankNorm`` do not apply), or MAP lambdas (XGBoost's ``rank:map``, binary
+        labels 0/1; pairs as XGBoost's "topk" with ``ndcgTruncation`` pairs per document
+        (XGBoost: 32), ``lambdarankNorm`` as XGBoost's score and lambda normalisations;
+        ``sparkxml_kernels.gbt.ranking_map``).
     ndcgTruncation : int, default 30
         lambdarank truncation level (LightGBM's ``lambdarank_truncation_level``).
     labelGain : list of float, optional
@@ -233,6 +236,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
         self._check_policy()
         label_gain = self._label_gain()
+        if self.getObjective() == "map" and label_gain is not None:
+            raise ValueError("labelGain does not apply to objective 'map' (binary labels)")
         progress = FitProgress(spark, self, self.getVerbose())
         with progress:
             return self._fit_with(progress, dataset, spec, label, group, weight, valid,
@@ -246,6 +251,10 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
             stats = self._check_data(dataset, spec, label, weight, valid, group, label_gain,
                                      self._margin_checks(dataset))
         d = stats["d"]
+        if self.getObjective() == "map" and (stats["label_max"] or 0) > 1:
+            raise ValueError(f"labelCol: objective 'map' needs binary relevance labels (0 or "
+                             f"1), as XGBoost's rank:map; column '{label}' holds the grade "
+                             f"{stats['label_max']!r}")
         n_workers = workers_for(spark, stats, valid, n_workers)
         engine = self._engine_options(dataset, spec, stats, self.getObjective(), 1)
         checks_seconds = time.perf_counter() - t0

@@ -29,7 +29,7 @@ FORMAT = "onnx"
 ML_DOMAIN = "ai.onnx.ml"
 _LOG_LINK = ("poisson", "gamma", "tweedie", "cox")
 _REGRESSION = ("squared_error", "absolute_error", "quantile", "huber", "lambdarank",
-               "pairwise") + _LOG_LINK
+               "pairwise", "map") + _LOG_LINK
 
 
 def floor32(threshold: float) -> float:
