@@ -174,7 +174,7 @@ class GBTModelBase(SparkXMLPredictorModel):
         raise ValueError(f"format must be 'text' or 'json', got {format!r}")
 
     def saveNativeModel(self, path: str, format: str = "xgboost-json",  # noqa: A002
-                        overwrite: bool = False) -> None:
+                        overwrite: bool = False, **options) -> None:
         """Write the model as one file another library loads (SynapseML's name).
 
         Parameters
@@ -192,6 +192,10 @@ class GBTModelBase(SparkXMLPredictorModel):
             directions and base scores map.
         overwrite : bool
             Replace an existing file (otherwise a FileExistsError).
+        **options
+            Format options: ``dtype="float64"`` for "onnx" makes a graph of float64 input
+            that ONNX Runtime sums in float64 (agreement to one float32 rounding of its
+            output, ``sparkxml_kernels.export.onnx_trees``).
         """
         from sparkxml_kernels.export import export_model
 
@@ -201,7 +205,7 @@ class GBTModelBase(SparkXMLPredictorModel):
         missing = float(self.getMissing())
         if not (np.isnan(missing) and np.isnan(pred.missing)) and missing != pred.missing:
             pred = pred.with_options(missing=missing)
-        export_model(pred, path, format, overwrite=overwrite)
+        export_model(pred, path, format, overwrite=overwrite, **options)
 
     # objectives this class holds (fromXGBoost refuses the others)
     _objectives: tuple = ()
