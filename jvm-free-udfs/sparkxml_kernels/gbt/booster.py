@@ -35,9 +35,9 @@ from .binned import as_binned, route_binned_any
 from .categorical import CatParams
 from .grower import TreeGrower, TreeParams
 from .leaf_quantile import leaf_quantiles
-from .node_features import check_interaction
 from .loss import make_loss
 from .metrics import higher_is_better, is_known, known_metrics, metric_from_stats, metric_stats
+from .node_features import check_interaction
 from .predictor import TreeEnsemblePredictor
 from .splitting import SplitParams
 
