@@ -134,6 +134,17 @@ def _max_dcg(yq, gains, k):
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def normalise_query(out_g, out_h, s0, e0, sum_l):
+    """LightGBM's lambda normalisation (XGBoost's too): a query's gradients and hessians
+    times ``log2(1 + S) / S``, ``S`` the sum of its pairs' |lambda| (nothing when 0)."""
+    if sum_l > 0.0:
+        f = np.log2(1.0 + sum_l) / sum_l
+        for i in range(s0, e0):
+            out_g[i] *= f
+            out_h[i] *= f
+
+
 @njit(cache=True, nogil=True)
 def _lambdarank_kernel(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_h):
     n_groups = group_ptr.shape[0] - 1
@@ -183,11 +194,8 @@ def _lambdarank_kernel(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_
                 out_h[hi] += hes
                 out_h[lo] += hes
                 sum_l += 2.0 * lam
-        if norm and sum_l > 0.0:
-            f = np.log2(1.0 + sum_l) / sum_l
-            for i in range(s0, e0):
-                out_g[i] *= f
-                out_h[i] *= f
+        if norm:
+            normalise_query(out_g, out_h, s0, e0, sum_l)
 
 
 @njit(cache=True, nogil=True)

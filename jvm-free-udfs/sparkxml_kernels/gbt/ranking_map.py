@@ -42,6 +42,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
+from .ranking import normalise_query
 
 _NORM_EPS = 0.01
 _HESS_EPS = 1e-16
@@ -108,11 +109,8 @@ def _map_kernel(y, raw, group_ptr, trunc, sigma, norm, out_g, out_h):
                 out_h[hi] += hes
                 out_h[lo] += hes
                 sum_l -= 2.0 * lam
-        if norm and sum_l > 0.0:
-            f = np.log2(1.0 + sum_l) / sum_l
-            for i in range(s0, e0):
-                out_g[i] *= f
-                out_h[i] *= f
+        if norm:
+            normalise_query(out_g, out_h, s0, e0, sum_l)
 
 
 def average_precision(labels_in_rank_order) -> float:
