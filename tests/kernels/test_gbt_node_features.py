@@ -86,6 +86,7 @@ def test_allowed_features_rule():
                interaction=check_interaction(((0, 1), (2, 3, 4, 5)), 7)),
     TreeParams("lossguide", max_depth=0, max_leaves=15, colsample_bylevel=0.7,
                colsample_bynode=0.6),
+    TreeParams(max_depth=4, colsample_bynode=0.7, monotone=(1, 0, 0, 0, -1, 0, 0)),
 ])
 def test_sampled_grower_matches_naive(params):
     X, y, binned, edges = _data(1)
