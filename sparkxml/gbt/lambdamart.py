@@ -355,7 +355,7 @@ class LambdaMARTModel(GBTModelBase, _LambdaMARTParams):
     ``sparkxml.gbt.GBTRegressionModel``.
     """
 
-    _objectives = ("lambdarank", "pairwise")
+    _objectives = ("lambdarank", "pairwise", "map")
 
     def _outputs(self):
         return [(self.getPredictionCol(), "score")]

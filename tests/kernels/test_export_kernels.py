@@ -44,6 +44,8 @@ CASES = {
                    np.digitize(Y, [0, 1, 2]) * 1.0, np.arange(0, N + 1, 30)),
     "poisson": (dict(maxIter=3, maxDepth=3, objective="poisson"), np.round(np.exp(Y / 3)),
                 None),
+    "map": (dict(maxIter=3, maxDepth=3, objective="map"), (Y > 0.5) * 1.0,
+            np.arange(0, N + 1, 30)),
 }
 
 
