@@ -1,7 +1,8 @@
 """GBT native export: for a binary (lightgbm_binary), a multiclass (pendigits, 10 classes) and
 a ranking (lightgbm_rank, LambdaMART) model, each format's export time and file size, how
 closely the target runtime's predictions agree with ``sparkxml_kernels``' (max relative
-difference, 5% of the feature values missing), and the time to predict 100k rows and one row
+difference, 5% of the feature values missing; ONNX both with float32 input and with
+``dtype="float64"``), and the time to predict 100k rows and one row
 in the target runtime beside ``sparkxml_kernels``' predictor (one thread each).
 
     .venv/bin/python benchmarks/model_export.py [--rounds 100] [--depth 6] [--rows 100000]
@@ -53,7 +54,8 @@ def _with_missing(X, seed=0):
 
 
 def runtimes(fmt, path):
-    """(predict(X) -> the sparkxml-comparable output, name) for the target runtime."""
+    """(predict(X) -> the sparkxml-comparable output, name) for the target runtime
+    ("onnx-float64": the ONNX graph exported with ``dtype="float64"``, fed float64)."""
     if fmt == "xgboost-json":
         import xgboost as xgb
 
@@ -71,8 +73,10 @@ def runtimes(fmt, path):
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
 
+    dtype = np.float64 if fmt == "onnx-float64" else np.float32
+
     def run(X):
-        out = sess.run(None, {"features": X.astype(np.float32)})
+        out = sess.run(None, {"features": X.astype(dtype)})
         if len(out) == 1:
             return out[0][:, 0]
         return out[1][:, 1] if out[1].shape[1] == 2 else out[1]  # P(class 1) when binary
@@ -120,9 +124,12 @@ def main():
               f"{t_ours:.3f} s, one row {lat_ours:.3f} ms")
         res.add(f"{name}: sparkxml_kernels", f"predict {args.rows} rows", t_ours, "s")
         res.add(f"{name}: sparkxml_kernels", "predict one row (median)", lat_ours, "ms")
-        for fmt, ext in (("xgboost-json", "json"), ("lightgbm-text", "txt"), ("onnx", "onnx")):
+        for fmt, ext in (("xgboost-json", "json"), ("lightgbm-text", "txt"), ("onnx", "onnx"),
+                         ("onnx-float64", "onnx")):
             path = os.path.join(tmp, f"m.{ext}")
-            t_exp = best_of(lambda: export_model(pred, path, fmt, overwrite=True), 3)
+            opts = {"dtype": "float64"} if fmt == "onnx-float64" else {}
+            t_exp = best_of(lambda: export_model(pred, path, fmt.partition("-float")[0],
+                                                 overwrite=True, **opts), 3)
             size = os.path.getsize(path)
             fn, runtime = runtimes(fmt, path)
             got = fn(X)

@@ -52,8 +52,8 @@ _RANK_OPTIONS = [
     ("--eval-metric", "evalMetric", str, "ranking metric of --valid (per query, averaged), in "
      "the summary and for early stopping: ndcg@k or map@k, k >= 1", "ndcg@10", None),
     ("--objective", "objective", str, "lambdarank: LambdaMART's NDCG lambdas; pairwise: "
-     "RankNet; xendcg: LightGBM's rank_xendcg", "lambdarank",
-     ["lambdarank", "pairwise", "xendcg"]),
+     "RankNet; xendcg: LightGBM's rank_xendcg; map: XGBoost's rank:map (binary labels)",
+     "lambdarank", ["lambdarank", "pairwise", "xendcg", "map"]),
     ("--ndcg-truncation", "ndcgTruncation", int, "lambdarank truncation level: a pair needs a "
      "document ranked above it; the ideal DCG normalising a query is taken at this depth",
      "30", None),

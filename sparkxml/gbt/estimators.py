@@ -75,6 +75,7 @@ from sparkxml.gbt.metric_params import (
     evaluation_metrics,
 )
 from sparkxml.gbt.models import GBTModelBase, single_row_classifier_api
+from sparkxml.gbt.node_params import NodeFeatureParams
 from sparkxml.gbt.objective_params import HasEvalMetrics, RegressionObjectiveParams
 from sparkxml.gbt.params import (
     HasBaseMarginCol,
@@ -122,7 +123,8 @@ class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasP
                  HasValidationIndicatorCol, HasEarlyStoppingRounds, HasEvalMetric,
                  HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
                  HasPredContribCol, HasLeafCol, HasCategoricalCols, HasMaxCatToOnehot,
-                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread, BoosterTypeParams):
+                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread, BoosterTypeParams,
+                 NodeFeatureParams):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -158,7 +160,8 @@ COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predic
                   "earlyStoppingRounds", "evalMetric", "timeoutSeconds", "missing",
                   "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
                   "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
-                  "catL2", "maxCatThreshold", "nthread") + DART_PARAMS
+                  "catL2", "maxCatThreshold", "nthread", "colsampleByLevel", "colsampleByNode",
+                  "interactionConstraints") + DART_PARAMS
 _REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
                      "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
                      "evalMetrics")
@@ -232,6 +235,10 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
         Minimum hessian sum of a child.
     subsamplingRate, colsampleByTree : float, default 1.0
         Row / feature fraction per tree.
+    colsampleByLevel, colsampleByNode, interactionConstraints
+        Per-level and per-node feature sampling, feature interaction sets (names or
+        indices): XGBoost's ``colsample_bylevel``, ``colsample_bynode``,
+        ``interaction_constraints`` (``sparkxml.gbt.node_params``).
     seed : int, default 0
     numWorkers : int, optional
         Barrier tasks; all must run at once. Default: the session's default parallelism,
@@ -328,6 +335,7 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                  maxDepth=6, maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                  regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                 colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                  earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, categoricalCols=None,
@@ -346,6 +354,7 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                   maxDepth=6, maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                   regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                  colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                   earlyStoppingRounds=0, evalMetric=None, timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None, categoricalCols=None,
@@ -428,8 +437,9 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                  probabilityCol="probability", maxIter=100, stepSize=0.1, maxDepth=6,
                  maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                  minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0, colsampleByTree=1.0,
-                 seed=0, numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                 evalMetric=None, numClasses=None, timeoutSeconds=600.0, missing=None,
+                 seed=0, numWorkers=None, validationIndicatorCol=None,
+                 colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
+                 earlyStoppingRounds=0, evalMetric=None, numClasses=None, timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, thresholds=None, scalePosWeight=1.0,
                  categoricalCols=None, maxCatToOnehot=4, catSmooth=10.0, catL2=10.0,
@@ -446,6 +456,7 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                   maxLeaves=0, growPolicy="depthwise", maxBins=256, regLambda=1.0,
                   regAlpha=0.0, minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                  colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                   earlyStoppingRounds=0, evalMetric=None, numClasses=None,
                   timeoutSeconds=600.0, missing=None, baseMarginCol=None,
                   monotoneConstraints=None, predContribCol=None, leafCol=None, verbose=0,

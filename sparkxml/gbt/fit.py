@@ -125,7 +125,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             params = dict(self._booster_params(max_bins), objective=objective,
                           numClasses=n_classes, evalMetric=metric,
                           categoricalFeatures=engine["cat_ids"] or None,
-                          **self._objective_options())
+                          **engine["node_features"], **self._objective_options())
             params, custom = self._with_custom(params)
             cols = training_columns(spec, label, weight, valid, engine["cols"])
             df = dataset.select(*cols).withColumn(ROW_ID, F.monotonically_increasing_id())
@@ -244,8 +244,9 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             if bad:
                 raise ValueError(f"monotoneConstraints: categorical feature {bad[0]} cannot "
                                  f"have a monotone constraint")
-        return {"load": load, "cols": cols, "init": init, "cat_ids": cat_ids,
-                "names": feature_names(dataset, spec, d)}
+        names = feature_names(dataset, spec, d)
+        return {"load": load, "cols": cols, "init": init, "cat_ids": cat_ids, "names": names,
+                "node_features": self._node_feature_params(names, d)}
 
     def _init_predictor(self, d, objective, k):
         """The model ``initModel`` names (a fitted model or a saved path), checked against

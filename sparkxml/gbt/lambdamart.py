@@ -34,7 +34,7 @@ query); early stopping watches ``evalMetric`` (default ``ndcg@10``) on it.
 
 Models score with the compiled tree traversal of the GBT models: ``predictionCol`` (double)
 holds the ranking score (higher = better). They persist as plain arrays (``modelKind``
-"gbt", objective "lambdarank", "pairwise" or "xendcg"): ``sparkxml_kernels.load_model(path)`` serves
+"gbt", objective "lambdarank", "pairwise", "xendcg" or "map"): ``sparkxml_kernels.load_model(path)`` serves
 them without Spark.
 """
 from __future__ import annotations
@@ -112,7 +112,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
 
     Takes every parameter of :class:`sparkxml.gbt.GBTRegressor` (``maxIter``, ``stepSize``,
     ``maxDepth``, ``maxLeaves``, ``growPolicy``, ``maxBins``, ``regLambda``, ``regAlpha``,
-    ``minSplitLoss``, ``minChildWeight``, ``subsamplingRate``, ``colsampleByTree``, ``seed``,
+    ``minSplitLoss``, ``minChildWeight``, ``subsamplingRate``, ``colsampleByTree``,
+    ``colsampleByLevel``, ``colsampleByNode``, ``interactionConstraints``, ``seed``,
     ``numWorkers``, ``weightCol``, ``validationIndicatorCol``, ``earlyStoppingRounds``,
     ``timeoutSeconds``, ``featuresCol`` / ``featuresCols``, ``missing``, ``baseMarginCol``,
     ``monotoneConstraints``, ``predContribCol``, ``leafCol``, ``verbose``, ``initModel``,
@@ -127,12 +128,15 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         errors).
     predictionCol : str, default "prediction"
         The model's output column: the ranking score (double, higher ranks first).
-    objective : {"lambdarank", "pairwise", "xendcg"}, default "lambdarank"
+    objective : {"lambdarank", "pairwise", "xendcg", "map"}, default "lambdarank"
         NDCG lambdas (LightGBM's lambdarank), RankNet over all pairs, or the XE-NDCG cross
         entropy (LightGBM's ``rank_xendcg``: gains 2^rel less a uniform draw per document and
         round; ``seed`` seeds the draws, each query from a hash of its rows, so the model does
         not depend on partitioning; ``ndcgTruncation``, ``labelGain``, ``sigma`` and
-        ``lambdarankNorm`` do not apply).
+        ``lambdarankNorm`` do not apply), or MAP lambdas (XGBoost's ``rank:map``, binary
+        labels 0/1; pairs as XGBoost's "topk" with ``ndcgTruncation`` pairs per document
+        (XGBoost: 32), ``lambdarankNorm`` as XGBoost's score and lambda normalisations;
+        ``sparkxml_kernels.gbt.ranking_map``).
     ndcgTruncation : int, default 30
         lambdarank truncation level (LightGBM's ``lambdarank_truncation_level``).
     labelGain : list of float, optional
@@ -196,6 +200,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                  growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                  minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                  colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                 colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                  earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
@@ -210,6 +215,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                   growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
                   minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
                   colsampleByTree=1.0, seed=0, numWorkers=None, validationIndicatorCol=None,
+                  colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                   earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
@@ -239,6 +245,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
         self._check_policy()
         label_gain = self._label_gain()
+        if self.getObjective() == "map" and label_gain is not None:
+            raise ValueError("labelGain does not apply to objective 'map' (binary labels)")
         progress = FitProgress(spark, self, self.getVerbose())
         with progress:
             return self._fit_with(progress, dataset, spec, label, group, weight, valid,
@@ -252,6 +260,10 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
             stats = self._check_data(dataset, spec, label, weight, valid, group, label_gain,
                                      self._margin_checks(dataset))
         d = stats["d"]
+        if self.getObjective() == "map" and (stats["label_max"] or 0) > 1:
+            raise ValueError(f"labelCol: objective 'map' needs binary relevance labels (0 or "
+                             f"1), as XGBoost's rank:map; column '{label}' holds the grade "
+                             f"{stats['label_max']!r}")
         n_workers = workers_for(spark, stats, valid, n_workers)
         engine = self._engine_options(dataset, spec, stats, self.getObjective(), 1)
         checks_seconds = time.perf_counter() - t0
@@ -271,7 +283,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         metric, names = ranking_metrics(self)
         params = dict(self._booster_params(self.getMaxBins()), evalMetric=metric,
                       evalMetrics=names,
-                      categoricalFeatures=engine["cat_ids"] or None)
+                      categoricalFeatures=engine["cat_ids"] or None,
+                      **engine["node_features"])
         ranking = {"objective": self.getObjective(), "truncation": self.getNdcgTruncation(),
                    "label_gain": label_gain, "sigma": self.getSigma(),
                    "norm": self.getLambdarankNorm(), "seed": int(self.getSeed())}
@@ -360,7 +373,7 @@ class LambdaMARTModel(GBTModelBase, _LambdaMARTParams):
     ``sparkxml.gbt.GBTRegressionModel``.
     """
 
-    _objectives = ("lambdarank", "pairwise")
+    _objectives = ("lambdarank", "pairwise", "map")
 
     def _outputs(self):
         return [(self.getPredictionCol(), "score")]

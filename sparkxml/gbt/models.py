@@ -116,12 +116,31 @@ class GBTModelBase(SparkXMLPredictorModel):
 
     def getFeatureImportances(self, importanceType: str = "gain",
                               normalize: bool = False) -> dict:
-        """{feature name: importance} (XGBoost's ``get_score``): ``importanceType`` "gain"
-        (total gain), "split" (number of splits) or "cover" (total cover); features never
-        split on are left out."""
-        imp = self._predictor.feature_importances(importanceType, normalize)
+        """{feature name: score} of the features split on, as XGBoost's ``get_score``.
+
+        Parameters
+        ----------
+        importanceType : str, default "gain"
+            XGBoost's names: "weight" (number of splits; "split" too), "gain" (average gain
+            of the feature's splits), "cover" (their average cover), "total_gain",
+            "total_cover" (``sparkxml_kernels.gbt.importance``).
+        normalize : bool, default False
+            Divide by the sum of the scores.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        from sparkxml_kernels.gbt.importance import importance_scores
+
+        p = self._predictor
+        imp, used = importance_scores(p.feature, p.left, p.gain, p.cover, p.n_features,
+                                      importanceType)
+        s = imp.sum()
+        if normalize and s > 0:
+            imp = imp / s
         names = self.featureNames
-        return {names[i]: float(imp[i]) for i in np.flatnonzero(imp)}
+        return {names[i]: float(imp[i]) for i in np.flatnonzero(used)}
 
     @property
     def trees(self) -> list:
@@ -155,7 +174,7 @@ class GBTModelBase(SparkXMLPredictorModel):
         raise ValueError(f"format must be 'text' or 'json', got {format!r}")
 
     def saveNativeModel(self, path: str, format: str = "xgboost-json",  # noqa: A002
-                        overwrite: bool = False) -> None:
+                        overwrite: bool = False, **options) -> None:
         """Write the model as one file another library loads (SynapseML's name).
 
         Parameters
@@ -173,6 +192,10 @@ class GBTModelBase(SparkXMLPredictorModel):
             directions and base scores map.
         overwrite : bool
             Replace an existing file (otherwise a FileExistsError).
+        **options
+            Format options: ``dtype="float64"`` for "onnx" makes a graph of float64 input
+            that ONNX Runtime sums in float64 (agreement to one float32 rounding of its
+            output, ``sparkxml_kernels.export.onnx_trees``).
         """
         from sparkxml_kernels.export import export_model
 
@@ -182,7 +205,7 @@ class GBTModelBase(SparkXMLPredictorModel):
         missing = float(self.getMissing())
         if not (np.isnan(missing) and np.isnan(pred.missing)) and missing != pred.missing:
             pred = pred.with_options(missing=missing)
-        export_model(pred, path, format, overwrite=overwrite)
+        export_model(pred, path, format, overwrite=overwrite, **options)
 
     # objectives this class holds (fromXGBoost refuses the others)
     _objectives: tuple = ()

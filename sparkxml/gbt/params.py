@@ -235,15 +235,17 @@ class HasNumClasses(Params):
 
 class HasObjective(Params):
     """Mixin for param objective: ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas),
-    'pairwise' (RankNet) or 'xendcg' (LightGBM's rank_xendcg).
+    'pairwise' (RankNet), 'xendcg' (LightGBM's rank_xendcg) or 'map' (XGBoost's rank:map, MAP
+    lambdas, binary labels).
     """
 
     objective: "Param[str]" = Param(
         Params._dummy(), "objective",
         "ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas), 'pairwise' (RankNet) or "
-        "'xendcg' (LightGBM's rank_xendcg)",
+        "'xendcg' (LightGBM's rank_xendcg) or 'map' (XGBoost's rank:map, MAP lambdas, binary "
+        "labels)",
         typeConverter=TypeConverters.toString)
-    _constraints = {"objective": one_of("lambdarank", "pairwise", "xendcg")}
+    _constraints = {"objective": one_of("lambdarank", "pairwise", "xendcg", "map")}
 
     def getObjective(self) -> str:
         """Gets the value of objective or its default value."""

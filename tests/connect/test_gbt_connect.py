@@ -44,11 +44,15 @@ def test_gbt_over_connect(spark_connect, tmp_path):
     # numeric columns as features, in a saved Pipeline
     cols = spark.createDataFrame([tuple(map(float, X[i])) + (float(y[i]),)
                                   for i in range(len(y))], ["a", "b", "c", "d", "label"])
+    # (with interaction constraints by name and per-node column sampling)
     pipe = Pipeline(stages=[GBTRegressor(featuresCols=["a", "b", "c", "d"], maxIter=5,
-                                         numWorkers=2)]).fit(cols)
+                                         numWorkers=2, colsampleByNode=0.8,
+                                         interactionConstraints=[["a", "b"], ["c", "d"]])]
+                    ).fit(cols)
     ppath = str(tmp_path / "pipe")
     pipe.write().save(ppath)
     again = PipelineModel.load(ppath)
+    assert again.stages[0].getInteractionConstraints() == [["a", "b"], ["c", "d"]]
     a = pipe.transform(cols).select("prediction").collect()
     b = again.transform(cols).select("prediction").collect()
     assert a == b

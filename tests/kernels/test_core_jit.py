@@ -47,8 +47,9 @@ NOT_WARMED = {
     "sparkxml_kernels.linear.newton.row_dots",
     "sparkxml_kernels.linear.newton.line_pieces",
     "sparkxml_kernels.linear.newton._chol_solve",
-    # LambdaMART's xendcg objective: the recorded ranking profile trains lambdarank
+    # LambdaMART's xendcg and map objectives: the recorded ranking profile trains lambdarank
     "sparkxml_kernels.gbt.ranking_xendcg._xendcg_kernel",
+    "sparkxml_kernels.gbt.ranking_map._map_kernel",
 }
 
 

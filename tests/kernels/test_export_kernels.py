@@ -44,6 +44,8 @@ CASES = {
                    np.digitize(Y, [0, 1, 2]) * 1.0, np.arange(0, N + 1, 30)),
     "poisson": (dict(maxIter=3, maxDepth=3, objective="poisson"), np.round(np.exp(Y / 3)),
                 None),
+    "map": (dict(maxIter=3, maxDepth=3, objective="map"), (Y > 0.5) * 1.0,
+            np.arange(0, N + 1, 30)),
 }
 
 
@@ -241,3 +243,23 @@ def test_from_xgboost_predicts_what_xgboost_predicts():
             1).save_raw("json")).decode()))
     with pytest.raises(ValueError, match="not an XGBoost JSON model"):
         from_xgboost_json({"trees": []})
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_onnx_float64_input_sums_in_float64(models, name):
+    """dtype="float64": the exact thresholds and leaves, summed in float64 by ONNX Runtime;
+    only the operators' float32 output rounds (relative 6e-8). Raw float64 probes: values
+    between two float32 split the same way as in sparkxml."""
+    pred = models[name]
+    Xq = _probe(name) + np.random.default_rng(1).normal(scale=1e-9, size=X.shape)
+    sess = ort.InferenceSession(export_bytes(pred, "onnx", dtype="float64"),
+                                providers=["CPUExecutionProvider"])
+    got = sess.run(None, {"features": Xq})
+    ours = pred.predict(Xq)
+    if name in ("binary", "multiclass"):
+        np.testing.assert_allclose(got[1], ours, rtol=2e-7, atol=1e-7)
+        np.testing.assert_array_equal(got[0], ours.argmax(axis=1))
+    else:
+        np.testing.assert_allclose(got[0][:, 0], ours, rtol=2e-7, atol=0)
+    with pytest.raises(ValueError, match="dtype must be"):
+        export_bytes(pred, "onnx", dtype="float16")

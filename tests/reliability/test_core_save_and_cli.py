@@ -212,7 +212,7 @@ def test_cli_help_shows_defaults_choices_and_lambdamart_its_own_text(capsys):
     assert "--overwrite replace --model if it exists (checked before training) (default: " \
         "False)" in gbt
     rank = _help(["lambdamart", "train"], capsys)
-    assert "--objective {lambdarank,pairwise,xendcg}" in rank and "(default: lambdarank)" in rank
+    assert "--objective {lambdarank,pairwise,xendcg,map}" in rank and "(default: lambdarank)" in rank
     assert "(default: ndcg@10)" in rank and "qid" in rank and "NDCG" in rank
     assert "--task" not in rank and "classification" not in rank.lower()
     group = _help(["lambdamart"], capsys)

@@ -59,7 +59,8 @@ def export_bytes(pred, fmt: str, **options) -> bytes:
     fmt : {"xgboost-json", "lightgbm-text", "onnx"}
         The first two for GBT models only.
     **options
-        Passed to the format's writer (``feature_names``; ``missing`` for LightGBM).
+        Passed to the format's writer (``feature_names``; ``missing`` for LightGBM;
+        ``dtype="float64"`` for an ONNX graph of float64 input that sums in float64).
     """
     return _serializer(fmt, pred)(pred, **options)
 

@@ -17,7 +17,7 @@ How the model maps:
   same way in both; fractional values are truncated by XGBoost (sparkxml sends them right).
 * Objective and base score: ``binary:logistic`` (base score stored as a probability),
   ``multi:softprob`` (one base score per class, margins), ``reg:squarederror``,
-  ``reg:absoluteerror``, ``rank:ndcg`` / ``rank:pairwise``, and the log-link
+  ``reg:absoluteerror``, ``rank:ndcg`` / ``rank:pairwise`` / ``rank:map``, and the log-link
   ``count:poisson``, ``reg:gamma``, ``reg:tweedie``, ``survival:cox`` (base score stored as
   ``exp(margin)``).
 * Leaf values, thresholds and base scores are float32 in XGBoost, which also sums in
@@ -235,7 +235,7 @@ def dumps(pred, **kw) -> bytes:
 _FROM_XGBOOST = {"reg:squarederror": "squared_error", "reg:absoluteerror": "absolute_error",
                  "binary:logistic": "logistic", "multi:softprob": "softmax",
                  "multi:softmax": "softmax", "rank:ndcg": "lambdarank",
-                 "rank:pairwise": "pairwise", "rank:map": "lambdarank",
+                 "rank:pairwise": "pairwise", "rank:map": "map",
                  "count:poisson": "poisson", "reg:gamma": "gamma", "reg:tweedie": "tweedie",
                  "survival:cox": "cox"}
 
@@ -338,7 +338,7 @@ def _tree_from_json(tree: dict, t: int, n_features: int) -> dict:
 def from_xgboost_json(doc):
     """A ``TreeEnsemblePredictor`` from an XGBoost JSON model (the document, its text or
     bytes): gbtree boosters of one-output trees, with the objectives of the module
-    docstring (also ``multi:softmax`` and ``rank:map``), numerical and categorical splits.
+    docstring (also ``multi:softmax``), numerical and categorical splits.
 
     Thresholds become float64 values that split every float64 input as XGBoost's float32
     comparison does; leaf values and base scores are XGBoost's float32 values (the base

@@ -38,6 +38,7 @@ from .grower import TreeGrower, TreeParams
 from .leaf_quantile import leaf_quantiles
 from .loss import make_loss
 from .metrics import higher_is_better, is_known, known_metrics, metric_from_stats, metric_stats
+from .node_features import check_interaction
 from .predictor import TreeEnsemblePredictor
 from .prune import prune_tree
 from .splitting import SplitParams
@@ -73,6 +74,9 @@ class BoosterParams:
     ``"quantile[alpha=0.9]"`` (``objectives.objective_name``). boosterType ("gbtree" |
     "dart": dropout, dart.py, with XGBoost's rateDrop (0.0), skipDrop (0.0), oneDrop
     (False), normalizeType ("tree" | "forest") and sampleType ("uniform" | "weighted")).
+    colsampleByLevel, colsampleByNode (1.0) and interactionConstraints (None, or lists of
+    feature ids): XGBoost's ``colsample_bylevel``, ``colsample_bynode``,
+    ``interaction_constraints`` (node_features.py).
     """
 
     maxIter: int = 100
@@ -109,6 +113,9 @@ class BoosterParams:
     oneDrop: bool = False
     normalizeType: str = "tree"
     sampleType: str = "uniform"
+    colsampleByLevel: float = 1.0
+    colsampleByNode: float = 1.0
+    interactionConstraints: tuple | None = None
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -129,6 +136,9 @@ class BoosterParams:
         if params.get("categoricalFeatures") is not None:
             params["categoricalFeatures"] = tuple(sorted({int(c) for c in
                                                           params["categoricalFeatures"]})) or None
+        if params.get("interactionConstraints") is not None:
+            params["interactionConstraints"] = tuple(
+                tuple(s) for s in params["interactionConstraints"]) or None
         p = cls(**params)
         if p.maxIter < 1:
             raise ValueError("maxIter must be >= 1")
@@ -136,6 +146,9 @@ class BoosterParams:
             raise ValueError("stepSize must be > 0")
         if not 0 < p.subsamplingRate <= 1 or not 0 < p.colsampleByTree <= 1:
             raise ValueError("subsamplingRate and colsampleByTree must be in (0, 1]")
+        for name in ("colsampleByLevel", "colsampleByNode"):
+            if not 0 < getattr(p, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {getattr(p, name)}")
         for m in (p.evalMetric,) + (p.evalMetrics or ()):
             if m is not None and not is_known(m):
                 raise ValueError(f"evalMetric {m!r} is not one of {known_metrics()}")
@@ -160,7 +173,10 @@ class BoosterParams:
                           # gamma prunes the grown tree (prune.py), not the growth
                           SplitParams(self.regLambda, self.regAlpha, 0.0,
                                       self.minChildWeight), self.monotoneConstraints,
-                          self.categoricalFeatures, self.cat_params())
+                          self.categoricalFeatures, self.cat_params(),
+                          self.interactionConstraints and tuple(
+                              frozenset(int(f) for f in s) for s in self.interactionConstraints),
+                          self.colsampleByLevel, self.colsampleByNode)
 
 
 def sample_rows(seed: int, round_: int, row_ids, rate: float):
@@ -300,6 +316,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         raise ValueError(f"objective {p.objective} needs group_ptr")
     X_binned = as_binned(X_binned)
     n, d = X_binned.shape
+    check_interaction(p.interactionConstraints, d)
     if p.categoricalFeatures and (categories is None or any(
             categories[f] is None for f in p.categoricalFeatures if f < len(categories))):
         raise ValueError("categoricalFeatures needs the categories of those features")
@@ -378,7 +395,8 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         w_new = 1.0 if dart is None else dart.weight_new()
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
-            tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask)  # interleaved there
+            tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask,  # interleaved there
+                                     (p.seed, it, k))
             if p.minSplitLoss > 0:
                 tree, leaf = prune_tree(tree, p.minSplitLoss, 0, leaf)
             if leaf_alpha is not None:

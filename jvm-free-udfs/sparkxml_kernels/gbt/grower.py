@@ -68,6 +68,7 @@ from .categorical import (
     n_set_words,
 )
 from .histogram import has_missing_bins, interleave, n_hist_slots
+from .node_features import NodeFeatures, search_nodes
 from .partition import column_copy
 from .splitting import (
     TIE_RTOL,
@@ -98,6 +99,8 @@ class TreeParams:
     monotone : tuple of int, optional   per-feature monotone constraint (-1, 0, 1); None = none
     categorical : tuple of int, optional   categorical features (categorical.py)
     cat : CatParams   the categorical split knobs
+    interaction : tuple of frozensets, optional   interaction constraints (node_features.py)
+    colsample_bylevel, colsample_bynode : float in (0, 1]   column sampling (node_features.py)
     """
 
     grow_policy: str = "depthwise"
@@ -108,8 +111,14 @@ class TreeParams:
     monotone: tuple | None = None
     categorical: tuple | None = None
     cat: CatParams = field(default_factory=CatParams)
+    interaction: tuple | None = None
+    colsample_bylevel: float = 1.0
+    colsample_bynode: float = 1.0
 
     def __post_init__(self):
+        for name in ("colsample_bylevel", "colsample_bynode"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
         if self.grow_policy not in ("depthwise", "lossguide"):
             raise ValueError(f"growPolicy must be depthwise or lossguide, got "
                              f"{self.grow_policy!r}")
@@ -184,6 +193,7 @@ class _State:
         # its own value, as XGBoost's ApplyTreeSplit does)
         self.bounds, self.value_bounds = [], []
         self.is_cat, self.sets = [], []
+        self.paths = {0: frozenset()}       # node -> features split on above it
         self.add_node(0, 0, n_rows, 0.0, 0.0)
         self.pending = [(0, -1, -1)]        # (node to build, sibling, parent)
         self.n_leaves = 1
@@ -278,7 +288,7 @@ class TreeGrower:
         self._bufs = {}
 
     # ----------------------------------------------------------------------------------------
-    def grow(self, grad, hess, rows=None, feature_mask=None):
+    def grow(self, grad, hess, rows=None, feature_mask=None, sample_key=None):
         """Grow one tree.
 
         Parameters
@@ -289,6 +299,9 @@ class TreeGrower:
             Rows taking part (row subsampling); default all rows.
         feature_mask : uint8 (d,), optional
             Features allowed to split (column sampling); default all. Same on all ranks.
+        sample_key : tuple of int, optional
+            (seed, round, output) of this tree: seeds the per-level and per-node column
+            draws (``node_features.py``); needed with colsample_bylevel/bynode < 1.
 
         Returns
         -------
@@ -314,6 +327,7 @@ class TreeGrower:
             k = rows.size
             self._partition[:k] = rows
         st = _State(k)
+        st.nodes = NodeFeatures.make(self.params, mask, sample_key)
 
         def decide(summed):
             return self._decide(st, summed, mask, hist_features)
@@ -387,13 +401,21 @@ class TreeGrower:
             bounds = None if self._mono is None else np.array([st.bounds[c] for c in cands])
             sums = np.array([[st.G[c], st.H[c]] for c in cands], FLOAT)
             num_mask = mask if self._cat_mask is None else mask & (1 - self._cat_mask)
-            res = find_best_splits(level, sums, self.n_bins, num_mask, self.params.split,
-                                   self.edges, EMPTY_REL * st.H[0], self._mono, bounds)
+            if st.nodes is None:
+                res = find_best_splits(level, sums, self.n_bins, num_mask, self.params.split,
+                                       self.edges, EMPTY_REL * st.H[0], self._mono, bounds)
+            else:  # a mask per node: column sampling by level/node, interaction constraints
+                masks = np.array([st.nodes.mask(c, st.depth[c], st.paths[c]) for c in cands])
+                res = search_nodes(find_best_splits, level, sums, masks & num_mask, self.n_bins,
+                                   self.params.split, self.edges, EMPTY_REL * st.H[0],
+                                   self._mono, bounds=bounds)
             cres = None
             if self._cat_mask is not None:
-                cres = find_categorical_splits(level, sums, self.n_bins, mask & self._cat_mask,
-                                               self.params.split, self.params.cat,
-                                               EMPTY_REL * st.H[0])
+                cat_args = (self.n_bins, self.params.split, self.params.cat, EMPTY_REL * st.H[0])
+                cres = (find_categorical_splits(level, sums, cat_args[0], mask & self._cat_mask,
+                                                *cat_args[1:]) if st.nodes is None else
+                        search_nodes(find_categorical_splits, level, sums,
+                                     masks & self._cat_mask, *cat_args))
             for i, c in enumerate(cands):
                 rec = _record(c, res, cres, i, self._W)
                 if rec is None:
@@ -463,6 +485,7 @@ class TreeGrower:
             st.feature[p], st.bin[p] = int(r[1]), int(r[2])
             st.default_left[p], st.threshold[p], st.gain[p] = int(r[3]), float(r[4]), float(r[5])
             st.left[p], st.right[p] = lc, rc
+            st.paths[lc] = st.paths[rc] = st.paths[p] | {int(r[1])}
             if is_cat is not None and is_cat[i]:
                 st.is_cat[p], st.sets[p] = 1, sets[i]
             st.n_leaves += 1
@@ -555,16 +578,16 @@ def _record(c, res, cres, i, W):
 
 
 def grow_tree(binned, grad, hess, edges, params: TreeParams, collective=None, rows=None,
-              feature_mask=None, n_bins=None, n_threads=1):
-    """One-shot helper: ``TreeGrower(...).grow(grad, hess, rows, feature_mask)``."""
+              feature_mask=None, n_bins=None, n_threads=1, sample_key=None):
+    """One-shot helper: ``TreeGrower(...).grow(grad, hess, rows, feature_mask, sample_key)``."""
     if n_bins is None:
         n_bins = np.array([len(e) + 1 for e in edges], np.int32)
     return TreeGrower(binned, n_bins, edges, params, collective,
-                      n_threads).grow(grad, hess, rows, feature_mask)
+                      n_threads).grow(grad, hess, rows, feature_mask, sample_key)
 
 
 def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
-                    feature_mask=None):
+                    feature_mask=None, sample_key=None):
     """Slow twin of :meth:`TreeGrower.grow` (single process): every node's histogram built
     from scratch, splits by the naive evaluator, same node numbering. Returns (Tree,
     leaf_index). Dense (uint8/uint16) and sparse binned matrices, categorical features."""
@@ -586,16 +609,19 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
     bounds, value_bounds = [_UNBOUNDED], [_UNBOUNDED]
 
     cat_mask = grower._cat_mask
+    nodes = NodeFeatures.make(params, mask, sample_key)
+    paths = [frozenset()]
 
     def evaluate(c):
         h = build_histogram_any_naive(binned, node_rows[c], grad, hess, S)
         sums = np.array([[G[c], H[c]]])
+        m = mask if nodes is None else mask & nodes.mask(c, depth[c], paths[c])
         res = find_best_splits_naive(h[None], sums, n_bins,
-                                     mask if cat_mask is None else mask & (1 - cat_mask),
+                                     m if cat_mask is None else m & (1 - cat_mask),
                                      params.split, edges, EMPTY_REL * H[0], mono,
                                      np.array([bounds[c]]))
         cres = None if cat_mask is None else find_categorical_splits_naive(
-            h[None], sums, n_bins, mask & cat_mask, params.split, params.cat, EMPTY_REL * H[0])
+            h[None], sums, n_bins, m & cat_mask, params.split, params.cat, EMPTY_REL * H[0])
         rec = _record(c, res, cres, 0, grower._W)
         if rec is None:
             return None
@@ -624,6 +650,7 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
             G.append(float(sums[0]))
             H.append(float(sums[1]))
             depth.append(depth[c] + 1)
+            paths.append(paths[c] | {f})
             split.append(None)
             ids.append(len(node_rows) - 1)
         split[c] = s

@@ -29,7 +29,10 @@ Objectives (``Loss`` subclasses with ``requires_groups = True``, registered with
     ``g_h -= sigma p``, ``g_l += sigma p``, hessians ``sigma^2 p (1 - p)``. Cost per query is
     quadratic in its size.
 
-Base score 0 for both (rankings do not depend on it).
+``xendcg`` and ``map`` (XGBoost's ``rank:map``: MAP lambdas, binary labels) live in
+ranking_xendcg.py and ranking_map.py.
+
+Base score 0 for all (rankings do not depend on it).
 
 Differences from LightGBM's lambdarank (the rest is the same computation): the sigmoid is
 evaluated exactly, not from LightGBM's 1M-entry lookup table; the score-distance term uses
@@ -61,7 +64,7 @@ from .metrics import register_metric
 
 DEFAULT_TRUNCATION = 30
 DEFAULT_SIGMA = 1.0
-OBJECTIVES = ("lambdarank", "pairwise", "xendcg")  # xendcg: ranking_xendcg.py
+OBJECTIVES = ("lambdarank", "pairwise", "xendcg", "map")  # ranking_xendcg.py, ranking_map.py
 # the largest grade the default gain 2^rel - 1 takes (XGBoost's limit for its exponential gain)
 MAX_DEFAULT_GRADE = 31
 _NORM_EPS = 0.01
@@ -131,6 +134,17 @@ def _max_dcg(yq, gains, k):
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def normalise_query(out_g, out_h, s0, e0, sum_l):
+    """LightGBM's lambda normalisation (XGBoost's too): a query's gradients and hessians
+    times ``log2(1 + S) / S``, ``S`` the sum of its pairs' |lambda| (nothing when 0)."""
+    if sum_l > 0.0:
+        f = np.log2(1.0 + sum_l) / sum_l
+        for i in range(s0, e0):
+            out_g[i] *= f
+            out_h[i] *= f
+
+
 @njit(cache=True, nogil=True)
 def _lambdarank_kernel(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_h):
     n_groups = group_ptr.shape[0] - 1
@@ -180,11 +194,8 @@ def _lambdarank_kernel(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_
                 out_h[hi] += hes
                 out_h[lo] += hes
                 sum_l += 2.0 * lam
-        if norm and sum_l > 0.0:
-            f = np.log2(1.0 + sum_l) / sum_l
-            for i in range(s0, e0):
-                out_g[i] *= f
-                out_h[i] *= f
+        if norm:
+            normalise_query(out_g, out_h, s0, e0, sum_l)
 
 
 @njit(cache=True, nogil=True)
@@ -465,6 +476,12 @@ def make_ranking_loss(objective: str, truncation: int = DEFAULT_TRUNCATION, labe
         from .ranking_xendcg import make_xendcg
 
         return make_xendcg(_RankingLoss, seed, label_gain)
+    if objective == "map":
+        from .ranking_map import make_map
+
+        if label_gain is not None:
+            raise ValueError("labelGain does not apply to objective map (binary labels)")
+        return make_map(_RankingLoss, truncation, sigma, norm)
     raise ValueError(f"unknown ranking objective {objective!r}; known: {list(OBJECTIVES)}")
 
 
@@ -484,7 +501,7 @@ def configure_objective(objective: str, truncation: int = DEFAULT_TRUNCATION, la
         conf = [] if loss.sigma == DEFAULT_SIGMA else [f"sigma={loss.sigma!r}"]
     elif objective == "xendcg":  # its gains are 2^rel, as LightGBM's
         conf = [f"seed={int(seed)}"]
-    else:
+    else:  # lambdarank, map
         conf = []
         if loss.truncation != DEFAULT_TRUNCATION:
             conf.append(f"truncation={loss.truncation}")
