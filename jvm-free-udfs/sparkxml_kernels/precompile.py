@@ -307,9 +307,13 @@ def main(argv=None) -> int:
     if args.json:  # a parent precompile reads the last line
         print(json.dumps(r))
         return 1 if r["failed"] else 0
+    import numba
+
     print(f"precompiled {r['compiled']} of {r['entries']} signatures into {r['cache_dir']} "
           f"in {r['seconds']:.1f} s (last pass: {r['serial_loaded']} loaded, "
-          f"{r['serial_compiled']} compiled)"
+          f"{r['serial_compiled']} compiled; numba {numba.__version__}, Python "
+          f"{sys.version_info[0]}.{sys.version_info[1]}"
+          + (f", targets {' '.join(targets)}" if targets else "") + ")"
           + (f"; {len(r['failed'])} failed" if r["failed"] else ""))
     for m in r["failed"]:
         print("  failed:", m, file=sys.stderr)
