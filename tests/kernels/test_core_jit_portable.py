@@ -86,7 +86,8 @@ _FIRST_USE = textwrap.dedent("""
     assert _soft(3.0, 1.0) == 2.0
     _soft(__import__("numpy").float32(3.0), __import__("numpy").float32(1.0))
     print(json.dumps(dict(magic=list(cpu_target.target_context.codegen().magic_tuple()),
-                          warm_compiled=warmed, loaded=loaded, after=compiled)))
+                          warm_compiled=warmed, loaded=loaded, after=compiled,
+                          entries=len(precompile.read_manifest(groups={"gbt"})))))
 """)
 
 
@@ -136,7 +137,7 @@ def test_build_cache_is_loaded_on_another_cpu_with_no_compile(tmp_path):
     assert out["magic"][1] == other["NUMBA_CPU_NAME"]
     assert tuple(out["magic"]) not in built
     assert out["warm_compiled"] == [], f"compiled on first use: {out['warm_compiled']}"
-    assert out["loaded"] >= 16  # the group's 16 signatures (and their callees) came from disk
+    assert out["loaded"] >= out["entries"] > 0  # the group's signatures came from disk
     assert out["after"] == ["sparkxml_kernels.gbt.splitting._soft"]
     # what it compiled was saved under its own key, beside the build's entries
     assert tuple(out["magic"]) in _index_magics(cache)
