@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,24 +102,29 @@ def main(argv=None) -> int:
     caches = {t: tempfile.mkdtemp(prefix=f"sparkxml-portable-{t}-") for t in args.targets}
     times: dict = {t: [] for t in args.targets}
     print(f"load average before: {os.getloadavg()}", flush=True)
-    for r in range(args.rounds + 1):  # round 0 compiles into each target's cache: not kept
-        for t in args.targets:
-            env = {k: v for k, v in os.environ.items()
-                   if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_CACHE_DIR")}
-            env["SPARKXML_NUMBA_CACHE_DIR"] = caches[t]
-            if t != "host":
-                env.update(NUMBA_CPU_NAME=t, NUMBA_CPU_FEATURES="")
-            out = subprocess.run([sys.executable, __file__, "--child"], env=env,
-                                 capture_output=True, text=True)
-            if out.returncode:
-                raise RuntimeError(out.stderr[-3000:])
-            res = json.loads(out.stdout.strip().splitlines()[-1])
-            if r:
-                times[t].append(res)
-            print(f"round {r} {t}: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.items()),
-                  flush=True)
+    try:
+        for r in range(args.rounds + 1):  # round 0 compiles into each target's cache
+            for t in args.targets:
+                env = {k: v for k, v in os.environ.items()
+                       if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_CACHE_DIR")}
+                env["SPARKXML_NUMBA_CACHE_DIR"] = caches[t]
+                if t != "host":
+                    env.update(NUMBA_CPU_NAME=t, NUMBA_CPU_FEATURES="")
+                out = subprocess.run([sys.executable, __file__, "--child"], env=env,
+                                     capture_output=True, text=True)
+                if out.returncode:
+                    raise RuntimeError(out.stderr[-3000:])
+                res = json.loads(out.stdout.strip().splitlines()[-1])
+                if r:
+                    times[t].append(res)
+                print(f"round {r} {t}: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.items()),
+                      flush=True)
+    finally:
+        for d in caches.values():
+            shutil.rmtree(d, ignore_errors=True)
     print(f"load average after: {os.getloadavg()}")
-    base = {k: np.median([x[k] for x in times[args.targets[0]]]) for k in times[args.targets[0]][0]}
+    first = times[args.targets[0]]
+    base = {k: np.median([x[k] for x in first]) for k in first[0]}
     print("| target | " + " | ".join(f"{k} CPU s (x {args.targets[0]})" for k in base) + " |")
     for t in args.targets:
         med = {k: np.median([x[k] for x in times[t]]) for k in base}
