@@ -29,8 +29,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BIBTEX = os.path.join(os.environ.get("SPARKXML_DATA") or os.path.join(HERE, "..", "..", "shared", "data"),
-                      "bibtex", "xc_split")
+DATA = os.environ.get("SPARKXML_DATA") or os.path.join(HERE, "..", "..", "shared", "data")
+BIBTEX = os.path.join(DATA, "bibtex", "xc_split")
 
 
 def _child() -> None:
