@@ -1,17 +1,18 @@
-"""Cold start from a wheel on a CPU other than the build's: the first GBT fit of a new Spark
-application, with and without the portable cache lookup.
+"""Cold start from a wheel on a CPU other than the build's: the first GBT (or FastXML) fit of a
+new Spark application, with and without the portable cache lookup.
 
-    python benchmarks/cold_start_wheel.py [--wheel dist/sparkxml-...whl] [--groups gbt]
-                                          [--data DIR] [--cpu nehalem]
+    python benchmarks/cold_start_wheel.py [--kind gbt|fastxml] [--wheel dist/sparkxml-...whl]
+                                          [--groups gbt] [--data DIR] [--cpu nehalem]
 
 1. ``pip wheel --no-deps`` of this checkout (pip's build isolation: the build gets its own
    numba, as on any machine that builds the wheel), with ``SPARKXML_PRECOMPILE_GROUPS`` set
    to ``--groups`` to keep the build short (a GBT fit warms the ``gbt`` group only); or
    ``--wheel`` to use one already built.
 2. The wheel is unpacked into two fresh directories (what an install puts in site-packages).
-3. In each, a new process (``benchmarks/_cold.py gbt``: a new local[2] Spark application, the
+3. In each, a new process (``benchmarks/_cold.py``: a new local[2] Spark application, the
    driver and its Python workers importing sparkxml from that directory) fits
-   GBTClassifier on lightgbm_binary twice (100 trees, depth 6), with
+   GBTClassifier on lightgbm_binary (100 trees, depth 6; ``--kind fastxml``: FastXML on
+   Bibtex, 50 trees, with the ``fastxml`` group) twice, with
    ``NUMBA_CPU_NAME=--cpu`` and the x86-64-v2 features, so every numba cache key differs
    from the build's (as on a cluster worker of another CPU type):
 
@@ -72,14 +73,18 @@ def _build(groups: str, out: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", choices=["gbt", "fastxml"], default="gbt",
+                    help="GBTClassifier on lightgbm_binary, or FastXML on Bibtex")
     ap.add_argument("--wheel", default=None)
-    ap.add_argument("--groups", default="gbt")
-    ap.add_argument("--data", default=os.path.join(
-        os.environ.get("SPARKXML_DATA") or os.path.join(REPO, "..", "shared", "data"),
-        "lightgbm_binary"))
+    ap.add_argument("--groups", default=None, help="precompile groups (default: --kind)")
+    ap.add_argument("--data", default=None)
     ap.add_argument("--cpu", default="nehalem")
     ap.add_argument("--modes", nargs="+", default=["before", "after"])
     args = ap.parse_args(argv)
+    data = os.environ.get("SPARKXML_DATA") or os.path.join(REPO, "..", "shared", "data")
+    args.data = args.data or os.path.join(data, {"gbt": "lightgbm_binary",
+                                                 "fastxml": "bibtex/xc_split"}[args.kind])
+    args.groups = args.groups or args.kind
     tmp = tempfile.mkdtemp(prefix="sparkxml-wheel-")
     try:
         wheel = args.wheel or _build(args.groups, os.path.join(tmp, "dist"))
@@ -97,7 +102,7 @@ def main(argv=None) -> int:
             else:
                 env.pop("SPARKXML_PORTABLE_FALLBACK", None)
             load0 = os.getloadavg()[0]
-            r = subprocess.run([sys.executable, os.path.join(HERE, "_cold.py"), "gbt",
+            r = subprocess.run([sys.executable, os.path.join(HERE, "_cold.py"), args.kind,
                                 args.data, "2"], env=env, capture_output=True, text=True)
             if r.returncode:
                 raise RuntimeError(r.stderr[-4000:])
