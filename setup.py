@@ -3,10 +3,13 @@ first fit). Everything else is configured in pyproject.toml.
 
 After ``build_py`` has laid out the packages, ``python -m sparkxml_kernels.precompile`` runs
 on that copy and writes the cache into it (``sparkxml_kernels/_numba_cache``), so the wheel
-holds it. The cache is stamped with the sources' contents and keyed by the CPU, the Python and
-the numba version of the build: it is used where those match (``pip install .`` on the
-machine that runs the jobs, a cluster image built on the workers' CPU type) and ignored
-elsewhere, where kernels compile on first use as before.
+holds it. The cache is stamped with the sources' contents and keyed by the Python and numba
+versions of the build and by a CPU target: ``generic`` by default (the architecture's
+baseline), which every CPU of the build's architecture loads, so a wheel built once serves
+machines of other CPU types (cluster workers) too. ``SPARKXML_PRECOMPILE_TARGETS="host
+generic"`` also compiles for the build machine's own CPU type (``x86-64-v3`` etc. for an
+x86-64 level; each target costs one more compile of every signature). Where the Python or
+numba version differs, the cache is ignored and kernels compile on first use as before.
 
 ``SPARKXML_PRECOMPILE_GROUPS="fastxml gbt"`` compiles those groups only (see
 ``sparkxml_kernels/_warm_signatures.txt``), ``SPARKXML_PRECOMPILE_JOBS`` sets the processes.
@@ -36,7 +39,8 @@ class build_py_precompile(build_py):
                                                      if env.get("PYTHONPATH") else []))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         t = time.perf_counter()
-        cmd = [sys.executable, "-m", "sparkxml_kernels.precompile", "--quiet", "--jobs",
+        cmd = [sys.executable, "-m", "sparkxml_kernels.precompile", "--quiet", "--build",
+               "--jobs",
                os.environ.get("SPARKXML_PRECOMPILE_JOBS", str(os.cpu_count() or 1))]
         if os.environ.get("SPARKXML_PRECOMPILE_GROUPS"):  # e.g. "fastxml gbt": a shorter build
             cmd += ["--groups"] + os.environ["SPARKXML_PRECOMPILE_GROUPS"].split()

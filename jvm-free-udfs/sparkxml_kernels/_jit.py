@@ -15,9 +15,17 @@ of it (numba then recompiles and rewrites entries as they are used). ``sparkxml_
 precompile`` fills that directory for the signatures the estimators use; the build runs it so
 an installed package carries a cache (see ``precompile``).
 
-numba still keys every entry by the Python and numba versions and by the CPU (name and
-features, ``codegen.magic_tuple()``): a cache made on another CPU type, or by another numba,
-misses, and the kernel is compiled as if there were no cache. Correctness never depends on
+numba keys every entry by the Python and numba versions and by the target CPU (the LLVM
+triple, CPU name and features: ``codegen.magic_tuple()``), so an entry compiled for the build
+machine's CPU misses on any other CPU type. The build therefore compiles for a *portable*
+target instead (``generic``: x86-64 with SSE2 only, or the architecture's baseline; see
+``precompile``), and may add the x86-64 psABI levels ``x86-64-v2/v3/v4``
+(``PORTABLE_TARGETS``). All targets' entries sit in the same index files, each under its own
+key. When the entry for this process's CPU misses, ``_TieredCache`` loads the best portable
+entry the host can run (its features include the level's: an AVX2 level is never loaded on a
+CPU without AVX2) before it compiles anything. A kernel compiled here is saved under this
+CPU's key, which later processes prefer. With no entry at all, or one made by another numba
+or Python, the kernel is compiled as if there were no cache. Correctness never depends on
 the cache.
 
 Where the cache lives, first that applies:
@@ -38,6 +46,22 @@ import tempfile
 
 import numba
 from numba.core import caching
+
+# Portable targets, best first, per architecture (the LLVM triple's first part): the LLVM CPU
+# name and the host features it needs (LLVM's names; the psABI levels' lists, those LLVM
+# reports on x86-64 hosts). Entries for them are compiled with NUMBA_CPU_NAME=<name> and
+# NUMBA_CPU_FEATURES="" (the name alone sets the ISA), so their key's features are "".
+_X86_V2 = ("cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3")
+_X86_V3 = _X86_V2 + ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
+_X86_V4 = _X86_V3 + ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+PORTABLE_TARGETS = {
+    "x86_64": (("x86-64-v4", _X86_V4), ("x86-64-v3", _X86_V3), ("x86-64-v2", _X86_V2),
+               ("generic", ())),
+}
+GENERIC_TARGETS = (("generic", ()),)
+# SPARKXML_PORTABLE_FALLBACK=0: never load another target's entry (precompile sets it while
+# it compiles a target, which must write that target's entries, not load another's)
+FALLBACK_ENV = "SPARKXML_PORTABLE_FALLBACK"
 
 PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
 SHIPPED_CACHE = os.path.join(PACKAGE_DIR, "_numba_cache")
@@ -143,6 +167,57 @@ class ContentStampedLocator(caching._CacheLocator):
         return self
 
 
+def _features(text: str) -> frozenset:
+    """The enabled features of a feature string (``"+avx,-avx512f,..."``)."""
+    return frozenset(f[1:] for f in text.split(",") if f.startswith("+"))
+
+
+def portable_targets(triple: str) -> tuple:
+    """``((cpu name, required features), ...)`` for an LLVM triple, best first."""
+    return PORTABLE_TARGETS.get(triple.split("-", 1)[0], GENERIC_TARGETS)
+
+
+def fallback_magics(magic: tuple) -> tuple:
+    """The portable cache keys' target parts (``magic_tuple()`` values) that a process whose
+    own codegen has ``magic`` may load, best first: the levels whose features its CPU has
+    (as numba sees them: ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` included), its own left
+    out; none when ``SPARKXML_PORTABLE_FALLBACK=0``."""
+    return () if os.environ.get(FALLBACK_ENV, "1") == "0" else _fallback_magics(magic)
+
+
+@functools.lru_cache(maxsize=None)
+def _fallback_magics(magic: tuple) -> tuple:
+    triple, _, features = magic
+    have = _features(features)
+    return tuple((triple, name, "") for name, need in portable_targets(triple)
+                 if set(need) <= have and (triple, name, "") != magic)
+
+
+class _MagicOnly:
+    """What ``Cache._index_key`` reads of a codegen: its ``magic_tuple()``."""
+
+    def __init__(self, magic):
+        self._magic = magic
+
+    def magic_tuple(self):
+        return self._magic
+
+
+class _TieredCache(caching.FunctionCache):
+    """numba's per-kernel cache, which on a miss for this CPU loads a portable entry (see the
+    module docstring) before numba compiles."""
+
+    def _load_overload(self, sig, target_context):
+        data = super()._load_overload(sig, target_context)
+        if data is not None or not self._enabled:
+            return data
+        for magic in fallback_magics(target_context.codegen().magic_tuple()):
+            data = self._cache_file.load(self._index_key(sig, _MagicOnly(magic)))
+            if data is not None:
+                return self._impl.rebuild(target_context, data)
+        return None
+
+
 @functools.lru_cache(maxsize=None)
 def _ensure(path: str) -> None:
     if not _writable(path):
@@ -167,12 +242,16 @@ def njit(*args, **options):
     options["cache"] = True
     options.setdefault("nogil", True)
     if args and callable(args[0]):  # bare @njit
-        d = numba.njit(**options)(args[0])
-        KERNELS.append(d)
-        return d
+        return _made(numba.njit(**options)(args[0]))
 
     def wrap(fn):
-        d = numba.njit(*args, **options)(fn)
-        KERNELS.append(d)
-        return d
+        return _made(numba.njit(*args, **options)(fn))
     return wrap
+
+
+def _made(d):
+    # same locator and files as numba's FunctionCache; only the lookup on a miss differs
+    if type(d._cache) is caching.FunctionCache:
+        d._cache = _TieredCache(d.py_func)
+    KERNELS.append(d)
+    return d

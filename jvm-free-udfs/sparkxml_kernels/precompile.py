@@ -13,6 +13,14 @@ signature whose kernel was changed since is compiled anyway (a harmless extra en
 kernel added since is compiled on first use, as before; ``tests/kernels/test_core_jit.py`` fails
 when a kernel is in neither the list nor ``NOT_WARMED``.
 
+``targets`` (``--targets``) compiles for named CPU targets instead of this process's own:
+``host`` (this machine's CPU type), ``generic`` (the architecture's baseline: a cache that
+serves any CPU of it) or an x86-64 psABI level (``x86-64-v3`` ...), each in a child process
+with ``NUMBA_CPU_NAME`` set. The build compiles ``build_targets()``: ``generic`` unless
+``SPARKXML_PRECOMPILE_TARGETS`` says otherwise (e.g. ``"host generic"``; see ``_jit`` for how
+a worker picks an entry). Measured under load (``benchmarks/portable_cache_speed.py``), the
+generic code of the GBT, FastXML and FM kernels took no more CPU time than the host's.
+
 ``warm_async(groups)`` loads (or compiles) a group's signatures on a background thread, so a
 Spark task can overlap it with reading its data.
 """
@@ -20,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import pickle
+import subprocess
 import sys
 import threading
 import time
@@ -30,6 +40,21 @@ from concurrent.futures import ProcessPoolExecutor
 from . import _jit
 
 MANIFEST = os.path.join(_jit.PACKAGE_DIR, "_warm_signatures.txt")
+TARGETS_ENV = "SPARKXML_PRECOMPILE_TARGETS"
+BUILD_TARGETS = ("generic",)
+
+
+def build_targets() -> tuple:
+    """The targets the build compiles: ``$SPARKXML_PRECOMPILE_TARGETS`` (names separated by
+    spaces), else ``generic``."""
+    return tuple(os.environ.get(TARGETS_ENV, "").split()) or BUILD_TARGETS
+
+
+def known_targets() -> tuple:
+    """``host`` and the portable targets of this machine's architecture."""
+    import llvmlite.binding as ll
+
+    return ("host",) + tuple(n for n, _ in _jit.portable_targets(ll.get_process_triple()))
 
 
 def _types_namespace() -> dict:
@@ -134,8 +159,44 @@ def _compile(entries) -> tuple:
     return done, failed, time.perf_counter() - t, _counts()
 
 
+def _precompile_targets(groups, jobs, manifest, verbose, targets) -> dict:
+    """``precompile`` once per target, each in a child process; the results summed."""
+    bad = sorted(set(targets) - set(known_targets()))
+    if bad:
+        raise ValueError(f"unknown precompile target(s) {bad}; known: {list(known_targets())}")
+    t0 = time.perf_counter()
+    out = dict(entries=0, compiled=0, failed=[], serial_loaded=0, serial_compiled=0,
+               cache_dir=_jit.cache_dir(), targets={})
+    for target in dict.fromkeys(targets):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", _jit.CACHE_ENV)}
+        # the same directory as this process; entries of this target only (no fallback)
+        env.update({_jit.CACHE_ENV: _jit.cache_dir(), _jit.FALLBACK_ENV: "0"})
+        if target != "host":  # the name alone sets the ISA: the key's features are ""
+            env.update(NUMBA_CPU_NAME=target, NUMBA_CPU_FEATURES="")
+        cmd = [sys.executable, "-m", "sparkxml_kernels.precompile", "--jobs", str(jobs),
+               "--manifest", manifest, "--json"] + (["--groups"] + list(groups)
+                                                     if groups is not None else [])
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        try:
+            res = json.loads(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            out["failed"].append(f"target {target}: rc {r.returncode}: {r.stderr[-2000:]}")
+            continue
+        out["targets"][target] = res
+        for k in ("compiled", "serial_loaded", "serial_compiled"):
+            out[k] += res[k]
+        out["entries"] = res["entries"]
+        out["failed"] += [f"target {target}: {m}" for m in res["failed"]]
+        if verbose:
+            print(f"precompile: target {target}: {res['compiled']} of {res['entries']} "
+                  f"signatures in {res['seconds']:.1f} s", flush=True)
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
 def precompile(groups=None, jobs: int = 1, manifest: str = MANIFEST,
-               verbose: bool = False) -> dict:
+               verbose: bool = False, targets=None) -> dict:
     """Compile the listed signatures (of ``groups``, default all) into the numba cache.
 
     Parameters
@@ -150,13 +211,19 @@ def precompile(groups=None, jobs: int = 1, manifest: str = MANIFEST,
         The signature list.
     verbose : bool
         Print a line per phase.
+    targets : sequence of str, optional
+        CPU targets to compile for, each in a child process (``host``, ``generic``,
+        ``x86-64-v2`` ... ``x86-64-v4``; ``build_targets()`` is what the build compiles). By
+        default this process compiles for its own CPU, loading what the cache already has
+        for it or for a portable target it can run.
 
     Returns
     -------
     dict
         ``entries``, ``compiled`` (entries done), ``failed`` (messages), ``seconds``,
         ``cache_dir``; ``serial_loaded`` / ``serial_compiled``: kernels the final serial pass
-        loaded from the cache / had to compile (callees included).
+        loaded from the cache / had to compile (callees included); with ``targets``, these
+        summed over the targets, and ``targets``: each target's own dict.
     """
     if int(jobs) < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs!r}")
@@ -166,6 +233,8 @@ def precompile(groups=None, jobs: int = 1, manifest: str = MANIFEST,
         bad = sorted(set(groups) - known)
         if bad:
             raise ValueError(f"unknown precompile group(s) {bad}; known: {sorted(known)}")
+    if targets is not None:
+        return _precompile_targets(groups, jobs, manifest, verbose, list(targets))
     entries = read_manifest(manifest, groups)
     t0 = time.perf_counter()
     failed: list = []
@@ -223,12 +292,28 @@ def main(argv=None) -> int:
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--groups", nargs="*", default=None)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--targets", nargs="*", default=None,
+                    help="CPU targets: host, generic, x86-64-v2/v3/v4 (default: this "
+                    "process's CPU)")
+    ap.add_argument("--build", action="store_true",
+                    help="the build's targets ($SPARKXML_PRECOMPILE_TARGETS, else generic)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--manifest", default=MANIFEST, help=argparse.SUPPRESS)
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    r = precompile(args.groups, jobs=args.jobs, verbose=not args.quiet)
+    targets = build_targets() if args.build else args.targets
+    r = precompile(args.groups, jobs=args.jobs, manifest=args.manifest,
+                   verbose=not (args.quiet or args.json), targets=targets)
+    if args.json:  # a parent precompile reads the last line
+        print(json.dumps(r))
+        return 1 if r["failed"] else 0
+    import numba
+
     print(f"precompiled {r['compiled']} of {r['entries']} signatures into {r['cache_dir']} "
           f"in {r['seconds']:.1f} s (last pass: {r['serial_loaded']} loaded, "
-          f"{r['serial_compiled']} compiled)"
+          f"{r['serial_compiled']} compiled; numba {numba.__version__}, Python "
+          f"{sys.version_info[0]}.{sys.version_info[1]}"
+          + (f", targets {' '.join(targets)}" if targets else "") + ")"
           + (f"; {len(r['failed'])} failed" if r["failed"] else ""))
     for m in r["failed"]:
         print("  failed:", m, file=sys.stderr)

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--groups", nargs="*", default=None,
                     help="fastxml gbt gbt_threads linear fm forest (default: all)")
     pc.add_argument("--jobs", type=int, default=None, help="processes (default: the CPUs)")
+    pc.add_argument("--targets", nargs="*", default=None,
+                    help="CPU targets: host generic x86-64-v2 x86-64-v3 x86-64-v4 (default: "
+                    "this machine's CPU, loading what the cache has for it)")
     pc.set_defaults(cmd="precompile")
     return p
 
@@ -65,7 +68,7 @@ def cmd_precompile(args) -> int:
     from sparkxml_kernels.precompile import precompile
 
     jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-    r = precompile(args.groups, jobs=jobs, verbose=True)
+    r = precompile(args.groups, jobs=jobs, verbose=True, targets=args.targets)
     print(f"precompiled {r['compiled']} of {r['entries']} signatures into {r['cache_dir']} in "
           f"{r['seconds']:.1f} s")
     for m in r["failed"]:

@@ -94,6 +94,7 @@ def test_every_dispatcher_was_made_by_jit_and_is_cached():
     for d in ds:
         assert d.targetoptions.get("nogil") is not None
         assert type(d._cache._impl.locator).__name__ == "ContentStampedLocator", d
+        assert type(d._cache) is _jit._TieredCache, d  # loads the build's portable entries
 
 
 def test_jit_refuses_uncached_kernels():
