@@ -251,8 +251,15 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                                  f"{extra['label_sum']!r}; criterion 'poisson' needs a "
                                  f"positive sum")
 
+    def _balanced_subsample(self) -> bool:
+        """classWeight 'balanced_subsample' (forests): each tree weighs classes from its own
+        sample, in the barrier stage (``bootstrap.subsample_class_weights``)."""
+        return self._task == "classification" and \
+            self._opt(self.classWeight) == "balanced_subsample"
+
     def _class_weights(self, dataset, label, k):
-        if self._task != "classification" or self._opt(self.classWeight) is None:
+        if self._task != "classification" or self._opt(self.classWeight) is None \
+                or self._balanced_subsample():
             return None
         rows = dataset.groupBy(F.col(label).cast("long").alias("c")).count().collect()
         counts = np.zeros(k)
@@ -362,7 +369,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
                        ccp_alpha=float(self.getCcpAlpha()),
                        criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
-                       n_features=d, class_weights=class_weights)
+                       n_features=d, class_weights=class_weights,
+                       balanced_subsample=self._balanced_subsample())
             df = dataset.select(*training_columns(spec, label, weight, None))
             df = df.withColumn(ROW_ID, F.xxhash64(*[F.col(c) for c in df.columns]))
             with progress.phase("train"):

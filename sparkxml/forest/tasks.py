@@ -20,7 +20,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
 
     ``cfg`` (plain values): kind ("tree" | "forest"), split (``SplitParams`` fields), n_classes,
     criterion (name), vals (list of lists), edges (list of lists), n_features, class_weights
-    (list or None), rand_state (trees), n_trees / seed / bootstrap / rate / oob (forests).
+    (list or None), rand_state (trees), n_trees / seed / bootstrap / rate / oob /
+    balanced_subsample (forests).
     """
 
     def train_fn(state, coll, rank, world):
@@ -65,7 +66,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             res, counts = forest.grow_forest(
                 X, cls, y, ylny, rw, keys, params, cfg["n_trees"], cfg["seed"],
                 cfg["bootstrap"], cfg["rate"], coll, vals, edges,
-                on_trees_done=_trees_done_callback(reporter) if reporter.enabled else None)
+                on_trees_done=_trees_done_callback(reporter) if reporter.enabled else None,
+                balanced_subsample=bool(cfg.get("balanced_subsample")))
         finally:
             reporter.close()
         info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)

@@ -293,3 +293,23 @@ def test_balanced_class_weights(spark):
     np.testing.assert_allclose(arrays["value"][0, 0], [0.5, 0.5])  # n / (K * count) weights
     assert arrays["weighted_n_node_samples"][0] == pytest.approx(40.0)
     assert arrays["threshold"][0] == 4.5
+
+
+def test_balanced_subsample_same_any_workers_saves_and_trees_refuse_it(pen_nan, tmp_path):
+    X, _, df = pen_nan
+    kw = dict(numTrees=3, maxDepth=6, seed=1, classWeight="balanced_subsample")
+    a = RandomForestClassifier(numWorkers=2, **kw).fit(df)
+    b = RandomForestClassifier(numWorkers=1, **kw).fit(df.repartition(3))
+    pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
+    for k in pa_:
+        np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
+    for t in range(3):  # each tree's classes weigh the same in its root (its own sample)
+        np.testing.assert_allclose(a.treeArrays(t)["value"][0, 0], np.full(10, 0.1),
+                                   rtol=1e-14)
+    path = str(tmp_path / "rf_bs")
+    a.save(path)
+    assert RandomForestClassificationModel.load(path).getClassWeight() == "balanced_subsample"
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict_values(X[:50]),
+                                  a.predictor.predict_values(X[:50]))
+    with pytest.raises(ValueError, match="classWeight='balanced_subsample' is invalid"):
+        DecisionTreeClassifier(classWeight="balanced_subsample")._validate_params()
