@@ -73,6 +73,7 @@ from sparkxml.forest.params import (
     HasMinInstancesPerNode,
     HasMinSamplesSplit,
     HasMinWeightFractionPerNode,
+    HasMonotonicConstraints,
     HasOobScore,
     HasTreeMaxBins,
     HasTreeMaxDepth,
@@ -104,7 +105,7 @@ TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predicti
                "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
                "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
                "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
-               "ccpAlpha", "leafCol")
+               "ccpAlpha", "leafCol", "monotonicConstraints")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
 FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
 
@@ -114,7 +115,7 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                   HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
                   HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
                   HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
-                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol):
+                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol, HasMonotonicConstraints):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -307,6 +308,20 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                              f"{', featureSubsetStrategy' if self._forest else ''} or the "
                              f"number of features, or re-index the labels")
 
+    def _monotonic_cst(self, k, d):
+        """monotonicConstraints checked against the data, as scikit-learn checks
+        monotonic_cst: one per feature, and not for multiclass classification."""
+        cst = self._opt(self.monotonicConstraints)
+        if cst is None:
+            return None
+        if len(cst) != d:
+            raise ValueError(f"monotonicConstraints: {len(cst)} constraints for {d} features "
+                             f"(one per feature, scikit-learn's monotonic_cst)")
+        if self._task == "classification" and k > 2:
+            raise ValueError(f"monotonicConstraints: not supported with multiclass "
+                             f"classification ({k} classes), as in scikit-learn")
+        return [int(c) for c in cst]
+
     def _split_params(self, crit, k, d):
         mtry = n_subset_features(self.getFeatureSubsetStrategy(), d,
                                  self._task == "classification", self._forest)
@@ -317,7 +332,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 "min_weight_fraction": float(self.getMinWeightFractionPerNode()),
                 "min_impurity_decrease": float(self.getMinInfoGain()),
                 "max_features": mtry, "max_leaf_nodes": int(self.getMaxLeafNodes()),
-                "random_splits": self._random_splits}
+                "random_splits": self._random_splits,
+                "monotonic_cst": self._monotonic_cst(k, d)}
 
     def _engine_config(self) -> dict:  # forests add theirs
         return {"kind": "tree", "rand_state": sklearn_seed(int(self.getSeed()) & 0xFFFFFFFF)}

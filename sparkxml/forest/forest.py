@@ -127,7 +127,7 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None):
+                 leafCol=None, monotonicConstraints=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -140,7 +140,7 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None):
+                  leafCol=None, monotonicConstraints=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -178,7 +178,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None):
+                 leafCol=None, monotonicConstraints=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -190,7 +190,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None):
+                  leafCol=None, monotonicConstraints=None):
         return self._set_params(**self._input_kwargs)
 
     @property

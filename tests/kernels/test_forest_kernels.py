@@ -58,7 +58,7 @@ def test_scan_finds_the_naive_best_split(crit, missing):
         m = compact_rows(Xb, rows, 0, n, f, rs, bins, st)
         i, p, ml = scan_feature(c, bins, st, m, vals[f], total, wn, 2.0, 0.0, best,
                                 np.empty(rs.shape[1]), np.empty(rs.shape[1]),
-                                np.empty(rs.shape[1]))
+                                np.empty(rs.shape[1]), np.zeros(3))
         if i >= 0:
             best, found = p, (f, bins[i], ml)
     assert found == best_split_naive(c, Xb, rows, y, w, range(d), K, 2, 0.0, miss=9)

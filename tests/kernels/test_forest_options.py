@@ -84,3 +84,86 @@ def test_balanced_subsample_forest_same_any_spread_and_balanced_roots(pen_small)
     histogram.build_histograms(*args, got, tcw=tcw)
     np.testing.assert_allclose(got, histogram.build_histograms_naive(
         *args, pen_small[4].shape[1], 11, tcw=tcw), rtol=1e-13)
+
+
+# ------------------------------------------------------------------ monotonic constraints
+DIABETES_CST = [1, 0, 1, 1, 0, 0, -1, 0, 1, 0]  # age, bmi, bp, s5 up; s3 down
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    from sklearn.datasets import load_diabetes
+
+    d = load_diabetes()
+    return d.data, d.target
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("kw", [{}, {"max_leaf_nodes": 30}])
+def test_monotonic_tree_equals_sklearn_on_diabetes(diabetes, nan, kw):
+    from _tree_data import with_nan
+    from sklearn.tree import DecisionTreeRegressor
+
+    X, y = diabetes
+    X = with_nan(X, 0.1) if nan else X
+    Xb, edges, vals = binned(X)
+    sk = DecisionTreeRegressor(random_state=0, monotonic_cst=DIABETES_CST, **kw).fit(X, y)
+    p = SplitParams(2, monotonic_cst=DIABETES_CST, **kw)
+    ours = builder.grow_tree(Xb, np.zeros(len(y), np.int32), y, histogram.ylny(y),
+                             np.ones(len(y)), p, LocalCollective(), vals, edges,
+                             sklearn_seed(0))
+    assert_same_tree(ours, sk.tree_)
+    free = DecisionTreeRegressor(random_state=0, **kw).fit(X, y).tree_
+    assert free.node_count != ours.node_count or not np.array_equal(free.value, ours.value)
+
+
+def test_monotonic_binary_classification_tree_equals_sklearn():
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = pendigits()
+    X, y = X[:3000], (y[:3000] >= 5).astype(np.int64)
+    Xb, edges, vals = binned(X)
+    cst = [1, -1] + [0] * 14
+    sk = DecisionTreeClassifier(random_state=0, monotonic_cst=cst, max_depth=8).fit(X, y)
+    p = SplitParams(0, n_classes=2, monotonic_cst=cst, max_depth=8)
+    ours = builder.grow_tree(Xb, y.astype(np.int32), y * 1.0, y * 0.0, np.ones(len(y)), p,
+                             LocalCollective(), vals, edges, sklearn_seed(0))
+    assert_same_tree(ours, sk.tree_)
+
+
+def _monotone_in(pred, X, f, sign):
+    """Predictions of rows with feature ``f`` swept over its range never move against
+    ``sign``."""
+    grid = np.linspace(np.nanmin(X[:, f]), np.nanmax(X[:, f]), 25)
+    rows = np.repeat(np.nan_to_num(X[:40]), grid.size, axis=0)
+    rows[:, f] = np.tile(grid, 40)
+    v = pred(rows).reshape(40, grid.size)
+    return bool((sign * np.diff(v, axis=1) >= -1e-12).all())
+
+
+def test_monotonic_forest_same_any_spread_and_monotone(diabetes):
+    from sparkxml_kernels.forest.predictor import ForestPredictor
+
+    X, y = diabetes
+    Xb, edges, vals = binned(X)
+    keys = np.arange(len(y), dtype=np.int64) * 7919
+    data = (X, y, Xb, edges, vals, keys)
+    kw = dict(n_trees=6, crit="squared_error", max_features=5, max_depth=12,
+              monotonic_cst=DIABETES_CST)
+    ref, _ = forest_grown(data, **kw)
+    same_arrays(ref, forest_grown(data, world=2, **kw)[0])
+    same_arrays(ref, forest_grown(data, world=3, small_rows=1, **kw)[0])
+    same_arrays(ref, forest_grown(data, small_rows=10 ** 9, **kw)[0])
+    pred = ForestPredictor.from_arrays(dict({k: v for k, v in ref.items() if k != "bin"},
+                                            n_features=10, n_classes=0,
+                                            criterion="squared_error"))
+    for f, sign in enumerate(DIABETES_CST):
+        if sign:
+            assert _monotone_in(lambda R: pred.predict_values(R), X, f, sign), f
+    free, _ = forest_grown(data, n_trees=6, crit="squared_error", max_features=5,
+                           max_depth=12)
+    pf = ForestPredictor.from_arrays(dict({k: v for k, v in free.items() if k != "bin"},
+                                          n_features=10, n_classes=0,
+                                          criterion="squared_error"))
+    assert not all(_monotone_in(lambda R: pf.predict_values(R), X, f, s)
+                   for f, s in enumerate(DIABETES_CST) if s)

@@ -313,3 +313,36 @@ def test_balanced_subsample_same_any_workers_saves_and_trees_refuse_it(pen_nan, 
                                   a.predictor.predict_values(X[:50]))
     with pytest.raises(ValueError, match="classWeight='balanced_subsample' is invalid"):
         DecisionTreeClassifier(classWeight="balanced_subsample")._validate_params()
+
+
+def test_monotonic_constraints_tree_equals_sklearn_forest_same_any_workers(spark, pen_nan,
+                                                                          tmp_path):
+    d = load_diabetes()
+    cst = [1, 0, 1, 1, 0, 0, -1, 0, 1, 0]
+    df = _frame(spark, d.data, d.target)
+    model = DecisionTreeRegressor(maxDepth=6, maxBins=512, numWorkers=2,
+                                  monotonicConstraints=cst).fit(df)
+    sk = SkTreeRegressor(random_state=0, max_depth=6, monotonic_cst=cst).fit(d.data, d.target)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    kw = dict(numTrees=3, maxDepth=8, seed=3, maxBins=512, monotonicConstraints=cst)
+    a = RandomForestRegressor(numWorkers=2, **kw).fit(df)
+    b = RandomForestRegressor(numWorkers=1, **kw).fit(df.repartition(3))
+    pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
+    for k in pa_:
+        np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
+    path = str(tmp_path / "rf_mono")
+    a.save(path)
+    from sparkxml.forest.forest import RandomForestRegressionModel
+
+    assert RandomForestRegressionModel.load(path).getMonotonicConstraints() == cst
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(d.data[:30]),
+                                  a.predictor.predict(d.data[:30]))
+    with pytest.raises(ValueError, match="monotonicConstraints: 2 constraints for 10"):
+        DecisionTreeRegressor(numWorkers=1, monotonicConstraints=[1, 0]).fit(df)
+    with pytest.raises(ValueError, match="not supported with multiclass"):
+        DecisionTreeClassifier(numWorkers=1, monotonicConstraints=[1] + [0] * 15).fit(
+            pen_nan[2])
+    with pytest.raises(ValueError, match="monotonicConstraints"):
+        DecisionTreeRegressor(monotonicConstraints=[2, 0])._validate_params()

@@ -208,7 +208,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
           "isleft": np.zeros(T, np.int64), "first": np.ones(T, np.bool_),
           "kind": np.full(T, _LARGE, np.int64), "cap": np.zeros(T, np.int64),
           "feats": np.empty((T, mtry), np.int64), "start": offs[:-1].copy(),
-          "end": offs[1:].copy()}
+          "end": offs[1:].copy(), "bounds": np.tile([-np.inf, np.inf], (T, 1))}
+    cst = p.internal_cst()
     state = np.empty(1, np.uint32)
     for t in range(T):
         node_state(seed_u, t, np.uint64(0), state)
@@ -267,6 +268,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 ("parent", np.int64), ("isleft", np.int64), ("kind", np.int64),
                 ("cap", np.int64))}
             cf = np.empty((2 * m, mtry), np.int64)
+            cb = np.empty((2 * m, 2))
             hists = np.ascontiguousarray(collapse(summed[:m * H].reshape(m, mtry, n_slots, Wd),
                                                   plan))
             store.n, nc = _split_level(
@@ -274,8 +276,9 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 fr_["imp"][lg], fr_["parent"][lg], fr_["isleft"][lg], fr_["first"][lg], w_total,
                 min_wleaf, p.min_weight_fraction, vals, reps, seed_u, mtry, p.max_depth,
                 p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
-                small_rows, *store.args(), store.n, recs, c["tree"], c["key"], c["depth"],
-                c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"], cf)
+                small_rows, cst, fr_["bounds"][lg], *store.args(), store.n, recs, c["tree"],
+                c["key"], c["depth"], c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"],
+                cf, cb)
             t4 = clock()
             timing["split"] += t4 - t3
             if sm.size:
@@ -293,10 +296,11 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                     fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
                     fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, reps, seed_u,
                     mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
-                    p.min_impurity_decrease, *store.args(), store.n)
+                    p.min_impurity_decrease, cst, fr_["bounds"][sm], *store.args(), store.n)
             timing["small"] += clock() - t4
             kept_children["imp"] = c["imp"][:nc]
             kept_children["parent"] = c["parent"][:nc]
+            kept_children["bounds"] = cb[:nc]
             return recs.reshape(-1)
 
         t2 = clock()
@@ -309,16 +313,18 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         timing["levels"] += 1
         lg_all = np.flatnonzero(fr["kind"] == _LARGE)
         sm_all = np.flatnonzero(fr["kind"] == _SMALL)
-        recs_parts, imp_parts, parent_parts = [], [], []
+        recs_parts, imp_parts, parent_parts, bound_parts = [], [], [], []
         for lg, sm in _chunks(lg_all, sm_all, H, fr["cap"] * world * width, max_floats):
             recs, kids = _round(lg, sm)
             recs_parts.append(recs)
             imp_parts.append(kids.get("imp", np.zeros(0)))
             parent_parts.append(kids.get("parent", np.zeros(0, np.int64)))
+            bound_parts.append(kids.get("bounds", np.zeros((0, 2))))
         lg = lg_all
         recs = np.concatenate(recs_parts) if recs_parts else np.zeros((0, rw_))
         kept_children = {"imp": np.concatenate(imp_parts),
-                         "parent": np.concatenate(parent_parts)} if rank == 0 else {}
+                         "parent": np.concatenate(parent_parts),
+                         "bounds": np.concatenate(bound_parts)} if rank == 0 else {}
         t5 = clock()
         split = recs[:, 0] >= 0 if lg.size else np.zeros(0, bool)
         js = lg[split]
@@ -340,9 +346,11 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         fr = {name: v[:k] for name, v in o.items()}
         fr["imp"] = kept_children.get("imp", np.zeros(k))
         fr["parent"] = kept_children.get("parent", np.zeros(k, np.int64))
+        fr["bounds"] = kept_children.get("bounds", np.zeros((k, 2)))
         fr["first"] = np.zeros(k, np.bool_)
         if on_trees_done is not None:
             on_trees_done(T - int(np.unique(fr["tree"]).size), T)
     timing["reduce"] -= timing["split"] + timing["small"]
     grow_forest.last_timing = timing
-    return (assemble(store, T, crit, p.n_classes, vals, edges) if rank == 0 else None), counts
+    return (assemble(store, T, crit, p.n_classes, vals, edges, monotonic=cst.size > 0)
+            if rank == 0 else None), counts
