@@ -19,7 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .criteria import EPSILON, improvement, impurity, is_classification, n_stats, node_weight
+from .criteria import (
+    EPSILON,
+    impurity,
+    is_classification,
+    n_stats,
+    node_weight,
+    split_children,
+)
 from .exactsum import collapse, stat_plan
 from .histogram import build_histograms, partition_nodes
 from .splitter import split_node
@@ -181,13 +188,9 @@ class TreeDriver:
         if found is None:
             return False
         f, bl, br, ml, left = found
-        right = total - left
-        wl = node_weight(crit, left)
-        wr = w - wl
-        il = impurity(crit, left, wl)
-        ir = impurity(crit, right, wr)
-        imp = improvement(crit, self.w_total, w, rec.impurity, left, right, wl, wr, il, ir)
-        if imp + EPSILON < self.p.min_impurity_decrease:
+        ok, right, wl, wr, il, ir, imp = split_children(
+            crit, self.w_total, w, rec.impurity, total, left, self.p.min_impurity_decrease)
+        if not ok:
             return False
         rec.split = (f, bl, br, il, ir, float(left[0]), float(right[0]), ml)
         rec.improvement = imp

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._jit import njit
-from .criteria import ENTROPY, EPSILON, improvement, impurity, node_weight
+from .criteria import ENTROPY, EPSILON, impurity, node_weight, split_children
 from .histogram import split_slice
 from .nodes import _put
 from .splitter import child_key, draw_subset, node_state, split_subset
@@ -25,17 +25,29 @@ def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
 
 
 @njit(cache=True, nogil=True)
-def _children(crit, w_total, w, imp, total, out_left, min_dec):
-    """The two children of a chosen split: (accepted, right sums, left and right weights and
-    impurities); accepted is False when the weighted impurity decrease is below min_dec."""
-    right = total - out_left
-    wl = node_weight(crit, out_left)
-    wr = w - wl
-    il = impurity(crit, out_left, wl)
-    ir = impurity(crit, right, wr)
-    ok = not (improvement(crit, w_total, w, imp, out_left, right, wl, wr, il, ir) + EPSILON
-              < min_dec)
-    return ok, right, wl, wr, il, ir
+def _split_and_record(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, w, subset,
+                      mtry, min_leaf, min_wleaf, bins, st, out_left, reps, rstate, thr, cst,
+                      bounds, w_total, imp, min_dec, node, st_feat, st_bl, st_br, st_ml,
+                      st_thr):
+    """A node's split search (``splitter.split_subset``) and post-search test; an accepted
+    split is stored at ``node``. Returns (feature or -1, left bin, missing-go-left, right
+    sums, left and right weights and impurities); -1 when the node stays a leaf."""
+    f, bl, br, ml = split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
+                                 w, subset, mtry, min_leaf, min_wleaf, bins, st, out_left, reps,
+                                 rstate, thr, cst, bounds)
+    if f < 0:
+        return -1, bl, ml, out_left, 0.0, 0.0, 0.0, 0.0
+    ok, right, wl, wr, il, ir, _ = split_children(crit, w_total, w, imp, total, out_left,
+                                                  min_dec)
+    if not ok:
+        return -1, bl, ml, right, wl, wr, il, ir
+    st_feat[node] = f
+    st_bl[node] = bl
+    st_br[node] = br
+    st_ml[node] = ml
+    if reps.shape[0] > 0:  # a random split: its drawn threshold
+        st_thr[node] = thr[0]
+    return f, bl, ml, right, wl, wr, il, ir
 
 
 @njit(cache=True, nogil=True)
@@ -51,17 +63,6 @@ def child_bounds(cst, f, crit, left, right, wl, wr, lo, hi, side):
     if (c > 0) == (side == 0):
         return lo, middle
     return middle, hi
-
-
-@njit(cache=True, nogil=True)
-def _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr):
-    """Store a split in the node store (the drawn threshold too, for random splits)."""
-    st_feat[node] = f
-    st_bl[node] = bl
-    st_br[node] = br
-    st_ml[node] = ml
-    if reps.shape[0] > 0:
-        st_thr[node] = thr[0]
 
 
 @njit(cache=True, nogil=True)
@@ -120,18 +121,14 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
         for k in range(mtry):
             fmap[feats[j, k]] = k
         node_state(seed ^ RANDOM_SPLIT_SALT, t, n_key[j], rstate)
-        f, bl, br, ml = split_subset(0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals,
-                                     total, w, feats[j], mtry, min_leaf, min_wleaf[t], bins, st,
-                                     out_left, reps, rstate, thr, cst, n_bounds[j])
+        f, bl, ml, right, wl, wr, il, ir = _split_and_record(
+            0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals, total, w, feats[j], mtry,
+            min_leaf, min_wleaf[t], bins, st, out_left, reps, rstate, thr, cst, n_bounds[j],
+            w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml, st_thr)
         for k in range(mtry):
             fmap[feats[j, k]] = -1
         if f < 0:
             continue
-        ok, right, wl, wr, il, ir = _children(crit, w_total[t], w, imp, total, out_left,
-                                              min_dec)
-        if not ok:
-            continue
-        _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr)
         recs[j, 0] = f
         recs[j, 1] = bl
         recs[j, recs.shape[1] - 1] = ml
@@ -277,16 +274,13 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
             node_state(seed, t, key, state)
             draw_subset(d, mtry, state, sub)
             node_state(seed ^ RANDOM_SPLIT_SALT, t, key, rstate)
-            f, bl, br, ml = split_subset(1, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
-                                         w, sub, mtry, min_leaf, min_wleaf[t], bins, st, out_left,
-                                         reps, rstate, thr, cst, k_bounds[top])
+            f, bl, ml, right, wl, wr, il, ir = _split_and_record(
+                1, crit, hist, fmap, binned, rows, s, e, rs, vals, total, w, sub, mtry,
+                min_leaf, min_wleaf[t], bins, st, out_left, reps, rstate, thr, cst,
+                k_bounds[top], w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml,
+                st_thr)
             if f < 0:
                 continue
-            ok, right, wl, wr, il, ir = _children(crit, w_total[t], w, imp, total, out_left,
-                                                  min_dec)
-            if not ok:
-                continue
-            _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr)
             nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1)
             for side in range(2):  # right pushed first: the left subtree comes first
                 is_left = side
