@@ -60,9 +60,7 @@ def forest_grown(data, world=1, small_rows=None, n_trees=8, crit="gini",
     """``forest.grow_forest`` on ``data`` (``pen_small_data``'s layout) over ``world``
     in-process ranks holding a random spread of the rows; ``kw``: ``SplitParams`` fields,
     ``grow``: more ``grow_forest`` arguments. Returns rank 0's (arrays, counts)."""
-    import threading
-
-    from sparkxml_kernels.collective import InProcessGroup, LocalCollective
+    from sparkxml_kernels.collective import LocalCollective
     from sparkxml_kernels.forest import criteria, forest, histogram
     from sparkxml_kernels.forest.tree import SplitParams
 
@@ -77,15 +75,29 @@ def forest_grown(data, world=1, small_rows=None, n_trees=8, crit="gini",
     if world == 1:
         return forest.grow_forest(Xb, y.astype(np.int32), yy, histogram.ylny(yy),
                                   np.ones(len(y)), keys, collective=LocalCollective(), **args)
-    group, out, errs = InProcessGroup(world, timeout=60), [None] * world, []
     order = np.random.default_rng(5).permutation(len(y))  # any spread of rows
 
-    def run(r):
+    def run(r, coll):
         idx = np.sort(order[r::world])
+        return forest.grow_forest(Xb[idx], y[idx].astype(np.int32), yy[idx],
+                                  histogram.ylny(yy[idx]), np.ones(idx.size), keys[idx],
+                                  collective=coll, **args)
+
+    return on_ranks(world, run)
+
+
+def on_ranks(world, fn):
+    """``fn(rank, collective)`` on ``world`` in-process ranks (threads, in lockstep); rank
+    0's result. An error on any rank aborts the group and fails the test."""
+    import threading
+
+    from sparkxml_kernels.collective import InProcessGroup
+
+    group, out, errs = InProcessGroup(world, timeout=60), [None] * world, []
+
+    def run(r):
         try:
-            out[r] = forest.grow_forest(Xb[idx], y[idx].astype(np.int32), yy[idx],
-                                        histogram.ylny(yy[idx]), np.ones(idx.size), keys[idx],
-                                        collective=group.collective(r), **args)
+            out[r] = fn(r, group.collective(r))
         except BaseException as e:  # pragma: no cover - reported below
             errs.append(e)
             group.abort()
