@@ -443,6 +443,66 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         whole grown tree; any alpha of it given as ``ccpAlpha`` gives that subtree)."""
         return cost_complexity_pruning_path(self.treeArrays(i))
 
+    def permutationImportance(self, dataset, metric: str | None = None, nRepeats: int = 5,
+                              seed: int = 0, weightCol: str | None = None,
+                              maxRows: int = 1_000_000) -> dict:
+        """scikit-learn's ``permutation_importance`` of this model on ``dataset`` (its
+        features columns and ``labelCol``): per feature, the drop of ``metric`` when the
+        feature's column is shuffled, ``nRepeats`` times.
+
+        Parameters
+        ----------
+        dataset : DataFrame with the model's features and ``labelCol``
+        metric : str, optional
+            "accuracy" (classifiers' default), "r2" (regressors' default),
+            "neg_mean_squared_error" or "neg_mean_absolute_error" (scikit-learn's scorers).
+        nRepeats : int, default 5
+        seed : int, default 0
+            scikit-learn's ``random_state``.
+        weightCol : str, optional
+            Row weights of the score (``sample_weight``).
+        maxRows : int, default 1,000,000
+            More rows than this are refused (they are scored on the driver).
+
+        Returns
+        -------
+        dict: ``importances`` float64 (d, nRepeats), ``importances_mean``,
+        ``importances_std`` (d,), ``baseline_score``.
+
+        Differences from scikit-learn: the rows are collected to the driver in the
+        DataFrame's order and scored there with this model's predictions; on the same rows
+        in the same order the numbers are scikit-learn's for the same predictions
+        (``sparkxml_kernels.forest.importance``).
+        """
+        from sparkxml._core.arrow import batch_features
+        from sparkxml._core.compat import to_arrow
+        from sparkxml_kernels.forest.importance import METRICS, permutation_importance
+
+        if self._predictor is None:
+            raise RuntimeError("this model has no trees (was it constructed directly?)")
+        metric = metric or ("accuracy" if self._predictor.n_classes else "r2")
+        if metric not in METRICS:
+            raise ValueError(f"metric={metric!r} is invalid: must be one of {list(METRICS)}")
+        if int(nRepeats) < 1:
+            raise ValueError(f"nRepeats={nRepeats} is invalid: must be >= 1")
+        spec = dict(self._features_spec(), float32=True)
+        label = self.getLabelCol()
+        check_schema(dataset, spec, label, weightCol, None)
+        n = dataset.count()
+        if n > maxRows:
+            raise ValueError(f"dataset has {n} rows, above maxRows={maxRows}: permutation "
+                             f"importance scores on the driver; sample the rows")
+        table = to_arrow(dataset.select(*training_columns(spec, label, weightCol, None)))
+        d = self.numFeatures
+        X = np.concatenate([batch_features(b, spec, d) for b in table.to_batches()]) \
+            if table.num_rows else np.zeros((0, d))
+        y = np.asarray(table.column(label).to_numpy(zero_copy_only=False), np.float64)
+        w = None if weightCol is None else np.asarray(
+            table.column(weightCol).to_numpy(zero_copy_only=False), np.float64)
+        pred = self._predictor.predict
+        return permutation_importance(lambda A: np.asarray(pred(A), np.float64), X, y, metric,
+                                      int(nRepeats), int(seed), w)
+
     def treeArrays(self, i: int = 0) -> dict:
         """Tree ``i`` in scikit-learn's ``tree_`` layout: ``children_left``,
         ``children_right``, ``feature``, ``threshold``, ``impurity``, ``n_node_samples``,

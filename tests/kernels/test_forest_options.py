@@ -167,3 +167,26 @@ def test_monotonic_forest_same_any_spread_and_monotone(diabetes):
                                           criterion="squared_error"))
     assert not all(_monotone_in(lambda R: pf.predict_values(R), X, f, s)
                    for f, s in enumerate(DIABETES_CST) if s)
+
+
+# ------------------------------------------------------------------ permutation importance
+@pytest.mark.parametrize("metric", ["r2", "neg_mean_absolute_error", "accuracy"])
+def test_permutation_importance_equals_sklearns(diabetes, metric):
+    from sklearn.inspection import permutation_importance as sk_pi
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    from sparkxml_kernels.forest.importance import permutation_importance
+
+    X, y = diabetes
+    if metric == "accuracy":
+        y = (y > 140).astype(np.float64)
+        model = DecisionTreeClassifier(max_depth=5, random_state=0).fit(X, y)
+    else:
+        model = DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y)
+    w = np.arange(len(y)) % 3 + 1.0
+    for sw in (None, w):
+        sk = sk_pi(model, X, y, scoring=metric, n_repeats=3, random_state=4, sample_weight=sw)
+        ours = permutation_importance(model.predict, X, y, metric, 3, 4, sw)
+        np.testing.assert_array_equal(ours["importances"], sk.importances)
+        np.testing.assert_array_equal(ours["importances_std"], sk.importances_std)
+    assert ours["importances_mean"].max() > 0.01

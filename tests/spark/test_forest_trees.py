@@ -346,3 +346,22 @@ def test_monotonic_constraints_tree_equals_sklearn_forest_same_any_workers(spark
             pen_nan[2])
     with pytest.raises(ValueError, match="monotonicConstraints"):
         DecisionTreeRegressor(monotonicConstraints=[2, 0])._validate_params()
+
+
+def test_permutation_importance_equals_sklearn_on_the_same_tree(pen_nan):
+    from sklearn.inspection import permutation_importance as sk_pi
+
+    _, _, df = pen_nan
+    model = DecisionTreeClassifier(maxDepth=6, numWorkers=1).fit(df)
+    rows = df.select("features", "label").collect()
+    X = np.array([r[0].toArray() for r in rows])
+    y = np.array([r[1] for r in rows])
+    sk = SkTree(random_state=0, max_depth=6).fit(X, y)  # node for node the same tree
+    got = model.permutationImportance(df, nRepeats=2, seed=3)
+    ref = sk_pi(sk, X, y, n_repeats=2, random_state=3)
+    np.testing.assert_array_equal(got["importances"], ref.importances)
+    assert got["baseline_score"] == sk.score(X, y)
+    with pytest.raises(ValueError, match="metric='auc' is invalid"):
+        model.permutationImportance(df, metric="auc")
+    with pytest.raises(ValueError, match="above maxRows=10"):
+        model.permutationImportance(df, maxRows=10)
