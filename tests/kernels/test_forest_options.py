@@ -141,7 +141,8 @@ def _monotone_in(pred, X, f, sign):
     return bool((sign * np.diff(v, axis=1) >= -1e-12).all())
 
 
-def test_monotonic_forest_same_any_spread_and_monotone(diabetes):
+@pytest.mark.parametrize("random_splits", [False, True])  # random forest, ExtraTrees
+def test_monotonic_forest_same_any_spread_and_monotone(diabetes, random_splits):
     from sparkxml_kernels.forest.predictor import ForestPredictor
 
     X, y = diabetes
@@ -149,7 +150,7 @@ def test_monotonic_forest_same_any_spread_and_monotone(diabetes):
     keys = np.arange(len(y), dtype=np.int64) * 7919
     data = (X, y, Xb, edges, vals, keys)
     kw = dict(n_trees=6, crit="squared_error", max_features=5, max_depth=12,
-              monotonic_cst=DIABETES_CST)
+              monotonic_cst=DIABETES_CST, random_splits=random_splits)
     ref, _ = forest_grown(data, **kw)
     same_arrays(ref, forest_grown(data, world=2, **kw)[0])
     same_arrays(ref, forest_grown(data, world=3, small_rows=1, **kw)[0])
@@ -161,7 +162,7 @@ def test_monotonic_forest_same_any_spread_and_monotone(diabetes):
         if sign:
             assert _monotone_in(lambda R: pred.predict_values(R), X, f, sign), f
     free, _ = forest_grown(data, n_trees=6, crit="squared_error", max_features=5,
-                           max_depth=12)
+                           max_depth=12, random_splits=random_splits)
     pf = ForestPredictor.from_arrays(dict({k: v for k, v in free.items() if k != "bin"},
                                           n_features=10, n_classes=0,
                                           criterion="squared_error"))
