@@ -474,34 +474,10 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         in the same order the numbers are scikit-learn's for the same predictions
         (``sparkxml_kernels.forest.importance``).
         """
-        from sparkxml._core.arrow import batch_features
-        from sparkxml._core.compat import to_arrow
-        from sparkxml_kernels.forest.importance import METRICS, permutation_importance
+        from sparkxml.forest.outputs import permutation_importance
 
-        if self._predictor is None:
-            raise RuntimeError("this model has no trees (was it constructed directly?)")
-        metric = metric or ("accuracy" if self._predictor.n_classes else "r2")
-        if metric not in METRICS:
-            raise ValueError(f"metric={metric!r} is invalid: must be one of {list(METRICS)}")
-        if int(nRepeats) < 1:
-            raise ValueError(f"nRepeats={nRepeats} is invalid: must be >= 1")
-        spec = dict(self._features_spec(), float32=True)
-        label = self.getLabelCol()
-        check_schema(dataset, spec, label, weightCol, None)
-        n = dataset.count()
-        if n > maxRows:
-            raise ValueError(f"dataset has {n} rows, above maxRows={maxRows}: permutation "
-                             f"importance scores on the driver; sample the rows")
-        table = to_arrow(dataset.select(*training_columns(spec, label, weightCol, None)))
-        d = self.numFeatures
-        X = np.concatenate([batch_features(b, spec, d) for b in table.to_batches()]) \
-            if table.num_rows else np.zeros((0, d))
-        y = np.asarray(table.column(label).to_numpy(zero_copy_only=False), np.float64)
-        w = None if weightCol is None else np.asarray(
-            table.column(weightCol).to_numpy(zero_copy_only=False), np.float64)
-        pred = self._predictor.predict
-        return permutation_importance(lambda A: np.asarray(pred(A), np.float64), X, y, metric,
-                                      int(nRepeats), int(seed), w)
+        return permutation_importance(self, dataset, metric, nRepeats, seed, weightCol,
+                                      maxRows)
 
     def treeArrays(self, i: int = 0) -> dict:
         """Tree ``i`` in scikit-learn's ``tree_`` layout: ``children_left``,
@@ -558,6 +534,22 @@ class ClassificationModelMixin:
 
 
 class ForestModelMixin:
+    def oobDecisionFunction(self, dataset, outputCol: str = "oobDecisionFunction"):
+        """scikit-learn's ``oob_decision_function_`` (classifiers: each training row's mean
+        class fractions over the trees it is out of bag for) or ``oob_prediction_``
+        (regressors: the mean of those trees' leaf means), as a vector column
+        ``outputCol`` added to ``dataset``'s training columns (features, label, weight).
+
+        ``dataset`` must hold the training rows as the fit read them (the same values):
+        a row's bootstrap counts are drawn again from its content, as the fit drew them, so
+        this is a transform-like job. A row in every tree's sample gets NaN (scikit-learn's
+        0/0 too). Differences: a tree whose sample was empty (tiny data) took every row at
+        fit time; here it is counted as the draws give it.
+        """
+        from sparkxml.forest.outputs import oob_decision_function
+
+        return oob_decision_function(self, dataset, outputCol)
+
     @property
     def getNumTrees(self) -> int:
         """Number of trees (a property, as pyspark's forest models)."""

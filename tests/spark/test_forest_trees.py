@@ -365,3 +365,18 @@ def test_permutation_importance_equals_sklearn_on_the_same_tree(pen_nan):
         model.permutationImportance(df, metric="auc")
     with pytest.raises(ValueError, match="above maxRows=10"):
         model.permutationImportance(df, maxRows=10)
+
+
+def test_oob_decision_function_gives_the_oob_score(pen_nan):
+    _, _, df = pen_nan
+    model = RandomForestClassifier(numTrees=4, maxDepth=8, seed=2, oobScore=True,
+                                   numWorkers=2).fit(df)
+    rows = model.oobDecisionFunction(df).select("label", "oobDecisionFunction").collect()
+    y = np.array([r[0] for r in rows])
+    dec = np.array([r[1].toArray() for r in rows])
+    nan = np.isnan(dec).any(axis=1)
+    assert 0 < nan.sum() < 0.2 * len(y)  # rows in all 4 samples: e**-4 of them
+    np.testing.assert_allclose(dec[~nan].sum(axis=1), 1.0, rtol=1e-12)
+    # the OOB score counts a row in every sample as class 0, as scikit-learn
+    acc = np.mean(np.argmax(np.nan_to_num(dec), axis=1) == y)
+    assert acc == pytest.approx(model.outOfBagScore, abs=1e-15)
