@@ -209,6 +209,41 @@ def part_missing(spark, W, res=None):
                 float(same == "identical"), "", note=same)
 
 
+def part_constraints(spark, W, T, res=None):
+    """monotonic_cst on diabetes (node for node) and class_weight="balanced_subsample" on
+    pendigits (test accuracy beside scikit-learn's; the bootstrap samples differ)."""
+    from sklearn.datasets import load_diabetes, load_svmlight_file
+    from sklearn.ensemble import RandomForestClassifier as SkRF
+    from sklearn.tree import DecisionTreeRegressor as SkReg
+
+    from sparkxml import DecisionTreeRegressor, RandomForestClassifier
+
+    print("\n== monotonicConstraints / balanced_subsample")
+    d = load_diabetes()
+    cst = [1, 0, 1, 1, 0, 0, -1, 0, 1, 0]
+    m = DecisionTreeRegressor(maxDepth=64, maxBins=512, seed=0, numWorkers=W,
+                              monotonicConstraints=cst).fit(frame(spark, d.data, d.target, W))
+    same = same_tree(m.treeArrays(0), SkReg(random_state=0, monotonic_cst=cst).fit(
+        d.data, d.target).tree_)
+    print(f"diabetes monotonic_cst {cst}: {m.treeArrays(0)['feature'].size} nodes, {same}")
+    if res is not None:
+        res.add("monotonic_cst: diabetes squared_error", "identical to scikit-learn",
+                float(same == "identical"), "", note=same)
+    X, y = load_svmlight_file(os.path.join(DATA, "pendigits", "pendigits"), n_features=16)
+    Xt, yt = load_svmlight_file(os.path.join(DATA, "pendigits", "pendigits.t"), n_features=16)
+    X, Xt, y, yt = X.toarray(), Xt.toarray(), y - 1, yt - 1
+    m = RandomForestClassifier(numTrees=T, maxDepth=64, seed=0, numWorkers=W,
+                               classWeight="balanced_subsample").fit(frame(spark, X, y, W))
+    ours = float((m.predictor.predict(Xt) == yt).mean())
+    sk = float((SkRF(T, class_weight="balanced_subsample", random_state=0).fit(X, y)
+                .predict(Xt) == yt).mean())
+    print(f"pendigits balanced_subsample {T} trees: test accuracy {ours:.4f} "
+          f"(scikit-learn {sk:.4f})")
+    if res is not None:
+        res.add("balanced_subsample: pendigits test accuracy", "accuracy", ours, "",
+                note=f"scikit-learn {sk:.4f}")
+
+
 def part_extra(spark, W, T, skip_mllib, res=None):
     from sklearn.datasets import load_svmlight_file
     from sklearn.ensemble import ExtraTreesClassifier as SkET
@@ -403,8 +438,8 @@ def main():
     ap.add_argument("--mllib-synthetic-trees", type=int, default=5)
     ap.add_argument("--extra-trees", type=int, default=100)
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["exact", "missing", "extra", "pendigits", "synthetic", "mllib",
-                             "sklearn"])
+                    choices=["exact", "missing", "constraints", "extra", "pendigits",
+                             "synthetic", "mllib", "sklearn"])
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
@@ -417,6 +452,8 @@ def main():
             part_exact(spark, args.workers)
         if "missing" not in args.skip:
             part_missing(spark, args.workers, res)
+        if "constraints" not in args.skip:
+            part_constraints(spark, args.workers, args.extra_trees, res)
         if "extra" not in args.skip:
             part_extra(spark, args.workers, args.extra_trees, "mllib" in args.skip, res)
         if "pendigits" not in args.skip:

@@ -73,6 +73,7 @@ from sparkxml.forest.params import (
     HasMinInstancesPerNode,
     HasMinSamplesSplit,
     HasMinWeightFractionPerNode,
+    HasMonotonicConstraints,
     HasOobScore,
     HasTreeMaxBins,
     HasTreeMaxDepth,
@@ -104,7 +105,7 @@ TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predicti
                "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
                "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
                "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
-               "ccpAlpha", "leafCol")
+               "ccpAlpha", "leafCol", "monotonicConstraints")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
 FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
 
@@ -114,7 +115,7 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                   HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
                   HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
                   HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
-                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol):
+                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol, HasMonotonicConstraints):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -251,8 +252,15 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                                  f"{extra['label_sum']!r}; criterion 'poisson' needs a "
                                  f"positive sum")
 
+    def _balanced_subsample(self) -> bool:
+        """classWeight 'balanced_subsample' (forests): each tree weighs classes from its own
+        sample, in the barrier stage (``bootstrap.subsample_class_weights``)."""
+        return self._task == "classification" and \
+            self._opt(self.classWeight) == "balanced_subsample"
+
     def _class_weights(self, dataset, label, k):
-        if self._task != "classification" or self._opt(self.classWeight) is None:
+        if self._task != "classification" or self._opt(self.classWeight) is None \
+                or self._balanced_subsample():
             return None
         rows = dataset.groupBy(F.col(label).cast("long").alias("c")).count().collect()
         counts = np.zeros(k)
@@ -300,6 +308,20 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                              f"{', featureSubsetStrategy' if self._forest else ''} or the "
                              f"number of features, or re-index the labels")
 
+    def _monotonic_cst(self, k, d):
+        """monotonicConstraints checked against the data, as scikit-learn checks
+        monotonic_cst: one per feature, and not for multiclass classification."""
+        cst = self._opt(self.monotonicConstraints)
+        if cst is None:
+            return None
+        if len(cst) != d:
+            raise ValueError(f"monotonicConstraints: {len(cst)} constraints for {d} features "
+                             f"(one per feature, scikit-learn's monotonic_cst)")
+        if self._task == "classification" and k > 2:
+            raise ValueError(f"monotonicConstraints: not supported with multiclass "
+                             f"classification ({k} classes), as in scikit-learn")
+        return [int(c) for c in cst]
+
     def _split_params(self, crit, k, d):
         mtry = n_subset_features(self.getFeatureSubsetStrategy(), d,
                                  self._task == "classification", self._forest)
@@ -310,7 +332,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 "min_weight_fraction": float(self.getMinWeightFractionPerNode()),
                 "min_impurity_decrease": float(self.getMinInfoGain()),
                 "max_features": mtry, "max_leaf_nodes": int(self.getMaxLeafNodes()),
-                "random_splits": self._random_splits}
+                "random_splits": self._random_splits,
+                "monotonic_cst": self._monotonic_cst(k, d)}
 
     def _engine_config(self) -> dict:  # forests add theirs
         return {"kind": "tree", "rand_state": sklearn_seed(int(self.getSeed()) & 0xFFFFFFFF)}
@@ -362,7 +385,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
                        ccp_alpha=float(self.getCcpAlpha()),
                        criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
-                       n_features=d, class_weights=class_weights)
+                       n_features=d, class_weights=class_weights,
+                       balanced_subsample=self._balanced_subsample())
             df = dataset.select(*training_columns(spec, label, weight, None))
             df = df.withColumn(ROW_ID, F.xxhash64(*[F.col(c) for c in df.columns]))
             with progress.phase("train"):
@@ -419,6 +443,42 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         whole grown tree; any alpha of it given as ``ccpAlpha`` gives that subtree)."""
         return cost_complexity_pruning_path(self.treeArrays(i))
 
+    def permutationImportance(self, dataset, metric: str | None = None, nRepeats: int = 5,
+                              seed: int = 0, weightCol: str | None = None,
+                              maxRows: int = 1_000_000) -> dict:
+        """scikit-learn's ``permutation_importance`` of this model on ``dataset`` (its
+        features columns and ``labelCol``): per feature, the drop of ``metric`` when the
+        feature's column is shuffled, ``nRepeats`` times.
+
+        Parameters
+        ----------
+        dataset : DataFrame with the model's features and ``labelCol``
+        metric : str, optional
+            "accuracy" (classifiers' default), "r2" (regressors' default),
+            "neg_mean_squared_error" or "neg_mean_absolute_error" (scikit-learn's scorers).
+        nRepeats : int, default 5
+        seed : int, default 0
+            scikit-learn's ``random_state``.
+        weightCol : str, optional
+            Row weights of the score (``sample_weight``).
+        maxRows : int, default 1,000,000
+            More rows than this are refused (they are scored on the driver).
+
+        Returns
+        -------
+        dict: ``importances`` float64 (d, nRepeats), ``importances_mean``,
+        ``importances_std`` (d,), ``baseline_score``.
+
+        Differences from scikit-learn: the rows are collected to the driver in the
+        DataFrame's order and scored there with this model's predictions; on the same rows
+        in the same order the numbers are scikit-learn's for the same predictions
+        (``sparkxml_kernels.forest.importance``).
+        """
+        from sparkxml.forest.outputs import permutation_importance
+
+        return permutation_importance(self, dataset, metric, nRepeats, seed, weightCol,
+                                      maxRows)
+
     def treeArrays(self, i: int = 0) -> dict:
         """Tree ``i`` in scikit-learn's ``tree_`` layout: ``children_left``,
         ``children_right``, ``feature``, ``threshold``, ``impurity``, ``n_node_samples``,
@@ -474,6 +534,22 @@ class ClassificationModelMixin:
 
 
 class ForestModelMixin:
+    def oobDecisionFunction(self, dataset, outputCol: str = "oobDecisionFunction"):
+        """scikit-learn's ``oob_decision_function_`` (classifiers: each training row's mean
+        class fractions over the trees it is out of bag for) or ``oob_prediction_``
+        (regressors: the mean of those trees' leaf means), as a vector column
+        ``outputCol`` added to ``dataset``'s training columns (features, label, weight).
+
+        ``dataset`` must hold the training rows as the fit read them (the same values):
+        a row's bootstrap counts are drawn again from its content, as the fit drew them, so
+        this is a transform-like job. A row in every tree's sample gets NaN (scikit-learn's
+        0/0 too). Differences: a tree whose sample was empty (tiny data) took every row at
+        fit time; here it is counted as the draws give it.
+        """
+        from sparkxml.forest.outputs import oob_decision_function
+
+        return oob_decision_function(self, dataset, outputCol)
+
     @property
     def getNumTrees(self) -> int:
         """Number of trees (a property, as pyspark's forest models)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pyspark import keyword_only
 
+from sparkxml._core.constraints import Rule
 from sparkxml.forest.base import (
     ClassificationModelMixin,
     ClassifierParams,
@@ -29,12 +30,22 @@ from sparkxml.forest.base import (
     TreeParams,
     add_tree_setters,
 )
+from sparkxml.forest.params import _class_weight_ok
 
 __all__ = ["RandomForestClassifier", "RandomForestClassificationModel",
            "RandomForestRegressor", "RandomForestRegressionModel"]
 
 
+def _forest_class_weight_ok(value) -> bool:
+    return value == "balanced_subsample" or _class_weight_ok(value)
+
+
 class _RFClassifierParams(TreeParams, ClassifierParams, ForestParams):
+    # forests also weigh classes per tree sample (scikit-learn's "balanced_subsample")
+    _constraints = {"classWeight": Rule(_forest_class_weight_ok,
+                                        "must be 'balanced', 'balanced_subsample' or a dict "
+                                        "{class id >= 0: weight >= 0}")}
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(criterion="gini")
@@ -78,6 +89,18 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
     oobScore : bool, default False
         Compute ``model.outOfBagScore`` (scikit-learn's ``oob_score_``, accuracy) in the same stage.
     featureSubsetStrategy : str, default "auto" (= "sqrt")
+    classWeight : str or dict, optional
+        'balanced', a dict {class id: weight}, or 'balanced_subsample': each tree weighs
+        class c by N_t / (K_t * n_tc) computed on its own sample (its rows' bootstrap counts
+        summed per class; a class absent from the sample weighs 0), as scikit-learn.
+
+    Differences from scikit-learn
+    -----------------------------
+    With ``classWeight='balanced_subsample'`` the weights are scikit-learn's for the same
+    sample, but the samples differ (Poisson counts from row hashes); the weights are not
+    integers, so a tree equals scikit-learn's grown on the same weighted sample only where
+    no two candidate splits are within rounding of each other (there scikit-learn's own
+    summation order decides).
 
     Examples
     --------
@@ -104,7 +127,7 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None):
+                 leafCol=None, monotonicConstraints=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -117,7 +140,7 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None):
+                  leafCol=None, monotonicConstraints=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -155,7 +178,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None):
+                 leafCol=None, monotonicConstraints=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -167,7 +190,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None):
+                  leafCol=None, monotonicConstraints=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -283,3 +283,24 @@ class HasCcpAlpha(Params):
     def getCcpAlpha(self) -> float:
         """Gets the value of ccpAlpha or its default value."""
         return self.getOrDefault(self.ccpAlpha)
+
+
+class HasMonotonicConstraints(Params):
+    """Mixin for param monotonicConstraints: per-feature monotonic constraint on the
+    prediction, -1 (decreasing), 0 (none) or 1 (increasing), one per feature (scikit-learn's
+    monotonic_cst; classification: binary only, on class 1's probability).
+    """
+
+    monotonicConstraints: "Param[list[int]]" = Param(
+        Params._dummy(), "monotonicConstraints",
+        "per-feature monotonic constraint on the prediction, -1 (decreasing), 0 (none) or 1 "
+        "(increasing), one per feature (scikit-learn's monotonic_cst; classification: binary "
+        "only, on class 1's probability)",
+        typeConverter=TypeConverters.toListInt)
+    _constraints = {"monotonicConstraints": Rule(
+        lambda v: isinstance(v, list) and all(c in (-1, 0, 1) for c in v),
+        "must be a list of -1, 0 or 1")}
+
+    def getMonotonicConstraints(self) -> list:
+        """Gets the value of monotonicConstraints or its default value."""
+        return self.getOrDefault(self.monotonicConstraints)

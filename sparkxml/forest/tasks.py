@@ -20,7 +20,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
 
     ``cfg`` (plain values): kind ("tree" | "forest"), split (``SplitParams`` fields), n_classes,
     criterion (name), vals (list of lists), edges (list of lists), n_features, class_weights
-    (list or None), rand_state (trees), n_trees / seed / bootstrap / rate / oob (forests).
+    (list or None), rand_state (trees), n_trees / seed / bootstrap / rate / oob /
+    balanced_subsample (forests).
     """
 
     def train_fn(state, coll, rank, world):
@@ -65,7 +66,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             res, counts = forest.grow_forest(
                 X, cls, y, ylny, rw, keys, params, cfg["n_trees"], cfg["seed"],
                 cfg["bootstrap"], cfg["rate"], coll, vals, edges,
-                on_trees_done=_trees_done_callback(reporter) if reporter.enabled else None)
+                on_trees_done=_trees_done_callback(reporter) if reporter.enabled else None,
+                balanced_subsample=bool(cfg.get("balanced_subsample")))
         finally:
             reporter.close()
         info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)
@@ -149,3 +151,38 @@ def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
                                              + names)
 
     return predict
+
+
+def make_oob_fn(model, spec, n_features, weight, forest_cfg, id_col):
+    """The ``mapInArrow`` function of a forest's out-of-bag decision function: each row's
+    bootstrap counts are drawn again from its content key (column ``id_col``, the fit's
+    ``xxhash64``) as the fit drew them, and the leaf values of the trees it is out of bag for
+    are averaged (NaN for a row in every tree's sample)."""
+    handle = as_handle(model)
+    seed, boot, rate = forest_cfg["seed"], forest_cfg["bootstrap"], forest_cfg["rate"]
+
+    def oob(batches):
+        from sparkxml_kernels.forest.bootstrap import bootstrap_counts
+
+        pred = handle.build("ForestPredictor", ForestPredictor.from_arrays)
+        K = pred.value.shape[1]
+        for b in batches:
+            n = b.num_rows
+            X = batch_features(b, spec, n_features) if n else np.zeros((0, n_features))
+            keys = np.asarray(b.column(id_col).to_numpy(zero_copy_only=False), np.int64)
+            counts = bootstrap_counts(keys, seed, pred.n_trees, boot, rate)
+            if weight is not None:
+                w = np.asarray(b.column(weight).to_numpy(zero_copy_only=False), np.float64)
+                counts[:, ~(w > 0)] = 0
+            out = np.zeros((n, K))
+            if n:
+                out_of_bag = (counts == 0).T  # (n, T)
+                vals = pred.value[pred.apply(X)]  # (n, T, K)
+                n_oob = out_of_bag.sum(axis=1)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out = (vals * out_of_bag[:, :, None]).sum(axis=1) / n_oob[:, None]
+            yield pa.RecordBatch.from_arrays(
+                [b.column(i) for i in range(b.num_columns)] + [dense_vectors(out)],
+                names=list(b.schema.names) + ["__oob__"])
+
+    return oob

@@ -80,6 +80,10 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
         classes that occur in the labels.
     seed : int, default 0
         [random_state]: scikit-learn's splitter draws are replayed from it.
+    monotonicConstraints : list of int, optional
+        [monotonic_cst]: -1, 0 or 1 per feature (one per feature); splits that would break
+        a constraint or leave a node's bounds are rejected and node values clipped to their
+        bounds, as scikit-learn. Classification: binary only, on class 1's probability.
     numWorkers : int, optional
         Barrier tasks (default: the session's parallelism, one per 50,000 rows at most).
     timeoutSeconds : float, default 600
@@ -112,7 +116,7 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                  minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                  maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
                  classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 ccpAlpha=0.0, leafCol=None):
+                 ccpAlpha=0.0, leafCol=None, monotonicConstraints=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -123,7 +127,7 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                   minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                   maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
                   classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                  ccpAlpha=0.0, leafCol=None):
+                  ccpAlpha=0.0, leafCol=None, monotonicConstraints=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -159,7 +163,7 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                  maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                  featureSubsetStrategy="auto", seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 ccpAlpha=0.0, leafCol=None):
+                 ccpAlpha=0.0, leafCol=None, monotonicConstraints=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -169,7 +173,7 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                   maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0, leafCol=None):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0, leafCol=None, monotonicConstraints=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -44,3 +44,75 @@ def assert_same_tree(ours, sk_tree, rtol=0.0):
             np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-12, err_msg=f)
         else:
             np.testing.assert_array_equal(a, b, err_msg=f)
+
+
+def pen_small_data():
+    """2500 pendigits rows with 10% NaN in features 0-3, binned, with row content keys."""
+    X, y = pendigits()
+    X, y = with_nan(X[:2500], 0.1, range(4)), y[:2500]
+    Xb, edges, vals = binned(X)
+    keys = (np.arange(len(y), dtype=np.int64) * 2654435761) ^ 0x5DEECE66D
+    return X, y, Xb, edges, vals, keys
+
+
+def forest_grown(data, world=1, small_rows=None, n_trees=8, crit="gini",
+                 max_message_bytes=64 << 20, grow=None, **kw):
+    """``forest.grow_forest`` on ``data`` (``pen_small_data``'s layout) over ``world``
+    in-process ranks holding a random spread of the rows; ``kw``: ``SplitParams`` fields,
+    ``grow``: more ``grow_forest`` arguments. Returns rank 0's (arrays, counts)."""
+    from sparkxml_kernels.collective import LocalCollective
+    from sparkxml_kernels.forest import criteria, forest, histogram
+    from sparkxml_kernels.forest.tree import SplitParams
+
+    X, y, Xb, edges, vals, keys = data
+    c = criteria.criterion_id(crit)
+    p = SplitParams(c, n_classes=int(y.max()) + 1 if c <= 1 else 0,
+                    max_features=kw.pop("max_features", 4), **kw)
+    yy = y.astype(np.float64)
+    args = dict(params=p, n_trees=n_trees, seed=11, bootstrap=True, rate=1.0, vals=vals,
+                edges=edges, small_rows=small_rows, max_message_bytes=max_message_bytes,
+                **(grow or {}))
+    if world == 1:
+        return forest.grow_forest(Xb, y.astype(np.int32), yy, histogram.ylny(yy),
+                                  np.ones(len(y)), keys, collective=LocalCollective(), **args)
+    order = np.random.default_rng(5).permutation(len(y))  # any spread of rows
+
+    def run(r, coll):
+        idx = np.sort(order[r::world])
+        return forest.grow_forest(Xb[idx], y[idx].astype(np.int32), yy[idx],
+                                  histogram.ylny(yy[idx]), np.ones(idx.size), keys[idx],
+                                  collective=coll, **args)
+
+    return on_ranks(world, run)
+
+
+def on_ranks(world, fn):
+    """``fn(rank, collective)`` on ``world`` in-process ranks (threads, in lockstep); rank
+    0's result. An error on any rank aborts the group and fails the test."""
+    import threading
+
+    from sparkxml_kernels.collective import InProcessGroup
+
+    group, out, errs = InProcessGroup(world, timeout=60), [None] * world, []
+
+    def run(r):
+        try:
+            out[r] = fn(r, group.collective(r))
+        except BaseException as e:  # pragma: no cover - reported below
+            errs.append(e)
+            group.abort()
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errs, errs
+    return out[0]
+
+
+def same_arrays(a, b):
+    """Two dicts of arrays equal key for key, bit for bit."""
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)

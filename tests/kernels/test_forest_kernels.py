@@ -1,12 +1,13 @@
 """Tree/forest kernels against their naive twins; forest determinism and OOB."""
-import threading
 
 import numpy as np
 import pytest
-from _tree_data import binned, pendigits, with_nan
+from _tree_data import forest_grown as _forest
+from _tree_data import pen_small_data
+from _tree_data import same_arrays as _same
 
 from sparkxml_kernels import binning
-from sparkxml_kernels.collective import InProcessGroup, LocalCollective
+from sparkxml_kernels.collective import LocalCollective
 from sparkxml_kernels.forest import criteria, forest, histogram
 from sparkxml_kernels.forest.predictor import ForestPredictor
 from sparkxml_kernels.forest.splitter import (
@@ -57,7 +58,7 @@ def test_scan_finds_the_naive_best_split(crit, missing):
         m = compact_rows(Xb, rows, 0, n, f, rs, bins, st)
         i, p, ml = scan_feature(c, bins, st, m, vals[f], total, wn, 2.0, 0.0, best,
                                 np.empty(rs.shape[1]), np.empty(rs.shape[1]),
-                                np.empty(rs.shape[1]))
+                                np.empty(rs.shape[1]), np.zeros(3))
         if i >= 0:
             best, found = p, (f, bins[i], ml)
     assert found == best_split_naive(c, Xb, rows, y, w, range(d), K, 2, 0.0, miss=9)
@@ -127,45 +128,7 @@ def test_draw_subset_is_a_fisher_yates_prefix():
 # ------------------------------------------------------------------ forests
 @pytest.fixture(scope="module")
 def pen_small():
-    X, y = pendigits()
-    X, y = with_nan(X[:2500], 0.1, range(4)), y[:2500]  # missing values in features 0-3
-    Xb, edges, vals = binned(X)
-    keys = (np.arange(len(y), dtype=np.int64) * 2654435761) ^ 0x5DEECE66D
-    return X, y, Xb, edges, vals, keys
-
-
-def _forest(data, world=1, small_rows=None, n_trees=8, crit="gini", max_message_bytes=64 << 20,
-            **kw):
-    X, y, Xb, edges, vals, keys = data
-    c = criteria.criterion_id(crit)
-    p = SplitParams(c, n_classes=10 if c <= 1 else 0, max_features=4, **kw)
-    yy = y.astype(np.float64)
-    args = dict(params=p, n_trees=n_trees, seed=11, bootstrap=True, rate=1.0, vals=vals,
-                edges=edges, small_rows=small_rows, max_message_bytes=max_message_bytes)
-    if world == 1:
-        return forest.grow_forest(Xb, y.astype(np.int32), yy, histogram.ylny(yy),
-                                  np.ones(len(y)), keys, collective=LocalCollective(), **args)
-    group, out = InProcessGroup(world, timeout=60), [None] * world
-    order = np.random.default_rng(5).permutation(len(y))  # any spread of rows
-
-    def run(r):
-        idx = np.sort(order[r::world])
-        out[r] = forest.grow_forest(Xb[idx], y[idx].astype(np.int32), yy[idx],
-                                    histogram.ylny(yy[idx]), np.ones(idx.size), keys[idx],
-                                    collective=group.collective(r), **args)
-
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out[0]
-
-
-def _same(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    return pen_small_data()
 
 
 def test_forest_same_for_any_world_size_and_small_node_threshold(pen_small):

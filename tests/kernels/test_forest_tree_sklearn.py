@@ -1,16 +1,15 @@
 """Single trees equal scikit-learn's node for node (its splitter's draws replayed)."""
-import threading
 import warnings
 
 import numpy as np
 import pytest
 
 sklearn = pytest.importorskip("sklearn")
-from _tree_data import assert_same_tree, binned, pendigits, with_nan  # noqa: E402
+from _tree_data import assert_same_tree, binned, on_ranks, pendigits, with_nan  # noqa: E402
 from sklearn.datasets import load_diabetes  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor  # noqa: E402
 
-from sparkxml_kernels.collective import InProcessGroup, LocalCollective  # noqa: E402
+from sparkxml_kernels.collective import LocalCollective  # noqa: E402
 from sparkxml_kernels.forest import builder, criteria, histogram  # noqa: E402
 from sparkxml_kernels.forest.splitter import our_rand_r, sklearn_seed  # noqa: E402
 from sparkxml_kernels.forest.tree import SplitParams  # noqa: E402
@@ -37,25 +36,13 @@ def _grow(Xb, y, edges, vals, crit, seed=0, world=1, weights=None, **kw):
     if world == 1:
         return builder.grow_tree(Xb, y.astype(np.int32), yy, histogram.ylny(yy), w, p,
                                  LocalCollective(), vals, edges, sklearn_seed(seed))
-    group, out, errs = InProcessGroup(world, timeout=60), [None] * world, []
-
-    def run(r):
+    def run(r, coll):
         idx = np.arange(r, len(y), world)
-        try:
-            out[r] = builder.grow_tree(Xb[idx], y[idx].astype(np.int32), yy[idx],
-                                       histogram.ylny(yy[idx]), w[idx], p, group.collective(r),
-                                       vals, edges, sklearn_seed(seed))
-        except BaseException as e:  # pragma: no cover - reported below
-            errs.append(e)
-            group.abort()
+        return builder.grow_tree(Xb[idx], y[idx].astype(np.int32), yy[idx],
+                                 histogram.ylny(yy[idx]), w[idx], p, coll, vals, edges,
+                                 sklearn_seed(seed))
 
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errs, errs
-    return out[0]
+    return on_ranks(world, run)
 
 
 def test_our_rand_r_matches_sklearn_xorshift():

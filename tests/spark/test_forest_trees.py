@@ -293,3 +293,90 @@ def test_balanced_class_weights(spark):
     np.testing.assert_allclose(arrays["value"][0, 0], [0.5, 0.5])  # n / (K * count) weights
     assert arrays["weighted_n_node_samples"][0] == pytest.approx(40.0)
     assert arrays["threshold"][0] == 4.5
+
+
+def test_balanced_subsample_same_any_workers_saves_and_trees_refuse_it(pen_nan, tmp_path):
+    X, _, df = pen_nan
+    kw = dict(numTrees=3, maxDepth=6, seed=1, classWeight="balanced_subsample")
+    a = RandomForestClassifier(numWorkers=2, **kw).fit(df)
+    b = RandomForestClassifier(numWorkers=1, **kw).fit(df.repartition(3))
+    pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
+    for k in pa_:
+        np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
+    for t in range(3):  # each tree's classes weigh the same in its root (its own sample)
+        np.testing.assert_allclose(a.treeArrays(t)["value"][0, 0], np.full(10, 0.1),
+                                   rtol=1e-14)
+    path = str(tmp_path / "rf_bs")
+    a.save(path)
+    assert RandomForestClassificationModel.load(path).getClassWeight() == "balanced_subsample"
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict_values(X[:50]),
+                                  a.predictor.predict_values(X[:50]))
+    with pytest.raises(ValueError, match="classWeight='balanced_subsample' is invalid"):
+        DecisionTreeClassifier(classWeight="balanced_subsample")._validate_params()
+
+
+def test_monotonic_constraints_tree_equals_sklearn_forest_same_any_workers(spark, pen_nan,
+                                                                          tmp_path):
+    d = load_diabetes()
+    cst = [1, 0, 1, 1, 0, 0, -1, 0, 1, 0]
+    df = _frame(spark, d.data, d.target)
+    model = DecisionTreeRegressor(maxDepth=6, maxBins=512, numWorkers=2,
+                                  monotonicConstraints=cst).fit(df)
+    sk = SkTreeRegressor(random_state=0, max_depth=6, monotonic_cst=cst).fit(d.data, d.target)
+    ours = model.treeArrays(0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(ours[f], getattr(sk.tree_, f), err_msg=f)
+    kw = dict(numTrees=3, maxDepth=8, seed=3, maxBins=512, monotonicConstraints=cst)
+    a = RandomForestRegressor(numWorkers=2, **kw).fit(df)
+    b = RandomForestRegressor(numWorkers=1, **kw).fit(df.repartition(3))
+    pa_, pb = a.predictor.to_arrays(), b.predictor.to_arrays()
+    for k in pa_:
+        np.testing.assert_array_equal(pa_[k], pb[k], err_msg=k)
+    path = str(tmp_path / "rf_mono")
+    a.save(path)
+    from sparkxml.forest.forest import RandomForestRegressionModel
+
+    assert RandomForestRegressionModel.load(path).getMonotonicConstraints() == cst
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(d.data[:30]),
+                                  a.predictor.predict(d.data[:30]))
+    with pytest.raises(ValueError, match="monotonicConstraints: 2 constraints for 10"):
+        DecisionTreeRegressor(numWorkers=1, monotonicConstraints=[1, 0]).fit(df)
+    with pytest.raises(ValueError, match="not supported with multiclass"):
+        DecisionTreeClassifier(numWorkers=1, monotonicConstraints=[1] + [0] * 15).fit(
+            pen_nan[2])
+    with pytest.raises(ValueError, match="monotonicConstraints"):
+        DecisionTreeRegressor(monotonicConstraints=[2, 0])._validate_params()
+
+
+def test_permutation_importance_equals_sklearn_on_the_same_tree(pen_nan):
+    from sklearn.inspection import permutation_importance as sk_pi
+
+    _, _, df = pen_nan
+    model = DecisionTreeClassifier(maxDepth=6, numWorkers=1).fit(df)
+    rows = df.select("features", "label").collect()
+    X = np.array([r[0].toArray() for r in rows])
+    y = np.array([r[1] for r in rows])
+    sk = SkTree(random_state=0, max_depth=6).fit(X, y)  # node for node the same tree
+    got = model.permutationImportance(df, nRepeats=2, seed=3)
+    ref = sk_pi(sk, X, y, n_repeats=2, random_state=3)
+    np.testing.assert_array_equal(got["importances"], ref.importances)
+    assert got["baseline_score"] == sk.score(X, y)
+    with pytest.raises(ValueError, match="metric='auc' is invalid"):
+        model.permutationImportance(df, metric="auc")
+    with pytest.raises(ValueError, match="above maxRows=10"):
+        model.permutationImportance(df, maxRows=10)
+
+
+def test_oob_decision_function_gives_the_oob_score(pen_nan):
+    _, _, df = pen_nan
+    model = RandomForestClassifier(numTrees=4, maxDepth=8, seed=2, oobScore=True,
+                                   numWorkers=2).fit(df)
+    rows = model.oobDecisionFunction(df).select("label", "oobDecisionFunction").collect()
+    y = np.array([r[0] for r in rows])
+    dec = np.array([r[1].toArray() for r in rows])
+    nan = np.isnan(dec).any(axis=1)
+    assert 0 < nan.sum() < 0.2 * len(y)  # rows in all 4 samples: e**-4 of them
+    np.testing.assert_allclose(dec[~nan].sum(axis=1), 1.0, rtol=1e-12)
+    # the OOB score counts a row in every sample as class 0, as scikit-learn
+    acc = np.mean(np.argmax(np.nan_to_num(dec), axis=1) == y)
+    assert acc == pytest.approx(model.outOfBagScore, abs=1e-15)

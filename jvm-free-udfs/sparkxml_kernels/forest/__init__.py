@@ -13,6 +13,7 @@ oob          out-of-bag statistics and the routing arrays they need
 pruning      minimal cost-complexity pruning and its path (scikit-learn's ccp_alpha)
 bins         exact bins and their values
 predictor    forests of ``tree_`` arrays: predict, probabilities, importances, model files
+importance   permutation importance (scikit-learn's permutation_importance on arrays)
 """
 from .criteria import CRITERIA, criterion_id
 from .tree import SplitParams, TreeArrays

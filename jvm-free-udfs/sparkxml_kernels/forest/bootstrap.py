@@ -73,3 +73,27 @@ def bootstrap_counts_naive(keys, seed, n_trees, bootstrap, rate):
             else:
                 out[t, r] = 1 if (rate >= 1.0 or u < rate) else 0
     return out
+
+
+def subsample_class_weights(cls, counts, n_classes: int, collective=None) -> np.ndarray:
+    """float64 (n_trees, n_classes): scikit-learn's ``class_weight="balanced_subsample"``
+    per tree, ``N_t / (K_t * n_tc)`` from the tree's sample (``n_tc`` the bootstrap counts of
+    class ``c`` summed over the rows of every rank, ``N_t`` their total, ``K_t`` the classes
+    drawn at all); a class absent from the sample weighs 0, as there. A row's weight in tree
+    ``t`` is then its count times ``out[t, class]``, as scikit-learn's forests weigh theirs.
+
+    ``cls`` int (n,) class ids, ``counts`` (n_trees, n) this rank's counts; ``collective``
+    (optional) sums the class counts over ranks (integers: exact in any order)."""
+    counts = np.asarray(counts)
+    per = np.zeros((counts.shape[0], int(n_classes)))
+    for c in range(int(n_classes)):
+        sel = np.asarray(cls) == c
+        per[:, c] = counts[:, sel].sum(axis=1, dtype=np.float64)
+    if collective is not None:
+        per = np.asarray(collective.allreduce_sum(per.reshape(-1)), np.float64).reshape(per.shape)
+    present = per > 0
+    k = present.sum(axis=1, dtype=np.float64)
+    total = per.sum(axis=1)
+    out = np.zeros_like(per)
+    np.divide(total[:, None], k[:, None] * per, out=out, where=present)
+    return out

@@ -19,21 +19,38 @@ from __future__ import annotations
 
 import numpy as np
 
-from .criteria import EPSILON, improvement, impurity, is_classification, n_stats, node_weight
+from .criteria import (
+    EPSILON,
+    impurity,
+    is_classification,
+    n_stats,
+    node_weight,
+    split_children,
+)
 from .exactsum import collapse, stat_plan
 from .histogram import build_histograms, partition_nodes
 from .splitter import split_node
-from .tree import NodeList, SplitParams, node_value, split_threshold
+from .tree import (
+    NodeList,
+    SplitParams,
+    clip_value,
+    monotonic_children,
+    node_value,
+    split_threshold,
+)
 
 _DONE, _SPLIT = 0.0, 1.0
 
 
 class _Record:
     __slots__ = ("slot", "hist", "depth", "parent", "is_left", "impurity", "n_constant",
-                 "node", "split", "improvement", "is_leaf")
+                 "node", "split", "improvement", "is_leaf", "bounds", "middle")
 
-    def __init__(self, slot, depth, parent, is_left, imp, n_constant):
+    def __init__(self, slot, depth, parent, is_left, imp, n_constant,
+                 bounds=(-np.inf, np.inf)):
         self.slot, self.depth, self.parent, self.is_left = slot, depth, parent, is_left
+        self.bounds = bounds  # monotonic constraints' value bounds (scikit-learn's)
+        self.middle = 0.0
         self.impurity, self.n_constant = imp, n_constant
         self.hist = None
         self.node = -1
@@ -104,6 +121,7 @@ class TreeDriver:
         self.pending = None
         self.max_split_nodes = params.max_leaf_nodes - 1
         self.best_first = params.max_leaf_nodes > 0
+        self.cst = params.internal_cst()
 
     # -------------------------------------------------------------- collective entry
     def __call__(self, summed: np.ndarray) -> np.ndarray:
@@ -156,7 +174,8 @@ class TreeDriver:
             0, p.criterion, rec.hist, self.fmap, np.zeros((1, 1), np.uint8),
             np.zeros(1, np.int32), 0, 0, np.zeros((1, self.S)), self.vals, total, w,
             self.features, self.constant, n_known, max_f, float(p.min_samples_leaf),
-            self.min_wleaf, self.state, self.bins, self.st, out_left)
+            self.min_wleaf, self.state, self.bins, self.st, out_left, self.cst,
+            np.asarray(rec.bounds, np.float64))
         if f < 0:
             return None, n_const
         return (int(f), int(bl), int(br), bool(ml), out_left), n_const
@@ -169,21 +188,23 @@ class TreeDriver:
         if found is None:
             return False
         f, bl, br, ml, left = found
-        right = total - left
-        wl = node_weight(crit, left)
-        wr = w - wl
-        il = impurity(crit, left, wl)
-        ir = impurity(crit, right, wr)
-        imp = improvement(crit, self.w_total, w, rec.impurity, left, right, wl, wr, il, ir)
-        if imp + EPSILON < self.p.min_impurity_decrease:
+        ok, right, wl, wr, il, ir, imp = split_children(
+            crit, self.w_total, w, rec.impurity, total, left, self.p.min_impurity_decrease)
+        if not ok:
             return False
         rec.split = (f, bl, br, il, ir, float(left[0]), float(right[0]), ml)
         rec.improvement = imp
+        if self.cst.size:  # scikit-learn's criterion.middle_value() of the chosen split
+            k = 1 if is_classification(crit) else 2
+            rec.middle = left[k] / (2 * wl) + right[k] / (2 * wr)
         return True
 
     def _add(self, rec, total, n, w, split):
-        rec.node = self.nodes.add(rec.parent, rec.is_left, n, w, rec.impurity,
-                                  node_value(self.p.criterion, total, w))
+        value = node_value(self.p.criterion, total, w)
+        if self.cst.size:
+            value = clip_value(value, rec.bounds[0], rec.bounds[1],
+                               is_classification(self.p.criterion))
+        rec.node = self.nodes.add(rec.parent, rec.is_left, n, w, rec.impurity, value)
         if split:
             f, bl, br = rec.split[:3]
             self.nodes.set_split(rec.node, f, split_threshold(f, bl, br, self.vals, self.edges),
@@ -191,9 +212,11 @@ class TreeDriver:
 
     def _children(self, rec):
         f, bl, br, il, ir, nl, nr, ml = rec.split
-        left = _Record(self.n_slot_ids, rec.depth + 1, rec.node, True, il, rec.n_constant)
+        bl_, br_ = monotonic_children(int(self.cst[f]) if self.cst.size else 0,
+                                      rec.bounds[0], rec.bounds[1], rec.middle)
+        left = _Record(self.n_slot_ids, rec.depth + 1, rec.node, True, il, rec.n_constant, bl_)
         right = _Record(self.n_slot_ids + 1, rec.depth + 1, rec.node, False, ir,
-                        rec.n_constant)
+                        rec.n_constant, br_)
         self.n_slot_ids += 2
         build_left = nl <= nr
         self.pending = (rec, left, right, build_left)

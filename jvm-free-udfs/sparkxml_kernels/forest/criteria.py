@@ -130,6 +130,20 @@ def improvement(crit, w_total, wn, imp, left, right, wl, wr, il, ir):
     return (wn / w_total) * (imp - (wr / wn * ir) - (wl / wn * il))
 
 
+@njit(cache=True, nogil=True)
+def split_children(crit, w_total, w, imp, total, left, min_dec):
+    """The two children of a chosen split with left sums ``left``: (accepted, right sums,
+    left and right weights and impurities, weighted impurity decrease); accepted is False
+    when the decrease is below ``min_dec`` (scikit-learn's post-search leaf test)."""
+    right = total - left
+    wl = node_weight(crit, left)
+    wr = w - wl
+    il = impurity(crit, left, wl)
+    ir = impurity(crit, right, wr)
+    gain = improvement(crit, w_total, w, imp, left, right, wl, wr, il, ir)
+    return not (gain + EPSILON < min_dec), right, wl, wr, il, ir, gain
+
+
 # ------------------------------------------------------------------------------ naive twins
 def impurity_naive(crit: int, y, w, n_classes: int = 0) -> float:
     """Impurity from the rows themselves (numpy, natural formulas)."""

@@ -171,39 +171,52 @@ def _bounds(hi, lo):
             float(bool(np.any(b != np.round(b)))))
 
 
-def plan_for_terms(collective, hi, lo=None, n_rows=None) -> LevelPlan:
+def plan_for_terms(collective, hi, lo=None, n_rows=None, nonint=None) -> LevelPlan:
     """The plan for S statistics (every rank calls it): ``hi[s]`` bounds the magnitude of
     statistic s's terms row by row (this rank's rows), ``lo[s]`` (default ``hi[s]``) holds
-    its smallest non-zero terms and decides whether all are integers; ``n_rows`` (default
-    the arrays' length) is this rank's row count."""
+    its smallest non-zero terms and decides whether all are integers (or ``nonint[s]`` true:
+    some term is not); ``n_rows`` (default the arrays' length) is this rank's row count."""
     lo = hi if lo is None else lo
     S = len(hi)
     mx, mn, ni = np.zeros(S), np.full(S, np.inf), np.zeros(S)
     for s in range(S):
         mx[s], mn[s], ni[s] = _bounds(hi[s], lo[s])
+        if nonint is not None and nonint[s]:
+            ni[s] = 1.0
     n = int(n_rows) if n_rows is not None else max((np.asarray(x).size for x in hi), default=0)
     gmx, gmn, integral, n_total = _global_bounds(collective, mx, mn, ni, n)
     return plan_levels(gmx, gmn, integral, n_total)
 
 
 def stat_plan(collective, crit_classification: bool, n_classes: int, cls, y, ylny, rw,
-              max_count) -> LevelPlan:
+              max_count, tcw=None) -> LevelPlan:
     """The plan for the trees' node statistics (``criteria``): rows weigh ``rw * count``
-    with ``count`` at most ``max_count`` (n,) (bootstrap counts; ones for a single tree)."""
+    with ``count`` at most ``max_count`` (n,) (bootstrap counts; ones for a single tree),
+    times ``tcw[t, class]`` in tree ``t`` when per-tree class weights (T, K) are given."""
     rw = np.asarray(rw, np.float64)
     wmax = rw * np.asarray(max_count, np.float64)
     ones = np.ones(rw.size)
+    nonint = None
     if crit_classification:
         hi, lo = [ones], [ones]
+        if tcw is not None:
+            tcw = np.asarray(tcw, np.float64)
+            nonint = [False] + [bool(np.any(tcw[:, c] != np.round(tcw[:, c])))
+                                for c in range(n_classes)]
         for c in range(n_classes):
             sel = cls == c
-            hi.append(np.where(sel, wmax, 0.0))
-            lo.append(np.where(sel, rw, 0.0))
+            top, low = 1.0, 1.0
+            if tcw is not None:  # the class's largest and smallest non-zero tree weight
+                col = tcw[:, c]
+                top = float(col.max()) if col.size else 0.0
+                low = float(col[col > 0].min()) if np.any(col > 0) else 0.0
+            hi.append(np.where(sel, wmax * top, 0.0))
+            lo.append(np.where(sel, rw * low, 0.0))
     else:
         ay, al = np.abs(y), np.abs(ylny)
         hi = [ones, wmax, wmax * ay, (wmax * ay) * ay, wmax * al]
         lo = [ones, rw, rw * y, (rw * y) * y, rw * ylny]
-    return plan_for_terms(collective, hi, lo, rw.size)
+    return plan_for_terms(collective, hi, lo, rw.size, nonint)
 
 
 def exact_sums(collective, values) -> np.ndarray:

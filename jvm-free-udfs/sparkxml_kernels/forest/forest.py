@@ -36,10 +36,10 @@ import time
 import numpy as np
 
 from .._jit import njit
-from .bootstrap import bootstrap_counts, bootstrap_counts_naive
+from .bootstrap import bootstrap_counts, bootstrap_counts_naive, subsample_class_weights
 from .criteria import is_classification, n_stats
 from .exactsum import collapse, stat_plan
-from .histogram import build_histograms, partition_nodes
+from .histogram import build_histograms, no_class_weights, partition_nodes
 from .levels import _LARGE, _LEAF, _SMALL, _grow_smalls, _split_level
 from .nodes import NodeStore, assemble
 from .oob import (
@@ -73,10 +73,12 @@ def _canonical_rows(buf, offsets):
 
 
 @njit(cache=True, nogil=True)
-def _pack_rows(binned, part, starts, ends, caps, trees, target, rw, counts, rank, world, msg,
-               pos):
-    """Write each small node's rows into its rank's slot: [1, bins..., target, weight]."""
+def _pack_rows(binned, part, starts, ends, caps, trees, target, rw, counts, tcw, rank, world,
+               msg, pos):
+    """Write each small node's rows into its rank's slot: [1, bins..., target, weight]
+    (the weight in the node's tree: ``histogram.build_histograms``'s)."""
     d = binned.shape[1]
+    per_tree = tcw.shape[0] > 0
     width = d + 3
     for q in range(starts.shape[0]):
         base = pos + rank * caps[q] * width
@@ -88,7 +90,10 @@ def _pack_rows(binned, part, starts, ends, caps, trees, target, rw, counts, rank
             for f in range(d):
                 msg[o + 1 + f] = binned[r, f]
             msg[o + d + 1] = target[r]
-            msg[o + d + 2] = rw[r] * counts[t, r]
+            w = rw[r] * counts[t, r]
+            if per_tree:
+                w *= tcw[t, np.int64(target[r])]
+            msg[o + d + 2] = w
         pos += world * caps[q] * width
     return pos
 
@@ -148,7 +153,7 @@ def small_node_rows(mtry, n_slots, S, d) -> int:
 
 def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: int, seed: int,
                 bootstrap: bool, rate: float, collective, vals, edges, small_rows=None,
-                max_message_bytes=64 << 20, on_trees_done=None):
+                max_message_bytes=64 << 20, on_trees_done=None, balanced_subsample=False):
     """Grow ``n_trees`` trees over the rows of every rank (call on every rank, in lockstep).
 
     Parameters as :func:`builder.grow_tree`, plus ``keys`` int64 (n,) row content keys,
@@ -156,6 +161,9 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     overrides the node size up to which a subtree is grown in one process (the same trees
     whatever it is; tests check that). A level takes one reduce per ``max_message_bytes`` of
     histograms and rows (float64 before any float32 narrowing); the trees do not depend on it.
+    ``balanced_subsample`` (classification): each tree weighs its rows' classes by
+    ``bootstrap.subsample_class_weights`` of its own sample (scikit-learn's
+    ``class_weight="balanced_subsample"``), on top of ``rw``.
 
     Returns
     -------
@@ -182,9 +190,11 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         if n_trees else np.zeros(0)
     for t in np.flatnonzero(np.asarray(drawn) == 0):
         counts[t, rw > 0] = 1
+    tcw = subsample_class_weights(cls, counts, p.n_classes, collective) \
+        if balanced_subsample and is_classification(crit) else None
     # histogram sums that do not depend on which rank holds a row nor on the row order
     plan = stat_plan(collective, is_classification(crit), p.n_classes, cls, y, ylny_, rw,
-                     counts.max(axis=0) if n_trees and n else np.zeros(n))
+                     counts.max(axis=0) if n_trees and n else np.zeros(n), tcw)
     Wd = plan.width
     per_tree = [np.flatnonzero(counts[t]).astype(np.int32) for t in range(n_trees)]
     offs = np.zeros(n_trees + 1, np.int64)
@@ -198,7 +208,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
           "isleft": np.zeros(T, np.int64), "first": np.ones(T, np.bool_),
           "kind": np.full(T, _LARGE, np.int64), "cap": np.zeros(T, np.int64),
           "feats": np.empty((T, mtry), np.int64), "start": offs[:-1].copy(),
-          "end": offs[1:].copy()}
+          "end": offs[1:].copy(), "bounds": np.tile([-np.inf, np.inf], (T, 1))}
+    cst = p.internal_cst()
     state = np.empty(1, np.uint32)
     for t in range(T):
         node_state(seed_u, t, np.uint64(0), state)
@@ -213,11 +224,14 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     max_floats = max(1, int(max_message_bytes) // 8)
     # classification with integer weights: every sum is an integer; while a tree's total weight
     # stays below 2**24 they are exact in float32, which halves what travels each level
-    frac = float(np.any(rw != np.round(rw)))
-    bound = float((counts.astype(np.float64) @ rw).max()) if n_trees and n else 0.0
+    frac = float(np.any(rw != np.round(rw)) or
+                 (tcw is not None and bool(np.any(tcw != np.round(tcw)))))
+    wmax = rw * (tcw.max() if tcw is not None and tcw.size else 1.0)
+    bound = float((counts.astype(np.float64) @ wmax).max()) if n_trees and n else 0.0
     flags = collective.allreduce_sum(np.array([frac, bound]))
     use32 = bool(is_classification(crit) and flags[0] == 0 and flags[1] < 2.0 ** 24
                  and plan.plain)
+    tcw_arr = no_class_weights() if tcw is None else tcw
     timing = {"hist": 0.0, "rows": 0.0, "reduce": 0.0, "split": 0.0, "small": 0.0,
               "partition": 0.0, "levels": 0, "message_floats": 0}
     clock = time.perf_counter
@@ -231,14 +245,14 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         if lg.size:
             build_histograms(crit, binned, part, fr_["start"][lg], fr_["end"][lg],
                              fr_["feats"][lg], fr_["tree"][lg], counts, cls, y, ylny_, rw,
-                             msg[:lg.size * H].reshape(lg.size, mtry, n_slots, Wd), plan)
+                             msg[:lg.size * H].reshape(lg.size, mtry, n_slots, Wd), plan, tcw)
         pos = lg.size * H
         t1 = clock()
         timing["hist"] += t1 - t0
         timing["message_floats"] += msg.size
         if sm.size:
             _pack_rows(binned, part, fr_["start"][sm], fr_["end"][sm], caps, fr_["tree"][sm],
-                       target, rw, counts, rank, world, msg, pos)
+                       target, rw, counts, tcw_arr, rank, world, msg, pos)
         if use32:
             msg = msg.astype(np.float32)
         kept_children = {}
@@ -254,6 +268,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 ("parent", np.int64), ("isleft", np.int64), ("kind", np.int64),
                 ("cap", np.int64))}
             cf = np.empty((2 * m, mtry), np.int64)
+            cb = np.empty((2 * m, 2))
             hists = np.ascontiguousarray(collapse(summed[:m * H].reshape(m, mtry, n_slots, Wd),
                                                   plan))
             store.n, nc = _split_level(
@@ -261,8 +276,9 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 fr_["imp"][lg], fr_["parent"][lg], fr_["isleft"][lg], fr_["first"][lg], w_total,
                 min_wleaf, p.min_weight_fraction, vals, reps, seed_u, mtry, p.max_depth,
                 p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
-                small_rows, *store.args(), store.n, recs, c["tree"], c["key"], c["depth"],
-                c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"], cf)
+                small_rows, cst, fr_["bounds"][lg], *store.args(), store.n, recs, c["tree"],
+                c["key"], c["depth"], c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"],
+                cf, cb)
             t4 = clock()
             timing["split"] += t4 - t3
             if sm.size:
@@ -280,10 +296,11 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                     fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
                     fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, reps, seed_u,
                     mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
-                    p.min_impurity_decrease, *store.args(), store.n)
+                    p.min_impurity_decrease, cst, fr_["bounds"][sm], *store.args(), store.n)
             timing["small"] += clock() - t4
             kept_children["imp"] = c["imp"][:nc]
             kept_children["parent"] = c["parent"][:nc]
+            kept_children["bounds"] = cb[:nc]
             return recs.reshape(-1)
 
         t2 = clock()
@@ -296,16 +313,18 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         timing["levels"] += 1
         lg_all = np.flatnonzero(fr["kind"] == _LARGE)
         sm_all = np.flatnonzero(fr["kind"] == _SMALL)
-        recs_parts, imp_parts, parent_parts = [], [], []
+        recs_parts, imp_parts, parent_parts, bound_parts = [], [], [], []
         for lg, sm in _chunks(lg_all, sm_all, H, fr["cap"] * world * width, max_floats):
             recs, kids = _round(lg, sm)
             recs_parts.append(recs)
             imp_parts.append(kids.get("imp", np.zeros(0)))
             parent_parts.append(kids.get("parent", np.zeros(0, np.int64)))
+            bound_parts.append(kids.get("bounds", np.zeros((0, 2))))
         lg = lg_all
         recs = np.concatenate(recs_parts) if recs_parts else np.zeros((0, rw_))
         kept_children = {"imp": np.concatenate(imp_parts),
-                         "parent": np.concatenate(parent_parts)} if rank == 0 else {}
+                         "parent": np.concatenate(parent_parts),
+                         "bounds": np.concatenate(bound_parts)} if rank == 0 else {}
         t5 = clock()
         split = recs[:, 0] >= 0 if lg.size else np.zeros(0, bool)
         js = lg[split]
@@ -327,9 +346,11 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         fr = {name: v[:k] for name, v in o.items()}
         fr["imp"] = kept_children.get("imp", np.zeros(k))
         fr["parent"] = kept_children.get("parent", np.zeros(k, np.int64))
+        fr["bounds"] = kept_children.get("bounds", np.zeros((k, 2)))
         fr["first"] = np.zeros(k, np.bool_)
         if on_trees_done is not None:
             on_trees_done(T - int(np.unique(fr["tree"]).size), T)
     timing["reduce"] -= timing["split"] + timing["small"]
     grow_forest.last_timing = timing
-    return (assemble(store, T, crit, p.n_classes, vals, edges) if rank == 0 else None), counts
+    return (assemble(store, T, crit, p.n_classes, vals, edges, monotonic=cst.size > 0)
+            if rank == 0 else None), counts

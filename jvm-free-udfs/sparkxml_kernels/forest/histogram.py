@@ -19,9 +19,11 @@ from .exactsum import add_levels
 
 
 @njit(cache=True, nogil=True)
-def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw, out):
+def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw, tcw,
+           out):
     # flat offsets (unsigned: no wraparound checks) instead of per-update array views
     classification = crit <= ENTROPY
+    per_tree = tcw.shape[0] > 0
     m, k, n_slots, S = out.shape
     flat = out.reshape(-1)
     fs = np.uint64(n_slots * S)
@@ -35,6 +37,8 @@ def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, y
         for i in range(starts[j], ends[j]):
             r = part[i]
             w = rw[r] * counts[t, r]
+            if per_tree:
+                w *= tcw[t, cls[r]]
             base = node_base
             if classification:
                 c = np.uint64(1 + cls[r])
@@ -60,9 +64,10 @@ def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, y
 
 @njit(cache=True, nogil=True)
 def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw,
-                  off, nlev, mags, out):
+                  tcw, off, nlev, mags, out):
     # _build with each statistic's terms split into levels (``exactsum``): slot o + off[s]
     classification = crit <= ENTROPY
+    per_tree = tcw.shape[0] > 0
     m, k, n_slots, W = out.shape
     flat = out.reshape(-1)
     fs = np.uint64(n_slots * W)
@@ -76,6 +81,8 @@ def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cl
         for i in range(starts[j], ends[j]):
             r = part[i]
             w = rw[r] * counts[t, r]
+            if per_tree:
+                w *= tcw[t, cls[r]]
             base = node_base
             if classification:
                 c = 1 + cls[r]
@@ -100,7 +107,7 @@ def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cl
 
 
 def build_histograms(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny,
-                     rw, out, plan=None):
+                     rw, out, plan=None, tcw=None):
     """Add the histograms of ``m`` nodes to ``out`` (m, k, n_slots, S) (zero it first).
 
     Parameters
@@ -116,18 +123,26 @@ def build_histograms(crit, binned, part, starts, ends, feats, node_tree, counts,
         Sum each statistic in its levels: ``out`` is then (m, k, n_slots, plan.width), and
         ``exactsum.collapse`` of the summed histograms gives sums that do not depend on the
         order or spread of the rows.
+    tcw : float64 (T, K), optional
+        Per-tree class weights (classification; ``bootstrap.subsample_class_weights``): a
+        row weighs ``rw[r] * counts[t, r] * tcw[t, cls[r]]`` in tree ``t``.
     """
     args = (crit, binned, part, np.asarray(starts, np.int64), np.asarray(ends, np.int64),
             np.ascontiguousarray(feats, np.int64), np.asarray(node_tree, np.int64), counts, cls,
-            y, ylny, rw)
+            y, ylny, rw, no_class_weights() if tcw is None else np.ascontiguousarray(tcw))
     if plan is None or plan.plain:
         _build(*args, out)
     else:
         _build_levels(*args, plan.off, plan.nlev, plan.mags, out)
 
 
+def no_class_weights() -> np.ndarray:
+    """The ``tcw`` of no per-tree class weights (an empty (0, 0) table)."""
+    return np.zeros((0, 0))
+
+
 def build_histograms_naive(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y,
-                           ylny, rw, n_slots, S):
+                           ylny, rw, n_slots, S, tcw=None):
     """Slow twin of :func:`build_histograms`: returns a fresh array."""
     m, k = np.asarray(feats).shape
     out = np.zeros((m, k, n_slots, S))
@@ -135,6 +150,8 @@ def build_histograms_naive(crit, binned, part, starts, ends, feats, node_tree, c
         for i in range(starts[j], ends[j]):
             r = part[i]
             w = rw[r] * counts[node_tree[j], r]
+            if tcw is not None:
+                w *= tcw[node_tree[j], cls[r]]
             for fi in range(k):
                 f = feats[j][fi]
                 if f < 0:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._jit import njit
-from .criteria import ENTROPY, EPSILON, improvement, impurity, node_weight
+from .criteria import ENTROPY, EPSILON, impurity, node_weight, split_children
 from .histogram import split_slice
 from .nodes import _put
 from .splitter import child_key, draw_subset, node_state, split_subset
@@ -25,39 +25,58 @@ def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
 
 
 @njit(cache=True, nogil=True)
-def _children(crit, w_total, w, imp, total, out_left, min_dec):
-    """The two children of a chosen split: (accepted, right sums, left and right weights and
-    impurities); accepted is False when the weighted impurity decrease is below min_dec."""
-    right = total - out_left
-    wl = node_weight(crit, out_left)
-    wr = w - wl
-    il = impurity(crit, out_left, wl)
-    ir = impurity(crit, right, wr)
-    ok = not (improvement(crit, w_total, w, imp, out_left, right, wl, wr, il, ir) + EPSILON
-              < min_dec)
-    return ok, right, wl, wr, il, ir
-
-
-@njit(cache=True, nogil=True)
-def _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr):
-    """Store a split in the node store (the drawn threshold too, for random splits)."""
+def _split_and_record(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, w, subset,
+                      mtry, min_leaf, min_wleaf, bins, st, out_left, reps, rstate, thr, cst,
+                      bounds, w_total, imp, min_dec, node, st_feat, st_bl, st_br, st_ml,
+                      st_thr):
+    """A node's split search (``splitter.split_subset``) and post-search test; an accepted
+    split is stored at ``node``. Returns (feature or -1, left bin, missing-go-left, right
+    sums, left and right weights and impurities); -1 when the node stays a leaf."""
+    f, bl, br, ml = split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
+                                 w, subset, mtry, min_leaf, min_wleaf, bins, st, out_left, reps,
+                                 rstate, thr, cst, bounds)
+    if f < 0:
+        return -1, bl, ml, out_left, 0.0, 0.0, 0.0, 0.0
+    ok, right, wl, wr, il, ir, _ = split_children(crit, w_total, w, imp, total, out_left,
+                                                  min_dec)
+    if not ok:
+        return -1, bl, ml, right, wl, wr, il, ir
     st_feat[node] = f
     st_bl[node] = bl
     st_br[node] = br
     st_ml[node] = ml
-    if reps.shape[0] > 0:
+    if reps.shape[0] > 0:  # a random split: its drawn threshold
         st_thr[node] = thr[0]
+    return f, bl, ml, right, wl, wr, il, ir
+
+
+@njit(cache=True, nogil=True)
+def child_bounds(cst, f, crit, left, right, wl, wr, lo, hi, side):
+    """(lower, upper) value bound of child ``side`` (0 left, 1 right) of a split on ``f``
+    under monotonic constraints ``cst`` (internal signs; (0,): none), as scikit-learn
+    passes them down: the middle of the children's values splits the parent's range."""
+    c = cst[f] if cst.shape[0] > 0 else 0
+    if c == 0:
+        return lo, hi
+    k = 1 if crit <= ENTROPY else 2
+    middle = left[k] / (2 * wl) + right[k] / (2 * wr)
+    if (c > 0) == (side == 0):
+        return lo, middle
+    return middle, hi
 
 
 @njit(cache=True, nogil=True)
 def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_isleft,
                  n_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
-                 min_split, min_leaf, min_dec, small_rows, st_tree, st_parent, st_isleft, st_feat, st_bl,
-                 st_br, st_ml, st_thr, st_imp, st_sums, n_nodes, recs, c_tree, c_key, c_depth, c_imp,
-                 c_parent, c_isleft, c_kind, c_cap, c_feats):
+                 min_split, min_leaf, min_dec, small_rows, cst, n_bounds, st_tree, st_parent,
+                 st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, st_lo, st_hi,
+                 n_nodes, recs, c_tree, c_key, c_depth, c_imp, c_parent, c_isleft, c_kind, c_cap,
+                 c_feats, c_bounds):
     """Split the large nodes of one level from their summed histograms; returns
     (nodes stored, children kept for the next level). ``reps`` (d, n_slots): random splits
-    (``splitter.split_subset``), (0, 0): best splits."""
+    (``splitter.split_subset``), (0, 0): best splits. ``cst`` int8 (d,) monotonic
+    constraints (internal signs, ``tree.SplitParams.internal_cst``; (0,): none),
+    ``n_bounds`` (m, 2) the nodes' value bounds, ``c_bounds`` (2m, 2) the kept children's."""
     m = hists.shape[0]
     d = vals.shape[0]
     S = hists.shape[3]
@@ -92,7 +111,8 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             imp = impurity(crit, total, w)
         node = n_nodes
         _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp,
-             st_sums, node, t, n_parent[j], n_isleft[j], imp, total)
+             st_sums, st_lo, st_hi, node, t, n_parent[j], n_isleft[j], imp, total,
+             n_bounds[j, 0], n_bounds[j, 1])
         n_nodes += 1
         recs[j, 0] = -1.0
         if n_first[j] and _is_leaf(n_depth[j], n, w, imp, max_depth, min_split, min_leaf,
@@ -101,18 +121,14 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
         for k in range(mtry):
             fmap[feats[j, k]] = k
         node_state(seed ^ RANDOM_SPLIT_SALT, t, n_key[j], rstate)
-        f, bl, br, ml = split_subset(0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals,
-                                     total, w, feats[j], mtry, min_leaf, min_wleaf[t], bins, st,
-                                     out_left, reps, rstate, thr)
+        f, bl, ml, right, wl, wr, il, ir = _split_and_record(
+            0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals, total, w, feats[j], mtry,
+            min_leaf, min_wleaf[t], bins, st, out_left, reps, rstate, thr, cst, n_bounds[j],
+            w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml, st_thr)
         for k in range(mtry):
             fmap[feats[j, k]] = -1
         if f < 0:
             continue
-        ok, right, wl, wr, il, ir = _children(crit, w_total[t], w, imp, total, out_left,
-                                              min_dec)
-        if not ok:
-            continue
-        _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr)
         recs[j, 0] = f
         recs[j, 1] = bl
         recs[j, recs.shape[1] - 1] = ml
@@ -122,11 +138,14 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
             ci = il if side == 0 else ir
             ns = sums[0]
             key = child_key(n_key[j], 1 - side)
+            blo, bhi = child_bounds(cst, f, crit, out_left, right, wl, wr, n_bounds[j, 0],
+                                    n_bounds[j, 1], side)
             if _is_leaf(n_depth[j] + 1, ns, ws, ci, max_depth, min_split, min_leaf,
                         min_wleaf[t]):
                 kind = _LEAF
                 _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr,
-                     st_imp, st_sums, n_nodes, t, node, 1 - side, ci, sums)
+                     st_imp, st_sums, st_lo, st_hi, n_nodes, t, node, 1 - side, ci, sums, blo,
+                     bhi)
                 n_nodes += 1
             else:
                 kind = _SMALL if ns <= small_rows else _LARGE
@@ -138,6 +157,8 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
                 c_isleft[nc] = 1 - side
                 c_kind[nc] = kind
                 c_cap[nc] = int(ns)
+                c_bounds[nc, 0] = blo
+                c_bounds[nc, 1] = bhi
                 if kind == _LARGE:
                     node_state(seed, t, key, state)
                     draw_subset(d, mtry, state, sub)
@@ -153,10 +174,11 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
 @njit(cache=True, nogil=True)
 def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s_parent,
                  s_isleft, s_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
-                 min_split, min_leaf, min_dec, st_tree, st_parent, st_isleft, st_feat, st_bl,
-                 st_br, st_ml, st_thr, st_imp, st_sums, n_nodes):
+                 min_split, min_leaf, min_dec, cst, s_bounds, st_tree, st_parent, st_isleft,
+                 st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, st_lo, st_hi, n_nodes):
     """Grow the whole subtree of each small node from its collected rows ``buf`` (row
-    [present, bins..., target, weight]), depth first, left subtree first."""
+    [present, bins..., target, weight]), depth first, left subtree first (``cst``,
+    ``s_bounds``: monotonic constraints and the nodes' bounds, as :func:`_split_level`)."""
     d = vals.shape[0]
     S = st_sums.shape[1]
     n_slots = vals.shape[1]
@@ -210,6 +232,9 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
         k_isleft = np.empty(cap, np.int64)
         k_key = np.empty(cap, np.uint64)
         k_imp = np.empty(cap)
+        k_bounds = np.empty((cap, 2))
+        k_bounds[0, 0] = s_bounds[q, 0]
+        k_bounds[0, 1] = s_bounds[q, 1]
         k_start[0] = 0
         k_end[0] = m
         k_depth[0] = s_depth[q]
@@ -226,6 +251,8 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
             depth = k_depth[top]
             key = k_key[top]
             imp = k_imp[top]
+            lo = k_bounds[top, 0]
+            hi = k_bounds[top, 1]
             for u in range(S):
                 total[u] = 0.0
             for i in range(s, e):
@@ -239,23 +266,21 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
                 first = False
             node = n_nodes
             _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp,
-                 st_sums, node, t, k_parent[top], k_isleft[top], imp, total)
+                 st_sums, st_lo, st_hi, node, t, k_parent[top], k_isleft[top], imp, total, lo,
+                 hi)
             n_nodes += 1
             if _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf[t]):
                 continue
             node_state(seed, t, key, state)
             draw_subset(d, mtry, state, sub)
             node_state(seed ^ RANDOM_SPLIT_SALT, t, key, rstate)
-            f, bl, br, ml = split_subset(1, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
-                                         w, sub, mtry, min_leaf, min_wleaf[t], bins, st, out_left,
-                                         reps, rstate, thr)
+            f, bl, ml, right, wl, wr, il, ir = _split_and_record(
+                1, crit, hist, fmap, binned, rows, s, e, rs, vals, total, w, sub, mtry,
+                min_leaf, min_wleaf[t], bins, st, out_left, reps, rstate, thr, cst,
+                k_bounds[top], w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml,
+                st_thr)
             if f < 0:
                 continue
-            ok, right, wl, wr, il, ir = _children(crit, w_total[t], w, imp, total, out_left,
-                                                  min_dec)
-            if not ok:
-                continue
-            _record(node, f, bl, br, ml, reps, thr, st_feat, st_bl, st_br, st_ml, st_thr)
             nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1)
             for side in range(2):  # right pushed first: the left subtree comes first
                 is_left = side
@@ -266,5 +291,7 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
                 k_isleft[top] = is_left
                 k_key[top] = child_key(key, is_left)
                 k_imp[top] = il if is_left else ir
+                k_bounds[top, 0], k_bounds[top, 1] = child_bounds(
+                    cst, f, crit, out_left, right, wl, wr, lo, hi, 1 - is_left)
                 top += 1
     return n_nodes

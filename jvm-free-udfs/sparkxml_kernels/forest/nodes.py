@@ -20,7 +20,8 @@ class NodeStore:
         a = {"tree": np.empty(cap, np.int64), "parent": np.empty(cap, np.int64),
              "is_left": np.empty(cap, np.int64), "feat": np.empty(cap, np.int64),
              "bl": np.empty(cap, np.int64), "br": np.empty(cap, np.int64),
-             "ml": np.empty(cap, np.uint8), "thr": np.empty(cap), "imp": np.empty(cap), "sums": np.empty((cap, self.S))}
+             "ml": np.empty(cap, np.uint8), "thr": np.empty(cap), "imp": np.empty(cap),
+             "sums": np.empty((cap, self.S)), "lo": np.empty(cap), "hi": np.empty(cap)}
         if old is not None:
             for k in a:
                 a[k][:self.n] = old[k][:self.n]
@@ -34,12 +35,13 @@ class NodeStore:
     def args(self):
         a = self.a
         return (a["tree"], a["parent"], a["is_left"], a["feat"], a["bl"], a["br"], a["ml"],
-                a["thr"], a["imp"], a["sums"])
+                a["thr"], a["imp"], a["sums"], a["lo"], a["hi"])
 
 
 @njit(cache=True, nogil=True)
-def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, i, tree,
-         parent, is_left, imp, total):
+def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums,
+         st_lo, st_hi, i, tree, parent, is_left, imp, total, lo, hi):
+    # lo, hi: the node's value bounds under monotonic constraints (its value is clipped)
     st_tree[i] = tree
     st_parent[i] = parent
     st_isleft[i] = is_left
@@ -51,6 +53,8 @@ def _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st
     st_imp[i] = imp
     for t in range(total.shape[0]):
         st_sums[i, t] = total[t]
+    st_lo[i] = lo
+    st_hi[i] = hi
 
 
 @njit(cache=True, nogil=True)
@@ -75,11 +79,13 @@ def _preorder_ids(left, right, starts, ends, out):
     return pos
 
 
-def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges):
+def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges,
+             monotonic: bool = False):
     """All trees in scikit-learn's layout, each renumbered depth-first: a dict of the
     ``predictor.ARRAY_KEYS`` node arrays, ``tree_offsets``, and ``bin`` (left bin per node, -1
     on leaves: rows with bin <= it go left, the same way as by the raw threshold, missing ones
-    by ``missing_go_to_left``; what OOB routing of binned rows uses)."""
+    by ``missing_go_to_left``; what OOB routing of binned rows uses). ``monotonic``: values
+    clipped to the nodes' bounds as scikit-learn's ``clip_node_value``."""
     N = store.n
     a = {k: v[:N] for k, v in store.a.items()}
     left = np.full(N, -1, np.int64)
@@ -129,6 +135,11 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
     else:
         w = sums[:, 1]
         value = (sums[:, 2] / w)[:, None]
+    if monotonic:
+        v0 = np.minimum(np.maximum(value[:, 0], a["lo"][order]), a["hi"][order])
+        value[:, 0] = v0
+        if is_classification(crit):
+            value[:, 1] = 1 - v0
 
     def child(c):
         c = c[order]

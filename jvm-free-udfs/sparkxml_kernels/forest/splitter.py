@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from .criteria import node_weight, proxy
+from .criteria import ENTROPY, node_weight, proxy
 
 RAND_R_MAX = 0x7FFFFFFF
 FEATURE_THRESHOLD = np.float32(1e-7)
@@ -168,8 +168,21 @@ def is_constant(bins, m, vals):
 
 
 @njit(cache=True, nogil=True)
-def _candidate(crit, left, total, wn, min_leaf, min_wleaf, right):
-    """Proxy of the split with left sums ``left`` (-inf when a leaf rule rejects it)."""
+def monotonic_ok(crit, left, right, wl, wr, cst, lo, hi):
+    """scikit-learn's ``check_monotonicity``: both children's values (class 0's fraction, or
+    the mean) within the node's bounds [lo, hi] and ordered as ``cst`` (+1: left <= right,
+    -1: left >= right; for classification the sign is already flipped to class 0's)."""
+    k = 1 if crit <= ENTROPY else 2
+    vl = left[k] / wl
+    vr = right[k] / wr
+    return (vl >= lo and vr >= lo and vl <= hi and vr <= hi
+            and (vl - vr) * cst <= 0.0)
+
+
+@njit(cache=True, nogil=True)
+def _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono):
+    """Proxy of the split with left sums ``left`` (-inf when a leaf rule or the monotonic
+    constraint ``mono`` = [sign, lower bound, upper bound] rejects it)."""
     S = total.shape[0]
     n_left = left[0]
     n_right = total[0] - left[0]
@@ -177,11 +190,23 @@ def _candidate(crit, left, total, wn, min_leaf, min_wleaf, right):
         return -np.inf
     wl = node_weight(crit, left)
     wr = wn - wl
-    if wl < min_wleaf or wr < min_wleaf:
-        return -np.inf
     for t in range(S):
         right[t] = total[t] - left[t]
+    if mono[0] != 0.0 and not monotonic_ok(crit, left, right, wl, wr, mono[0], mono[1],
+                                           mono[2]):
+        return -np.inf
+    if wl < min_wleaf or wr < min_wleaf:
+        return -np.inf
     return proxy(crit, left, right, wl, wr)
+
+
+@njit(cache=True, nogil=True)
+def _feature_mono(cst, f, bounds, out):
+    """``out`` = [constraint of feature f (0 without constraints), lower, upper bound]."""
+    out[0] = np.float64(cst[f]) if cst.shape[0] > 0 else 0.0
+    out[1] = bounds[0]
+    out[2] = bounds[1]
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -197,7 +222,7 @@ def feature_constant(bins, m, vals):
 
 @njit(cache=True, nogil=True)
 def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, left, right,
-                 best_left):
+                 best_left, mono):
     """Scan the candidate positions of one feature (compact sums ``st[:m]``), in
     scikit-learn's order: with missing values in the node (the last compact bin is the missing
     slot), first the positions with the missing rows on the right, then the split of all
@@ -208,7 +233,8 @@ def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, 
     ``i + 1`` non-empty present bins (plus the missing rows when missing-go-left); ``best`` is
     the proxy to beat (strictly); ``best_left`` receives the winner's left sums. Without
     missing rows, missing-go-left is scikit-learn's rule for prediction: the side with more
-    training rows.
+    training rows. ``mono`` float64 (3,): [monotonic constraint sign (0: none), the node's
+    lower and upper value bounds].
     """
     S = st.shape[1]
     miss = vals.shape[0] - 1
@@ -227,7 +253,7 @@ def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, 
             if not (np.isnan(a) or np.isnan(b)):
                 if np.float32(b) <= np.float32(a) + FEATURE_THRESHOLD:
                     continue
-            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right)
+            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono)
             if q > best:
                 best = q
                 best_i = i
@@ -237,7 +263,7 @@ def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, 
         if p == 0 and has_miss and nm >= 1:  # present values left, missing right
             for t in range(S):
                 left[t] += st[nm - 1, t]
-            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right)
+            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono)
             if q > best:
                 best = q
                 best_i = nm - 1
@@ -258,7 +284,7 @@ def _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st):
 @njit(cache=True, nogil=True)
 def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, features,
                constant_features, n_known, max_features, min_leaf, min_wleaf, state,
-               bins, st, out_left):
+               bins, st, out_left, cst, bounds):
     """scikit-learn's ``node_split_best`` over binned sums (see the module docstring).
 
     Parameters
@@ -273,6 +299,8 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     n_known : constant features known from the parent
     state : uint32 (1,) xorshift state (advanced)
     bins, st : scratch (n_slots,), (n_slots, S); out_left : (S,) the best split's left sums
+    cst : int8 (d,) monotonic constraints (sign already flipped to class 0 for
+        classification), or (0,) for none; bounds : float64 (2,) the node's value bounds
 
     Returns
     -------
@@ -285,6 +313,7 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
+    mono = np.zeros(3)
     f_i = d
     n_visited = 0
     n_found = 0
@@ -320,7 +349,8 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
         features[f_i] = features[f_j]
         features[f_j] = t
         i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
-                                   min_wleaf, best, left, right, out_left)
+                                   min_wleaf, best, left, right, out_left,
+                                   _feature_mono(cst, f, bounds, mono))
         if i >= 0:
             best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
     for k in range(n_known):
@@ -332,7 +362,7 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
 
 @njit(cache=True, nogil=True)
 def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf, state,
-                         left, right):
+                         left, right, mono):
     """scikit-learn's random split of one feature (``node_split_random``): a threshold drawn
     uniformly between the node's smallest and largest present values (the largest drawn
     gives the smallest), and, with missing rows in the node, their side drawn 50/50.
@@ -365,7 +395,7 @@ def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf
         i = k
     if not has_miss:
         ml = left[0] > total[0] - left[0]
-    q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right)
+    q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono)
     if q == -np.inf:
         return -1, q, ml, thr
     return i, q, ml, thr
@@ -373,18 +403,20 @@ def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf
 
 @njit(cache=True, nogil=True)
 def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, subset, k,
-                 min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr):
+                 min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr, cst, bounds):
     """Forest split search over the drawn ``subset[:k]`` in order (constant ones skipped).
     Returns (feature or -1, left bin, right bin, missing-go-left) as :func:`split_node`.
 
     With ``reps`` of shape (d, n_slots) the splits are random (ExtraTrees,
     :func:`random_feature_split`, draws from ``rstate``): the best of one random threshold
     per feature wins, and ``out_thr[0]`` receives its threshold; ``reps`` of shape (0, 0):
-    the best threshold of every feature."""
+    the best threshold of every feature. ``cst``, ``bounds``: monotonic constraints as
+    :func:`split_node`'s."""
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
     tmp = np.empty(S)
+    mono = np.zeros(3)
     rand = reps.shape[0] > 0
     best = -np.inf
     best_f = -1
@@ -398,7 +430,8 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
             continue
         if rand:
             i, q, ml, thr = random_feature_split(crit, bins, st, m, reps[f], total, wn,
-                                                 min_leaf, min_wleaf, rstate, tmp, right)
+                                                 min_leaf, min_wleaf, rstate, tmp, right,
+                                                 _feature_mono(cst, f, bounds, mono))
             if i >= 0 and q > best:
                 best = q
                 best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
@@ -407,7 +440,8 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
                     out_left[t] = tmp[t]
             continue
         i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
-                                   min_wleaf, best, left, right, out_left)
+                                   min_wleaf, best, left, right, out_left,
+                                   _feature_mono(cst, f, bounds, mono))
         if i >= 0:
             best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
     return best_f, best_bl, best_br, best_ml

@@ -44,9 +44,43 @@ class SplitParams:
     max_features: int = 0              # features drawn per node (0: all)
     max_leaf_nodes: int = 0            # best-first growth when > 0
     random_splits: bool = False        # splitter="random" (ExtraTrees; forests only)
+    monotonic_cst: list | None = None  # monotonic_cst: -1, 0, 1 per feature (None: none)
 
     def __post_init__(self):
         self.min_samples_split = max(int(self.min_samples_split), 2 * int(self.min_samples_leaf))
+
+    def internal_cst(self) -> np.ndarray:
+        """int8 (d,) the constraints as the split search applies them: on class 0's fraction
+        for classification (scikit-learn constrains the negative class: signs flipped), on
+        the mean for regression; (0,) without constraints."""
+        if self.monotonic_cst is None:  # (all zeros still clip values, as scikit-learn)
+            return np.zeros(0, np.int8)
+        c = np.asarray(self.monotonic_cst, np.int8)
+        return -c if is_classification(self.criterion) else c
+
+
+def monotonic_children(cst: int, lo: float, hi: float, middle: float):
+    """Bounds ((lo, hi) of the left child, (lo, hi) of the right) after a split on a feature
+    with constraint ``cst`` (internal sign), scikit-learn's: the middle of the children's
+    values becomes the shared bound of an increasing (or decreasing) split."""
+    if cst > 0:
+        return (lo, middle), (middle, hi)
+    if cst < 0:
+        return (middle, hi), (lo, middle)
+    return (lo, hi), (lo, hi)
+
+
+def clip_value(value: np.ndarray, lo: float, hi: float, classification: bool) -> np.ndarray:
+    """scikit-learn's ``clip_node_value``: the first value (class 0's fraction, or the mean)
+    clipped to [lo, hi]; for classification the other class gets the rest."""
+    v = np.array(value, np.float64)
+    if v[0] < lo:
+        v[0] = lo
+    elif v[0] > hi:
+        v[0] = hi
+    if classification:
+        v[1] = 1 - v[0]
+    return v
 
 
 class NodeList:
