@@ -7,6 +7,7 @@ from typing import Any
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import ge, nonempty, one_of
+from sparkxml._core.params import param
 
 
 class HasScoresCol(Params):
@@ -14,10 +15,7 @@ class HasScoresCol(Params):
     column.
     """
 
-    scoresCol: "Param[str]" = Param(
-        Params._dummy(), "scoresCol",
-        "output column of scores, array<float> aligned with the prediction column",
-        typeConverter=TypeConverters.toString)
+    scoresCol: "Param[str]" = param("scoresCol", __doc__, TypeConverters.toString)
     _constraints = {"scoresCol": nonempty()}
 
     def __init__(self, *args: Any) -> None:
@@ -32,10 +30,7 @@ class HasScoresCol(Params):
 class HasTopK(Params):
     """Mixin for param topK: number of labels to predict per row (>= 1)."""
 
-    topK: "Param[int]" = Param(
-        Params._dummy(), "topK",
-        "number of labels to predict per row (>= 1)",
-        typeConverter=TypeConverters.toInt)
+    topK: "Param[int]" = param("topK", __doc__, TypeConverters.toInt)
     _constraints = {"topK": ge(1)}
 
     def __init__(self, *args: Any) -> None:
@@ -54,13 +49,7 @@ class HasRowOrder(Params):
     a file; it changes with the partitioning).
     """
 
-    rowOrder: "Param[str]" = Param(
-        Params._dummy(), "rowOrder",
-        "order of the training rows, which the trees depend on: 'content' (by a hash of features "
-        "and labels computed in the JVM: the model depends only on the multiset of rows and the "
-        "seed) or 'input' (the DataFrame's order, as the authors' C++ reads a file; it changes "
-        "with the partitioning)",
-        typeConverter=TypeConverters.toString)
+    rowOrder: "Param[str]" = param("rowOrder", __doc__, TypeConverters.toString)
     _constraints = {"rowOrder": one_of("content", "input")}
 
     def getRowOrder(self) -> str:
@@ -76,14 +65,7 @@ class HasTrainingMode(Params):
     per-task memory fits, else distributed).
     """
 
-    trainingMode: "Param[str]" = Param(
-        Params._dummy(), "trainingMode",
-        "how the trees are trained: 'replicated' (every task holds the whole training set and "
-        "grows whole trees), 'distributed' (every task holds a shard of the rows; the top levels "
-        "of every tree are grown by all tasks together until a node fits one task, then each such "
-        "subtree is grown by one task) or 'auto' (replicated when the estimated per-task memory "
-        "fits, else distributed)",
-        typeConverter=TypeConverters.toString)
+    trainingMode: "Param[str]" = param("trainingMode", __doc__, TypeConverters.toString)
     _constraints = {"trainingMode": one_of("auto", "replicated", "distributed")}
 
     def getTrainingMode(self) -> str:
