@@ -79,6 +79,38 @@ class HasLabelsCol(Params):
         return self.getOrDefault(self.labelsCol)
 
 
+class HasScoresCol(Params):
+    """Mixin for param scoresCol: output column of scores, array<float> aligned with the prediction
+    column.
+    """
+
+    scoresCol: "Param[str]" = param("scoresCol", __doc__, TypeConverters.toString)
+    _constraints = {"scoresCol": nonempty()}
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._setDefault(scoresCol="scores")
+
+    def getScoresCol(self) -> str:
+        """Gets the value of scoresCol or its default value."""
+        return self.getOrDefault(self.scoresCol)
+
+
+class HasTopK(Params):
+    """Mixin for param topK: number of labels to predict per row (>= 1)."""
+
+    topK: "Param[int]" = param("topK", __doc__, TypeConverters.toInt)
+    _constraints = {"topK": ge(1)}
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._setDefault(topK=5)
+
+    def getTopK(self) -> int:
+        """Gets the value of topK or its default value."""
+        return self.getOrDefault(self.topK)
+
+
 class HasNumWorkers(Params):
     """Mixin for param numWorkers: number of Spark tasks training runs on (>= 1); unset: the
     session's default parallelism.

@@ -1,45 +1,12 @@
 """Params of FastXML and PfastreXML shared as mixins (the rest are declared on
-``FastXMLParams`` and ``_PfastreXMLParams``)."""
+``FastXMLParams`` and ``_PfastreXMLParams``; scoresCol and topK, which the label trees share,
+in ``sparkxml._core.params``)."""
 from __future__ import annotations
-
-from typing import Any
 
 from pyspark.ml.param import Param, Params, TypeConverters
 
-from sparkxml._core.constraints import ge, nonempty, one_of
+from sparkxml._core.constraints import one_of
 from sparkxml._core.params import param
-
-
-class HasScoresCol(Params):
-    """Mixin for param scoresCol: output column of scores, array<float> aligned with the prediction
-    column.
-    """
-
-    scoresCol: "Param[str]" = param("scoresCol", __doc__, TypeConverters.toString)
-    _constraints = {"scoresCol": nonempty()}
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self._setDefault(scoresCol="scores")
-
-    def getScoresCol(self) -> str:
-        """Gets the value of scoresCol or its default value."""
-        return self.getOrDefault(self.scoresCol)
-
-
-class HasTopK(Params):
-    """Mixin for param topK: number of labels to predict per row (>= 1)."""
-
-    topK: "Param[int]" = param("topK", __doc__, TypeConverters.toInt)
-    _constraints = {"topK": ge(1)}
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self._setDefault(topK=5)
-
-    def getTopK(self) -> int:
-        """Gets the value of topK or its default value."""
-        return self.getOrDefault(self.topK)
 
 
 class HasRowOrder(Params):

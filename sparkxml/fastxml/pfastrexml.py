@@ -13,6 +13,7 @@ from pyspark import keyword_only
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import between, finite, finite_positive, ge
+from sparkxml._core.params import add_setters
 from sparkxml._core.validation import check_int_array_column, check_vector_column
 from sparkxml.fastxml.fastxml import FastXML, FastXMLModel, FastXMLParams, FastXMLTrainingSummary
 from sparkxml.fastxml.fit import fit_forest
@@ -66,17 +67,8 @@ class _PfastreXMLParams(FastXMLParams):
     def getNumCandidates(self) -> int:
         return self.getOrDefault(self.numCandidates)
 
-    def setGamma(self, value: float):
-        return self._set(gamma=value)
 
-    def setAlpha(self, value: float):
-        return self._set(alpha=value)
-
-    def setNumCandidates(self, value: int):
-        return self._set(numCandidates=value)
-
-    def setTailClassifiers(self, value: bool):
-        return self._set(tailClassifiers=value)
+add_setters(_PfastreXMLParams, ("gamma", "alpha", "numCandidates", "tailClassifiers"))
 
 
 class PfastreXML(FastXML, _PfastreXMLParams):
@@ -113,15 +105,19 @@ class PfastreXML(FastXML, _PfastreXMLParams):
 
     Examples
     --------
+    Propensity-scored precision (PSP@1) with the inverse propensities the model was trained
+    with:
+
     >>> from sparkxml import XMLEvaluator
     >>> from sparkxml.synthetic import make_multilabel, rows_frame
     >>> X, Y = make_multilabel(n_rows=60, n_features=50, n_labels=5, seed=0)
-    >>> df = rows_frame(spark, X, Y, 0, 60, num_features=50)
-    >>> model = PfastreXML(numTrees=4, seed=0).fit(df)
-    >>> out = model.setTopK(3).transform(df)
-    >>> out.columns
-    ['features', 'labels', 'prediction', 'scores']
-    >>> 0.6 < XMLEvaluator(k=1).evaluate(out) <= 1.0       # P@1
+    >>> train = rows_frame(spark, X, Y, 0, 60, num_features=50)
+    >>> model = PfastreXML(numTrees=4, seed=0).fit(train)
+    >>> model.hasTailClassifiers, len(model.inversePropensities)
+    (True, 5)
+    >>> psp = XMLEvaluator(metricName="pspAtK", k=1,
+    ...                    inversePropensities=model.inversePropensities)
+    >>> 0.5 < psp.evaluate(model.transform(train)) <= 1.0
     True
     """
 
@@ -147,12 +143,6 @@ class PfastreXML(FastXML, _PfastreXMLParams):
                   numCandidates=1000, verbose=0):
         return self._set_params(**self._input_kwargs)
 
-    def setPropensityA(self, value: float):
-        return self._set(propensityA=value)
-
-    def setPropensityB(self, value: float):
-        return self._set(propensityB=value)
-
     def _fit_validated(self, dataset):
         check_vector_column(dataset, self.getFeaturesCol())
         check_int_array_column(dataset, self.getLabelsCol())
@@ -168,6 +158,9 @@ class PfastreXML(FastXML, _PfastreXMLParams):
         model._training_info = info
         model._summary = FastXMLTrainingSummary._from_info(info, self.getNumTrees())
         return model
+
+
+add_setters(PfastreXML, ("propensityA", "propensityB"))
 
 
 class PfastreXMLModel(FastXMLModel, _PfastreXMLParams):
