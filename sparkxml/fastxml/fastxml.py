@@ -8,19 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 from pyspark import keyword_only
-from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.sql import types as T
 
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
-from sparkxml._core.constraints import finite, ge, gt
 from sparkxml._core.params import (
     HasFeaturesCol,
-    HasLabelsCol,
-    HasNumTrees,
-    HasNumWorkers,
     HasPredictionCol,
     HasScoresCol,
-    HasSeed,
     HasTopK,
     HasVerbose,
     add_setters,
@@ -33,44 +27,9 @@ from sparkxml._core.validation import (
 )
 from sparkxml.fastxml.fit import FOREST_DTYPES, fit_forest
 from sparkxml.fastxml.fit import check_memory as _check_memory  # noqa: F401  (tests import it here)
-from sparkxml.fastxml.params import HasRowOrder, HasTrainingMode
+from sparkxml.fastxml.params import FastXMLParams
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.fastxml.predictor import FastXMLPredictor
-
-
-class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
-                     HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode):
-    maxLeaf = Param(Params._dummy(), "maxLeaf", "a node with at most this many training points "
-                    "is a leaf (>= 1)", typeConverter=TypeConverters.toInt)
-    labelsPerLeaf = Param(Params._dummy(), "labelsPerLeaf", "labels kept in each leaf's "
-                          "distribution, highest mean first (>= 1)",
-                          typeConverter=TypeConverters.toInt)
-    logLossCoeff = Param(Params._dummy(), "logLossCoeff", "C of the per-node L1-regularised "
-                         "logistic regression, class-balanced as C/fraction (> 0)",
-                         typeConverter=TypeConverters.toFloat)
-    bias = Param(Params._dummy(), "bias", "value of the bias feature appended to every point "
-                 "(finite; 0 disables it)", typeConverter=TypeConverters.toFloat)
-    _constraints = {"maxLeaf": ge(1), "labelsPerLeaf": ge(1), "logLossCoeff": gt(0.0),
-                    "bias": finite()}
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(featuresCol="features", labelsCol="labels", predictionCol="prediction",
-                         scoresCol="scores", topK=5, numTrees=50, maxLeaf=10, labelsPerLeaf=100,
-                         logLossCoeff=1.0, bias=1.0, seed=0, rowOrder="content",
-                         trainingMode="auto")
-
-    def getMaxLeaf(self) -> int:
-        return self.getOrDefault(self.maxLeaf)
-
-    def getLabelsPerLeaf(self) -> int:
-        return self.getOrDefault(self.labelsPerLeaf)
-
-    def getLogLossCoeff(self) -> float:
-        return self.getOrDefault(self.logLossCoeff)
-
-    def getBias(self) -> float:
-        return self.getOrDefault(self.bias)
 
 
 class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
