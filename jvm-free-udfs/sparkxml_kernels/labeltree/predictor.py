@@ -61,13 +61,7 @@ def node_scores(g, xj, xv, m, wf_indptr, wf_feature, we_indptr, we_slot, we_valu
         if lo >= hi:
             break
         j = xj[q]
-        a, b = lo, hi
-        while a < b:
-            mid = (a + b) >> 1
-            if wf_feature[mid] < j:
-                a = mid + 1
-            else:
-                b = mid
+        a = lo + np.searchsorted(wf_feature[lo:hi], j)  # first feature >= j
         lo = a
         if a < hi and wf_feature[a] == j:
             v = xv[q]
