@@ -459,29 +459,28 @@ def _bin_grid(x, t, lo, inv_w, start_f):
     return a
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _bin_row(X, i, table, lo, inv_w, start, out):
+    # row i's bins; NaN (missing) is bin 255
+    for f in range(X.shape[1]):
+        x = X[i, f]
+        if np.isnan(x):
+            out[i, f] = 255
+        else:
+            out[i, f] = _bin_grid(x, table[f], lo[f], inv_w[f], start[f])
+
+
 @njit(cache=True, nogil=True)
 def _bin_dense(X, table, lo, inv_w, start, out):
-    n, d = X.shape
-    for i in range(n):
-        for f in range(d):
-            x = X[i, f]
-            if np.isnan(x):
-                out[i, f] = 255
-            else:
-                out[i, f] = _bin_grid(x, table[f], lo[f], inv_w[f], start[f])
+    for i in range(X.shape[0]):
+        _bin_row(X, i, table, lo, inv_w, start, out)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _bin_dense_parallel(X, table, lo, inv_w, start, out):
     # rows are independent: the same bins as _bin_dense, split over threads
-    n, d = X.shape
-    for i in prange(n):
-        for f in range(d):
-            x = X[i, f]
-            if np.isnan(x):
-                out[i, f] = 255
-            else:
-                out[i, f] = _bin_grid(x, table[f], lo[f], inv_w[f], start[f])
+    for i in prange(X.shape[0]):
+        _bin_row(X, i, table, lo, inv_w, start, out)
 
 
 def _edge_grid(edges, table):

@@ -163,6 +163,22 @@ def reset_peak_rss() -> bool:
         return False
 
 
+class TaskMemory:
+    """A training task's memory figures for its info dict: made at the task's start, it
+    resets the peak RSS counter (``reset_peak_rss``) and records the RSS then;
+    ``info(**fields)`` is ``fields`` with the peak since (``peak_rss_bytes``),
+    ``rss_start_bytes`` and ``peak_rss_is_task_local`` (whether the reset worked, so the
+    peak is this task's own)."""
+
+    def __init__(self) -> None:
+        self.task_local = reset_peak_rss()
+        self.start_bytes = rss_bytes()
+
+    def info(self, **fields) -> dict:
+        return dict(fields, peak_rss_bytes=peak_rss_bytes(), rss_start_bytes=self.start_bytes,
+                    peak_rss_is_task_local=self.task_local)
+
+
 @dataclass
 class BarrierResult:
     arrays: dict

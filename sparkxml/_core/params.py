@@ -12,7 +12,7 @@ after a load.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import (  # noqa: F401  (re-exported: the pyspark.ml spellings)
@@ -34,6 +34,23 @@ from pyspark.ml.param.shared import (  # noqa: F401  (re-exported: the pyspark.m
 from sparkxml._core.constraints import column_list, ge, gt, nonempty, open_closed, positive_floats
 
 
+def param(name: str, doc: str | None, converter: Callable[[Any], Any]) -> Param:
+    """The Param ``name`` that a ``HasX`` mixin declares, documented by the mixin's docstring.
+
+    ``doc`` is the mixin's ``__doc__``: "Mixin for param <name>: <text>.", as pyspark's shared
+    mixins are documented. The Param's doc (what ``explainParam`` prints) is <text> with its
+    white space folded and the final period dropped, so each param's doc is written once.
+    Under ``python -OO`` (no docstrings) the doc is empty.
+    """
+    text = " ".join((doc or "").split())
+    head = f"Mixin for param {name}: "
+    if doc is not None:
+        if not text.startswith(head):
+            raise ValueError(f"the docstring of param {name}'s mixin must start with {head!r}")
+        text = text[len(head):].removesuffix(".")
+    return Param(Params._dummy(), name, text, typeConverter=converter)
+
+
 def add_setters(cls: type, names) -> type:
     """Give ``cls`` a ``setX(value)`` for each param name ``x`` in ``names`` that it lacks."""
     for name in names:
@@ -50,10 +67,7 @@ def add_setters(cls: type, names) -> type:
 class HasLabelsCol(Params):
     """Mixin for param labelsCol: multi-label target column, array<int> of label ids >= 0."""
 
-    labelsCol: "Param[str]" = Param(
-        Params._dummy(), "labelsCol",
-        "multi-label target column, array<int> of label ids >= 0",
-        typeConverter=TypeConverters.toString)
+    labelsCol: "Param[str]" = param("labelsCol", __doc__, TypeConverters.toString)
     _constraints = {"labelsCol": nonempty()}
 
     def __init__(self, *args: Any) -> None:
@@ -65,15 +79,44 @@ class HasLabelsCol(Params):
         return self.getOrDefault(self.labelsCol)
 
 
+class HasScoresCol(Params):
+    """Mixin for param scoresCol: output column of scores, array<float> aligned with the prediction
+    column.
+    """
+
+    scoresCol: "Param[str]" = param("scoresCol", __doc__, TypeConverters.toString)
+    _constraints = {"scoresCol": nonempty()}
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._setDefault(scoresCol="scores")
+
+    def getScoresCol(self) -> str:
+        """Gets the value of scoresCol or its default value."""
+        return self.getOrDefault(self.scoresCol)
+
+
+class HasTopK(Params):
+    """Mixin for param topK: number of labels to predict per row (>= 1)."""
+
+    topK: "Param[int]" = param("topK", __doc__, TypeConverters.toInt)
+    _constraints = {"topK": ge(1)}
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._setDefault(topK=5)
+
+    def getTopK(self) -> int:
+        """Gets the value of topK or its default value."""
+        return self.getOrDefault(self.topK)
+
+
 class HasNumWorkers(Params):
     """Mixin for param numWorkers: number of Spark tasks training runs on (>= 1); unset: the
     session's default parallelism.
     """
 
-    numWorkers: "Param[int]" = Param(
-        Params._dummy(), "numWorkers",
-        "number of Spark tasks training runs on (>= 1); unset: the session's default parallelism",
-        typeConverter=TypeConverters.toInt)
+    numWorkers: "Param[int]" = param("numWorkers", __doc__, TypeConverters.toInt)
     _constraints = {"numWorkers": ge(1)}
 
     def getNumWorkers(self) -> int:
@@ -84,10 +127,7 @@ class HasNumWorkers(Params):
 class HasNumTrees(Params):
     """Mixin for param numTrees: number of trees (>= 1)."""
 
-    numTrees: "Param[int]" = Param(
-        Params._dummy(), "numTrees",
-        "number of trees (>= 1)",
-        typeConverter=TypeConverters.toInt)
+    numTrees: "Param[int]" = param("numTrees", __doc__, TypeConverters.toInt)
     _constraints = {"numTrees": ge(1)}
 
     def getNumTrees(self) -> int:
@@ -98,10 +138,7 @@ class HasNumTrees(Params):
 class HasK(Params):
     """Mixin for param k: cut-off rank k of the metric (>= 1)."""
 
-    k: "Param[int]" = Param(
-        Params._dummy(), "k",
-        "cut-off rank k of the metric (>= 1)",
-        typeConverter=TypeConverters.toInt)
+    k: "Param[int]" = param("k", __doc__, TypeConverters.toInt)
     _constraints = {"k": ge(1)}
 
     def getK(self) -> int:
@@ -114,11 +151,7 @@ class HasFeaturesCols(Params):
     (non-empty list of column names; null means missing).
     """
 
-    featuresCols: "Param[list[str]]" = Param(
-        Params._dummy(), "featuresCols",
-        "numeric input columns used as features instead of featuresCol (non-empty list of column "
-        "names; null means missing)",
-        typeConverter=TypeConverters.toListString)
+    featuresCols: "Param[list[str]]" = param("featuresCols", __doc__, TypeConverters.toListString)
     _constraints = {"featuresCols": column_list()}
 
     def getFeaturesCols(self) -> list[str]:
@@ -129,10 +162,7 @@ class HasFeaturesCols(Params):
 class HasSubsamplingRate(Params):
     """Mixin for param subsamplingRate: fraction of rows sampled per tree, in (0, 1]."""
 
-    subsamplingRate: "Param[float]" = Param(
-        Params._dummy(), "subsamplingRate",
-        "fraction of rows sampled per tree, in (0, 1]",
-        typeConverter=TypeConverters.toFloat)
+    subsamplingRate: "Param[float]" = param("subsamplingRate", __doc__, TypeConverters.toFloat)
     _constraints = {"subsamplingRate": open_closed(0.0, 1.0)}
 
     def getSubsamplingRate(self) -> float:
@@ -145,11 +175,7 @@ class HasEarlyStoppingRounds(Params):
     this many rounds (>= 0; 0 = off; needs validationIndicatorCol).
     """
 
-    earlyStoppingRounds: "Param[int]" = Param(
-        Params._dummy(), "earlyStoppingRounds",
-        "stop when the validation metric has not improved for this many rounds (>= 0; 0 = off; "
-        "needs validationIndicatorCol)",
-        typeConverter=TypeConverters.toInt)
+    earlyStoppingRounds: "Param[int]" = param("earlyStoppingRounds", __doc__, TypeConverters.toInt)
     _constraints = {"earlyStoppingRounds": ge(0)}
 
     def getEarlyStoppingRounds(self) -> int:
@@ -162,10 +188,7 @@ class HasTimeoutSeconds(Params):
     failing (> 0).
     """
 
-    timeoutSeconds: "Param[float]" = Param(
-        Params._dummy(), "timeoutSeconds",
-        "seconds a training task waits for a silent peer before failing (> 0)",
-        typeConverter=TypeConverters.toFloat)
+    timeoutSeconds: "Param[float]" = param("timeoutSeconds", __doc__, TypeConverters.toFloat)
     _constraints = {"timeoutSeconds": gt(0.0)}
 
     def getTimeoutSeconds(self) -> float:
@@ -178,10 +201,7 @@ class HasGroupCol(Params):
     (integer or string).
     """
 
-    groupCol: "Param[str]" = Param(
-        Params._dummy(), "groupCol",
-        "query (group) id column: rows with the same id are ranked together (integer or string)",
-        typeConverter=TypeConverters.toString)
+    groupCol: "Param[str]" = param("groupCol", __doc__, TypeConverters.toString)
     _constraints = {"groupCol": nonempty()}
 
     def getGroupCol(self) -> str:
@@ -194,11 +214,8 @@ class HasInversePropensities(Params):
     (finite, > 0); see sparkxml.evaluation.label_propensities.
     """
 
-    inversePropensities: "Param[list[float]]" = Param(
-        Params._dummy(), "inversePropensities",
-        "inverse label propensities 1/p_l, one a label id (finite, > 0); see "
-        "sparkxml.evaluation.label_propensities",
-        typeConverter=TypeConverters.toListFloat)
+    inversePropensities: "Param[list[float]]" = param(
+        "inversePropensities", __doc__, TypeConverters.toListFloat)
     _constraints = {"inversePropensities": positive_floats()}
 
     def getInversePropensities(self) -> list[float]:
@@ -213,10 +230,7 @@ class HasMaxIter(Params):
     sweeps (>= 1).
     """
 
-    maxIter: "Param[int]" = Param(
-        Params._dummy(), "maxIter",
-        "maximum number of iterations: boosting rounds, solver rounds or sweeps (>= 1)",
-        typeConverter=TypeConverters.toInt)
+    maxIter: "Param[int]" = param("maxIter", __doc__, TypeConverters.toInt)
     _constraints = {"maxIter": ge(1)}
 
     def getMaxIter(self) -> int:
@@ -227,10 +241,7 @@ class HasMaxIter(Params):
 class HasStepSize(Params):
     """Mixin for param stepSize: step size (learning rate) applied to each iteration, in (0, 1]."""
 
-    stepSize: "Param[float]" = Param(
-        Params._dummy(), "stepSize",
-        "step size (learning rate) applied to each iteration, in (0, 1]",
-        typeConverter=TypeConverters.toFloat)
+    stepSize: "Param[float]" = param("stepSize", __doc__, TypeConverters.toFloat)
     _constraints = {"stepSize": open_closed(0.0, 1.0)}
 
     def getStepSize(self) -> float:
@@ -243,11 +254,7 @@ class HasVerbose(Params):
     this many rounds (or trees), with the training and validation metrics (>= 0; 0 = silent).
     """
 
-    verbose: "Param[int]" = Param(
-        Params._dummy(), "verbose",
-        "log progress through the Python logger 'sparkxml' at INFO every this many rounds (or "
-        "trees), with the training and validation metrics (>= 0; 0 = silent)",
-        typeConverter=TypeConverters.toInt)
+    verbose: "Param[int]" = param("verbose", __doc__, TypeConverters.toInt)
     _constraints = {"verbose": ge(0)}
 
     def getVerbose(self) -> int:

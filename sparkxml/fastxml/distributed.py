@@ -49,11 +49,11 @@ from pyspark.sql import types as T
 
 from sparkxml._core.barrier import (
     RESULT_SCHEMA,
+    TaskMemory,
     decode_ranks,
     encode_array_batches,
     make_barrier_task,
     peak_rss_bytes,
-    reset_peak_rss,
     rss_bytes,
 )
 from sparkxml._core.compat import to_arrow
@@ -350,8 +350,7 @@ def _make_stage2(params, n_features, n_labels, weights, normalise):
     def task(batches):
         from pyspark import TaskContext
 
-        reset_ok = reset_peak_rss()
-        rss0 = rss_bytes()
+        memory = TaskMemory()
         t0 = time.perf_counter()
         pid = TaskContext.get().partitionId()
         current, pieces, grown, rows = None, [], 0, 0
@@ -378,9 +377,8 @@ def _make_stage2(params, n_features, n_labels, weights, normalise):
             grown, rows = grown + 1, rows + n
             for out in encode_array_batches(0, sub, None, with_info=False):
                 yield _with_group(out, current)
-        info = {"partition": pid, "subtrees": grown, "rows": rows,
-                "seconds": time.perf_counter() - t0, "peak_rss_bytes": peak_rss_bytes(),
-                "rss_start_bytes": rss0, "peak_rss_is_task_local": reset_ok}
+        info = memory.info(partition=pid, subtrees=grown, rows=rows,
+                           seconds=time.perf_counter() - t0)
         for out in encode_array_batches(pid, None, info):
             yield _with_group(out, _STAGE2)
 

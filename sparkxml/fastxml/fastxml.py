@@ -8,19 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 from pyspark import keyword_only
-from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.sql import types as T
 
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
-from sparkxml._core.constraints import finite, ge, gt
 from sparkxml._core.params import (
     HasFeaturesCol,
-    HasLabelsCol,
-    HasNumTrees,
-    HasNumWorkers,
     HasPredictionCol,
-    HasSeed,
+    HasScoresCol,
+    HasTopK,
     HasVerbose,
+    add_setters,
 )
 from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.validation import (
@@ -30,44 +27,9 @@ from sparkxml._core.validation import (
 )
 from sparkxml.fastxml.fit import FOREST_DTYPES, fit_forest
 from sparkxml.fastxml.fit import check_memory as _check_memory  # noqa: F401  (tests import it here)
-from sparkxml.fastxml.params import HasRowOrder, HasScoresCol, HasTopK, HasTrainingMode
+from sparkxml.fastxml.params import FastXMLParams
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.fastxml.predictor import FastXMLPredictor
-
-
-class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
-                     HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode):
-    maxLeaf = Param(Params._dummy(), "maxLeaf", "a node with at most this many training points "
-                    "is a leaf (>= 1)", typeConverter=TypeConverters.toInt)
-    labelsPerLeaf = Param(Params._dummy(), "labelsPerLeaf", "labels kept in each leaf's "
-                          "distribution, highest mean first (>= 1)",
-                          typeConverter=TypeConverters.toInt)
-    logLossCoeff = Param(Params._dummy(), "logLossCoeff", "C of the per-node L1-regularised "
-                         "logistic regression, class-balanced as C/fraction (> 0)",
-                         typeConverter=TypeConverters.toFloat)
-    bias = Param(Params._dummy(), "bias", "value of the bias feature appended to every point "
-                 "(finite; 0 disables it)", typeConverter=TypeConverters.toFloat)
-    _constraints = {"maxLeaf": ge(1), "labelsPerLeaf": ge(1), "logLossCoeff": gt(0.0),
-                    "bias": finite()}
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(featuresCol="features", labelsCol="labels", predictionCol="prediction",
-                         scoresCol="scores", topK=5, numTrees=50, maxLeaf=10, labelsPerLeaf=100,
-                         logLossCoeff=1.0, bias=1.0, seed=0, rowOrder="content",
-                         trainingMode="auto")
-
-    def getMaxLeaf(self) -> int:
-        return self.getOrDefault(self.maxLeaf)
-
-    def getLabelsPerLeaf(self) -> int:
-        return self.getOrDefault(self.labelsPerLeaf)
-
-    def getLogLossCoeff(self) -> float:
-        return self.getOrDefault(self.logLossCoeff)
-
-    def getBias(self) -> float:
-        return self.getOrDefault(self.bias)
 
 
 class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
@@ -151,51 +113,6 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
                   numWorkers=None, rowOrder="content", trainingMode="auto", verbose=0):
         return self._set_params(**self._input_kwargs)
 
-    def setNumTrees(self, value: int):
-        return self._set(numTrees=value)
-
-    def setMaxLeaf(self, value: int):
-        return self._set(maxLeaf=value)
-
-    def setLabelsPerLeaf(self, value: int):
-        return self._set(labelsPerLeaf=value)
-
-    def setLogLossCoeff(self, value: float):
-        return self._set(logLossCoeff=value)
-
-    def setBias(self, value: float):
-        return self._set(bias=value)
-
-    def setSeed(self, value: int):
-        return self._set(seed=value)
-
-    def setNumWorkers(self, value: int):
-        return self._set(numWorkers=value)
-
-    def setRowOrder(self, value: str):
-        return self._set(rowOrder=value)
-
-    def setVerbose(self, value: int):
-        return self._set(verbose=value)
-
-    def setTrainingMode(self, value: str):
-        return self._set(trainingMode=value)
-
-    def setTopK(self, value: int):
-        return self._set(topK=value)
-
-    def setFeaturesCol(self, value: str):
-        return self._set(featuresCol=value)
-
-    def setLabelsCol(self, value: str):
-        return self._set(labelsCol=value)
-
-    def setPredictionCol(self, value: str):
-        return self._set(predictionCol=value)
-
-    def setScoresCol(self, value: str):
-        return self._set(scoresCol=value)
-
     # ------------------------------------------------------------------ training
     def _fit_validated(self, dataset):
         check_vector_column(dataset, self.getFeaturesCol())
@@ -205,6 +122,11 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
         model._training_info = info
         model._summary = FastXMLTrainingSummary._from_info(info, self.getNumTrees())
         return model
+
+
+add_setters(FastXML, ("numTrees", "maxLeaf", "labelsPerLeaf", "logLossCoeff", "bias", "seed",
+                      "numWorkers", "rowOrder", "verbose", "trainingMode", "topK", "featuresCol",
+                      "labelsCol", "predictionCol", "scoresCol"))
 
 
 class FastXMLTrainingSummary(TrainingSummary):
@@ -256,30 +178,17 @@ class FastXMLTrainingSummary(TrainingSummary):
         return [(i, {}) for i in range(1, self.numTrees + 1)]
 
 
-class FastXMLModel(SparkXMLPredictorModel, FastXMLParams):
-    """A trained FastXML forest.
+class LabelForestModel(SparkXMLPredictorModel, HasFeaturesCol, HasPredictionCol, HasScoresCol,
+                       HasTopK):
+    """A model made of a forest's arrays that predicts a row's topK labels: FastXML's,
+    PfastreXML's and the label trees' (Parabel, Bonsai).
 
     ``transform`` adds ``predictionCol`` (array<int>: the topK labels, best first; labels with
-    a zero score are left out) and ``scoresCol`` (array<float>, aligned: the mean over trees of
-    the reached leaves' label distributions). It fails on a null vector or a NaN / infinite
-    feature value, naming ``featuresCol``: the separators cannot route them.
-
-    Save format
-    -----------
-    ``path/metadata/part-*``: Spark ML metadata JSON (class, uid, params) with
-    ``formatVersion`` 2, ``modelKind`` "fastxml", ``saveId`` and the arrays' manifest;
-    ``path/data/*.parquet``: the arrays in chunk rows (``sparkxml_kernels.persist``; version 1
-    directories, ``data/arrays.npz``, still load). The arrays: ``n_features``,
-    ``n_labels``, ``bias`` (0-d) and the forest: ``tree_ids`` int32 (T,), ``tree_offsets``
-    int64 (T+1,), ``children`` int32 (M, 2) [positive, negative] child ids local to the tree
-    (-1 for leaves), separator weights CSR over nodes ``w_indptr`` int64 (M+1,), ``w_index``
-    int32 (feature id; ``n_features`` is the bias), ``w_value`` float32, and leaf
-    distributions CSR ``leaf_indptr`` int64 (M+1,), ``leaf_label`` int32, ``leaf_score``
-    float32 (descending). ``sparkxml_kernels.load_model(path)`` reads it without Spark.
+    a zero score are left out) and ``scoresCol`` (array<float>, aligned). A subclass gives
+    ``_predictor_spec`` (the predictor class and its constructor arguments) and
+    ``_check_arrays`` (fails on inconsistent arrays).
     """
 
-    _model_kind = "fastxml"
-    _required_arrays = tuple(FOREST_DTYPES) + ("n_features", "n_labels", "bias")
     _summary_class = FastXMLTrainingSummary
     _state_attrs = ("_arrays", "_predictor_key", "_training_info")
     _format_errors = (ValueError, KeyError, IndexError)
@@ -294,10 +203,13 @@ class FastXMLModel(SparkXMLPredictorModel, FastXMLParams):
         self._training_info: dict = {}
 
     @classmethod
-    def _create(cls, forest: dict, n_features: int, n_labels: int, bias: float):
+    def _create(cls, forest: dict, n_features: int, n_labels: int, bias: float, **scalars: int):
+        """The model of a trained forest: its arrays, 0-d ``n_features``, ``n_labels``,
+        ``bias`` and the int64 ``scalars``."""
         return cls(dict(forest, n_features=np.array(n_features, dtype=np.int64),
                         n_labels=np.array(n_labels, dtype=np.int64),
-                        bias=np.array(bias, dtype=np.float64)))
+                        bias=np.array(bias, dtype=np.float64),
+                        **{k: np.array(v, dtype=np.int64) for k, v in scalars.items()}))
 
     @classmethod
     def _predictor_from_arrays(cls, arrays: dict):
@@ -317,14 +229,13 @@ class FastXMLModel(SparkXMLPredictorModel, FastXMLParams):
     def _predictor_arrays(self) -> dict:
         return self._arrays
 
-    def _predictor_spec(self):
+    def _predictor_spec(self) -> tuple:
         """(predictor class, constructor arguments): plain values, so transform tasks can
         build the predictor from them."""
-        a = self._arrays
-        return FastXMLPredictor, (a, int(a["n_features"]), int(a["n_labels"]), float(a["bias"]))
+        raise NotImplementedError
 
     @property
-    def predictor(self) -> FastXMLPredictor:
+    def predictor(self):
         """The JVM-free predictor (``predict(indptr, indices, data, k)``)."""
         cls, args = self._predictor_spec()
         key = (cls, args[1:])
@@ -343,18 +254,6 @@ class FastXMLModel(SparkXMLPredictorModel, FastXMLParams):
     @property
     def trees(self) -> int:
         return len(self._arrays["tree_ids"])
-
-    def setTopK(self, value: int):
-        return self._set(topK=value)
-
-    def setFeaturesCol(self, value: str):
-        return self._set(featuresCol=value)
-
-    def setPredictionCol(self, value: str):
-        return self._set(predictionCol=value)
-
-    def setScoresCol(self, value: str):
-        return self._set(scoresCol=value)
 
     def _transform_validated(self, dataset):
         fcol = self.getFeaturesCol()
@@ -388,3 +287,36 @@ class FastXMLModel(SparkXMLPredictorModel, FastXMLParams):
                                                  .append(pa.field(scol, sco.type)))
 
         return dataset.mapInArrow(predict, schema)
+
+
+add_setters(LabelForestModel, ("topK", "featuresCol", "predictionCol", "scoresCol"))
+
+
+class FastXMLModel(LabelForestModel, FastXMLParams):
+    """A trained FastXML forest.
+
+    ``transform`` adds ``predictionCol`` (array<int>: the topK labels, best first; labels with
+    a zero score are left out) and ``scoresCol`` (array<float>, aligned: the mean over trees of
+    the reached leaves' label distributions). It fails on a null vector or a NaN / infinite
+    feature value, naming ``featuresCol``: the separators cannot route them.
+
+    Save format
+    -----------
+    ``path/metadata/part-*``: Spark ML metadata JSON (class, uid, params) with
+    ``formatVersion`` 2, ``modelKind`` "fastxml", ``saveId`` and the arrays' manifest;
+    ``path/data/*.parquet``: the arrays in chunk rows (``sparkxml_kernels.persist``; version 1
+    directories, ``data/arrays.npz``, still load). The arrays: ``n_features``,
+    ``n_labels``, ``bias`` (0-d) and the forest: ``tree_ids`` int32 (T,), ``tree_offsets``
+    int64 (T+1,), ``children`` int32 (M, 2) [positive, negative] child ids local to the tree
+    (-1 for leaves), separator weights CSR over nodes ``w_indptr`` int64 (M+1,), ``w_index``
+    int32 (feature id; ``n_features`` is the bias), ``w_value`` float32, and leaf
+    distributions CSR ``leaf_indptr`` int64 (M+1,), ``leaf_label`` int32, ``leaf_score``
+    float32 (descending). ``sparkxml_kernels.load_model(path)`` reads it without Spark.
+    """
+
+    _model_kind = "fastxml"
+    _required_arrays = tuple(FOREST_DTYPES) + ("n_features", "n_labels", "bias")
+
+    def _predictor_spec(self):
+        a = self._arrays
+        return FastXMLPredictor, (a, int(a["n_features"]), int(a["n_labels"]), float(a["bias"]))

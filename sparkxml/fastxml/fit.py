@@ -35,14 +35,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from sparkxml._core.barrier import (
-    RESULT_SCHEMA,
-    decode_ranks,
-    encode_array_batches,
-    peak_rss_bytes,
-    reset_peak_rss,
-    rss_bytes,
-)
+from sparkxml._core.barrier import RESULT_SCHEMA, TaskMemory, decode_ranks, encode_array_batches
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.memory import parse_bytes, physical_memory_bytes
 from sparkxml._core.partitioning import partition_keys
@@ -383,8 +376,7 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
         from sparkxml_kernels.progress import ProgressReporter
 
         warm_async("fastxml")  # load/compile the kernels while the rows arrive
-        reset_ok = reset_peak_rss()
-        rss0 = rss_bytes()
+        memory = TaskMemory()
         for key, table in group_tables(batches):
             xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             out = {}
@@ -410,9 +402,7 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
             else:
                 out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
                                                 trees, **kw))
-            yield from encode_array_batches(rank_of[key], out, {
-                "rows": len(xi) - 1, "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": rss0,
-                "peak_rss_is_task_local": reset_ok})
+            yield from encode_array_batches(rank_of[key], out, memory.info(rows=len(xi) - 1))
 
     return train
 

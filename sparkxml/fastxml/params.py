@@ -1,50 +1,23 @@
-"""Params of FastXML and PfastreXML shared as mixins (the rest are declared on
-``FastXMLParams`` and ``_PfastreXMLParams``)."""
+"""Params of FastXML and PfastreXML: ``FastXMLParams`` and ``PfastreXMLParams`` (which adds
+the propensities and the tail classifiers to FastXML's). scoresCol and topK, which the label
+trees share, are in ``sparkxml._core.params``."""
 from __future__ import annotations
-
-from typing import Any
 
 from pyspark.ml.param import Param, Params, TypeConverters
 
-from sparkxml._core.constraints import ge, nonempty, one_of
-
-
-class HasScoresCol(Params):
-    """Mixin for param scoresCol: output column of scores, array<float> aligned with the prediction
-    column.
-    """
-
-    scoresCol: "Param[str]" = Param(
-        Params._dummy(), "scoresCol",
-        "output column of scores, array<float> aligned with the prediction column",
-        typeConverter=TypeConverters.toString)
-    _constraints = {"scoresCol": nonempty()}
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self._setDefault(scoresCol="scores")
-
-    def getScoresCol(self) -> str:
-        """Gets the value of scoresCol or its default value."""
-        return self.getOrDefault(self.scoresCol)
-
-
-class HasTopK(Params):
-    """Mixin for param topK: number of labels to predict per row (>= 1)."""
-
-    topK: "Param[int]" = Param(
-        Params._dummy(), "topK",
-        "number of labels to predict per row (>= 1)",
-        typeConverter=TypeConverters.toInt)
-    _constraints = {"topK": ge(1)}
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self._setDefault(topK=5)
-
-    def getTopK(self) -> int:
-        """Gets the value of topK or its default value."""
-        return self.getOrDefault(self.topK)
+from sparkxml._core.constraints import between, finite, finite_positive, ge, gt, one_of
+from sparkxml._core.params import (
+    HasFeaturesCol,
+    HasLabelsCol,
+    HasNumTrees,
+    HasNumWorkers,
+    HasPredictionCol,
+    HasScoresCol,
+    HasSeed,
+    HasTopK,
+    add_setters,
+    param,
+)
 
 
 class HasRowOrder(Params):
@@ -54,13 +27,7 @@ class HasRowOrder(Params):
     a file; it changes with the partitioning).
     """
 
-    rowOrder: "Param[str]" = Param(
-        Params._dummy(), "rowOrder",
-        "order of the training rows, which the trees depend on: 'content' (by a hash of features "
-        "and labels computed in the JVM: the model depends only on the multiset of rows and the "
-        "seed) or 'input' (the DataFrame's order, as the authors' C++ reads a file; it changes "
-        "with the partitioning)",
-        typeConverter=TypeConverters.toString)
+    rowOrder: "Param[str]" = param("rowOrder", __doc__, TypeConverters.toString)
     _constraints = {"rowOrder": one_of("content", "input")}
 
     def getRowOrder(self) -> str:
@@ -76,16 +43,95 @@ class HasTrainingMode(Params):
     per-task memory fits, else distributed).
     """
 
-    trainingMode: "Param[str]" = Param(
-        Params._dummy(), "trainingMode",
-        "how the trees are trained: 'replicated' (every task holds the whole training set and "
-        "grows whole trees), 'distributed' (every task holds a shard of the rows; the top levels "
-        "of every tree are grown by all tasks together until a node fits one task, then each such "
-        "subtree is grown by one task) or 'auto' (replicated when the estimated per-task memory "
-        "fits, else distributed)",
-        typeConverter=TypeConverters.toString)
+    trainingMode: "Param[str]" = param("trainingMode", __doc__, TypeConverters.toString)
     _constraints = {"trainingMode": one_of("auto", "replicated", "distributed")}
 
     def getTrainingMode(self) -> str:
         """Gets the value of trainingMode or its default value."""
         return self.getOrDefault(self.trainingMode)
+
+
+class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
+                     HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode):
+    maxLeaf = Param(Params._dummy(), "maxLeaf", "a node with at most this many training points "
+                    "is a leaf (>= 1)", typeConverter=TypeConverters.toInt)
+    labelsPerLeaf = Param(Params._dummy(), "labelsPerLeaf", "labels kept in each leaf's "
+                          "distribution, highest mean first (>= 1)",
+                          typeConverter=TypeConverters.toInt)
+    logLossCoeff = Param(Params._dummy(), "logLossCoeff", "C of the per-node L1-regularised "
+                         "logistic regression, class-balanced as C/fraction (> 0)",
+                         typeConverter=TypeConverters.toFloat)
+    bias = Param(Params._dummy(), "bias", "value of the bias feature appended to every point "
+                 "(finite; 0 disables it)", typeConverter=TypeConverters.toFloat)
+    _constraints = {"maxLeaf": ge(1), "labelsPerLeaf": ge(1), "logLossCoeff": gt(0.0),
+                    "bias": finite()}
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(featuresCol="features", labelsCol="labels", predictionCol="prediction",
+                         scoresCol="scores", topK=5, numTrees=50, maxLeaf=10, labelsPerLeaf=100,
+                         logLossCoeff=1.0, bias=1.0, seed=0, rowOrder="content",
+                         trainingMode="auto")
+
+    def getMaxLeaf(self) -> int:
+        return self.getOrDefault(self.maxLeaf)
+
+    def getLabelsPerLeaf(self) -> int:
+        return self.getOrDefault(self.labelsPerLeaf)
+
+    def getLogLossCoeff(self) -> float:
+        return self.getOrDefault(self.logLossCoeff)
+
+    def getBias(self) -> float:
+        return self.getOrDefault(self.bias)
+
+
+class PfastreXMLParams(FastXMLParams):
+    propensityA = Param(Params._dummy(), "propensityA", "A of the inverse label propensities "
+                        "1 + C (N_l + B)^-A, C = (ln N - 1)(B + 1)^A (finite; 0.55 as the XC "
+                        "repository for most data sets, 0.5 Wikipedia, 0.6 Amazon)",
+                        typeConverter=TypeConverters.toFloat)
+    propensityB = Param(Params._dummy(), "propensityB", "B of the inverse label propensities "
+                        "(finite, > -1; 1.5 for most data sets, 0.4 Wikipedia, 2.6 Amazon)",
+                        typeConverter=TypeConverters.toFloat)
+    tailClassifiers = Param(Params._dummy(), "tailClassifiers", "rerank the trees' labels with "
+                            "the tail classifiers (PfastreXML); false keeps the trees' "
+                            "propensity-weighted scores alone (PfastXML, the authors' -S 1)",
+                            typeConverter=TypeConverters.toBoolean)
+    gamma = Param(Params._dummy(), "gamma", "steepness of the tail classifiers' score "
+                  "1 / (1 + exp(gamma |x - w_l|^2)) (finite, > 0)",
+                  typeConverter=TypeConverters.toFloat)
+    alpha = Param(Params._dummy(), "alpha", "weight of the trees in the final score "
+                  "tree^alpha * tail^(1 - alpha) (in [0, 1])",
+                  typeConverter=TypeConverters.toFloat)
+    numCandidates = Param(Params._dummy(), "numCandidates", "labels of highest tree score "
+                          "per row that the tail classifiers rerank (>= 1)",
+                          typeConverter=TypeConverters.toInt)
+    _constraints = {"propensityA": finite(), "propensityB": finite(), "gamma": finite_positive(),
+                    "alpha": between(0.0, 1.0), "numCandidates": ge(1)}
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(propensityA=0.55, propensityB=1.5, tailClassifiers=True, gamma=30.0,
+                         alpha=0.8, numCandidates=1000)
+
+    def getPropensityA(self) -> float:
+        return self.getOrDefault(self.propensityA)
+
+    def getPropensityB(self) -> float:
+        return self.getOrDefault(self.propensityB)
+
+    def getTailClassifiers(self) -> bool:
+        return self.getOrDefault(self.tailClassifiers)
+
+    def getGamma(self) -> float:
+        return self.getOrDefault(self.gamma)
+
+    def getAlpha(self) -> float:
+        return self.getOrDefault(self.alpha)
+
+    def getNumCandidates(self) -> int:
+        return self.getOrDefault(self.numCandidates)
+
+
+add_setters(PfastreXMLParams, ("gamma", "alpha", "numCandidates", "tailClassifiers"))

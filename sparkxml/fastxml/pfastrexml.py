@@ -10,76 +10,16 @@ best labels. Training runs exactly as FastXML's (``_fastxml_fit``); the kernels 
 from __future__ import annotations
 
 from pyspark import keyword_only
-from pyspark.ml.param import Param, Params, TypeConverters
 
-from sparkxml._core.constraints import between, finite, finite_positive, ge
+from sparkxml._core.params import add_setters
 from sparkxml._core.validation import check_int_array_column, check_vector_column
-from sparkxml.fastxml.fastxml import FastXML, FastXMLModel, FastXMLParams, FastXMLTrainingSummary
+from sparkxml.fastxml.fastxml import FastXML, FastXMLModel, FastXMLTrainingSummary
 from sparkxml.fastxml.fit import fit_forest
+from sparkxml.fastxml.params import PfastreXMLParams
 from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, PfastreXMLPredictor
 
 
-class _PfastreXMLParams(FastXMLParams):
-    propensityA = Param(Params._dummy(), "propensityA", "A of the inverse label propensities "
-                        "1 + C (N_l + B)^-A, C = (ln N - 1)(B + 1)^A (finite; 0.55 as the XC "
-                        "repository for most data sets, 0.5 Wikipedia, 0.6 Amazon)",
-                        typeConverter=TypeConverters.toFloat)
-    propensityB = Param(Params._dummy(), "propensityB", "B of the inverse label propensities "
-                        "(finite, > -1; 1.5 for most data sets, 0.4 Wikipedia, 2.6 Amazon)",
-                        typeConverter=TypeConverters.toFloat)
-    tailClassifiers = Param(Params._dummy(), "tailClassifiers", "rerank the trees' labels with "
-                            "the tail classifiers (PfastreXML); false keeps the trees' "
-                            "propensity-weighted scores alone (PfastXML, the authors' -S 1)",
-                            typeConverter=TypeConverters.toBoolean)
-    gamma = Param(Params._dummy(), "gamma", "steepness of the tail classifiers' score "
-                  "1 / (1 + exp(gamma |x - w_l|^2)) (finite, > 0)",
-                  typeConverter=TypeConverters.toFloat)
-    alpha = Param(Params._dummy(), "alpha", "weight of the trees in the final score "
-                  "tree^alpha * tail^(1 - alpha) (in [0, 1])",
-                  typeConverter=TypeConverters.toFloat)
-    numCandidates = Param(Params._dummy(), "numCandidates", "labels of highest tree score "
-                          "per row that the tail classifiers rerank (>= 1)",
-                          typeConverter=TypeConverters.toInt)
-    _constraints = {"propensityA": finite(), "propensityB": finite(), "gamma": finite_positive(),
-                    "alpha": between(0.0, 1.0), "numCandidates": ge(1)}
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(propensityA=0.55, propensityB=1.5, tailClassifiers=True, gamma=30.0,
-                         alpha=0.8, numCandidates=1000)
-
-    def getPropensityA(self) -> float:
-        return self.getOrDefault(self.propensityA)
-
-    def getPropensityB(self) -> float:
-        return self.getOrDefault(self.propensityB)
-
-    def getTailClassifiers(self) -> bool:
-        return self.getOrDefault(self.tailClassifiers)
-
-    def getGamma(self) -> float:
-        return self.getOrDefault(self.gamma)
-
-    def getAlpha(self) -> float:
-        return self.getOrDefault(self.alpha)
-
-    def getNumCandidates(self) -> int:
-        return self.getOrDefault(self.numCandidates)
-
-    def setGamma(self, value: float):
-        return self._set(gamma=value)
-
-    def setAlpha(self, value: float):
-        return self._set(alpha=value)
-
-    def setNumCandidates(self, value: int):
-        return self._set(numCandidates=value)
-
-    def setTailClassifiers(self, value: bool):
-        return self._set(tailClassifiers=value)
-
-
-class PfastreXML(FastXML, _PfastreXMLParams):
+class PfastreXML(FastXML, PfastreXMLParams):
     """PfastreXML extreme multi-label classifier (Jain, Prabhu & Varma, KDD'16), and PfastXML
     with ``tailClassifiers=False``.
 
@@ -113,15 +53,19 @@ class PfastreXML(FastXML, _PfastreXMLParams):
 
     Examples
     --------
+    Propensity-scored precision (PSP@1) with the inverse propensities the model was trained
+    with:
+
     >>> from sparkxml import XMLEvaluator
     >>> from sparkxml.synthetic import make_multilabel, rows_frame
     >>> X, Y = make_multilabel(n_rows=60, n_features=50, n_labels=5, seed=0)
-    >>> df = rows_frame(spark, X, Y, 0, 60, num_features=50)
-    >>> model = PfastreXML(numTrees=4, seed=0).fit(df)
-    >>> out = model.setTopK(3).transform(df)
-    >>> out.columns
-    ['features', 'labels', 'prediction', 'scores']
-    >>> 0.6 < XMLEvaluator(k=1).evaluate(out) <= 1.0       # P@1
+    >>> train = rows_frame(spark, X, Y, 0, 60, num_features=50)
+    >>> model = PfastreXML(numTrees=4, seed=0).fit(train)
+    >>> model.hasTailClassifiers, len(model.inversePropensities)
+    (True, 5)
+    >>> psp = XMLEvaluator(metricName="pspAtK", k=1,
+    ...                    inversePropensities=model.inversePropensities)
+    >>> 0.5 < psp.evaluate(model.transform(train)) <= 1.0
     True
     """
 
@@ -147,12 +91,6 @@ class PfastreXML(FastXML, _PfastreXMLParams):
                   numCandidates=1000, verbose=0):
         return self._set_params(**self._input_kwargs)
 
-    def setPropensityA(self, value: float):
-        return self._set(propensityA=value)
-
-    def setPropensityB(self, value: float):
-        return self._set(propensityB=value)
-
     def _fit_validated(self, dataset):
         check_vector_column(dataset, self.getFeaturesCol())
         check_int_array_column(dataset, self.getLabelsCol())
@@ -170,7 +108,10 @@ class PfastreXML(FastXML, _PfastreXMLParams):
         return model
 
 
-class PfastreXMLModel(FastXMLModel, _PfastreXMLParams):
+add_setters(PfastreXML, ("propensityA", "propensityB"))
+
+
+class PfastreXMLModel(FastXMLModel, PfastreXMLParams):
     """A trained PfastreXML model: FastXML's outputs (``predictionCol`` array<int>, the topK
     labels best first; ``scoresCol`` array<float> aligned), where a score is
     ``tree^alpha * tail^(1 - alpha)`` over the row's ``numCandidates`` best tree labels, or

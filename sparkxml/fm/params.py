@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import Rule, column_list, ge, gt, nonempty, one_of, open_closed
+from sparkxml._core.params import param
 
 
 def field_starts() -> Rule:
@@ -18,10 +19,7 @@ def field_starts() -> Rule:
 class HasFactorSize(Params):
     """Mixin for param factorSize: dimensionality of the factors (>= 1)."""
 
-    factorSize: "Param[int]" = Param(
-        Params._dummy(), "factorSize",
-        "dimensionality of the factors (>= 1)",
-        typeConverter=TypeConverters.toInt)
+    factorSize: "Param[int]" = param("factorSize", __doc__, TypeConverters.toInt)
     _constraints = {"factorSize": ge(1)}
 
     def getFactorSize(self) -> int:
@@ -34,11 +32,7 @@ class HasFMSolver(Params):
     libFM/myFM; no regularisation to tune), 'als' (coordinate descent) or 'adamw' (mini-batch).
     """
 
-    solver: "Param[str]" = Param(
-        Params._dummy(), "solver",
-        "FM training algorithm: 'mcmc' (Gibbs sampling with hyper-priors, libFM/myFM; no "
-        "regularisation to tune), 'als' (coordinate descent) or 'adamw' (mini-batch)",
-        typeConverter=TypeConverters.toString)
+    solver: "Param[str]" = param("solver", __doc__, TypeConverters.toString)
     _constraints = {"solver": one_of("mcmc", "als", "adamw")}
 
     def getSolver(self) -> str:
@@ -49,10 +43,7 @@ class HasFMSolver(Params):
 class HasInitStd(Params):
     """Mixin for param initStd: standard deviation of the initial factors (> 0)."""
 
-    initStd: "Param[float]" = Param(
-        Params._dummy(), "initStd",
-        "standard deviation of the initial factors (> 0)",
-        typeConverter=TypeConverters.toFloat)
+    initStd: "Param[float]" = param("initStd", __doc__, TypeConverters.toFloat)
     _constraints = {"initStd": gt(0.0)}
 
     def getInitStd(self) -> float:
@@ -63,10 +54,7 @@ class HasInitStd(Params):
 class HasFitLinear(Params):
     """Mixin for param fitLinear: whether to fit the linear (first-order) terms."""
 
-    fitLinear: "Param[bool]" = Param(
-        Params._dummy(), "fitLinear",
-        "whether to fit the linear (first-order) terms",
-        typeConverter=TypeConverters.toBoolean)
+    fitLinear: "Param[bool]" = param("fitLinear", __doc__, TypeConverters.toBoolean)
 
     def getFitLinear(self) -> bool:
         """Gets the value of fitLinear or its default value."""
@@ -76,10 +64,7 @@ class HasFitLinear(Params):
 class HasBurnIn(Params):
     """Mixin for param burnIn: MCMC sweeps discarded before samples are kept (>= 0, < maxIter)."""
 
-    burnIn: "Param[int]" = Param(
-        Params._dummy(), "burnIn",
-        "MCMC sweeps discarded before samples are kept (>= 0, < maxIter)",
-        typeConverter=TypeConverters.toInt)
+    burnIn: "Param[int]" = param("burnIn", __doc__, TypeConverters.toInt)
     _constraints = {"burnIn": ge(0)}
 
     def getBurnIn(self) -> int:
@@ -90,10 +75,7 @@ class HasBurnIn(Params):
 class HasThinning(Params):
     """Mixin for param thinning: MCMC: keep every thinning-th sample after burn-in (>= 1)."""
 
-    thinning: "Param[int]" = Param(
-        Params._dummy(), "thinning",
-        "MCMC: keep every thinning-th sample after burn-in (>= 1)",
-        typeConverter=TypeConverters.toInt)
+    thinning: "Param[int]" = param("thinning", __doc__, TypeConverters.toInt)
     _constraints = {"thinning": ge(1)}
 
     def getThinning(self) -> int:
@@ -105,10 +87,7 @@ class HasMiniBatchFraction(Params):
     """Mixin for param miniBatchFraction: adamw: fraction of the rows in one mini-batch, in (0, 1].
     """
 
-    miniBatchFraction: "Param[float]" = Param(
-        Params._dummy(), "miniBatchFraction",
-        "adamw: fraction of the rows in one mini-batch, in (0, 1]",
-        typeConverter=TypeConverters.toFloat)
+    miniBatchFraction: "Param[float]" = param("miniBatchFraction", __doc__, TypeConverters.toFloat)
     _constraints = {"miniBatchFraction": open_closed(0.0, 1.0)}
 
     def getMiniBatchFraction(self) -> float:
@@ -121,11 +100,7 @@ class HasFieldStarts(Params):
     ascending, first 0, all below the vector size (a field runs to the next start or the end).
     """
 
-    fieldStarts: "Param[list[int]]" = Param(
-        Params._dummy(), "fieldStarts",
-        "start index of each field of the feature vector: strictly ascending, first 0, all below "
-        "the vector size (a field runs to the next start or the end)",
-        typeConverter=TypeConverters.toListInt)
+    fieldStarts: "Param[list[int]]" = param("fieldStarts", __doc__, TypeConverters.toListInt)
     _constraints = {"fieldStarts": field_starts()}
 
     def getFieldStarts(self) -> list[int]:
@@ -136,10 +111,7 @@ class HasFieldStarts(Params):
 class HasNumStages(Params):
     """Mixin for param numStages: number of boosting stages, one field pair each (>= 1)."""
 
-    numStages: "Param[int]" = Param(
-        Params._dummy(), "numStages",
-        "number of boosting stages, one field pair each (>= 1)",
-        typeConverter=TypeConverters.toInt)
+    numStages: "Param[int]" = param("numStages", __doc__, TypeConverters.toInt)
     _constraints = {"numStages": ge(1)}
 
     def getNumStages(self) -> int:
@@ -152,11 +124,7 @@ class HasInputCols(Params):
     for multi-valued ones), one field each.
     """
 
-    inputCols: "Param[list[str]]" = Param(
-        Params._dummy(), "inputCols",
-        "categorical input columns (string, integer or boolean; array<...> for multi-valued "
-        "ones), one field each",
-        typeConverter=TypeConverters.toListString)
+    inputCols: "Param[list[str]]" = param("inputCols", __doc__, TypeConverters.toListString)
     _constraints = {"inputCols": column_list()}
 
     def getInputCols(self) -> list[str]:
@@ -167,10 +135,7 @@ class HasInputCols(Params):
 class HasOutputCol(Params):
     """Mixin for param outputCol: output column name."""
 
-    outputCol: "Param[str]" = Param(
-        Params._dummy(), "outputCol",
-        "output column name",
-        typeConverter=TypeConverters.toString)
+    outputCol: "Param[str]" = param("outputCol", __doc__, TypeConverters.toString)
     _constraints = {"outputCol": nonempty()}
 
     def getOutputCol(self) -> str:
@@ -183,11 +148,7 @@ class HasHandleInvalid(Params):
     field), 'skip' (drop the row) or 'error'.
     """
 
-    handleInvalid: "Param[str]" = Param(
-        Params._dummy(), "handleInvalid",
-        "category unseen at fit, or null: 'keep' (no feature for that field), 'skip' (drop the "
-        "row) or 'error'",
-        typeConverter=TypeConverters.toString)
+    handleInvalid: "Param[str]" = param("handleInvalid", __doc__, TypeConverters.toString)
     _constraints = {"handleInvalid": one_of("keep", "skip", "error")}
 
     def getHandleInvalid(self) -> str:
@@ -201,12 +162,7 @@ class HasJointFit(Params):
     (keep the boosted stages).
     """
 
-    jointFit: "Param[str]" = Param(
-        Params._dummy(), "jointFit",
-        "GBFM: after boosting selects the field pairs, refit them together: 'mcmc' (an FM "
-        "restricted to the selected pairs, by FMRegressor's Gibbs sampler) or 'none' (keep the "
-        "boosted stages)",
-        typeConverter=TypeConverters.toString)
+    jointFit: "Param[str]" = param("jointFit", __doc__, TypeConverters.toString)
     _constraints = {"jointFit": one_of("mcmc", "none")}
 
     def getJointFit(self) -> str:
@@ -217,10 +173,7 @@ class HasJointFit(Params):
 class HasJointIter(Params):
     """Mixin for param jointIter: GBFM: MCMC sweeps of the joint fit (>= 1, > burnIn)."""
 
-    jointIter: "Param[int]" = Param(
-        Params._dummy(), "jointIter",
-        "GBFM: MCMC sweeps of the joint fit (>= 1, > burnIn)",
-        typeConverter=TypeConverters.toInt)
+    jointIter: "Param[int]" = param("jointIter", __doc__, TypeConverters.toInt)
     _constraints = {"jointIter": ge(1)}
 
     def getJointIter(self) -> int:

@@ -9,6 +9,7 @@ import math
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import Rule, between, ge, one_of, zero_or_ge
+from sparkxml._core.params import param
 
 SUBSET_STRATEGIES = ("auto", "all", "sqrt", "log2", "onethird")
 
@@ -36,11 +37,7 @@ class HasCriterion(Params):
     classification; 'squared_error', 'friedman_mse', 'poisson' for regression.
     """
 
-    criterion: "Param[str]" = Param(
-        Params._dummy(), "criterion",
-        "split criterion: 'gini', 'entropy' (= 'log_loss') for classification; 'squared_error', "
-        "'friedman_mse', 'poisson' for regression",
-        typeConverter=TypeConverters.toString)
+    criterion: "Param[str]" = param("criterion", __doc__, TypeConverters.toString)
     _constraints = {"criterion": one_of("gini", "entropy", "log_loss", "squared_error", "friedman_mse",
                            "poisson")}
 
@@ -54,10 +51,7 @@ class HasTreeMaxDepth(Params):
     max_depth).
     """
 
-    maxDepth: "Param[int]" = Param(
-        Params._dummy(), "maxDepth",
-        "maximum depth of a tree (>= 0; 0 = a single leaf; scikit-learn's max_depth)",
-        typeConverter=TypeConverters.toInt)
+    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt)
     _constraints = {"maxDepth": ge(0)}
 
     def getMaxDepth(self) -> int:
@@ -70,11 +64,7 @@ class HasTreeMaxBins(Params):
     most this many distinct values gets a bin per value (exact splits).
     """
 
-    maxBins: "Param[int]" = Param(
-        Params._dummy(), "maxBins",
-        "maximum number of bins per feature (2..65536); a feature with at most this many distinct "
-        "values gets a bin per value (exact splits)",
-        typeConverter=TypeConverters.toInt)
+    maxBins: "Param[int]" = param("maxBins", __doc__, TypeConverters.toInt)
     _constraints = {"maxBins": between(2, 65536)}
 
     def getMaxBins(self) -> int:
@@ -87,10 +77,7 @@ class HasMinInstancesPerNode(Params):
     scikit-learn's min_samples_leaf).
     """
 
-    minInstancesPerNode: "Param[int]" = Param(
-        Params._dummy(), "minInstancesPerNode",
-        "minimum rows in each child of a split (>= 1; scikit-learn's min_samples_leaf)",
-        typeConverter=TypeConverters.toInt)
+    minInstancesPerNode: "Param[int]" = param("minInstancesPerNode", __doc__, TypeConverters.toInt)
     _constraints = {"minInstancesPerNode": ge(1)}
 
     def getMinInstancesPerNode(self) -> int:
@@ -103,10 +90,7 @@ class HasMinSamplesSplit(Params):
     min_samples_split).
     """
 
-    minSamplesSplit: "Param[int]" = Param(
-        Params._dummy(), "minSamplesSplit",
-        "minimum rows for a node to be split (>= 2; scikit-learn's min_samples_split)",
-        typeConverter=TypeConverters.toInt)
+    minSamplesSplit: "Param[int]" = param("minSamplesSplit", __doc__, TypeConverters.toInt)
     _constraints = {"minSamplesSplit": ge(2)}
 
     def getMinSamplesSplit(self) -> int:
@@ -119,11 +103,8 @@ class HasMinWeightFractionPerNode(Params):
     of a split, in [0, 0.5] (scikit-learn's min_weight_fraction_leaf).
     """
 
-    minWeightFractionPerNode: "Param[float]" = Param(
-        Params._dummy(), "minWeightFractionPerNode",
-        "minimum fraction of the total weight in each child of a split, in [0, 0.5] "
-        "(scikit-learn's min_weight_fraction_leaf)",
-        typeConverter=TypeConverters.toFloat)
+    minWeightFractionPerNode: "Param[float]" = param(
+        "minWeightFractionPerNode", __doc__, TypeConverters.toFloat)
     _constraints = {"minWeightFractionPerNode": between(0.0, 0.5)}
 
     def getMinWeightFractionPerNode(self) -> float:
@@ -136,11 +117,7 @@ class HasMaxLeafNodes(Params):
     2; scikit-learn's max_leaf_nodes).
     """
 
-    maxLeafNodes: "Param[int]" = Param(
-        Params._dummy(), "maxLeafNodes",
-        "grow best-first up to this many leaves (0 = no limit, else >= 2; scikit-learn's "
-        "max_leaf_nodes)",
-        typeConverter=TypeConverters.toInt)
+    maxLeafNodes: "Param[int]" = param("maxLeafNodes", __doc__, TypeConverters.toInt)
     _constraints = {"maxLeafNodes": zero_or_ge(2)}
 
     def getMaxLeafNodes(self) -> int:
@@ -153,11 +130,7 @@ class HasMinInfoGain(Params):
     scikit-learn's min_impurity_decrease).
     """
 
-    minInfoGain: "Param[float]" = Param(
-        Params._dummy(), "minInfoGain",
-        "minimum weighted impurity decrease of a split (>= 0; scikit-learn's "
-        "min_impurity_decrease)",
-        typeConverter=TypeConverters.toFloat)
+    minInfoGain: "Param[float]" = param("minInfoGain", __doc__, TypeConverters.toFloat)
     _constraints = {"minInfoGain": ge(0.0)}
 
     def getMinInfoGain(self) -> float:
@@ -170,11 +143,8 @@ class HasFeatureSubsetStrategy(Params):
     'log2', 'onethird', a fraction in (0, 1] or a count >= 1 (as a string).
     """
 
-    featureSubsetStrategy: "Param[str]" = Param(
-        Params._dummy(), "featureSubsetStrategy",
-        "features drawn per node: 'auto', 'all', 'sqrt', 'log2', 'onethird', a fraction in (0, 1] "
-        "or a count >= 1 (as a string)",
-        typeConverter=TypeConverters.toString)
+    featureSubsetStrategy: "Param[str]" = param(
+        "featureSubsetStrategy", __doc__, TypeConverters.toString)
     _constraints = {"featureSubsetStrategy": subset_strategy()}
 
     def getFeatureSubsetStrategy(self) -> str:
@@ -226,12 +196,7 @@ class HasClassWeight(Params):
     it weigh 1; stored as a JSON string); unset: no class weights.
     """
 
-    classWeight: "Param[str]" = Param(
-        Params._dummy(), "classWeight",
-        "'balanced' (weight classes by n / (K * count), as scikit-learn's "
-        "class_weight='balanced') or a dict {class id: weight >= 0} (classes not in it weigh "
-        "1; stored as a JSON string); unset: no class weights",
-        typeConverter=_to_class_weight)
+    classWeight: "Param[str]" = param("classWeight", __doc__, _to_class_weight)
     _constraints = {"classWeight": Rule(_class_weight_ok, "must be 'balanced' or a dict "
                                                           "{class id >= 0: weight >= 0}")}
 
@@ -245,10 +210,7 @@ class HasBootstrap(Params):
     once.
     """
 
-    bootstrap: "Param[bool]" = Param(
-        Params._dummy(), "bootstrap",
-        "resample rows per tree (Poisson counts) instead of using each row once",
-        typeConverter=TypeConverters.toBoolean)
+    bootstrap: "Param[bool]" = param("bootstrap", __doc__, TypeConverters.toBoolean)
 
     def getBootstrap(self) -> bool:
         """Gets the value of bootstrap or its default value."""
@@ -258,10 +220,7 @@ class HasBootstrap(Params):
 class HasOobScore(Params):
     """Mixin for param oobScore: compute the out-of-bag score (accuracy or R^2) after fitting."""
 
-    oobScore: "Param[bool]" = Param(
-        Params._dummy(), "oobScore",
-        "compute the out-of-bag score (accuracy or R^2) after fitting",
-        typeConverter=TypeConverters.toBoolean)
+    oobScore: "Param[bool]" = param("oobScore", __doc__, TypeConverters.toBoolean)
 
     def getOobScore(self) -> bool:
         """Gets the value of oobScore or its default value."""
@@ -269,15 +228,12 @@ class HasOobScore(Params):
 
 
 class HasCcpAlpha(Params):
-    """Mixin for param ccpAlpha: complexity parameter of minimal cost-complexity pruning
-    (>= 0; 0 prunes nothing; scikit-learn's ccp_alpha).
+    """Mixin for param ccpAlpha: complexity parameter of minimal cost-complexity pruning: the
+    subtree with the largest cost complexity below it is kept (>= 0; 0 prunes nothing;
+    scikit-learn's ccp_alpha).
     """
 
-    ccpAlpha: "Param[float]" = Param(
-        Params._dummy(), "ccpAlpha",
-        "complexity parameter of minimal cost-complexity pruning: the subtree with the largest "
-        "cost complexity below it is kept (>= 0; 0 prunes nothing; scikit-learn's ccp_alpha)",
-        typeConverter=TypeConverters.toFloat)
+    ccpAlpha: "Param[float]" = param("ccpAlpha", __doc__, TypeConverters.toFloat)
     _constraints = {"ccpAlpha": ge(0.0)}
 
     def getCcpAlpha(self) -> float:

@@ -9,6 +9,7 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.sql import functions as F
 
 from sparkxml._core.constraints import Rule, finite, ge, gt, one_of
+from sparkxml._core.params import param
 from sparkxml_kernels.gbt.objectives import LOG_LINK, objective_name
 from sparkxml_kernels.gbt.regression_metrics import is_regression_metric, resolve
 
@@ -31,11 +32,7 @@ class HasRegressionObjective(Params):
     'huber', 'quantile', 'poisson', 'tweedie', 'gamma' or 'cox'.
     """
 
-    objective: "Param[str]" = Param(
-        Params._dummy(), "objective",
-        "regression objective: 'squared_error', 'absolute_error', 'huber', 'quantile', "
-        "'poisson', 'tweedie', 'gamma' or 'cox'",
-        typeConverter=TypeConverters.toString)
+    objective: "Param[str]" = param("objective", __doc__, TypeConverters.toString)
     _constraints = {"objective": one_of(*REGRESSION_OBJECTIVES)}
 
     def getObjective(self) -> str:
@@ -48,11 +45,7 @@ class HasLossType(Params):
     alias of objective 'squared_error' / 'absolute_error').
     """
 
-    lossType: "Param[str]" = Param(
-        Params._dummy(), "lossType",
-        "Spark MLlib's GBTRegressor loss, 'squared' or 'absolute' (an alias of objective "
-        "'squared_error' / 'absolute_error')",
-        typeConverter=TypeConverters.toString)
+    lossType: "Param[str]" = param("lossType", __doc__, TypeConverters.toString)
     _constraints = {"lossType": one_of(*_LOSS_TYPES)}
 
     def getLossType(self) -> str:
@@ -64,10 +57,7 @@ class HasHuberDelta(Params):
     """Mixin for param huberDelta: where the huber loss turns from quadratic to linear (> 0;
     LightGBM's alpha for huber)."""
 
-    huberDelta: "Param[float]" = Param(
-        Params._dummy(), "huberDelta",
-        "where the huber loss turns from quadratic to linear (> 0; LightGBM's alpha for huber)",
-        typeConverter=TypeConverters.toFloat)
+    huberDelta: "Param[float]" = param("huberDelta", __doc__, TypeConverters.toFloat)
     _constraints = {"huberDelta": gt(0.0)}
 
     def getHuberDelta(self) -> float:
@@ -78,10 +68,7 @@ class HasHuberDelta(Params):
 class HasQuantileAlpha(Params):
     """Mixin for param quantileAlpha: the quantile the 'quantile' objective fits, in (0, 1)."""
 
-    quantileAlpha: "Param[float]" = Param(
-        Params._dummy(), "quantileAlpha",
-        "the quantile the 'quantile' objective fits, in (0, 1)",
-        typeConverter=TypeConverters.toFloat)
+    quantileAlpha: "Param[float]" = param("quantileAlpha", __doc__, TypeConverters.toFloat)
     _constraints = {"quantileAlpha": open_open(0.0, 1.0)}
 
     def getQuantileAlpha(self) -> float:
@@ -93,10 +80,8 @@ class HasTweedieVariancePower(Params):
     """Mixin for param tweedieVariancePower: the tweedie objective's variance power rho, in
     (1, 2) (1: poisson, 2: gamma)."""
 
-    tweedieVariancePower: "Param[float]" = Param(
-        Params._dummy(), "tweedieVariancePower",
-        "the tweedie objective's variance power rho, in (1, 2) (1: poisson, 2: gamma)",
-        typeConverter=TypeConverters.toFloat)
+    tweedieVariancePower: "Param[float]" = param(
+        "tweedieVariancePower", __doc__, TypeConverters.toFloat)
     _constraints = {"tweedieVariancePower": open_open(1.0, 2.0)}
 
     def getTweedieVariancePower(self) -> float:
@@ -109,12 +94,7 @@ class HasMaxDeltaStep(Params):
     0 = none; XGBoost's max_delta_step, which also inflates the poisson hessian: unset, the
     leaves are free and poisson uses 0.7)."""
 
-    maxDeltaStep: "Param[float]" = Param(
-        Params._dummy(), "maxDeltaStep",
-        "bound on each leaf weight before the learning rate (>= 0; 0 = none; XGBoost's "
-        "max_delta_step, which also inflates the poisson hessian: unset, the leaves are free "
-        "and poisson uses 0.7)",
-        typeConverter=TypeConverters.toFloat)
+    maxDeltaStep: "Param[float]" = param("maxDeltaStep", __doc__, TypeConverters.toFloat)
     _constraints = {"maxDeltaStep": ge(0.0)}
 
     def getMaxDeltaStep(self) -> float:
@@ -128,12 +108,7 @@ class HasBaseScore(Params):
     labels, their weighted median / quantileAlpha-quantile for absolute_error / quantile, 1
     for cox."""
 
-    baseScore: "Param[float]" = Param(
-        Params._dummy(), "baseScore",
-        "the prediction every row starts from, on the response scale (XGBoost's base_score; > 0 "
-        "for the log-link objectives); unset: the weighted mean of the labels, their weighted "
-        "median / quantileAlpha-quantile for absolute_error / quantile, 1 for cox",
-        typeConverter=TypeConverters.toFloat)
+    baseScore: "Param[float]" = param("baseScore", __doc__, TypeConverters.toFloat)
     _constraints = {"baseScore": finite()}
 
     def getBaseScore(self) -> float:
@@ -159,11 +134,7 @@ class HasEvalMetrics(Params):
     validation rows (XGBoost's names, see evalMetric); early stopping follows the first.
     """
 
-    evalMetrics: "Param[list[str]]" = Param(
-        Params._dummy(), "evalMetrics",
-        "metrics recorded every round on the training and validation rows (XGBoost's names, "
-        "see evalMetric); early stopping follows the first",
-        typeConverter=TypeConverters.toListString)
+    evalMetrics: "Param[list[str]]" = param("evalMetrics", __doc__, TypeConverters.toListString)
     _constraints = {"evalMetrics": metric_names()}
 
     def getEvalMetrics(self) -> list[str]:

@@ -24,6 +24,7 @@ from sparkxml._core.constraints import (
     one_of,
     open_closed,
 )
+from sparkxml._core.params import param
 from sparkxml_kernels.gbt.classification_metrics import is_classification_metric
 from sparkxml_kernels.gbt.regression_metrics import is_regression_metric
 
@@ -70,11 +71,7 @@ class HasMaxDepth(Params):
     'lossguide' and maxLeaves > 0).
     """
 
-    maxDepth: "Param[int]" = Param(
-        Params._dummy(), "maxDepth",
-        "maximum depth of a tree (>= 0; 0 = unlimited, only with growPolicy 'lossguide' and "
-        "maxLeaves > 0)",
-        typeConverter=TypeConverters.toInt)
+    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt)
     _constraints = {"maxDepth": ge(0)}
 
     def getMaxDepth(self) -> int:
@@ -85,10 +82,7 @@ class HasMaxDepth(Params):
 class HasMaxLeaves(Params):
     """Mixin for param maxLeaves: maximum number of leaves of a tree (>= 0; 0 = no limit)."""
 
-    maxLeaves: "Param[int]" = Param(
-        Params._dummy(), "maxLeaves",
-        "maximum number of leaves of a tree (>= 0; 0 = no limit)",
-        typeConverter=TypeConverters.toInt)
+    maxLeaves: "Param[int]" = param("maxLeaves", __doc__, TypeConverters.toInt)
     _constraints = {"maxLeaves": ge(0)}
 
     def getMaxLeaves(self) -> int:
@@ -101,11 +95,7 @@ class HasGrowPolicy(Params):
     the leaf with the highest gain first).
     """
 
-    growPolicy: "Param[str]" = Param(
-        Params._dummy(), "growPolicy",
-        "'depthwise' (split every node of a level) or 'lossguide' (split the leaf with the "
-        "highest gain first)",
-        typeConverter=TypeConverters.toString)
+    growPolicy: "Param[str]" = param("growPolicy", __doc__, TypeConverters.toString)
     _constraints = {"growPolicy": one_of("depthwise", "lossguide")}
 
     def getGrowPolicy(self) -> str:
@@ -118,10 +108,7 @@ class HasMaxBins(Params):
     the bins are uint16).
     """
 
-    maxBins: "Param[int]" = Param(
-        Params._dummy(), "maxBins",
-        "maximum number of histogram bins per feature (2..65536; above 256 the bins are uint16)",
-        typeConverter=TypeConverters.toInt)
+    maxBins: "Param[int]" = param("maxBins", __doc__, TypeConverters.toInt)
     _constraints = {"maxBins": between(2, 65536)}
 
     def getMaxBins(self) -> int:
@@ -132,10 +119,7 @@ class HasMaxBins(Params):
 class HasRegLambda(Params):
     """Mixin for param regLambda: L2 regularisation of leaf weights (>= 0)."""
 
-    regLambda: "Param[float]" = Param(
-        Params._dummy(), "regLambda",
-        "L2 regularisation of leaf weights (>= 0)",
-        typeConverter=TypeConverters.toFloat)
+    regLambda: "Param[float]" = param("regLambda", __doc__, TypeConverters.toFloat)
     _constraints = {"regLambda": ge(0.0)}
 
     def getRegLambda(self) -> float:
@@ -146,10 +130,7 @@ class HasRegLambda(Params):
 class HasRegAlpha(Params):
     """Mixin for param regAlpha: L1 regularisation of leaf weights (>= 0)."""
 
-    regAlpha: "Param[float]" = Param(
-        Params._dummy(), "regAlpha",
-        "L1 regularisation of leaf weights (>= 0)",
-        typeConverter=TypeConverters.toFloat)
+    regAlpha: "Param[float]" = param("regAlpha", __doc__, TypeConverters.toFloat)
     _constraints = {"regAlpha": ge(0.0)}
 
     def getRegAlpha(self) -> float:
@@ -160,10 +141,7 @@ class HasRegAlpha(Params):
 class HasMinSplitLoss(Params):
     """Mixin for param minSplitLoss: minimum loss reduction to make a split (gamma, >= 0)."""
 
-    minSplitLoss: "Param[float]" = Param(
-        Params._dummy(), "minSplitLoss",
-        "minimum loss reduction to make a split (gamma, >= 0)",
-        typeConverter=TypeConverters.toFloat)
+    minSplitLoss: "Param[float]" = param("minSplitLoss", __doc__, TypeConverters.toFloat)
     _constraints = {"minSplitLoss": ge(0.0)}
 
     def getMinSplitLoss(self) -> float:
@@ -174,10 +152,7 @@ class HasMinSplitLoss(Params):
 class HasMinChildWeight(Params):
     """Mixin for param minChildWeight: minimum sum of hessians in a child (>= 0)."""
 
-    minChildWeight: "Param[float]" = Param(
-        Params._dummy(), "minChildWeight",
-        "minimum sum of hessians in a child (>= 0)",
-        typeConverter=TypeConverters.toFloat)
+    minChildWeight: "Param[float]" = param("minChildWeight", __doc__, TypeConverters.toFloat)
     _constraints = {"minChildWeight": ge(0.0)}
 
     def getMinChildWeight(self) -> float:
@@ -188,10 +163,7 @@ class HasMinChildWeight(Params):
 class HasColsampleByTree(Params):
     """Mixin for param colsampleByTree: fraction of features sampled per tree, in (0, 1]."""
 
-    colsampleByTree: "Param[float]" = Param(
-        Params._dummy(), "colsampleByTree",
-        "fraction of features sampled per tree, in (0, 1]",
-        typeConverter=TypeConverters.toFloat)
+    colsampleByTree: "Param[float]" = param("colsampleByTree", __doc__, TypeConverters.toFloat)
     _constraints = {"colsampleByTree": open_closed(0.0, 1.0)}
 
     def getColsampleByTree(self) -> float:
@@ -206,12 +178,7 @@ class HasEvalMetric(Params):
     own).
     """
 
-    evalMetric: "Param[str]" = Param(
-        Params._dummy(), "evalMetric",
-        "validation metric: rmse, logloss, error, error@t, auc, aucpr, mlogloss, merror or a "
-        "regression objective's (mae, quantile, huber, poisson-nloglik, gamma-nloglik, "
-        "gamma-deviance, tweedie-nloglik) (unset: the objective's own)",
-        typeConverter=TypeConverters.toString)
+    evalMetric: "Param[str]" = param("evalMetric", __doc__, TypeConverters.toString)
     _constraints = {"evalMetric": eval_metric()}
 
     def getEvalMetric(self) -> str:
@@ -222,10 +189,7 @@ class HasEvalMetric(Params):
 class HasNumClasses(Params):
     """Mixin for param numClasses: number of classes (2..10000; unset: max label + 1)."""
 
-    numClasses: "Param[int]" = Param(
-        Params._dummy(), "numClasses",
-        "number of classes (2..10000; unset: max label + 1)",
-        typeConverter=TypeConverters.toInt)
+    numClasses: "Param[int]" = param("numClasses", __doc__, TypeConverters.toInt)
     _constraints = {"numClasses": between(2, 10_000)}
 
     def getNumClasses(self) -> int:
@@ -239,12 +203,7 @@ class HasObjective(Params):
     lambdas, binary labels).
     """
 
-    objective: "Param[str]" = Param(
-        Params._dummy(), "objective",
-        "ranking objective: 'lambdarank' (LambdaMART, NDCG lambdas), 'pairwise' (RankNet) or "
-        "'xendcg' (LightGBM's rank_xendcg) or 'map' (XGBoost's rank:map, MAP lambdas, binary "
-        "labels)",
-        typeConverter=TypeConverters.toString)
+    objective: "Param[str]" = param("objective", __doc__, TypeConverters.toString)
     _constraints = {"objective": one_of("lambdarank", "pairwise", "xendcg", "map")}
 
     def getObjective(self) -> str:
@@ -258,11 +217,7 @@ class HasNdcgTruncation(Params):
     lambdarank_truncation_level).
     """
 
-    ndcgTruncation: "Param[int]" = Param(
-        Params._dummy(), "ndcgTruncation",
-        "lambdarank truncation level (>= 1): pairs need a document ranked above it; the ideal DCG "
-        "normalising a query is taken at this depth (LightGBM's lambdarank_truncation_level)",
-        typeConverter=TypeConverters.toInt)
+    ndcgTruncation: "Param[int]" = param("ndcgTruncation", __doc__, TypeConverters.toInt)
     _constraints = {"ndcgTruncation": ge(1)}
 
     def getNdcgTruncation(self) -> int:
@@ -275,11 +230,7 @@ class HasLabelGain(Params):
     finite floats; unset: 2^rel - 1).
     """
 
-    labelGain: "Param[list[float]]" = Param(
-        Params._dummy(), "labelGain",
-        "gain of each relevance grade 0, 1, 2, ... (non-empty list of finite floats; unset: 2^rel "
-        "- 1)",
-        typeConverter=TypeConverters.toListFloat)
+    labelGain: "Param[list[float]]" = param("labelGain", __doc__, TypeConverters.toListFloat)
     _constraints = {"labelGain": finite_floats()}
 
     def getLabelGain(self) -> list[float]:
@@ -290,10 +241,7 @@ class HasLabelGain(Params):
 class HasSigma(Params):
     """Mixin for param sigma: steepness of the pair sigmoid (> 0)."""
 
-    sigma: "Param[float]" = Param(
-        Params._dummy(), "sigma",
-        "steepness of the pair sigmoid (> 0)",
-        typeConverter=TypeConverters.toFloat)
+    sigma: "Param[float]" = param("sigma", __doc__, TypeConverters.toFloat)
     _constraints = {"sigma": gt(0.0)}
 
     def getSigma(self) -> float:
@@ -304,10 +252,7 @@ class HasSigma(Params):
 class HasLambdarankNorm(Params):
     """Mixin for param lambdarankNorm: normalise lambdas per query (LightGBM's lambdarank_norm)."""
 
-    lambdarankNorm: "Param[bool]" = Param(
-        Params._dummy(), "lambdarankNorm",
-        "normalise lambdas per query (LightGBM's lambdarank_norm)",
-        typeConverter=TypeConverters.toBoolean)
+    lambdarankNorm: "Param[bool]" = param("lambdarankNorm", __doc__, TypeConverters.toBoolean)
 
     def getLambdarankNorm(self) -> bool:
         """Gets the value of lambdarankNorm or its default value."""
@@ -319,11 +264,7 @@ class HasMissing(Params):
     missing; NaN = only NaN; with 0.0, absent sparse entries are missing too).
     """
 
-    missing: "Param[float]" = Param(
-        Params._dummy(), "missing",
-        "feature value that means 'missing' besides NaN and null (XGBoost's missing; NaN = only "
-        "NaN; with 0.0, absent sparse entries are missing too)",
-        typeConverter=TypeConverters.toFloat)
+    missing: "Param[float]" = param("missing", __doc__, TypeConverters.toFloat)
     _constraints = {"missing": not_infinite()}
 
     def getMissing(self) -> float:
@@ -336,11 +277,7 @@ class HasScalePosWeight(Params):
     (XGBoost's scale_pos_weight; binary classification; finite, > 0).
     """
 
-    scalePosWeight: "Param[float]" = Param(
-        Params._dummy(), "scalePosWeight",
-        "weight multiplier of the positive class in the gradients (XGBoost's scale_pos_weight; "
-        "binary classification; finite, > 0)",
-        typeConverter=TypeConverters.toFloat)
+    scalePosWeight: "Param[float]" = param("scalePosWeight", __doc__, TypeConverters.toFloat)
     _constraints = {"scalePosWeight": finite_positive()}
 
     def getScalePosWeight(self) -> float:
@@ -354,12 +291,7 @@ class HasBaseMarginCol(Params):
     numClasses values for multiclass.
     """
 
-    baseMarginCol: "Param[str]" = Param(
-        Params._dummy(), "baseMarginCol",
-        "column of per-row raw scores to start from instead of the base score, at fit and at "
-        "predict (XGBoost's base_margin): double, or an array/vector of numClasses values for "
-        "multiclass",
-        typeConverter=TypeConverters.toString)
+    baseMarginCol: "Param[str]" = param("baseMarginCol", __doc__, TypeConverters.toString)
     _constraints = {"baseMarginCol": nonempty()}
 
     def getBaseMarginCol(self) -> str:
@@ -373,11 +305,8 @@ class HasMonotoneConstraints(Params):
     features unconstrained).
     """
 
-    monotoneConstraints: "Param[list[int]]" = Param(
-        Params._dummy(), "monotoneConstraints",
-        "per-feature monotone constraint, -1 (decreasing), 0 (none) or 1 (increasing), as "
-        "XGBoost's monotone_constraints (a shorter list leaves the other features unconstrained)",
-        typeConverter=TypeConverters.toListInt)
+    monotoneConstraints: "Param[list[int]]" = param(
+        "monotoneConstraints", __doc__, TypeConverters.toListInt)
     _constraints = {"monotoneConstraints": monotone_signs()}
 
     def getMonotoneConstraints(self) -> list[int]:
@@ -391,11 +320,7 @@ class HasPredContribCol(Params):
     multiclass; unset: not computed.
     """
 
-    predContribCol: "Param[str]" = Param(
-        Params._dummy(), "predContribCol",
-        "output column of SHAP feature contributions (TreeSHAP): array<double> of numFeatures + 1 "
-        "values (last: bias), array<array<double>> per class for multiclass; unset: not computed",
-        typeConverter=TypeConverters.toString)
+    predContribCol: "Param[str]" = param("predContribCol", __doc__, TypeConverters.toString)
     _constraints = {"predContribCol": nonempty()}
 
     def getPredContribCol(self) -> str:
@@ -409,12 +334,7 @@ class HasLeafCol(Params):
     unset: not computed.
     """
 
-    leafCol: "Param[str]" = Param(
-        Params._dummy(), "leafCol",
-        "output column of leaf indices: a vector with, per tree, the index of the reached leaf "
-        "among its tree's leaves counted left to right (Spark MLlib's leafCol); unset: not "
-        "computed",
-        typeConverter=TypeConverters.toString)
+    leafCol: "Param[str]" = param("leafCol", __doc__, TypeConverters.toString)
     _constraints = {"leafCol": nonempty()}
 
     def getLeafCol(self) -> str:
@@ -428,11 +348,7 @@ class HasInitModel(Params):
     to its trees.
     """
 
-    initModel: "Param[Any]" = Param(
-        Params._dummy(), "initModel",
-        "model to continue training from (XGBoost's xgb_model): a fitted model or its saved path; "
-        "training starts from its raw scores and the new trees are appended to its trees",
-        typeConverter=_model_or_path)
+    initModel: "Param[Any]" = param("initModel", __doc__, _model_or_path)
 
     def getInitModel(self) -> Any:
         """Gets the value of initModel or its default value."""
@@ -447,14 +363,8 @@ class HasCategoricalCols(Params):
     many distinct ones as maxBins has real bins (255 for 256).
     """
 
-    categoricalCols: "Param[list[str]]" = Param(
-        Params._dummy(), "categoricalCols",
-        "features split as categories (LightGBM-style splits on categories sorted by gradient "
-        "statistics): names in featuresCols, or names of the vector column's ML attributes; a "
-        "vector column's nominal attributes (e.g. from StringIndexer + VectorAssembler) are "
-        "categorical too. Values must be integers in [0, 2**31 - 1), at most as many distinct "
-        "ones as maxBins has real bins (255 for 256)",
-        typeConverter=TypeConverters.toListString)
+    categoricalCols: "Param[list[str]]" = param(
+        "categoricalCols", __doc__, TypeConverters.toListString)
     _constraints = {"categoricalCols": feature_names()}
 
     def getCategoricalCols(self) -> list[str]:
@@ -467,11 +377,7 @@ class HasMaxCatToOnehot(Params):
     splits one category against the rest (LightGBM's max_cat_to_onehot; >= 1).
     """
 
-    maxCatToOnehot: "Param[int]" = Param(
-        Params._dummy(), "maxCatToOnehot",
-        "a categorical feature with at most this many categories splits one category against the "
-        "rest (LightGBM's max_cat_to_onehot; >= 1)",
-        typeConverter=TypeConverters.toInt)
+    maxCatToOnehot: "Param[int]" = param("maxCatToOnehot", __doc__, TypeConverters.toInt)
     _constraints = {"maxCatToOnehot": ge(1)}
 
     def getMaxCatToOnehot(self) -> int:
@@ -485,12 +391,7 @@ class HasCatSmooth(Params):
     (LightGBM's cat_smooth, which counts rows; >= 0).
     """
 
-    catSmooth: "Param[float]" = Param(
-        Params._dummy(), "catSmooth",
-        "added to a category's hessian sum when categories are sorted by gradient / hessian; "
-        "categories with a smaller hessian sum are left out of the search (LightGBM's cat_smooth, "
-        "which counts rows; >= 0)",
-        typeConverter=TypeConverters.toFloat)
+    catSmooth: "Param[float]" = param("catSmooth", __doc__, TypeConverters.toFloat)
     _constraints = {"catSmooth": ge(0.0)}
 
     def getCatSmooth(self) -> float:
@@ -503,11 +404,7 @@ class HasCatL2(Params):
     splits (LightGBM's cat_l2; >= 0).
     """
 
-    catL2: "Param[float]" = Param(
-        Params._dummy(), "catL2",
-        "extra L2 regularisation in the gain of many-vs-many categorical splits (LightGBM's "
-        "cat_l2; >= 0)",
-        typeConverter=TypeConverters.toFloat)
+    catL2: "Param[float]" = param("catL2", __doc__, TypeConverters.toFloat)
     _constraints = {"catL2": ge(0.0)}
 
     def getCatL2(self) -> float:
@@ -520,11 +417,7 @@ class HasMaxCatThreshold(Params):
     split (LightGBM's max_cat_threshold; >= 1).
     """
 
-    maxCatThreshold: "Param[int]" = Param(
-        Params._dummy(), "maxCatThreshold",
-        "most categories on the left of a many-vs-many categorical split (LightGBM's "
-        "max_cat_threshold; >= 1)",
-        typeConverter=TypeConverters.toInt)
+    maxCatThreshold: "Param[int]" = param("maxCatThreshold", __doc__, TypeConverters.toInt)
     _constraints = {"maxCatThreshold": ge(1)}
 
     def getMaxCatThreshold(self) -> int:
@@ -539,12 +432,7 @@ class HasNthread(Params):
     value.
     """
 
-    nthread: "Param[int]" = Param(
-        Params._dummy(), "nthread",
-        "threads each Spark task uses for binning, histogram building, partitioning and "
-        "prediction (>= 1; capped at the cores numba sees); unset: the task's spark.task.cpus, "
-        "read in the task as xgboost.spark does. Models are the same whatever its value",
-        typeConverter=TypeConverters.toInt)
+    nthread: "Param[int]" = param("nthread", __doc__, TypeConverters.toInt)
     _constraints = {"nthread": ge(1)}
 
     def getNthread(self) -> int:

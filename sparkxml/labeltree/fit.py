@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from sparkxml._core.barrier import encode_array_batches, peak_rss_bytes, reset_peak_rss, rss_bytes
+from sparkxml._core.barrier import TaskMemory, encode_array_batches
 from sparkxml._core.progress import FitProgress
 from sparkxml.fastxml.fit import (
     check_memory,
@@ -99,8 +99,7 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
     def train(batches):
         from sparkxml_kernels.progress import ProgressReporter
 
-        reset_ok = reset_peak_rss()
-        rss0 = rss_bytes()
+        memory = TaskMemory()
         for key, table in group_tables(batches):
             xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             reporter = ProgressReporter(progress, rank_of[key])
@@ -110,8 +109,6 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
                 report=(lambda done, total: reporter.progress(done, total, unit="tree"))
                 if reporter.enabled else None, **params)
             reporter.close()
-            yield from encode_array_batches(rank_of[key], out, {
-                "rows": len(xi) - 1, "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": rss0,
-                "peak_rss_is_task_local": reset_ok})
+            yield from encode_array_batches(rank_of[key], out, memory.info(rows=len(xi) - 1))
 
     return train

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 from pyspark import keyword_only
 
-from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.base import SparkXMLEstimator
 from sparkxml._core.params import HasVerbose, add_setters
 from sparkxml._core.validation import check_int_array_column, check_vector_column
-from sparkxml.fastxml.fastxml import FastXMLModel, FastXMLTrainingSummary
+from sparkxml.fastxml.fastxml import FastXMLTrainingSummary, LabelForestModel
 from sparkxml.labeltree.fit import fit_label_trees
 from sparkxml.labeltree.params import BONSAI_DEFAULTS, PARABEL_DEFAULTS, LabelTreeParams
 from sparkxml_kernels.labeltree.forest import FOREST_KEYS
@@ -88,13 +88,13 @@ class _LabelTree(SparkXMLEstimator, LabelTreeParams, HasVerbose):
         check_int_array_column(dataset, self.getLabelsCol())
         forest, n_features, n_labels, info = fit_label_trees(self, dataset, type(self).__name__)
         model = self._model_class._create(forest, n_features, n_labels, float(self.getBias()),
-                                          self.getLoss())
+                                          loss=LOSSES[self.getLoss()], beam_width=0)
         model._training_info = info
         model._summary = LabelTreeTrainingSummary._from_info(info, self.getNumTrees())
         return model
 
 
-class LabelTreeModel(SparkXMLPredictorModel, LabelTreeParams):
+class LabelTreeModel(LabelForestModel, LabelTreeParams):
     """A trained label-tree forest (``ParabelModel``, ``BonsaiModel``).
 
     ``transform`` adds ``predictionCol`` (array<int>: the topK labels, best first; labels
@@ -120,58 +120,23 @@ class LabelTreeModel(SparkXMLPredictorModel, LabelTreeParams):
     _model_kind = "parabel"
     _required_arrays = FOREST_KEYS + MODEL_SCALARS
     _summary_class = LabelTreeTrainingSummary
-    _state_attrs = ("_arrays", "_predictor_key", "_training_info")
-    _format_errors = (ValueError, KeyError, IndexError)
 
-    def __init__(self, arrays: dict | None = None, summary=None):
-        super().__init__(None, summary)
-        self._arrays: dict = dict(arrays or {})
-        self._predictor_key = None
-        self._training_info: dict = {}
-
-    @classmethod
-    def _create(cls, forest: dict, n_features: int, n_labels: int, bias: float, loss: str):
-        return cls(dict(forest, n_features=np.array(n_features, dtype=np.int64),
-                        n_labels=np.array(n_labels, dtype=np.int64),
-                        bias=np.array(bias, dtype=np.float64),
-                        loss=np.array(LOSSES[loss], dtype=np.int64),
-                        beam_width=np.array(0, dtype=np.int64)))
-
-    @classmethod
-    def _predictor_from_arrays(cls, arrays: dict):
-        return None  # built on first use, from the arrays and the params
-
-    def _restore(self, arrays: dict) -> None:
-        self._arrays = {k: v for k, v in arrays.items() if not k.startswith("summary.")}
-        LabelTreePredictor.from_arrays(self._arrays)  # fails here when they are inconsistent
-
-    @classmethod
-    def _format_message(cls, path: str, error: BaseException) -> str:
-        return f"{path}: {cls.__name__[:-len('Model')]} arrays are inconsistent: {error}"
+    def _check_arrays(self) -> None:
+        LabelTreePredictor.from_arrays(self._arrays)
 
     def _predictor_arrays(self) -> dict:
         # the beam width saved is the model's current one: load_model serves what transform does
         return dict(self._arrays, beam_width=np.array(self.getBeamWidth(), dtype=np.int64))
 
     def _predictor_spec(self):
-        """(predictor class, constructor arguments): plain values, so transform tasks can
-        build the predictor from them."""
         a = self._arrays
         loss = {v: k for k, v in LOSSES.items()}[int(a["loss"])]
         return LabelTreePredictor, (a, int(a["n_features"]), int(a["n_labels"]),
                                     float(a["bias"]), loss, int(self.getBeamWidth()))
 
-    predictor = FastXMLModel.predictor
-    _transform_validated = FastXMLModel._transform_validated
-
-    # the same arrays and outputs as FastXML's model: the same accessors
-    numFeatures = FastXMLModel.numFeatures
-    numLabels = FastXMLModel.numLabels
-    trees = FastXMLModel.trees
-
 
 add_setters(_LabelTree, tuple(PARABEL_DEFAULTS) + ("numWorkers", "verbose"))
-add_setters(LabelTreeModel, ("topK", "featuresCol", "predictionCol", "scoresCol", "beamWidth"))
+add_setters(LabelTreeModel, ("beamWidth",))
 
 
 class ParabelModel(LabelTreeModel):
@@ -196,18 +161,18 @@ class Parabel(_LabelTree):
 
     Examples
     --------
+    The beam width is a prediction param: a model searches with the one it is given.
+
     >>> from sparkxml import XMLEvaluator
     >>> from sparkxml.synthetic import make_multilabel, rows_frame
     >>> X, Y = make_multilabel(n_rows=300, n_features=200, n_labels=20, seed=0)
-    >>> df = rows_frame(spark, X, Y, 0, 300, num_features=200)
-    >>> model = Parabel(maxLeafLabels=4, seed=0).fit(df)
-    >>> model.trees, model.numFeatures, model.numLabels
-    (3, 200, 20)
-    >>> out = model.setTopK(3).transform(df)
-    >>> out.columns
-    ['features', 'labels', 'prediction', 'scores']
-    >>> 0.6 < XMLEvaluator(k=1).evaluate(out) <= 1.0       # P@1
-    True
+    >>> train = rows_frame(spark, X, Y, 0, 300, num_features=200)
+    >>> model = Parabel(maxLeafLabels=4, seed=0).fit(train)
+    >>> (model.trees, model.numLabels, model.getBeamWidth())
+    (3, 20, 10)
+    >>> greedy = model.copy().setBeamWidth(1)
+    >>> [0.6 < XMLEvaluator(k=1).evaluate(m.transform(train)) <= 1.0 for m in (model, greedy)]
+    [True, True]
     """
 
     _model_kind = "parabel"

@@ -34,14 +34,7 @@ import scipy.sparse as sp
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkxml._core.barrier import (
-    RESULT_SCHEMA,
-    decode_ranks,
-    encode_array_batches,
-    peak_rss_bytes,
-    reset_peak_rss,
-    rss_bytes,
-)
+from sparkxml._core.barrier import RESULT_SCHEMA, TaskMemory, decode_ranks, encode_array_batches
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.partitioning import partition_keys
 from sparkxml.fastxml.fit import group_tables, task_csr
@@ -114,7 +107,7 @@ def representations(data, n_features: int, n_labels: int, fcol: str, partitions:
     def task(batches):
         from pyspark import TaskContext
 
-        reset_ok = reset_peak_rss()
+        memory = TaskMemory()
         pieces = [b for b in batches if b.num_rows]
         if not pieces:
             return
@@ -128,8 +121,7 @@ def representations(data, n_features: int, n_labels: int, fcol: str, partitions:
         yield from encode_array_batches(pid, {
             "labels": labels, "counts": counts, "indptr": R.indptr.astype(np.int64),
             "indices": R.indices.astype(np.int32), "data": R.data.astype(np.float64)},
-            {"rows": int(len(lab)), "labels": int(len(labels)),
-             "peak_rss_bytes": peak_rss_bytes(), "peak_rss_is_task_local": reset_ok})
+            memory.info(rows=int(len(lab)), labels=int(len(labels))))
 
     table = to_arrow(data.select(F.explode("y").alias("_l"), "_k1", "_k2", "f")
                      .repartition(partitions, "_l").sortWithinPartitions("_l", "_k1", "_k2")
@@ -167,16 +159,14 @@ def _make_level_fn(spec_of: dict, keys: list, n_features: int, n_labels: int, pa
     rank_of = {k: p for p, k in enumerate(keys)}
 
     def train(batches):
-        reset_ok = reset_peak_rss()
-        rss0 = rss_bytes()
+        memory = TaskMemory()
         for key, table in group_tables(batches):
             xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             del table
             spec = spec_of.get(key, [])
             trained = klevels.train_level(xi, xj, xv, yi, yj, n_features, n_labels, spec,
                                           params)
-            yield from encode_array_batches(rank_of[key], klevels.pack_nodes(trained), {
-                "rows": len(xi) - 1, "nodes": len(spec), "peak_rss_bytes": peak_rss_bytes(),
-                "rss_start_bytes": rss0, "peak_rss_is_task_local": reset_ok})
+            yield from encode_array_batches(rank_of[key], klevels.pack_nodes(trained),
+                                            memory.info(rows=len(xi) - 1, nodes=len(spec)))
 
     return train

@@ -11,10 +11,11 @@ from sparkxml._core.params import (
     HasNumTrees,
     HasNumWorkers,
     HasPredictionCol,
+    HasScoresCol,
     HasSeed,
     HasTol,
+    HasTopK,
 )
-from sparkxml.fastxml.params import HasScoresCol, HasTopK
 
 
 def _param(name: str, doc: str, conv):

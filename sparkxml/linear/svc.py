@@ -285,13 +285,15 @@ class LinearSVC(SparkXMLEstimator, _LinearSVCParams, HasVerbose):
     --------
     >>> from sparkxml.datasets import from_dense
     >>> X = np.random.default_rng(0).normal(size=(40, 3))
-    >>> df = from_dense(spark, X, columns={"label": (X[:, 0] + X[:, 1] > 0).astype(float)})
-    >>> model = LinearSVC(C=1.0, seed=0).fit(df)
+    >>> y = (X[:, 0] + X[:, 1] > 0).astype(float)
+    >>> train = from_dense(spark, X, columns={"label": y})
+    >>> model = LinearSVC(C=1.0, seed=0).fit(train)
     >>> model.summary.converged, model.numFeatures
     (True, 3)
-    >>> model.transform(df).columns
+    >>> out = model.transform(train)
+    >>> out.columns
     ['features', 'label', 'rawPrediction', 'prediction']
-    >>> model.transform(df).filter("prediction = label").count() >= 36   # of 40
+    >>> out.filter("prediction = label").count() >= 36   # of 40
     True
     """
 

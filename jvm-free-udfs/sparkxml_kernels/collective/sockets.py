@@ -35,6 +35,7 @@ Protocol
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import selectors
@@ -468,36 +469,37 @@ class SocketCollective(ContextCollective):
             wake_w.close()
 
     # ------------------------------------------------------------------ primitives
-    def _recv_size(self, p: _Peer) -> int:
+    @contextlib.contextmanager
+    def _receiving(self, p: _Peer, silent: str, closed: str, failed: str, timed: bool):
+        """Turn a failed receive from ``p`` into one error naming both ranks: TimeoutError
+        "rank p ``silent``", ConnectionError "rank p closed the connection``closed``" or
+        "``failed``: <error>" (``{peer}`` there is p's rank); ``timed``: the time spent counts
+        as waiting (``wait_seconds``)."""
         t0 = time.perf_counter()
         try:
-            n = p.recv_size()
+            yield
         except (TimeoutError, BlockingIOError):
-            raise TimeoutError(f"rank {self.rank}: rank {p.rank} sent nothing within "
-                               f"{self.timeout_s:g}s (timeoutSeconds); the peer stopped "
-                               f"answering") from None
+            raise TimeoutError(f"rank {self.rank}: rank {p.rank} {silent}") from None
         except EOFError:
-            raise ConnectionError(f"rank {self.rank}: rank {p.rank} closed the connection "
-                                  f"(the peer failed or exited)") from None
+            raise ConnectionError(f"rank {self.rank}: rank {p.rank} closed the connection"
+                                  f"{closed} (the peer failed or exited)") from None
         except OSError as e:
-            raise ConnectionError(f"rank {self.rank}: lost the connection to rank {p.rank}: "
+            raise ConnectionError(f"rank {self.rank}: {failed.format(peer=p.rank)}: "
                                   f"{e!r}") from None
         finally:
-            self.wait_seconds += time.perf_counter() - t0
-        return n
+            if timed:
+                self.wait_seconds += time.perf_counter() - t0
+
+    def _recv_size(self, p: _Peer) -> int:
+        with self._receiving(p, f"sent nothing within {self.timeout_s:g}s (timeoutSeconds); "
+                                f"the peer stopped answering", "",
+                             "lost the connection to rank {peer}", timed=True):
+            return p.recv_size()
 
     def _recv_payload(self, p: _Peer, buf, n: int) -> None:
-        try:
+        with self._receiving(p, f"stalled mid-message for {self.timeout_s:g}s", " mid-message",
+                             "receiving from rank {peer} failed", timed=False):
             p.recv_payload_into(buf, n)
-        except (TimeoutError, BlockingIOError):
-            raise TimeoutError(f"rank {self.rank}: rank {p.rank} stalled mid-message for "
-                               f"{self.timeout_s:g}s") from None
-        except EOFError:
-            raise ConnectionError(f"rank {self.rank}: rank {p.rank} closed the connection "
-                                  f"mid-message (the peer failed or exited)") from None
-        except OSError as e:
-            raise ConnectionError(f"rank {self.rank}: receiving from rank {p.rank} failed: "
-                                  f"{e!r}") from None
         self.bytes_received += n
 
     def _recv_exact(self, p: _Peer, arr: np.ndarray, what: str) -> None:

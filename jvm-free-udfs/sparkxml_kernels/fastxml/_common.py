@@ -15,19 +15,10 @@ from .._jit import njit
 
 MT_STATE = 625  # 624 state words + the read position
 _M32 = 0xFFFFFFFF
-_U_M32 = np.uint64(_M32)
-_U_UPPER = np.uint64(0x80000000)
-_U_LOWER = np.uint64(0x7FFFFFFF)
-_U_MATRIX = np.uint64(0x9908B0DF)
-_U_INIT = np.uint64(1812433253)
-_U_B = np.uint64(0x9D2C5680)
-_U_C = np.uint64(0xEFC60000)
-_U1 = np.uint64(1)
-_U11 = np.uint64(11)
-_U7 = np.uint64(7)
-_U15 = np.uint64(15)
-_U18 = np.uint64(18)
-_U30 = np.uint64(30)
+# MT19937's constants as uint64, so the compiled code never mixes signed and unsigned
+_U_M32, _U_UPPER, _U_LOWER, _U_MATRIX, _U_INIT, _U_B, _U_C = map(np.uint64, (
+    _M32, 0x80000000, 0x7FFFFFFF, 0x9908B0DF, 1812433253, 0x9D2C5680, 0xEFC60000))
+_U1, _U7, _U11, _U15, _U18, _U30 = map(np.uint64, (1, 7, 11, 15, 18, 30))
 
 # "no local id yet" in the uint32 global -> local maps. The hot loops index with unsigned
 # integers throughout (uint64 pointers, uint32 ids) because numba then omits the wraparound
@@ -215,6 +206,18 @@ def grow(a, need):
     for i in range(a.shape[0]):
         b[i] = a[i]
     return b
+
+
+@njit(cache=True, nogil=True, inline="always")
+def append_pairs(dst_a, dst_b, used, src_a, src_b, count):
+    """Append ``src_a[:count]`` and ``src_b[:count]`` to the buffers ``dst_a`` and ``dst_b``
+    that hold ``used`` entries (grown by ``grow``); return (dst_a, dst_b, used + count)."""
+    dst_a = grow(dst_a, used + count)
+    dst_b = grow(dst_b, used + count)
+    for q in range(count):
+        dst_a[used + q] = src_a[q]
+        dst_b[used + q] = src_b[q]
+    return dst_a, dst_b, used + count
 
 
 @njit(cache=True, nogil=True)

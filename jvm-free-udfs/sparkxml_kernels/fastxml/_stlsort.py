@@ -114,20 +114,13 @@ def _partition_pivot(ids, keys, first, last):
     a = first + 1
     b = first + (last - first) // 2
     c = last - 1
-    # median of three moved to ``first``
+    # median of three moved to ``first`` (the same choice, ties included, as
+    # std::__move_median_to_first)
     if keys[a] > keys[b]:
-        if keys[b] > keys[c]:
-            _swap(ids, keys, first, b)
-        elif keys[a] > keys[c]:
-            _swap(ids, keys, first, c)
-        else:
-            _swap(ids, keys, first, a)
-    elif keys[a] > keys[c]:
-        _swap(ids, keys, first, a)
-    elif keys[b] > keys[c]:
-        _swap(ids, keys, first, c)
+        m = b if keys[b] > keys[c] else (c if keys[a] > keys[c] else a)
     else:
-        _swap(ids, keys, first, b)
+        m = a if keys[a] > keys[c] else (c if keys[b] > keys[c] else b)
+    _swap(ids, keys, first, m)
     pk = keys[first]
     lo = first + 1
     hi = last

@@ -55,12 +55,10 @@ from .logreg import (
     MAX_NEWTON,
     NU,
     SIGMA,
-    _violation,
     lr_accept_rows,
     lr_column_sums,
-    lr_coord_apply,
     lr_coord_grad,
-    lr_coord_z,
+    lr_coord_step,
     lr_delta,
     lr_halve,
     lr_hess_grad,
@@ -68,6 +66,7 @@ from .logreg import (
     lr_ls_cond,
     lr_outer_active,
     lr_refresh_ewx,
+    lr_round_end,
     lr_row_dot,
     lr_shuffle,
 )
@@ -549,28 +548,14 @@ def _solve(cols, m, n, nr, y, C, mt, ws):
                 g = yield Fold(np.array([Grad[j] + (wpd[j] - w[j]) * NU]),
                                lambda a, j=j: a.__setitem__(0, lr_coord_grad(
                                    col_ptr, col_row, col_val, Dd, xTd, j, a[0])))
-                G = float(g[0])
-                wp = float(wpd[j])
-                viol = _violation(G, wp, qp_shrink)
-                if viol < 0.0:  # inner shrinking
-                    qp_active -= 1
-                    index[s], index[qp_active] = index[qp_active], index[s]
-                    continue
-                qp_Gmax_new = max(qp_Gmax_new, viol)
-                qp_Gnorm1_new += viol
-                z = lr_coord_z(G, float(Hdiag[j]), wp)
-                if z != 0.0:
-                    wpd[j] += z
-                    lr_coord_apply(col_ptr, col_row, col_val, xTd, j, z)
-                s += 1
+                s, qp_active, qp_Gmax_new, qp_Gnorm1_new = lr_coord_step(
+                    float(g[0]), j, s, qp_active, qp_shrink, qp_Gmax_new, qp_Gnorm1_new, index,
+                    wpd, Hdiag, col_ptr, col_row, col_val, xTd)
             it += 1
-            if qp_Gnorm1_new <= inner_eps * Gnorm1_init:
-                if qp_active == active:
-                    break
-                qp_active = active
-                qp_Gmax_old = np.inf
-                continue
-            qp_Gmax_old = qp_Gmax_new
+            stop, qp_active, qp_Gmax_old = lr_round_end(qp_Gnorm1_new, inner_eps, Gnorm1_init,
+                                                        qp_active, active, qp_Gmax_new)
+            if stop:
+                break
         delta, w_norm_new = lr_delta(Grad, w, wpd, m, w_norm)
         negsum_xTd = float((yield Fold(np.zeros(1), lambda a: a.__setitem__(
             0, lr_row_dot(Cneg, xTd, nr, a[0]))))[0])

@@ -165,6 +165,40 @@ def lr_coord_apply(col_ptr, col_row, col_val, xTd, j, z):
         xTd[col_row[p]] += np.float64(col_val[p]) * z
 
 
+@njit(cache=True, nogil=True, inline="always")
+def lr_coord_step(G, j, s, qp_active, qp_shrink, qp_Gmax_new, qp_Gnorm1_new, index, wpd, Hdiag,
+                  col_ptr, col_row, col_val, xTd):
+    """Coordinate ``j = index[s]`` of an inner round, its gradient ``G`` known: shrink it out
+    of the active set (swapped to its end) or take its Newton step. Returns (next s,
+    qp_active, qp_Gmax_new, qp_Gnorm1_new)."""
+    wp = wpd[j]
+    viol = _violation(G, wp, qp_shrink)
+    if viol < 0.0:  # inner shrinking
+        qp_active -= 1
+        tmp = index[s]
+        index[s] = index[qp_active]
+        index[qp_active] = tmp
+        return s, qp_active, qp_Gmax_new, qp_Gnorm1_new
+    qp_Gmax_new = max(qp_Gmax_new, viol)
+    qp_Gnorm1_new += viol
+    z = lr_coord_z(G, Hdiag[j], wp)
+    if z != 0.0:
+        wpd[j] += z
+        lr_coord_apply(col_ptr, col_row, col_val, xTd, j, z)
+    return s + 1, qp_active, qp_Gmax_new, qp_Gnorm1_new
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lr_round_end(qp_Gnorm1_new, inner_eps, Gnorm1_init, qp_active, active, qp_Gmax_new):
+    """After an inner round: (stop, qp_active, qp_Gmax_old). Stop when the round converged on
+    the whole active set; converged on a shrunk set, re-check all coordinates once more."""
+    if qp_Gnorm1_new <= inner_eps * Gnorm1_init:
+        if qp_active == active:
+            return True, qp_active, qp_Gmax_new
+        return False, active, np.inf
+    return False, qp_active, qp_Gmax_new
+
+
 @njit(cache=True, nogil=True)
 def lr_delta(Grad, w, wpd, m, w_norm):
     """(Armijo's delta, |w + d|_1) of the Newton direction."""
@@ -313,30 +347,14 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
                 j = index[s]
                 G = lr_coord_grad(col_ptr, col_row, col_val, Dd, xTd, j,
                                   Grad[j] + (wpd[j] - w[j]) * NU)
-                wp = wpd[j]
-                viol = _violation(G, wp, qp_shrink)
-                if viol < 0.0:  # inner shrinking
-                    qp_active -= 1
-                    tmp = index[s]
-                    index[s] = index[qp_active]
-                    index[qp_active] = tmp
-                    continue
-                qp_Gmax_new = max(qp_Gmax_new, viol)
-                qp_Gnorm1_new += viol
-                z = lr_coord_z(G, Hdiag[j], wp)
-                if z != 0.0:
-                    wpd[j] += z
-                    lr_coord_apply(col_ptr, col_row, col_val, xTd, j, z)
-                s += 1
+                s, qp_active, qp_Gmax_new, qp_Gnorm1_new = lr_coord_step(
+                    G, j, s, qp_active, qp_shrink, qp_Gmax_new, qp_Gnorm1_new, index, wpd,
+                    Hdiag, col_ptr, col_row, col_val, xTd)
             it += 1
-            if qp_Gnorm1_new <= inner_eps * Gnorm1_init:
-                if qp_active == active:
-                    break
-                # converged on the shrunk set: re-check all coordinates once more
-                qp_active = active
-                qp_Gmax_old = np.inf
-                continue
-            qp_Gmax_old = qp_Gmax_new
+            stop, qp_active, qp_Gmax_old = lr_round_end(qp_Gnorm1_new, inner_eps, Gnorm1_init,
+                                                        qp_active, active, qp_Gmax_new)
+            if stop:
+                break
 
         delta, w_norm_new = lr_delta(Grad, w, wpd, m, w_norm)
         negsum_xTd = lr_row_dot(Cneg, xTd, n, 0.0)

@@ -36,11 +36,11 @@ from .forest import check_csr
 from .predictor import (
     CHUNK_ROWS,
     FastXMLPredictor,
-    empty_topk,
     push_topk,
     route_chunk,
     route_workspace,
     sum_leaves,
+    topk_start,
 )
 
 TAIL_KEYS = ("tail_indptr", "tail_index", "tail_value")
@@ -298,10 +298,8 @@ def pfastre_predict_kernel(indptr, indices, data, tree_offsets, children, w_indp
 
     Returns int32 (n, k) labels (-1 padding) and float32 (n, k) scores (0 padding).
     """
-    n = indptr.shape[0] - 1
-    T = tree_offsets.shape[0] - 1
+    n, T, out_lab, out_sc, top_s, top_l = topk_start(indptr, tree_offsets, k)
     biasd = np.float64(np.float32(bias))
-    out_lab, out_sc = empty_topk(n, k)
     if T == 0 or n == 0 or k == 0:
         return out_lab, out_sc
     L1 = max(n_labels, 1)
@@ -320,8 +318,6 @@ def pfastre_predict_kernel(indptr, indices, data, tree_offsets, children, w_indp
     lcnt = np.zeros(L1 + 1, np.int64)
     lent = np.empty(chunk * C, np.int64)
     inv_norm = np.empty(chunk, np.float64)
-    top_s = np.empty(k, np.float64)
-    top_l = np.empty(k, np.int32)
     for r0 in range(0, n, chunk):
         r1 = min(n, r0 + chunk)
         route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr, w_index,

@@ -150,6 +150,33 @@ def push_topk(sc, lab, top_s, top_l, nk, k):
     return nk
 
 
+@njit(cache=True, nogil=True, inline="always")
+def topk_start(indptr, tree_offsets, k):
+    """(rows n, trees T, labels, scores, top_s, top_l) of a top-k prediction: the outputs as
+    ``empty_topk`` makes them and a row's top-k buffer for ``push_topk``."""
+    n = indptr.shape[0] - 1
+    T = tree_offsets.shape[0] - 1
+    out_lab, out_sc = empty_topk(n, k)
+    return n, T, out_lab, out_sc, np.empty(k, np.float64), np.empty(k, np.int32)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def finish_topk_row(acc, touched, nt, T, top_s, top_l, k, out_lab, out_sc, row):
+    """Row ``row``'s top-k from the label scores summed over T trees in ``acc`` at the
+    ``nt`` labels ``touched``: the mean over trees, labels scoring 0 left out; ``acc`` is
+    zeroed on the way for the next row."""
+    nk = 0
+    for j in range(nt):
+        lab = touched[j]
+        sc = acc[lab] / T
+        acc[lab] = 0.0
+        if sc > 0.0:
+            nk = push_topk(sc, np.int32(lab), top_s, top_l, nk, k)
+    for j in range(nk):
+        out_lab[row, j] = top_l[j]
+        out_sc[row, j] = np.float32(top_s[j])
+
+
 @njit(cache=True, nogil=True)
 def predict_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_index, w_value,
                    leaf_indptr, leaf_label, leaf_score, n_features, n_labels, bias, k):
@@ -157,18 +184,14 @@ def predict_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_in
 
     Returns int32 (n, k) labels (-1 as padding) and float32 (n, k) scores (0 as padding).
     """
-    n = indptr.shape[0] - 1
-    T = tree_offsets.shape[0] - 1
+    n, T, out_lab, out_sc, top_s, top_l = topk_start(indptr, tree_offsets, k)
     biasd = np.float64(np.float32(bias))
-    out_lab, out_sc = empty_topk(n, k)
     if T == 0 or n == 0 or k == 0:
         return out_lab, out_sc
     chunk = min(n, CHUNK_ROWS)
     wd, perm, perm_tmp, nstart, nend, leaf_of = route_workspace(tree_offsets, n_features, chunk)
     acc = np.zeros(max(n_labels, 1), np.float64)
     touched = np.empty(max(n_labels, 1), np.int32)
-    top_s = np.empty(k, np.float64)
-    top_l = np.empty(k, np.int32)
     for r0 in range(0, n, chunk):
         r1 = min(n, r0 + chunk)
         route_chunk(indptr, indices, data, r0, r1, tree_offsets, children, w_indptr, w_index,
@@ -176,17 +199,20 @@ def predict_kernel(indptr, indices, data, tree_offsets, children, w_indptr, w_in
         for row in range(r0, r1):
             nt = sum_leaves(leaf_of, row - r0, T, leaf_indptr, leaf_label, leaf_score, acc,
                             touched)
-            nk = 0
-            for j in range(nt):
-                lab = touched[j]
-                sc = acc[lab] / T
-                acc[lab] = 0.0
-                if sc > 0.0:
-                    nk = push_topk(sc, lab, top_s, top_l, nk, k)
-            for j in range(nk):
-                out_lab[row, j] = top_l[j]
-                out_sc[row, j] = np.float32(top_s[j])
+            finish_topk_row(acc, touched, nt, T, top_s, top_l, k, out_lab, out_sc, row)
     return out_lab, out_sc
+
+
+def check_rows(indptr, indices, data, n_features: int):
+    """The CSR rows (indptr, indices, data) a forest predicts on, checked: int64 indptr,
+    int32 indices below ``n_features``, float32 data, all finite (a tree cannot route a NaN)."""
+    indptr, indices = check_csr("X", indptr, indices, None, n_features)
+    data = np.ascontiguousarray(data, dtype=VALUE)
+    if data.shape != indices.shape:
+        raise ValueError(f"X data has {data.size} values for {indices.size} indices")
+    if not np.all(np.isfinite(data)):
+        raise ValueError("X data holds NaN or infinite values; the trees cannot route them")
+    return indptr, indices, data
 
 
 class FastXMLPredictor:
@@ -257,13 +283,7 @@ class FastXMLPredictor:
         return int(self.forest["tree_ids"].shape[0])
 
     def _check_input(self, indptr, indices, data):
-        indptr, indices = check_csr("X", indptr, indices, None, self.n_features)
-        data = np.ascontiguousarray(data, dtype=VALUE)
-        if data.shape != indices.shape:
-            raise ValueError(f"X data has {data.size} values for {indices.size} indices")
-        if not np.all(np.isfinite(data)):
-            raise ValueError("X data holds NaN or infinite values; the trees cannot route them")
-        return indptr, indices, data
+        return check_rows(indptr, indices, data, self.n_features)
 
     def predict(self, indptr, indices, data, k: int):
         """Top-k labels of each row of the CSR matrix (indptr, indices, data).

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from ._common import MT_STATE, NOMAP, grow, mt_next, mt_seed, sort_desc
+from ._common import MT_STATE, NOMAP, append_pairs, grow, mt_next, mt_seed, sort_desc
 from ._stlsort import stl_sort_desc
 from .logreg import l1r_lr_kernel
 from .ndcg import SORT_STACK, map_labels, optimize_ndcg_kernel
@@ -520,24 +520,15 @@ def train_trees_kernel(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_featu
                 pos_child[M] = n_nodes
                 neg_child[M] = n_nodes + 1
                 n_nodes += 2
-                w_index = grow(w_index, WN + nw)
-                w_value = grow(w_value, WN + nw)
-                for q in range(nw):
-                    w_index[WN + q] = w_idx[q]
-                    w_value[WN + q] = w_val[q]
-                WN += nw
+                w_index, w_value, WN = append_pairs(w_index, w_value, WN, w_idx, w_val, nw)
             else:
                 pos_child[M] = -1
                 neg_child[M] = -1
                 kk = leaf_distribution(Y_indptr, Y_indices, rows, nl, lab_map, act_lab, act_w,
                                        lsum, rank_ids, rank_keys, sort_stack, lcount, order,
                                        otmp, labels_per_leaf, leaf_lab, leaf_val)
-                leaf_label = grow(leaf_label, LN + kk)
-                leaf_score = grow(leaf_score, LN + kk)
-                for q in range(kk):
-                    leaf_label[LN + q] = leaf_lab[q]
-                    leaf_score[LN + q] = leaf_val[q]
-                LN += kk
+                leaf_label, leaf_score, LN = append_pairs(leaf_label, leaf_score, LN, leaf_lab,
+                                                          leaf_val, kk)
             w_indptr[M + 1] = WN
             leaf_indptr[M + 1] = LN
             for j in range(nl):

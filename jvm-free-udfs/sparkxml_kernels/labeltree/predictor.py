@@ -17,10 +17,8 @@ import math
 
 import numpy as np
 
-from .._dtypes import VALUE
 from .._jit import njit
-from ..fastxml.forest import check_csr
-from ..fastxml.predictor import empty_topk, push_topk
+from ..fastxml.predictor import check_rows, finish_topk_row, topk_start
 from .forest import FOREST_DTYPES, FOREST_KEYS
 from .nodes import LOGISTIC, LOSSES
 
@@ -63,13 +61,7 @@ def node_scores(g, xj, xv, m, wf_indptr, wf_feature, we_indptr, we_slot, we_valu
         if lo >= hi:
             break
         j = xj[q]
-        a, b = lo, hi
-        while a < b:
-            mid = (a + b) >> 1
-            if wf_feature[mid] < j:
-                a = mid + 1
-            else:
-                b = mid
+        a = lo + np.searchsorted(wf_feature[lo:hi], j)  # first feature >= j
         lo = a
         if a < hi and wf_feature[a] == j:
             v = xv[q]
@@ -126,9 +118,7 @@ def predict_kernel(indptr, indices, data, n_features, n_labels, bias, loss, beam
     """Top-k labels int32 (n, k) (-1 padding) and scores float32 (n, k) (0 padding), best
     first, ties to the smaller label; labels scoring 0 are left out. Rows must have sorted,
     unique feature ids."""
-    n = indptr.shape[0] - 1
-    T = tree_offsets.shape[0] - 1
-    out_lab, out_sc = empty_topk(n, k)
+    n, T, out_lab, out_sc, top_s, top_l = topk_start(indptr, tree_offsets, k)
     if T == 0 or n == 0 or k == 0:
         return out_lab, out_sc
     M = child_indptr.shape[0] - 1
@@ -150,8 +140,6 @@ def predict_kernel(indptr, indices, data, n_features, n_labels, bias, loss, beam
     acc = np.zeros(max(n_labels, 1), np.float64)
     lmark = np.zeros(max(n_labels, 1), np.int64)
     touched = np.empty(max(n_labels, 1), np.int64)
-    top_s = np.empty(k, np.float64)
-    top_l = np.empty(k, np.int32)
     for r in range(n):
         m = unit_row(indptr, indices, data, r, n_features, bias, xj, xv)
         nt = 0
@@ -175,16 +163,7 @@ def predict_kernel(indptr, indices, data, n_features, n_labels, bias, loss, beam
                         touched[nt] = lab
                         nt += 1
                     acc[lab] += bs[b] * prob(margins[s], loss)
-        nk = 0
-        for j in range(nt):
-            lab = touched[j]
-            sc = acc[lab] / T
-            acc[lab] = 0.0
-            if sc > 0.0:
-                nk = push_topk(sc, np.int32(lab), top_s, top_l, nk, k)
-        for j in range(nk):
-            out_lab[r, j] = top_l[j]
-            out_sc[r, j] = np.float32(top_s[j])
+        finish_topk_row(acc, touched, nt, T, top_s, top_l, k, out_lab, out_sc, r)
     return out_lab, out_sc
 
 
@@ -306,12 +285,7 @@ class LabelTreePredictor:
         k = int(k)
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        indptr, indices = check_csr("X", indptr, indices, None, self.n_features)
-        data = np.ascontiguousarray(data, dtype=VALUE)
-        if data.shape != indices.shape:
-            raise ValueError(f"X data has {data.size} values for {indices.size} indices")
-        if not np.all(np.isfinite(data)):
-            raise ValueError("X data holds NaN or infinite values")
+        indptr, indices, data = check_rows(indptr, indices, data, self.n_features)
         indptr, indices, data = sorted_rows(indptr, indices, data, self.n_features)
         f = self.forest
         return predict_kernel(indptr, indices, data, self.n_features, self.n_labels,

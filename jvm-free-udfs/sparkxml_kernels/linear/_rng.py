@@ -15,14 +15,9 @@ _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
 _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
-_U_GOLDEN = np.uint64(_GOLDEN)
-_U_M1 = np.uint64(_M1)
-_U_M2 = np.uint64(_M2)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
-_S11 = np.uint64(11)
-_S32 = np.uint64(32)
+# the same constants as uint64 for the compiled code
+_U_GOLDEN, _U_M1, _U_M2 = map(np.uint64, (_GOLDEN, _M1, _M2))
+_S11, _S27, _S30, _S31, _S32 = map(np.uint64, (11, 27, 30, 31, 32))
 _INV53 = 1.0 / 9007199254740992.0
 
 
