@@ -1,20 +1,24 @@
 """Histogram gradient boosting on Spark: ``GBTRegressor`` and ``GBTClassifier``.
 
-A fit runs three Spark jobs, whatever the number of trees:
+A fit runs at most three Spark jobs, whatever the number of trees (two below the size
+threshold of step 2):
 
-1. a checks job: one SQL aggregate over every row (JVM only, no Python): row counts, label
-   range, and the first offending value of each check (non-finite or non-class labels,
-   negative weights, null vectors), so bad input fails before any training with an error
-   naming the column and the value. A vector column's size comes from its metadata or first
-   row; the Python tasks check every vector against it (sizing each vector in the JVM made
-   an array per row: most of this job's time);
+1. a checks job: one no-op write of the input with the checks as observed metrics
+   (``sparkxml._core.validation.aggregate_once``; JVM only, no Python, no shuffle): row
+   counts, label range, and the first offending value of each check (non-finite or non-class
+   labels, negative weights, null vectors), so bad input fails before any training with an
+   error naming the column and the value. A vector column's size comes from its metadata or
+   first row; the Python tasks check every vector against it;
 2. a sketch job: weighted quantile summaries of a uniform sample of about 100,000 training
    rows (``DataFrame.sample``, one ``mapInArrow`` task per input partition), merged on the
-   driver in partition order into at most ``maxBins`` bins per feature;
-3. ONE barrier stage (``sparkxml._core.barrier``) over ``numWorkers`` partitions: each task bins
+   driver in partition order into at most ``maxBins`` bins per feature. With numWorkers=1 and
+   at most 100,000 training rows there is no sample and no such job: the training task
+   summarises each input partition itself, in the same order, and gets the same edges;
+3. ONE training stage (``sparkxml._core.barrier``) over ``numWorkers`` partitions: each task bins
    its rows once (uint8), then all tasks boost in lockstep (``sparkxml_kernels.gbt.booster``),
    exchanging per-level histograms over direct authenticated sockets
    (``sparkxml_kernels.collective``); rank 0 decides the splits and returns the model arrays.
+   With one worker it is a plain (non-barrier) task.
 
 Vector columns reach Python as dense arrays made in the JVM (``vector_to_array``), which Arrow
 ships ~6x faster than the VectorUDT struct. When the input already has ``numWorkers``
@@ -42,30 +46,19 @@ import numpy as np
 from pyspark import keyword_only
 from pyspark.sql import types as T
 
-# shared with LambdaMART, trees and forests; still importable from here
-from sparkxml._core.params import (
-    HasEarlyStoppingRounds,
-    HasFeaturesCol,
-    HasFeaturesCols,
-    HasLabelCol,
-    HasMaxIter,
-    HasNumWorkers,
-    HasPredictionCol,
-    HasProbabilityCol,
-    HasRawPredictionCol,
-    HasSeed,
-    HasStepSize,
-    HasSubsamplingRate,
-    HasThresholds,
-    HasTimeoutSeconds,
-    HasValidationIndicatorCol,
-    HasWeightCol,
-    add_setters,
-)
+from sparkxml._core.params import add_setters
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.validation import inferred_classes
-from sparkxml.gbt.booster_params import DART_PARAMS, BoosterTypeParams
 from sparkxml.gbt.custom_params import HasCustomFunctions
+from sparkxml.gbt.estimator_params import (  # noqa: F401 - GBTParams, COMMON_PARAMS: LambdaMART's
+    _CLASSIFIER_PARAMS,
+    _MODEL_PARAMS,
+    _REGRESSOR_PARAMS,
+    COMMON_PARAMS,
+    GBTParams,
+    _GBTClassifierParams,
+    _GBTRegressorParams,
+)
 from sparkxml.gbt.fit import GBTEstimator
 from sparkxml.gbt.metric_params import (
     BINARY_DEFAULTS,
@@ -75,33 +68,6 @@ from sparkxml.gbt.metric_params import (
     evaluation_metrics,
 )
 from sparkxml.gbt.models import GBTModelBase, single_row_classifier_api
-from sparkxml.gbt.node_params import NodeFeatureParams
-from sparkxml.gbt.objective_params import HasEvalMetrics, RegressionObjectiveParams
-from sparkxml.gbt.params import (
-    HasBaseMarginCol,
-    HasCategoricalCols,
-    HasCatL2,
-    HasCatSmooth,
-    HasColsampleByTree,
-    HasEvalMetric,
-    HasGrowPolicy,
-    HasLeafCol,
-    HasMaxBins,
-    HasMaxCatThreshold,
-    HasMaxCatToOnehot,
-    HasMaxDepth,
-    HasMaxLeaves,
-    HasMinChildWeight,
-    HasMinSplitLoss,
-    HasMissing,
-    HasMonotoneConstraints,
-    HasNthread,
-    HasNumClasses,
-    HasPredContribCol,
-    HasRegAlpha,
-    HasRegLambda,
-    HasScalePosWeight,
-)
 from sparkxml.gbt.summary import (
     GBTClassificationEvaluation,
     GBTRegressionEvaluation,
@@ -113,66 +79,6 @@ from sparkxml_kernels.gbt.predictor import MAX_OUTPUTS
 
 __all__ = ["GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
            "GBTTrainingSummary"]
-
-
-# ============================================================================ params
-class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasPredictionCol,
-                 HasMaxIter, HasStepSize, HasMaxDepth, HasMaxLeaves, HasGrowPolicy, HasMaxBins,
-                 HasRegLambda, HasRegAlpha, HasMinSplitLoss, HasMinChildWeight,
-                 HasSubsamplingRate, HasColsampleByTree, HasSeed, HasNumWorkers,
-                 HasValidationIndicatorCol, HasEarlyStoppingRounds, HasEvalMetric,
-                 HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
-                 HasPredContribCol, HasLeafCol, HasCategoricalCols, HasMaxCatToOnehot,
-                 HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread, BoosterTypeParams,
-                 NodeFeatureParams):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
-                         maxIter=100, stepSize=0.1, maxDepth=6, maxLeaves=0,
-                         growPolicy="depthwise", maxBins=256, regLambda=1.0, regAlpha=0.0,
-                         minSplitLoss=0.0, minChildWeight=1.0, subsamplingRate=1.0,
-                         colsampleByTree=1.0, seed=0, earlyStoppingRounds=0,
-                         timeoutSeconds=600.0, missing=float("nan"), maxCatToOnehot=4,
-                         catSmooth=10.0, catL2=10.0, maxCatThreshold=32)
-
-    def _features_spec(self) -> dict:
-        if self.isSet(self.featuresCols) and self.getFeaturesCols():
-            return {"kind": "columns", "cols": list(self.getFeaturesCols())}
-        return {"kind": "vector", "col": self.getFeaturesCol()}
-
-
-class _GBTClassifierParams(GBTParams, HasRawPredictionCol, HasProbabilityCol, HasNumClasses,
-                           HasThresholds, HasScalePosWeight, HasEvalMetrics):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability",
-                         scalePosWeight=1.0)
-
-
-class _GBTRegressorParams(GBTParams, RegressionObjectiveParams, HasRawPredictionCol):
-    pass
-
-
-COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
-                  "maxIter", "stepSize", "maxDepth", "maxLeaves", "growPolicy", "maxBins",
-                  "regLambda", "regAlpha", "minSplitLoss", "minChildWeight", "subsamplingRate",
-                  "colsampleByTree", "seed", "numWorkers", "validationIndicatorCol",
-                  "earlyStoppingRounds", "evalMetric", "timeoutSeconds", "missing",
-                  "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
-                  "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
-                  "catL2", "maxCatThreshold", "nthread", "colsampleByLevel", "colsampleByNode",
-                  "interactionConstraints") + DART_PARAMS
-_REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
-                     "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
-                     "evalMetrics")
-_CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "numClasses", "thresholds",
-                      "scalePosWeight", "evalMetrics")
-# what a fitted model lets you change before transform
-_MODEL_PARAMS = ("featuresCol", "featuresCols", "predictionCol", "predContribCol", "leafCol",
-                 "missing", "baseMarginCol", "nthread")
-
-
-
 
 
 class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):

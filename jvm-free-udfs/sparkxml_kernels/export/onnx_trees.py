@@ -28,6 +28,7 @@ categorical splits are refused.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -131,13 +132,13 @@ def to_onnx(pred, opset: int = 17, ml_opset: int = 3, dtype: str = "float32"):
         raise ValueError(f"dtype='float64' needs ai.onnx.ml opset >= 3, got ml_opset={ml_opset}")
     d, k = pred.n_features, pred.n_outputs
     nodes, leaves = _tree_attributes(pred, exact)
-    attrs = {f"nodes_{key}": v for key, v in nodes.items()}
+    attrs: dict[str, Any] = {f"nodes_{key}": v for key, v in nodes.items()}
     x = helper.make_tensor_value_info("features", TensorProto.DOUBLE if exact
                                       else TensorProto.FLOAT, [None, d])
     base = [float(b) for b in pred.base_score]
     leaf_key = "target" if obj in _REGRESSION else "class"
     attrs.update({f"{leaf_key}_{key}": v for key, v in leaves.items()})
-    values = {"base_values": base}
+    values: dict[str, Any] = {"base_values": base}
     if exact:  # float64 tensors instead of the float32 list attributes
         values = {"base_values_as_tensor": _doubles(base, "base_values")}
         for key in ("nodes_values", f"{leaf_key}_weights"):

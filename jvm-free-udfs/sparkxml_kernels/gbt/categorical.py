@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._dtypes import FLOAT, NODE
+from .._dtypes import FLOAT, INDPTR, NODE
 from .._jit import njit
 from .splitting import K_RT_EPS, TIE_RTOL, _score
 
@@ -285,3 +285,27 @@ def check_categories(values, name: str) -> np.ndarray:
         raise ValueError(f"categoricalCols: feature '{name}' holds the value {bad[0]!r}; "
                          f"categories must be integers in [0, 2**31 - 1)")
     return np.unique(v[~np.isnan(v)])
+
+
+def raw_category_sets(trees, categories):
+    """(cat_ptr, cat_words) of grower trees with categorical splits (bins -> values), or
+    (None, None) when no tree has one."""
+    if not any(getattr(t, "is_cat", None) is not None and t.is_cat.any() for t in trees):
+        return None, None
+    if categories is None:
+        raise ValueError("trees with categorical splits need the features' categories")
+    counts, words = [], []
+    for t in trees:
+        is_cat = getattr(t, "is_cat", None)
+        for node in range(t.n_nodes):
+            if is_cat is not None and is_cat[node]:
+                f = int(t.feature[node])
+                vals = np.asarray(categories[f], FLOAT)[bins_of_set(t.cat_sets[node])]
+                w = value_bitset(vals)
+                words.append(w)
+                counts.append(w.size)
+            else:
+                counts.append(0)
+    ptr = np.zeros(len(counts) + 1, INDPTR)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr, np.concatenate(words).astype(np.uint32)

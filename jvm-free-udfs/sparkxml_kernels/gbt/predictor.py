@@ -211,32 +211,6 @@ def _predict_leaves_cat(X, feature, threshold, default_left, left, right, tree_o
                                   right, cat_ptr, cat_words) - tree_offsets[t]
 
 
-def _raw_category_sets(trees, categories):
-    """(cat_ptr, cat_words) of grower trees with categorical splits (bins -> values), or
-    (None, None) when no tree has one."""
-    from .categorical import bins_of_set, value_bitset
-
-    if not any(getattr(t, "is_cat", None) is not None and t.is_cat.any() for t in trees):
-        return None, None
-    if categories is None:
-        raise ValueError("trees with categorical splits need the features' categories")
-    counts, words = [], []
-    for t in trees:
-        is_cat = getattr(t, "is_cat", None)
-        for node in range(t.n_nodes):
-            if is_cat is not None and is_cat[node]:
-                f = int(t.feature[node])
-                vals = np.asarray(categories[f], FLOAT)[bins_of_set(t.cat_sets[node])]
-                w = value_bitset(vals)
-                words.append(w)
-                counts.append(w.size)
-            else:
-                counts.append(0)
-    ptr = np.zeros(len(counts) + 1, INDPTR)
-    np.cumsum(counts, out=ptr[1:])
-    return ptr, np.concatenate(words).astype(np.uint32)
-
-
 class TreeEnsemblePredictor:
     """Boosted trees as flat arrays (see the module docstring for the keys)."""
 
@@ -337,7 +311,9 @@ class TreeEnsemblePredictor:
         cat = {k: np.concatenate([getattr(t, k) for t in trees])
                for k in ("feature", "threshold", "default_left", "left", "right", "value",
                          "gain", "cover")}
-        cat_ptr, cat_words = _raw_category_sets(trees, categories)
+        from .categorical import raw_category_sets
+
+        cat_ptr, cat_words = raw_category_sets(trees, categories)
         return cls(tree_offsets=off, n_outputs=n_outputs, base_score=base_score,
                    objective=objective, n_features=n_features, cat_ptr=cat_ptr,
                    cat_words=cat_words, tree_weights=tree_weights, **cat)
@@ -588,25 +564,10 @@ class TreeEnsemblePredictor:
         return tree_shap(self, self.dense_input(X), base_margin)
 
     def predict_raw_naive(self, X) -> np.ndarray:
-        """Slow twin of :meth:`predict_raw` (dense input only)."""
-        X = self._missing_to_nan(dense(X))
-        out = np.tile(self.base_score, (X.shape[0], 1))
-        for i in range(X.shape[0]):
-            for t in range(self.n_trees):
-                base, node = self.tree_offsets[t], 0
-                while self.left[base + node] >= 0:
-                    j = base + node
-                    v = X[i, self.feature[j]]
-                    if self.has_categorical and self.cat_ptr[j + 1] > self.cat_ptr[j]:
-                        words = self.cat_words[self.cat_ptr[j]:self.cat_ptr[j + 1]]
-                        go = bool(v >= 0 and v == np.floor(v) and v < 32 * words.size and
-                                  (int(words[int(v) // 32]) >> (int(v) % 32)) & 1)
-                    else:
-                        go = bool(self.default_left[j]) if np.isnan(v) else \
-                            v <= self.threshold[j]
-                    node = self.left[j] if go else self.right[j]
-                out[i, self.tree_outputs[t]] += self.value[base + node]
-        return out[:, 0] if self.n_outputs == 1 else out
+        """Slow twin of :meth:`predict_raw` (dense input only; predictor_naive.py)."""
+        from .predictor_naive import predict_raw_naive
+
+        return predict_raw_naive(self, X)
 
     def feature_importances(self, kind: str = "gain", normalize: bool = True) -> np.ndarray:
         """Per-feature importance, float64 (n_features,).
@@ -619,17 +580,13 @@ class TreeEnsemblePredictor:
         normalize : bool
             Divide by the sum (Spark ML's convention) when it is positive.
         """
-        internal = self.left >= 0
-        f = self.feature[internal]
-        if kind == "gain":
-            w = self.gain[internal]
-        elif kind == "split":
-            w = np.ones(f.size)
-        elif kind == "cover":
-            w = self.cover[internal]
-        else:
+        from .importance import importance_scores
+
+        if kind not in ("gain", "split", "cover"):
             raise ValueError(f"kind must be 'gain', 'split' or 'cover', got {kind!r}")
-        imp = np.bincount(f, weights=w, minlength=self.n_features).astype(FLOAT)
+        imp, _ = importance_scores(self.feature, self.left, self.gain, self.cover,
+                                   self.n_features, {"gain": "total_gain", "split": "weight",
+                                                     "cover": "total_cover"}[kind])
         s = imp.sum()
         return imp / s if normalize and s > 0 else imp
 
