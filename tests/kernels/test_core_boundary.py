@@ -45,3 +45,18 @@ def test_ci_runs_the_readme_test_command():
     commands = [line.strip() for line in block.strip().splitlines() if line.strip()]
     assert len(commands) == 2, commands
     assert commands[1] in ci
+
+
+def test_test_module_names_are_unique_across_folders():
+    """The test folders are not packages: pytest imports each test file under its basename,
+    so two files of one name in two folders fail to collect together."""
+    seen = {}
+    tests = os.path.join(ROOT, "tests")
+    for folder in sorted(os.listdir(tests)):
+        path = os.path.join(tests, folder)
+        if not os.path.isdir(path):
+            continue
+        for f in os.listdir(path):
+            if f.startswith("test_") and f.endswith(".py"):
+                assert f not in seen, f"{folder}/{f} and {seen[f]}/{f}"
+                seen[f] = folder
