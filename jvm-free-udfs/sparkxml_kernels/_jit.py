@@ -47,6 +47,11 @@ import tempfile
 import numba
 from numba.core import caching
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: saves are not serialised
+    fcntl = None  # type: ignore[assignment]
+
 # Portable targets, best first, per architecture (the LLVM triple's first part): the LLVM CPU
 # name and the host features it needs (LLVM's names; the psABI levels' lists, those LLVM
 # reports on x86-64 hosts). Entries for them are compiled with NUMBA_CPU_NAME=<name> and
@@ -216,6 +221,26 @@ class _TieredCache(caching.FunctionCache):
             if data is not None:
                 return self._impl.rebuild(target_context, data)
         return None
+
+    def save_overload(self, sig, data):
+        # numba names the new data file after the index it has just read: two processes
+        # saving two signatures of one kernel at once (parallel test workers, Spark's Python
+        # workers, precompile's pool) can both take ".1.nbc", and the index then points one
+        # signature at the other's machine code. One saver at a time per kernel.
+        index = getattr(self._cache_file, "_index_path", None)
+        if fcntl is None or index is None:
+            return super().save_overload(sig, data)
+        try:
+            fd = os.open(os.path.join(os.path.dirname(index),
+                                      "." + os.path.basename(index) + ".lock"),
+                         os.O_CREAT | os.O_RDWR, 0o666)
+        except OSError:
+            return super().save_overload(sig, data)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            super().save_overload(sig, data)
+        finally:
+            os.close(fd)  # releases the lock
 
 
 @functools.lru_cache(maxsize=None)
