@@ -63,6 +63,21 @@ def _spark_fit(spark, est, df, repeats):
     return best_of(lambda: est.fit(df), repeats), jobs
 
 
+def _case(res, spark, args, est, df, dmatrix, xgb_params, name, xgb_name):
+    """Time ``est`` on ``df`` and XGBoost on ``dmatrix`` (100 rounds each); record and print."""
+    import xgboost as xgb
+
+    fit, jobs = _spark_fit(spark, est, df, args.repeats)
+    xfit = best_of(lambda: xgb.train(xgb_params, dmatrix, 100), args.repeats)
+    case = f"{name}, 100 trees, numWorkers {args.workers}"
+    res.add(case, "fit", fit, "s")
+    res.add(case, "spark jobs", jobs)
+    res.add(f"{xgb_name}, 100 trees, 1 thread", "fit", xfit, "s")
+    res.add(case, "ratio to XGBoost", fit / xfit)
+    print(f"{case}: {fit:.3f} s in {jobs} Spark jobs; XGBoost {xfit:.3f} s "
+          f"({fit / xfit:.2f}x)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
@@ -80,34 +95,15 @@ def main():
     xgb_params = dict(max_depth=6, eta=0.1, max_bin=256, tree_method="hist", nthread=1)
 
     X, y = _load_binary(args.data)
-    df = _frame(spark, X, y)
-    fit, jobs = _spark_fit(spark, GBTClassifier(**params), df, args.repeats)
-    dm = xgb.DMatrix(X, label=y)
-    xfit = best_of(lambda: xgb.train({**xgb_params, "objective": "binary:logistic"}, dm, 100),
-                   args.repeats)
-    case = f"GBTClassifier, lightgbm_binary 7000 rows, 100 trees, numWorkers {args.workers}"
-    res.add(case, "fit", fit, "s")
-    res.add(case, "spark jobs", jobs)
-    res.add("XGBoost binary:logistic, lightgbm_binary, 100 trees, 1 thread", "fit", xfit, "s")
-    res.add(case, "ratio to XGBoost", fit / xfit)
-    print(f"{case}: {fit:.3f} s in {jobs} Spark jobs; XGBoost {xfit:.3f} s "
-          f"({fit / xfit:.2f}x)")
-
+    _case(res, spark, args, GBTClassifier(**params), _frame(spark, X, y),
+          xgb.DMatrix(X, label=y), {**xgb_params, "objective": "binary:logistic"},
+          "GBTClassifier, lightgbm_binary 7000 rows", "XGBoost binary:logistic, lightgbm_binary")
     Xr, yr, g, q = _load_rank(args.data)
-    dfr = _frame(spark, Xr, yr, g)
-    est = LambdaMART(groupCol="qid", **params)
-    fit, jobs = _spark_fit(spark, est, dfr, args.repeats)
     dr = xgb.DMatrix(Xr, label=yr)
     dr.set_group(q)
-    xfit = best_of(lambda: xgb.train({**xgb_params, "objective": "rank:ndcg"}, dr, 100),
-                   args.repeats)
-    case = f"LambdaMART, lightgbm_rank 3005 rows, 100 trees, numWorkers {args.workers}"
-    res.add(case, "fit", fit, "s")
-    res.add(case, "spark jobs", jobs)
-    res.add("XGBoost rank:ndcg, lightgbm_rank, 100 trees, 1 thread", "fit", xfit, "s")
-    res.add(case, "ratio to XGBoost", fit / xfit)
-    print(f"{case}: {fit:.3f} s in {jobs} Spark jobs; XGBoost {xfit:.3f} s "
-          f"({fit / xfit:.2f}x)")
+    _case(res, spark, args, LambdaMART(groupCol="qid", **params), _frame(spark, Xr, yr, g),
+          dr, {**xgb_params, "objective": "rank:ndcg"},
+          "LambdaMART, lightgbm_rank 3005 rows", "XGBoost rank:ndcg, lightgbm_rank")
     res.write()
     spark.stop()
 
