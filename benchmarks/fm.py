@@ -83,13 +83,10 @@ def row(name, metric, fit, ref, res=None, what="metric", data=""):
 
 
 # --------------------------------------------------------------------------- a9a
-def bench_a9a(args, spark, res=None):
-    import myfm
-    from pyspark.ml.classification import FMClassifier as MLlibFM
+def load_a9a(args, spark):
+    """a9a's train and test rows (labels 0/1) as CSR and as cached DataFrames."""
     from sklearn.datasets import load_svmlight_file
-    from sklearn.metrics import roc_auc_score
 
-    from sparkxml import FMClassifier, GBFMClassifier
     from sparkxml.datasets import from_csr
 
     Xtr, ytr = load_svmlight_file(os.path.join(args.a9a, "a9a"), n_features=123)
@@ -100,6 +97,17 @@ def bench_a9a(args, spark, res=None):
     test = from_csr(spark, Xte.indptr, Xte.indices, Xte.data, 123,
                     columns={"label": yte}).cache()
     train.count(), test.count()
+    return Xtr, ytr, Xte, yte, train, test
+
+
+def bench_a9a(args, spark, res=None):
+    import myfm
+    from pyspark.ml.classification import FMClassifier as MLlibFM
+    from sklearn.metrics import roc_auc_score
+
+    from sparkxml import FMClassifier, GBFMClassifier
+
+    Xtr, ytr, Xte, yte, train, test = load_a9a(args, spark)
     rows = []
     add = functools.partial(row, res=res, what="test AUC", data="a9a rank 8: ")
 
@@ -154,20 +162,11 @@ def _same_model(a, b) -> bool:
 
 def bench_ffm_a9a(args, spark, res=None):
     """FFM beside FM on a9a's 14 attribute fields: test log loss and AUC."""
-    from sklearn.datasets import load_svmlight_file
     from sklearn.metrics import log_loss, roc_auc_score
 
     from sparkxml import FFMClassifier, FMClassifier
-    from sparkxml.datasets import from_csr
 
-    Xtr, ytr = load_svmlight_file(os.path.join(args.a9a, "a9a"), n_features=123)
-    Xte, yte = load_svmlight_file(os.path.join(args.a9a, "a9a.t"), n_features=123)
-    ytr, yte = (ytr > 0).astype(float), (yte > 0).astype(float)
-    train = from_csr(spark, Xtr.indptr, Xtr.indices, Xtr.data, 123,
-                     columns={"label": ytr}).cache()
-    test = from_csr(spark, Xte.indptr, Xte.indices, Xte.data, 123,
-                    columns={"label": yte}).cache()
-    train.count(), test.count()
+    Xtr, ytr, Xte, yte, train, test = load_a9a(args, spark)
     lines = []
 
     def add(name, model, t):
