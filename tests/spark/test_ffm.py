@@ -10,15 +10,13 @@ from _data import data_path
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.evaluation import RegressionEvaluator
 from pyspark.sql import functions as F
+from test_fm import A9A_FIELDS  # a9a's 14 Adult attributes (one-hot groups)
 
 import sparkxml_kernels
 from sparkxml import FFMClassifier, FFMRegressor, FieldEncoder
 from sparkxml.datasets import from_csr
 from sparkxml.fm.ffm import FFMClassificationModel
 from sparkxml.synthetic import make_ratings
-
-# a9a's 14 Adult attributes, one-hot groups in the order of its README
-A9A_FIELDS = [0, 5, 13, 18, 34, 39, 46, 60, 66, 71, 73, 75, 77, 82]
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +83,7 @@ def test_ffm_input_errors(spark, a9a_small):
         FFMClassifier(fieldStarts=[0]).fit(small.withColumn("label", F.lit(2.0)))
 
 
-def test_ffm_pipeline_with_field_encoder_beats_nothing(spark, tmp_path):
+def test_ffm_pipeline_takes_its_fields_from_the_field_encoder(spark, tmp_path):
     cols, rating, _ = make_ratings(3000, n_users=50, n_items=30, seed=2)
     names = list(cols)
     rows = [tuple(int(cols[c][i]) for c in names) + (float(rating[i]),)
