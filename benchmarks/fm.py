@@ -3,6 +3,7 @@
     python benchmarks/fm.py [--a9a ../shared/data/a9a] [--workers 1 2] [--iters 200]
                             [--ratings PATH [--test-fraction 0.1] [--rank 10]]
                             [--generated] [--movielens DIR] [--skip-mllib] [--seed 0]
+                            [--skip-ffm | --ffm-only] [--ffm-iters 15]
 
 a9a (LIBSVM's binarised UCI Adult, labels -1/+1 mapped to 0/1), rank 8:
 
@@ -35,6 +36,15 @@ ratings per user): six fields, user and item one-hot, the user's age band (<18, 
 ``sparkxml GBFMRegressor`` (defaults: 100 stages of rank 8, then the joint MCMC fit of the
 selected pairs, ``--iters`` sweeps; and ``jointFit="none"``, the boosted stages alone) and
 ``Spark MLlib FMRegressor`` (as for the ratings); the pairs GBFM chose are printed.
+
+FFM part (``--skip-ffm`` leaves it out, ``--ffm-only`` runs only it): on a9a with its 14
+attribute fields, test log loss and AUC of ``sparkxml FFMClassifier`` (libffm's defaults:
+adagrad, k 4, eta 0.2, lambda 2e-5, instance normalisation, ``--ffm-iters`` epochs; with and
+without the intercept and linear terms, the latter being libffm's model) for each
+``--workers`` (the models are compared bit for bit), beside ``sparkxml FMClassifier`` (mcmc,
+rank 8, ``--iters`` sweeps, the same 14 fields as its hyper-prior groups); on the ratings
+(``--ratings`` / ``--generated``), test RMSE of ``FFMRegressor`` (defaults, the user and item
+fields) beside ``FMRegressor`` (mcmc, rank ``--rank``).
 
 Fit time is the wall time of the ``fit`` call (sparkxml: checks job + barrier stage; MLlib:
 its jobs), after a warm-up fit on a small slice that starts the Python workers and loads the
@@ -73,13 +83,10 @@ def row(name, metric, fit, ref, res=None, what="metric", data=""):
 
 
 # --------------------------------------------------------------------------- a9a
-def bench_a9a(args, spark, res=None):
-    import myfm
-    from pyspark.ml.classification import FMClassifier as MLlibFM
+def load_a9a(args, spark):
+    """a9a's train and test rows (labels 0/1) as CSR and as cached DataFrames."""
     from sklearn.datasets import load_svmlight_file
-    from sklearn.metrics import roc_auc_score
 
-    from sparkxml import FMClassifier, GBFMClassifier
     from sparkxml.datasets import from_csr
 
     Xtr, ytr = load_svmlight_file(os.path.join(args.a9a, "a9a"), n_features=123)
@@ -90,6 +97,17 @@ def bench_a9a(args, spark, res=None):
     test = from_csr(spark, Xte.indptr, Xte.indices, Xte.data, 123,
                     columns={"label": yte}).cache()
     train.count(), test.count()
+    return Xtr, ytr, Xte, yte, train, test
+
+
+def bench_a9a(args, spark, res=None):
+    import myfm
+    from pyspark.ml.classification import FMClassifier as MLlibFM
+    from sklearn.metrics import roc_auc_score
+
+    from sparkxml import FMClassifier, GBFMClassifier
+
+    Xtr, ytr, Xte, yte, train, test = load_a9a(args, spark)
     rows = []
     add = functools.partial(row, res=res, what="test AUC", data="a9a rank 8: ")
 
@@ -134,6 +152,84 @@ def bench_a9a(args, spark, res=None):
     print("GBFM field pairs, first 20 stages:", pairs[:20])
     uniq = sorted({tuple(sorted(p)) for p in pairs})
     print(f"distinct pairs over all {len(pairs)} stages ({len(uniq)}):", uniq)
+
+
+# --------------------------------------------------------------------------- FFM
+def _same_model(a, b) -> bool:
+    x, y = a.predictor.to_arrays(), b.predictor.to_arrays()
+    return sorted(x) == sorted(y) and all(np.array_equal(x[k], y[k]) for k in x)
+
+
+def bench_ffm_a9a(args, spark, res=None):
+    """FFM beside FM on a9a's 14 attribute fields: test log loss and AUC."""
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    from sparkxml import FFMClassifier, FMClassifier
+
+    Xtr, ytr, Xte, yte, train, test = load_a9a(args, spark)
+    lines = []
+
+    def add(name, model, t):
+        p = np.array([r[0][1] for r in model.transform(test).select("probability").collect()])
+        ll, auc = log_loss(yte, np.clip(p, 1e-15, 1 - 1e-15)), roc_auc_score(yte, p)
+        if res is not None:
+            res.add(f"a9a 14 fields: {name}", "test log loss", ll)
+            res.add(f"a9a 14 fields: {name}", "test AUC", auc)
+            res.add(f"a9a 14 fields: {name}", "fit", t, "s")
+        lines.append(f"| {name} | {ll:.4f} | {auc:.4f} | {t:.1f} |")
+
+    FFMClassifier(fieldStarts=A9A_FIELDS, maxIter=1,
+                  numWorkers=max(args.workers)).fit(train.limit(500))  # warm-up
+    first = None
+    for nw in args.workers:
+        m, t = timed(lambda: FFMClassifier(fieldStarts=A9A_FIELDS, maxIter=args.ffm_iters,
+                                           numWorkers=nw, seed=args.seed).fit(train))
+        add(f"sparkxml FFMClassifier adagrad k 4, {args.ffm_iters} epochs, numWorkers={nw}",
+            m, t)
+        if first is None:
+            first = m
+        else:
+            print(f"FFM numWorkers={nw} model == numWorkers={args.workers[0]} model, bit for "
+                  f"bit: {_same_model(m, first)}")
+    m, t = timed(lambda: FFMClassifier(fieldStarts=A9A_FIELDS, maxIter=args.ffm_iters,
+                                       fitIntercept=False, fitLinear=False,
+                                       numWorkers=args.workers[0], seed=args.seed).fit(train))
+    add(f"sparkxml FFMClassifier as libffm (no w0, w), {args.ffm_iters} epochs", m, t)
+    m, t = timed(lambda: FMClassifier(maxIter=args.iters, fieldStarts=A9A_FIELDS,
+                                      numWorkers=args.workers[0], seed=args.seed).fit(train))
+    add(f"sparkxml FMClassifier mcmc rank 8, {args.iters} sweeps, field priors", m, t)
+    print("\na9a, 14 attribute fields: FFM beside FM (test log loss; test AUC; fit s)\n")
+    print("| model | test log loss | test AUC | fit s |\n|---|---|---|---|")
+    print("\n".join(lines))
+
+
+def bench_ffm_ratings(args, spark, train, test, enc, res=None, src=""):
+    """FFM beside FM on the ratings' user and item fields: test RMSE."""
+    from sparkxml import FFMRegressor, FMRegressor
+
+    def rmse(model):
+        out = model.transform(test).select("prediction", "rating").toPandas()
+        return float(np.sqrt(np.mean((out["prediction"] - out["rating"]) ** 2)))
+
+    lines = []
+    for name, est in (
+            (f"sparkxml FFMRegressor adagrad k 4, {args.ffm_iters} epochs",
+             FFMRegressor(labelCol="rating", fieldStarts=enc.fieldStarts,
+                          maxIter=args.ffm_iters, numWorkers=args.workers[0],
+                          seed=args.seed)),
+            (f"sparkxml FMRegressor mcmc rank {args.rank}, {args.iters} sweeps",
+             FMRegressor(labelCol="rating", factorSize=args.rank, maxIter=args.iters,
+                         fieldStarts=enc.fieldStarts, numWorkers=args.workers[0],
+                         seed=args.seed))):
+        m, t = timed(lambda: est.fit(train))
+        r = rmse(m)
+        if res is not None:
+            res.add(f"ratings {src}: {name}", "test RMSE", r)
+            res.add(f"ratings {src}: {name}", "fit", t, "s")
+        lines.append(f"| {name} | {r:.4f} | {t:.1f} |")
+    print(f"\nratings {src}: FFM beside FM on the user and item fields (test RMSE; fit s)\n")
+    print("| model | test RMSE | fit s |\n|---|---|---|")
+    print("\n".join(lines))
 
 
 # --------------------------------------------------------------------------- ratings
@@ -198,6 +294,9 @@ def bench_ratings(args, spark, res=None):
         ip, ix, dv, _ = voc.encode([users[mask], items[mask]])
         return sp.csr_matrix((dv, ix, ip), shape=(int(mask.sum()), voc.n_features))
 
+    if args.ffm_only:
+        bench_ffm_ratings(args, spark, train, test, enc, res, src)
+        return
     Xtr, Xte = csr(~is_test), csr(is_test)
     ytr, yte = r[~is_test], r[is_test]
     shapes = np.diff(voc.field_starts).tolist()
@@ -235,6 +334,8 @@ def bench_ratings(args, spark, res=None):
           f"{shapes[0]} users, {shapes[1]} items (test RMSE; fit s; fit / myFM)\n")
     print("| engine | test RMSE | fit s | time / myFM |\n|---|---|---|---|")
     print("\n".join(rows))
+    if not args.skip_ffm:
+        bench_ffm_ratings(args, spark, train, test, enc, res, src)
 
 
 MOVIELENS_FIELDS = ["user", "item", "age band", "sex", "occupation", "genre"]
@@ -353,14 +454,19 @@ def main():
     ap.add_argument("--skip-a9a", action="store_true")
     ap.add_argument("--skip-mllib", action="store_true")
     ap.add_argument("--mllib-iters", type=int, default=100)
+    ap.add_argument("--skip-ffm", action="store_true")
+    ap.add_argument("--ffm-only", action="store_true", help="only the FFM part")
+    ap.add_argument("--ffm-iters", type=int, default=15, help="FFM epochs (libffm's -t)")
     args = ap.parse_args()
     res = Results("fm")
     spark = session(master=f"local[{max(2, max(args.workers))}]", app="fm-bench",
                     conf={"spark.driver.memory": "4g", "spark.driver.maxResultSize": "2g",
                           "spark.sql.shuffle.partitions": "4"})
     try:
-        if not args.skip_a9a:
+        if not args.skip_a9a and not args.ffm_only:
             bench_a9a(args, spark, res)
+        if not args.skip_a9a and not args.skip_ffm:
+            bench_ffm_a9a(args, spark, res)
         if args.ratings or args.generated:
             bench_ratings(args, spark, res)
         if args.movielens:

@@ -30,6 +30,7 @@ _LOADERS = {
     "linear_svm": "sparkxml_kernels.linear.predictor:LinearSVCPredictor.from_directory",
     "fm": "sparkxml_kernels.fm.predictor:FMPredictor.from_directory",
     "gbfm": "sparkxml_kernels.fm.predictor:GBFMPredictor.from_directory",
+    "ffm": "sparkxml_kernels.fm.ffm:FFMPredictor.from_directory",
     "fields": "sparkxml_kernels.fm.fields:FieldVocabulary.from_directory",
     "forest": "sparkxml_kernels.forest.predictor:ForestPredictor.from_directory",
 }

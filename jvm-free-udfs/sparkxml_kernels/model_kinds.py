@@ -18,6 +18,7 @@ KIND_CLASSES = {
     "gbt": ("GBTClassificationModel", "GBTRegressionModel", "LambdaMARTModel"),
     "fm": ("FMClassificationModel", "FMRegressionModel"),
     "gbfm": ("GBFMClassificationModel", "GBFMRegressionModel"),
+    "ffm": ("FFMClassificationModel", "FFMRegressionModel"),
     "linear_svm": ("LinearSVCModel",),
     "fastxml": ("FastXMLModel",),
     "pfastrexml": ("PfastreXMLModel",),

@@ -265,7 +265,7 @@ class ServedLinearSVC(ServedModel):
 
 
 class ServedFM(ServedModel):
-    """FM and GBFM models: ``predict`` the value or the class (p > 0.5)."""
+    """FM, GBFM and FFM models: ``predict`` the value or the class (p > 0.5)."""
 
     kind = "fm"
     input_form = "csr"
@@ -283,7 +283,7 @@ class ServedFM(ServedModel):
 
 
 class ServedFMClassifier(ServedFM):
-    """FM and GBFM classifiers: ``predict`` the class (p > 0.5), ``predict_proba``."""
+    """FM, GBFM and FFM classifiers: ``predict`` the class (p > 0.5), ``predict_proba``."""
 
     is_classifier = True
 
@@ -329,6 +329,10 @@ def kernel_from_arrays(kind: str, arrays: dict, meta: dict):
         from .fm.predictor import FMPredictor, GBFMPredictor
 
         return (FMPredictor if kind == "fm" else GBFMPredictor).from_arrays(arrays)
+    if kind == "ffm":
+        from .fm.ffm import FFMPredictor
+
+        return FFMPredictor.from_arrays(arrays)
     raise ValueError(f"model kind {kind!r} is not a predictor")
 
 
@@ -348,7 +352,7 @@ def serve(kind: str, predictor, meta: dict):
                                                                                   meta)
     if kind == "linear_svm":
         return ServedLinearSVC(predictor, meta)
-    if kind in ("fm", "gbfm"):
+    if kind in ("fm", "gbfm", "ffm"):
         classifier = "Classification" in str(meta.get("class", "")) if meta.get("class") \
             else predictor.is_classifier
         return (ServedFMClassifier if classifier else ServedFM)(predictor, meta)

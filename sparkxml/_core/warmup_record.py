@@ -151,7 +151,7 @@ def profile_linear(spark):
 
 
 def profile_fm(spark):
-    from sparkxml import FMClassifier, FMRegressor, GBFMClassifier
+    from sparkxml import FFMClassifier, FFMRegressor, FMClassifier, FMRegressor, GBFMClassifier
 
     X, y = _dense(1000, 8)
     df = _vectors(spark, X, y).cache()
@@ -162,6 +162,8 @@ def profile_fm(spark):
     valid = _vectors(spark, X, y, {"v": np.arange(X.shape[0]) % 4 == 0})
     FMClassifier(maxIter=5, solver="als", validationIndicatorCol="v").fit(valid)
     GBFMClassifier(maxIter=3, fieldStarts=[0, 4]).fit(df).transform(df).collect()
+    FFMClassifier(maxIter=2, fieldStarts=[0, 4]).fit(df).transform(df).collect()
+    FFMRegressor(maxIter=2, fieldStarts=[0, 4], normalize=False).fit(df).transform(df).collect()
 
 
 def profile_forest(spark):

@@ -1,7 +1,8 @@
 """Factorization machines: ``FMRegressor``, ``FMClassifier``, gradient-boosted FMs
-(``GBFMRegressor``, ``GBFMClassifier``) and the ``FieldEncoder`` that builds their fields.
+(``GBFMRegressor``, ``GBFMClassifier``), field-aware FMs (``FFMRegressor``,
+``FFMClassifier``) and the ``FieldEncoder`` that builds their fields.
 
-Modules: ``fm`` and ``gbfm`` (estimators and models), ``fields`` (the encoder), ``base``
+Modules: ``fm``, ``gbfm`` and ``ffm`` (estimators and models), ``fields`` (the encoder), ``base``
 (what FM and GBFM share: checks, summary, bases), ``tasks`` (what runs in the Spark tasks).
 """
 from sparkxml._core.lazy import lazy_exports
@@ -11,6 +12,8 @@ _EXPORTS = {
     "FMClassifier": ".fm", "FMClassificationModel": ".fm",
     "GBFMRegressor": ".gbfm", "GBFMRegressionModel": ".gbfm",
     "GBFMClassifier": ".gbfm", "GBFMClassificationModel": ".gbfm",
+    "FFMRegressor": ".ffm", "FFMRegressionModel": ".ffm",
+    "FFMClassifier": ".ffm", "FFMClassificationModel": ".ffm",
     "FieldEncoder": ".fields", "FieldEncoderModel": ".fields",
     "FMTrainingSummary": ".base",
 }

@@ -199,7 +199,7 @@ class FMTrainingSummary(TrainingSummary):
 
 # ============================================================================ estimator
 class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
-    """The fit shared by FM and GBFM estimators. Subclasses set ``_kind`` ("fm" | "gbfm"),
+    """The fit shared by FM and GBFM estimators. Subclasses set ``_kind`` ("fm" | "gbfm" | "ffm"),
     ``_task`` and implement ``_train_params(stats)`` and ``_model_class``.
 
     Its jobs run labelled (``sparkxml._core.progress``: phases "checks" and "train"); with
@@ -212,6 +212,12 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(verbose=0)
+
+    def _dense_per_feature(self):
+        """(values a feature holds in the dense model arrays, what they are): V (d x
+        factorSize) and the linear terms are dense in the vector size."""
+        k = int(self.getFactorSize())
+        return k + 1, f"factorSize + 1 = {k + 1} values"
 
     def _train_params(self, stats: dict) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -247,9 +253,7 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
             with progress.phase("checks"):
                 stats = data_checks(dataset, fcol, label, weight, valid,
                                     self._task != "regression")
-            # V (d x factorSize) and the linear terms are dense in the vector size
-            k = int(self.getFactorSize())
-            check_dense_width(fcol, stats["d"], k + 1, f"factorSize + 1 = {k + 1} values")
+            check_dense_width(fcol, stats["d"], *self._dense_per_feature())
             n_workers = workers_for(spark, stats, valid, n_workers)
             if n_workers > ROW_BLOCKS:
                 warnings.warn(f"{type(self).__name__}: numWorkers={n_workers}, but the rows "

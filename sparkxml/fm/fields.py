@@ -6,7 +6,10 @@ each column's categories (one job: a ``groupBy`` count of (column, category) pai
 frequent first, ties by value) and the model's ``transform`` adds ``outputCol``: a SparseVector with 1.0 at
 each row's category of every column, columns side by side in ``inputCols`` order. The model's
 ``fieldStarts`` goes straight to ``GBFMRegressor(fieldStarts=...)`` (and to ``FMRegressor`` for
-per-field MCMC priors).
+per-field MCMC priors). The output column also carries them in its metadata
+(``{"sparkxml_fields": {"fieldStarts": [...], "numFeatures": d}}``): ``FFMRegressor`` and
+``FFMClassifier`` without ``fieldStarts`` take them from there, so a Pipeline of the encoder
+and an FFM needs no fieldStarts.
 
 Column types: string, integer or boolean; ``array<...>`` of those for multi-valued columns
 (1.0 at each category of the list). Unseen categories and nulls: ``handleInvalid`` "keep"
@@ -27,7 +30,10 @@ from sparkxml.fm.base import add_setters
 from sparkxml.fm.params import HasHandleInvalid, HasInputCols, HasOutputCol
 from sparkxml_kernels.fm.fields import FIELD_KEYS, FieldVocabulary
 
-__all__ = ["FieldEncoder", "FieldEncoderModel"]
+__all__ = ["FieldEncoder", "FieldEncoderModel", "field_starts_of", "FIELDS_METADATA"]
+
+# the key of the output column's metadata that holds the fields
+FIELDS_METADATA = "sparkxml_fields"
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)
 
@@ -178,9 +184,22 @@ class FieldEncoderModel(SparkXMLPredictorModel, _FieldEncoderParams):
         fn = _make_encode_fn(self._vocab.to_arrays(), [plain.get(c, c) for c in cols],
                              self.getHandleInvalid(), out)
         result = dataset.mapInArrow(fn, schema)
-        if plain:
-            result = result.select(*[_col(plain.get(c, c)).alias(c) for c in names], _col(out))
-        return result
+        # the fields travel with the vectors: FFMRegressor / FFMClassifier read them when
+        # their fieldStarts is unset (a Pipeline of the encoder and an FFM)
+        meta = {FIELDS_METADATA: {"fieldStarts": self.fieldStarts,
+                                  "numFeatures": int(self._vocab.n_features)}}
+        return result.select(*[_col(plain.get(c, c)).alias(c) for c in names],
+                             _col(out).alias(out, metadata=meta))
+
+
+def field_starts_of(dataset, column: str):
+    """The ``fieldStarts`` a ``FieldEncoderModel`` attached to its output ``column`` (list of
+    int), or None when the column carries none."""
+    if column not in dataset.columns:
+        return None
+    meta = dataset.schema[column].metadata or {}
+    fs = (meta.get(FIELDS_METADATA) or {}).get("fieldStarts")
+    return None if fs is None else [int(v) for v in fs]
 
 
 def _col(name: str):

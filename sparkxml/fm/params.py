@@ -205,3 +205,29 @@ class HasFMInitModel(Params):
     def getInitModel(self):
         """Gets the value of initModel or its default value."""
         return self.getOrDefault(self.initModel)
+
+
+# ---------------------------------------------------------------- field-aware FM (FFM)
+class HasFFMSolver(Params):
+    """Mixin for param solver: FFM training algorithm: 'adagrad' (libffm's adagrad SGD, one
+    row at a time, every worker count giving the same model).
+    """
+
+    solver: "Param[str]" = param("solver", __doc__, TypeConverters.toString)
+    _constraints = {"solver": one_of("adagrad")}
+
+    def getSolver(self) -> str:
+        """Gets the value of solver or its default value."""
+        return self.getOrDefault(self.solver)
+
+
+class HasNormalize(Params):
+    """Mixin for param normalize: FFM: scale each row to unit L2 norm before it enters the
+    model (libffm's instance-wise normalisation, on by default there and here).
+    """
+
+    normalize: "Param[bool]" = param("normalize", __doc__, TypeConverters.toBoolean)
+
+    def getNormalize(self) -> bool:
+        """Gets the value of normalize or its default value."""
+        return self.getOrDefault(self.normalize)

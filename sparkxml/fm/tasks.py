@@ -1,4 +1,4 @@
-"""The code FM and GBFM run inside Spark tasks: the data-check task, the barrier stage's load
+"""The code FM, FFM and GBFM run inside Spark tasks: the data-check task, the barrier stage's load
 and train functions, and the transform function.
 
 Kept apart from the estimators so that a Python worker unpickling these closures imports only
@@ -131,7 +131,8 @@ def _iteration_callback(reporter, total: int, unit: str):
 
 def make_train_fn(kind: str, params: dict, progress: dict | None = None):
     """The barrier task's training function: canonical row order and blocks
-    (``fm.train.prepare``), then the FM solver or GBFM; rank 0 returns the model arrays.
+    (``fm.train.prepare``), then the FM solver, FFM's or GBFM; rank 0 returns the model
+    arrays.
     ``progress`` (``FitProgress.task_spec()``): rank 0 reports iterations (GBFM: stages)
     to the driver."""
 
@@ -149,8 +150,9 @@ def make_train_fn(kind: str, params: dict, progress: dict | None = None):
         reporter = ProgressReporter(progress if rank == 0 else None, rank)
         p = params
         if reporter.enabled:
-            total, unit = ((int(params["maxIter"]), "iteration") if kind == "fm"
-                           else (int(params["numStages"]), "stage"))
+            total, unit = {"fm": (int(params.get("maxIter", 0)), "iteration"),
+                           "ffm": (int(params.get("maxIter", 0)), "epoch")}.get(
+                kind, (int(params.get("numStages", 0)), "stage"))
             p = dict(params, on_iteration=_iteration_callback(reporter, total, unit))
             if kind == "gbfm" and params.get("jointFit") == "mcmc":
                 p["on_joint_iteration"] = _iteration_callback(
@@ -162,6 +164,8 @@ def make_train_fn(kind: str, params: dict, progress: dict | None = None):
             va = None if valid is None else prep.subset(valid)
             if kind == "fm":
                 arrays, hist = T.train_fm(tr, p, coll, valid=va)
+            elif kind == "ffm":
+                arrays, hist = T.train_ffm(tr, p, coll)
             else:
                 from sparkxml_kernels.fm.gbfm import run_gbfm
 
@@ -200,9 +204,11 @@ def make_predict_fn(kind: str, model, fcol: str, d: int, classification: bool, k
     handle = as_handle(model)
 
     def predict(batches):
+        from sparkxml_kernels.fm.ffm import FFMPredictor
         from sparkxml_kernels.fm.predictor import FMPredictor, GBFMPredictor
 
-        P = handle.build(kind, (FMPredictor if kind == "fm" else GBFMPredictor).from_arrays)
+        cls = {"fm": FMPredictor, "gbfm": GBFMPredictor, "ffm": FFMPredictor}[kind]
+        P = handle.build(kind, cls.from_arrays)
         for b in batches:
             indptr, indices, data, _ = arrow_io.vectors_to_csr(column_of(b, fcol), fcol,
                                                                num_features=d,

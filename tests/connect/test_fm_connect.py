@@ -1,11 +1,11 @@
-"""FM, GBFM and FieldEncoder over Spark Connect: the checks job, the barrier stage, transform,
+"""FM, GBFM, FFM and FieldEncoder over Spark Connect: the checks job, the barrier stage, transform,
 save/overwrite/load, Pipeline persistence and the JVM-free loaders."""
 import numpy as np
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.linalg import Vectors
 
 import sparkxml_kernels
-from sparkxml import FieldEncoder, FMClassifier, GBFMRegressor
+from sparkxml import FFMRegressor, FieldEncoder, FMClassifier, GBFMRegressor
 from sparkxml.fm.fm import FMClassificationModel
 from sparkxml.synthetic import make_ratings
 
@@ -46,3 +46,31 @@ def test_fm_and_gbfm_over_connect(spark_connect, tmp_path):
     again = PipelineModel.load(ppath)
     a = pipe.transform(ratings).select("prediction").collect()
     assert again.transform(ratings).select("prediction").collect() == a
+
+
+def test_ffm_pipeline_over_connect(spark_connect, tmp_path):
+    """FFM takes its fields from the FieldEncoder's column metadata, trains in two barrier
+    tasks and round-trips through Pipeline persistence and load_model, all over Connect."""
+    import os
+
+    spark = spark_connect
+    cols, rating, _ = make_ratings(1200, n_users=30, n_items=20, seed=3)
+    names = list(cols)
+    rows = [tuple(int(cols[c][i]) for c in names) + (float(rating[i]),)
+            for i in range(len(rating))]
+    ratings = spark.createDataFrame(rows, names + ["rating"])
+    pipe = Pipeline(stages=[FieldEncoder(inputCols=names),
+                            FFMRegressor(labelCol="rating", maxIter=3, numWorkers=2)]
+                    ).fit(ratings)
+    enc, ffm = pipe.stages
+    assert ffm.predictor.field_starts[:-1].tolist() == enc.fieldStarts
+    assert [i["world_size"] for i in ffm.summary.workerInfo] == [2, 2]
+    ppath = str(tmp_path / "ffm_pipe")
+    pipe.write().save(ppath)
+    again = PipelineModel.load(ppath)
+    a = [r[0] for r in pipe.transform(ratings).select("prediction").collect()]
+    assert [r[0] for r in again.transform(ratings).select("prediction").collect()] == a
+    stages = sorted(os.listdir(os.path.join(ppath, "stages")))
+    served = sparkxml_kernels.load_model(os.path.join(ppath, "stages", stages[1]))
+    Xp = enc.vocabulary.encode([np.asarray(cols[c]) for c in names])
+    np.testing.assert_array_equal(served.predict((Xp[0], Xp[1], Xp[2], enc.numFeatures)), a)

@@ -45,6 +45,8 @@ def _fit(X, y, params, workers=1, w=None, valid=None, kind="fm", shuffle=None):
         va = None if v is None else prep.subset(v)
         if kind == "fm":
             out[rank] = T.train_fm(tr, params, coll, valid=va)
+        elif kind == "ffm":
+            out[rank] = T.train_ffm(tr, params, coll)
         else:
             out[rank] = run_gbfm(tr, va, params, coll)
 

@@ -11,6 +11,8 @@ import sparkxml_kernels
 from sparkxml import (
     DecisionTreeClassifier,
     FastXML,
+    FFMClassifier,
+    FFMRegressor,
     FMClassifier,
     FMRegressor,
     GBFMRegressor,
@@ -88,6 +90,7 @@ CLASSIFIERS = {
     "tree-classifier": lambda: DecisionTreeClassifier(labelCol="multi", maxDepth=4),
     "fm-classifier": lambda: FMClassifier(maxIter=10, burnIn=2, factorSize=3, seed=3,
                                           numWorkers=1),
+    "ffm-classifier": lambda: FFMClassifier(fieldStarts=[0, 2, 4], maxIter=3, numWorkers=1),
 }
 REGRESSORS = {
     "gbt-regressor": lambda: GBTRegressor(labelCol="y", maxIter=8, maxDepth=3, numWorkers=2,
@@ -98,6 +101,8 @@ REGRESSORS = {
                                                       seed=2),
     "fm-regressor": lambda: FMRegressor(labelCol="y", maxIter=10, burnIn=2, factorSize=3,
                                         seed=3, numWorkers=1),
+    "ffm-regressor": lambda: FFMRegressor(labelCol="y", fieldStarts=[0, 3], maxIter=3,
+                                          normalize=False, numWorkers=1),
     "gbfm-regressor": lambda: GBFMRegressor(labelCol="y", fieldStarts=[0, 3], numStages=4,
                                             factorSize=2, numWorkers=1, jointIter=10,
                                             burnIn=2),

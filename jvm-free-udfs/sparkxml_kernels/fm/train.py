@@ -29,7 +29,7 @@ from .order import RowBlocks, row_block_of
 from .rng import occurrences, row_ids
 from .solver import allreduce_min
 
-__all__ = ["prepare", "train_fm", "groups_from_field_starts", "SOLVERS"]
+__all__ = ["prepare", "train_fm", "train_ffm", "groups_from_field_starts", "SOLVERS"]
 
 SOLVERS = ("mcmc", "als", "adamw")
 
@@ -147,3 +147,18 @@ def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None):
     arrays = dict(samples, link=np.asarray(link), n_features=np.asarray(prep.d, np.int64))
     hist["n_blocks"] = int(data.n_blocks)
     return arrays, hist
+
+
+def train_ffm(prep: Prepared, params: dict, coll):
+    """Train a field-aware FM (``ffm``: adagrad SGD, one pass over all rows in a fixed order
+    whatever the number of workers) on this worker's prepared rows.
+
+    Returns
+    -------
+    (arrays, history): ``ffm.FFMPredictor`` arrays (the same on every rank) and a dict.
+    """
+    from .ffm import run_ffm
+
+    if params.get("solver", "adagrad") != "adagrad":
+        raise ValueError(f"unknown FFM solver {params['solver']!r}; use 'adagrad'")
+    return run_ffm(prep, prep.y, prep.w, prep.rids, params, coll)

@@ -75,6 +75,12 @@ def build(spark, kind):
     if kind == "gbfm_classifier":
         return sx.GBFMClassifier(factorSize=2, numStages=3, numWorkers=1, seed=1,
                                  fieldStarts=[0, 2, 4]), binc
+    if kind == "ffm_regressor":
+        return sx.FFMRegressor(factorSize=2, maxIter=3, numWorkers=1, seed=1,
+                               fieldStarts=[0, 2, 4]), reg
+    if kind == "ffm_classifier":
+        return sx.FFMClassifier(factorSize=2, maxIter=3, numWorkers=1, seed=1,
+                                fieldStarts=[0, 2, 4]), binc
     if kind == "decision_tree_classifier":
         return sx.DecisionTreeClassifier(maxDepth=3, numWorkers=1, seed=1), binc
     if kind == "decision_tree_regressor":
@@ -98,7 +104,8 @@ def build(spark, kind):
 KINDS = ("gbt_regressor", "gbt_classifier", "lambdamart", "linear_svc", "fm_regressor",
          "fm_classifier", "gbfm_regressor", "gbfm_classifier", "decision_tree_classifier",
          "decision_tree_regressor", "random_forest_classifier", "random_forest_regressor",
-         "fastxml", "pfastrexml", "field_encoder", "pipeline_scaler_gbt")
+         "fastxml", "pfastrexml", "field_encoder", "pipeline_scaler_gbt", "ffm_regressor",
+         "ffm_classifier")
 
 
 def write_kind(spark, kind):
