@@ -203,6 +203,15 @@ def stat_plan(collective, crit_classification: bool, n_classes: int, cls, y, yln
             tcw = np.asarray(tcw, np.float64)
             nonint = [False] + [bool(np.any(tcw[:, c] != np.round(tcw[:, c])))
                                 for c in range(n_classes)]
+        if tcw is None:  # per class: only its rows' weights matter (O(n) memory for any K)
+            cls = np.asarray(cls, np.int64)
+            order = np.argsort(cls, kind="stable")
+            cuts = np.searchsorted(cls[order], np.arange(n_classes + 1))
+            for c in range(n_classes):
+                rows = order[cuts[c]:cuts[c + 1]]
+                hi.append(wmax[rows])
+                lo.append(rw[rows])
+            return plan_for_terms(collective, hi, lo, rw.size, nonint)
         for c in range(n_classes):
             sel = cls == c
             top, low = 1.0, 1.0
