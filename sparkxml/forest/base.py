@@ -332,7 +332,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         feats = d if not self._forest else n_subset_features(
             self.getFeatureSubsetStrategy(), d, self._task == "classification", True)
         S = k + 1 if k else (n_labels + 1 if n_labels else 5)
-        plain = bool(k or n_labels) and weight is None and self._opt(self.classWeight) is None
+        plain = (bool(n_labels) and weight is None) or (
+            bool(k) and weight is None and self._opt(self.classWeight) is None)
         width = S if plain else 1 + 3 * (S - 1)
         slots = min(max_bins, stats["n_train"]) + 1
         nbytes = feats * slots * width * 8
