@@ -186,10 +186,9 @@ def test_absolute_error_forest_same_for_any_world_size_and_medians_at_leaves(ran
     """RandomForest / ExtraTrees with absolute_error: bit-equal for any spread of rows and
     whether nodes grow from histograms or from their rows; each leaf holds the weighted
     median of its bootstrap rows."""
-    from sklearn.datasets import load_diabetes
     from _tree_data import binned
 
-    X, y = load_diabetes(return_X_y=True)
+    X, y = pytest.importorskip("sklearn.datasets").load_diabetes(return_X_y=True)
     X, y = X[:300], y[:300]
     Xb, edges, vals = binned(X)
     keys = (np.arange(len(y), dtype=np.int64) * 2654435761) ^ 0x5DEECE66D
