@@ -63,6 +63,11 @@ from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import check_slots, workers_for
+from sparkxml.forest.median import (
+    label_values,
+    missing_feature_counts,
+    raise_on_missing_features,
+)
 from sparkxml.forest.params import (
     HasBootstrap,
     HasCcpAlpha,
@@ -97,8 +102,6 @@ from sparkxml_kernels.forest.splitter import sklearn_seed
 # histogram a fit may allocate (features x bins x sums, float64)
 MAX_CLASSES = 10_000
 MAX_NODE_HISTOGRAM_BYTES = 1 << 30
-# distinct labels criterion absolute_error may sum per node and bin (its medians need them)
-MAX_LABEL_VALUES = 65_536
 
 # rows the sketch job summarises (LightGBM bins from 200,000 rows): below this, bins are exact
 # for every feature with at most maxBins distinct values
@@ -223,21 +226,17 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         them)."""
         L = F.col(label).cast("double")
         extra = {"label_min": F.min(L), "label_sum": F.sum(L)}
-        nan_free = crit == "absolute_error"
         if spec["kind"] == "vector":
             arr = vector_to_array(F.col(spec["col"]))
             bad = F.filter(arr, lambda x: F.abs(x) == float("inf"))
             extra["features_bad"] = F.first(F.when(F.size(bad) > 0, bad[0]), ignorenulls=True)
-            if nan_free:
-                extra["features_nan"] = F.sum(F.exists(arr, lambda x: F.isnan(x)).cast("long"))
         else:
             for i, c in enumerate(spec["cols"]):
                 x = F.col(c).cast("double")
                 extra[f"features_bad_{i}"] = F.first(
                     F.when(F.abs(x) == float("inf"), x), ignorenulls=True)
-                if nan_free:
-                    extra[f"features_nan_{i}"] = F.sum(
-                        (x.isNull() | F.isnan(x)).cast("long"))
+        if crit == "absolute_error":
+            extra.update(missing_feature_counts(spec))
         return extra
 
     def _raise_on_extra(self, spec, label, crit, extra):
@@ -254,16 +253,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                                      f"{float(v)!r}; trees need finite or missing (null, NaN) "
                                      f"features, not inf")
         if crit == "absolute_error":
-            cols = [spec["col"]] if spec["kind"] == "vector" else spec["cols"]
-            keys = ["features_nan"] if spec["kind"] == "vector" else \
-                [f"features_nan_{i}" for i in range(len(cols))]
-            for c, key in zip(cols, keys):
-                if extra[key]:
-                    raise ValueError(f"featuresCol{'' if spec['kind'] == 'vector' else 's'}: "
-                                     f"column '{c}' has {int(extra[key])} rows with missing "
-                                     f"(null, NaN) features; criterion 'absolute_error' does "
-                                     f"not route missing values (as scikit-learn's MAE "
-                                     f"criterion): impute them or use another criterion")
+            raise_on_missing_features(spec, extra)
         if crit == "poisson":
             if extra["label_min"] < 0:
                 raise ValueError(f"labelCol: column '{label}' holds the negative value "
@@ -302,20 +292,6 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         w = np.zeros(k)
         w[present] = counts.sum() / (present.sum() * counts[present])
         return w.tolist()
-
-    def _label_values(self, dataset, label, crit):
-        """absolute_error's distinct labels, ascending (float64): its node sums are the
-        weights of each label value (``sparkxml_kernels.forest.criteria``); None for the
-        other criteria. One job, reading at most MAX_LABEL_VALUES + 1 values back."""
-        if crit != "absolute_error":
-            return None
-        rows = dataset.select(F.col(label).cast("double").alias("y")).distinct() \
-            .limit(MAX_LABEL_VALUES + 1).collect()
-        if len(rows) > MAX_LABEL_VALUES:
-            raise ValueError(f"labelCol: column '{label}' has more than {MAX_LABEL_VALUES} "
-                             f"distinct values; criterion 'absolute_error' sums node weights "
-                             f"per label value: round the labels or use another criterion")
-        return np.sort(np.array([r["y"] for r in rows], np.float64))
 
     def _check_sizes(self, stats, k, weight, max_bins, n_labels=0):
         """Refuse, before the sketch and the training, what would allocate without bound: a
@@ -405,7 +381,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 if self._task == "classification":
                     k = inferred_classes(label, stats["label_max"], stats["label_distinct"],
                                          MAX_CLASSES, explicit=False)
-                yv = self._label_values(dataset, label, crit)
+                yv = label_values(dataset, label) if crit == "absolute_error" else None
                 n_labels = 0 if yv is None else int(yv.size)
                 self._check_sizes(stats, k, weight, max_bins, n_labels)
                 n_workers = workers_for(spark, stats, None, n_workers)
