@@ -12,7 +12,10 @@ exact      pendigits (../shared/data/pendigits) with DecisionTreeClassifier(maxD
            DecisionTreeClassifier(random_state=0), compared node for node (feature, threshold,
            impurity, n_node_samples, weighted_n_node_samples, value, children); and
            scikit-learn's load_diabetes with DecisionTreeRegressor(maxBins=512) for
-           squared_error, friedman_mse and poisson.
+           squared_error, friedman_mse, poisson and absolute_error (leaf medians); on
+           pendigits, ccp_alpha (the whole cost_complexity_pruning_path, and the tree pruned
+           at an alpha of that path, node for node) and class_weight as a dict (node for
+           node).
 missing    exact's comparisons with missing values: pendigits with 10% of the entries of
            features 0-7 set to NaN (seeded), gini and entropy, and load_diabetes with 10% of
            every feature NaN, squared_error; the missing side (``missing_go_to_left``) too.
@@ -138,7 +141,7 @@ class RssSampler:
 
 
 # ------------------------------------------------------------------------------ parts
-def part_exact(spark, W):
+def part_exact(spark, W, res=None):
     from sklearn.datasets import load_diabetes, load_svmlight_file
     from sklearn.tree import DecisionTreeClassifier as SkTree
     from sklearn.tree import DecisionTreeRegressor as SkReg
@@ -160,14 +163,47 @@ def part_exact(spark, W):
               f"{same_tree(m.treeArrays(0), sk.tree_)}; fit {sec:.2f}s (sklearn {sk_sec:.3f}s)")
     d = load_diabetes()
     ddf = frame(spark, d.data, d.target, W)
-    for crit in ("squared_error", "friedman_mse", "poisson"):
+    for crit in ("squared_error", "friedman_mse", "poisson", "absolute_error"):
         m = DecisionTreeRegressor(criterion=crit, maxDepth=64, maxBins=512, seed=0,
                                   numWorkers=W).fit(ddf)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             sk = SkReg(criterion=crit, random_state=0).fit(d.data, d.target)
-        print(f"diabetes {crit:13s}: {m.treeArrays(0)['feature'].size} nodes, "
-              f"{same_tree(m.treeArrays(0), sk.tree_)}")
+        same = same_tree(m.treeArrays(0), sk.tree_)
+        print(f"diabetes {crit:14s}: {m.treeArrays(0)['feature'].size} nodes, {same}")
+        _record(res, f"exact: diabetes {crit}", same)
+    part_exact_options(spark, W, X, y, df, res)
+
+
+def _record(res, case, same):
+    if res is not None:
+        res.add(case, "identical to scikit-learn", float(same == "identical"), "", note=same)
+
+
+def part_exact_options(spark, W, X, y, df, res=None):
+    """ccp_alpha and class_weight (a dict) on pendigits, against scikit-learn's."""
+    from sklearn.tree import DecisionTreeClassifier as SkTree
+
+    from sparkxml import DecisionTreeClassifier
+
+    full = DecisionTreeClassifier(maxDepth=64, seed=0, numWorkers=W).fit(df)
+    ours, sk = full.costComplexityPruningPath(), SkTree(random_state=0) \
+        .cost_complexity_pruning_path(X, y)
+    same = "identical" if all(np.array_equal(ours[k], getattr(sk, k)) for k in (
+        "ccp_alphas", "impurities")) else "DIFFERENT"
+    print(f"pendigits ccp_alpha path: {len(ours['ccp_alphas'])} alphas "
+          f"(scikit-learn {len(sk.ccp_alphas)}), {same}")
+    _record(res, "exact: pendigits cost_complexity_pruning_path", same)
+    alpha = float(sk.ccp_alphas[len(sk.ccp_alphas) // 2])
+    m = DecisionTreeClassifier(maxDepth=64, seed=0, numWorkers=W, ccpAlpha=alpha).fit(df)
+    same = same_tree(m.treeArrays(0), SkTree(random_state=0, ccp_alpha=alpha).fit(X, y).tree_)
+    print(f"pendigits ccp_alpha={alpha:.3g}: {m.treeArrays(0)['feature'].size} nodes, {same}")
+    _record(res, "exact: pendigits ccp_alpha pruned tree", same)
+    cw = {0: 3.0, 4: 2.0, 7: 5.0}  # integer weights: exact sums
+    m = DecisionTreeClassifier(maxDepth=64, seed=0, numWorkers=W, classWeight=cw).fit(df)
+    same = same_tree(m.treeArrays(0), SkTree(random_state=0, class_weight=cw).fit(X, y).tree_)
+    print(f"pendigits class_weight={cw}: {m.treeArrays(0)['feature'].size} nodes, {same}")
+    _record(res, "exact: pendigits class_weight dict", same)
 
 
 def with_nan(X, frac, features, seed=0):
@@ -449,7 +485,7 @@ def main():
                           "spark.sql.shuffle.partitions": str(args.workers)}, log_level=None)
     try:
         if "exact" not in args.skip:
-            part_exact(spark, args.workers)
+            part_exact(spark, args.workers, res)
         if "missing" not in args.skip:
             part_missing(spark, args.workers, res)
         if "constraints" not in args.skip:

@@ -173,6 +173,8 @@ def profile_forest(spark):
     df = _vectors(spark, X, y).cache()
     DecisionTreeClassifier(maxDepth=4).fit(df).transform(df).collect()
     RandomForestRegressor(numTrees=3, maxDepth=4).fit(df).transform(df).collect()
+    RandomForestRegressor(numTrees=2, maxDepth=4, criterion="absolute_error").fit(df) \
+        .transform(df).collect()
     RandomForestClassifier(numTrees=3, maxDepth=4, criterion="entropy", oobScore=True,
                            bootstrap=True).fit(df).transform(df).collect()
 

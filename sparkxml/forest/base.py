@@ -6,7 +6,8 @@ A fit runs three Spark jobs, whatever the number of trees:
 1. one SQL aggregate over every row (JVM only): row count, label range, weights, vector sizes,
    and infinite features (trees refuse inf; NaN and nulls are missing values, routed as
    scikit-learn routes them), so bad input fails first, naming the column
-   and the value (plus a class count job for ``classWeight='balanced'``);
+   and the value (plus a class count job for ``classWeight='balanced'``, and a distinct
+   label job for criterion ``absolute_error``, whose node sums are per-label weights);
 2. a sketch job over up to 200,000 sampled rows (all rows below that), keeping every distinct
    float32 value of a feature as long as there are at most ``maxBins``: such a feature gets a
    bin per value, and thresholds at the midpoints of values, i.e. exact (scikit-learn's) splits;
@@ -62,6 +63,11 @@ from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import check_slots, workers_for
+from sparkxml.forest.median import (
+    label_values,
+    missing_feature_counts,
+    raise_on_missing_features,
+)
 from sparkxml.forest.params import (
     HasBootstrap,
     HasCcpAlpha,
@@ -214,9 +220,10 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                              f"{list(allowed)}")
         return crit
 
-    def _extra_checks(self, spec, label):
+    def _extra_checks(self, spec, label, crit=None):
         """Aggregates riding along with the data checks: infinite features, label range (NaN
-        and null features are missing values)."""
+        and null features are missing values; absolute_error counts them, as it refuses
+        them)."""
         L = F.col(label).cast("double")
         extra = {"label_min": F.min(L), "label_sum": F.sum(L)}
         if spec["kind"] == "vector":
@@ -228,6 +235,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 x = F.col(c).cast("double")
                 extra[f"features_bad_{i}"] = F.first(
                     F.when(F.abs(x) == float("inf"), x), ignorenulls=True)
+        if crit == "absolute_error":
+            extra.update(missing_feature_counts(spec))
         return extra
 
     def _raise_on_extra(self, spec, label, crit, extra):
@@ -243,6 +252,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                     raise ValueError(f"featuresCols: column '{c}' holds the value "
                                      f"{float(v)!r}; trees need finite or missing (null, NaN) "
                                      f"features, not inf")
+        if crit == "absolute_error":
+            raise_on_missing_features(spec, extra)
         if crit == "poisson":
             if extra["label_min"] < 0:
                 raise ValueError(f"labelCol: column '{label}' holds the negative value "
@@ -282,10 +293,11 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         w[present] = counts.sum() / (present.sum() * counts[present])
         return w.tolist()
 
-    def _check_sizes(self, stats, k, weight, max_bins):
+    def _check_sizes(self, stats, k, weight, max_bins, n_labels=0):
         """Refuse, before the sketch and the training, what would allocate without bound: a
-        node's histogram is features x bins x sums (classes + 1, or 5 for regression; up to
-        three levels each when the sums are not integers, ``exactsum``)."""
+        node's histogram is features x bins x sums (classes + 1, absolute_error's distinct
+        labels + 1, or 5 for regression; up to three levels each when the sums are not
+        integers, ``exactsum``)."""
         if stats["weight_train"] <= 0:
             raise ValueError(f"weightCol: column '{weight}' is 0 on every row: nothing to "
                              f"train on")
@@ -295,13 +307,15 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                              f"size 0: trees need at least one feature")
         feats = d if not self._forest else n_subset_features(
             self.getFeatureSubsetStrategy(), d, self._task == "classification", True)
-        S = k + 1 if k else 5
-        plain = bool(k) and weight is None and self._opt(self.classWeight) is None
+        S = k + 1 if k else (n_labels + 1 if n_labels else 5)
+        plain = (bool(n_labels) and weight is None) or (
+            bool(k) and weight is None and self._opt(self.classWeight) is None)
         width = S if plain else 1 + 3 * (S - 1)
         slots = min(max_bins, stats["n_train"]) + 1
         nbytes = feats * slots * width * 8
         if nbytes > MAX_NODE_HISTOGRAM_BYTES:
-            what = f"{k} classes" if k else "the regression sums"
+            what = f"{k} classes" if k else (f"{n_labels} distinct labels" if n_labels
+                                              else "the regression sums")
             raise ValueError(f"{what} x up to {slots} bins x {feats} features make "
                              f"{nbytes / 2**30:.1f} GiB per node histogram, above the limit of "
                              f"{MAX_NODE_HISTOGRAM_BYTES / 2**30:.0f} GiB: lower maxBins"
@@ -322,10 +336,10 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                              f"classification ({k} classes), as in scikit-learn")
         return [int(c) for c in cst]
 
-    def _split_params(self, crit, k, d):
+    def _split_params(self, crit, k, d, n_labels=0):
         mtry = n_subset_features(self.getFeatureSubsetStrategy(), d,
                                  self._task == "classification", self._forest)
-        return {"criterion": criterion_id(crit), "n_classes": k,
+        return {"criterion": criterion_id(crit), "n_classes": k or n_labels,
                 "max_depth": int(self.getMaxDepth()),
                 "min_samples_split": int(self.getMinSamplesSplit()),
                 "min_samples_leaf": int(self.getMinInstancesPerNode()),
@@ -345,6 +359,9 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         weight = self._opt(self.weightCol) or None
         check_schema(dataset, spec, label, weight, None)
         crit = self._check_criterion()
+        if crit == "absolute_error" and self._opt(self.monotonicConstraints) is not None:
+            raise ValueError("monotonicConstraints: not supported with criterion "
+                             "'absolute_error' here (its bounds would come from medians)")
         if self._forest and self.getMaxLeafNodes() > 0:
             raise ValueError("maxLeafNodes: forests grow level-wise; best-first growth "
                              "(maxLeafNodes > 0) is for DecisionTreeClassifier/Regressor")
@@ -357,14 +374,16 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             t0 = time.perf_counter()
             with progress.phase("checks"):
                 stats = data_checks(dataset, spec, label, weight, None, self._task,
-                                     extra=self._extra_checks(spec, label))
+                                     extra=self._extra_checks(spec, label, crit))
                 self._raise_on_extra(spec, label, crit, stats["extra"])
                 d = stats["d"]
                 k = 0
                 if self._task == "classification":
                     k = inferred_classes(label, stats["label_max"], stats["label_distinct"],
                                          MAX_CLASSES, explicit=False)
-                self._check_sizes(stats, k, weight, max_bins)
+                yv = label_values(dataset, label) if crit == "absolute_error" else None
+                n_labels = 0 if yv is None else int(yv.size)
+                self._check_sizes(stats, k, weight, max_bins, n_labels)
                 n_workers = workers_for(spark, stats, None, n_workers)
                 class_weights = self._class_weights(dataset, label, k)
             checks_seconds = time.perf_counter() - t0
@@ -382,7 +401,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
             vals = bin_values(sketch, edges)
             sketch_seconds = time.perf_counter() - t0
-            cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
+            cfg = dict(engine, split=self._split_params(crit, k, d, n_labels), n_classes=k,
+                       label_values=None if yv is None else yv.tolist(),
                        ccp_alpha=float(self.getCcpAlpha()),
                        criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
                        n_features=d, class_weights=class_weights,

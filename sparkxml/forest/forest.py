@@ -152,7 +152,8 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
     """A random forest of regression trees, trained in one barrier stage.
 
     Takes the parameters of :class:`RandomForestClassifier` but ``classWeight`` and the
-    classifier outputs; ``criterion`` "squared_error" (default), "friedman_mse" or "poisson";
+    classifier outputs; ``criterion`` "squared_error" (default), "friedman_mse", "poisson" or
+    "absolute_error" (leaf medians, as :class:`DecisionTreeRegressor`'s);
     ``featureSubsetStrategy`` "auto" = "onethird" (Spark MLlib). ``oobScore`` is R².
 
     Examples

@@ -34,12 +34,13 @@ def subset_strategy() -> Rule:
 
 class HasCriterion(Params):
     """Mixin for param criterion: split criterion: 'gini', 'entropy' (= 'log_loss') for
-    classification; 'squared_error', 'friedman_mse', 'poisson' for regression.
+    classification; 'squared_error', 'friedman_mse', 'poisson', 'absolute_error' for
+    regression.
     """
 
     criterion: "Param[str]" = param("criterion", __doc__, TypeConverters.toString)
     _constraints = {"criterion": one_of("gini", "entropy", "log_loss", "squared_error", "friedman_mse",
-                           "poisson")}
+                           "poisson", "absolute_error")}
 
     def getCriterion(self) -> str:
         """Gets the value of criterion or its default value."""

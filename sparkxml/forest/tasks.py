@@ -20,14 +20,15 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
 
     ``cfg`` (plain values): kind ("tree" | "forest"), split (``SplitParams`` fields), n_classes,
     criterion (name), vals (list of lists), edges (list of lists), n_features, class_weights
-    (list or None), rand_state (trees), n_trees / seed / bootstrap / rate / oob /
-    balanced_subsample (forests).
+    (list or None), label_values (absolute_error: the distinct labels, ascending; the split
+    params' n_classes is their number), rand_state (trees), n_trees / seed / bootstrap /
+    rate / oob / balanced_subsample (forests).
     """
 
     def train_fn(state, coll, rank, world):
         from sparkxml_kernels.forest import builder, forest, histogram
         from sparkxml_kernels.forest.bins import tree_binned
-        from sparkxml_kernels.forest.criteria import is_classification
+        from sparkxml_kernels.forest.criteria import NO_VALUES, is_classification
         from sparkxml_kernels.forest.exactsum import exact_sums
         from sparkxml_kernels.forest.pruning import prune_forest, prune_tree
         from sparkxml_kernels.forest.tree import SplitParams, TreeArrays
@@ -43,6 +44,10 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             cls = y.astype(np.int32)
             if cfg.get("class_weights") is not None:
                 rw = rw * np.asarray(cfg["class_weights"], np.float64)[cls]
+        yv = NO_VALUES
+        if cfg.get("label_values") is not None:  # absolute_error: each row's label index
+            yv = np.asarray(cfg["label_values"], np.float64)
+            cls = np.searchsorted(yv, y).astype(np.int32)
         ylny = histogram.ylny(y) if cfg["criterion"] == "poisson" else np.zeros(n)
         vals = np.asarray(cfg["vals"], np.float64)
         X = tree_binned(X, vals)  # missing values to the trees' last bin slot
@@ -55,7 +60,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
         try:
             if cfg["kind"] == "tree":
                 tree = builder.grow_tree(X, cls, y, ylny, rw, params, coll, vals, edges,
-                                         cfg["rand_state"])
+                                         cfg["rand_state"], yv)
                 if rank == 0 and cfg.get("ccp_alpha", 0.0) > 0.0:
                     tree = TreeArrays(**prune_tree(tree.as_dict(), cfg["ccp_alpha"]))
                 if rank == 0:
@@ -67,7 +72,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
                 X, cls, y, ylny, rw, keys, params, cfg["n_trees"], cfg["seed"],
                 cfg["bootstrap"], cfg["rate"], coll, vals, edges,
                 on_trees_done=_trees_done_callback(reporter) if reporter.enabled else None,
-                balanced_subsample=bool(cfg.get("balanced_subsample")))
+                balanced_subsample=bool(cfg.get("balanced_subsample")), yv=yv)
         finally:
             reporter.close()
         info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)

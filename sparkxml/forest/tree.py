@@ -142,7 +142,9 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
     Takes the parameters of :class:`DecisionTreeClassifier` but ``classWeight`` and the
     classifier outputs; ``criterion`` is "squared_error" (default), "friedman_mse" (Friedman's
     improvement; the same splits as squared_error, which scikit-learn >= 1.9 uses for it) or
-    "poisson" (labels >= 0 with a positive sum). Adds ``predictionCol`` (the leaf mean).
+    "poisson" (labels >= 0 with a positive sum) or "absolute_error" (leaf medians; no
+    missing features, no monotonicConstraints, at most 65,536 distinct labels). Adds
+    ``predictionCol`` (the leaf mean, or median).
 
     Examples
     --------

@@ -66,20 +66,23 @@ def forest_grown(data, world=1, small_rows=None, n_trees=8, crit="gini",
 
     X, y, Xb, edges, vals, keys = data
     c = criteria.criterion_id(crit)
-    p = SplitParams(c, n_classes=int(y.max()) + 1 if c <= 1 else 0,
-                    max_features=kw.pop("max_features", 4), **kw)
     yy = y.astype(np.float64)
+    K, cls, grow = (int(y.max()) + 1 if c <= 1 else 0), y.astype(np.int32), dict(grow or {})
+    if c == criteria.ABSOLUTE_ERROR:  # per-label sums over the distinct targets
+        grow["yv"] = np.unique(yy)
+        cls, K = np.searchsorted(grow["yv"], yy).astype(np.int32), grow["yv"].size
+    p = SplitParams(c, n_classes=K, max_features=kw.pop("max_features", 4), **kw)
     args = dict(params=p, n_trees=n_trees, seed=11, bootstrap=True, rate=1.0, vals=vals,
                 edges=edges, small_rows=small_rows, max_message_bytes=max_message_bytes,
-                **(grow or {}))
+                **grow)
     if world == 1:
-        return forest.grow_forest(Xb, y.astype(np.int32), yy, histogram.ylny(yy),
+        return forest.grow_forest(Xb, cls, yy, histogram.ylny(yy),
                                   np.ones(len(y)), keys, collective=LocalCollective(), **args)
     order = np.random.default_rng(5).permutation(len(y))  # any spread of rows
 
     def run(r, coll):
         idx = np.sort(order[r::world])
-        return forest.grow_forest(Xb[idx], y[idx].astype(np.int32), yy[idx],
+        return forest.grow_forest(Xb[idx], cls[idx], yy[idx],
                                   histogram.ylny(yy[idx]), np.ones(idx.size), keys[idx],
                                   collective=coll, **args)
 

@@ -21,19 +21,63 @@ from sparkxml_kernels.forest.tree import SplitParams, TreeArrays
 
 
 # ------------------------------------------------------------------ criteria and scan
-@pytest.mark.parametrize("crit", ["gini", "entropy", "squared_error", "poisson"])
+@pytest.mark.parametrize("crit", ["gini", "entropy", "squared_error", "poisson",
+                                  "absolute_error"])
 def test_impurity_matches_naive(crit):
     rng = np.random.default_rng(0)
     c = criteria.criterion_id(crit)
     y = rng.integers(0, 4, 50).astype(float)
     w = rng.integers(1, 4, 50).astype(float)
     st = histogram.row_stats(c, 4, y.astype(np.int64), y, histogram.ylny(y), w).sum(axis=0)
-    got = criteria.impurity(c, st, criteria.node_weight(c, st))
+    yv = np.arange(4.0)  # absolute_error's label values: class k is the target k
+    got = criteria.impurity(c, st, criteria.node_weight(c, st), yv)
     assert got == pytest.approx(criteria.impurity_naive(c, y, w, 4), rel=1e-12, abs=1e-14)
 
 
+def _y_with_median_ties(rng, n):
+    # integer targets and weights: the cumulative weight often lands on exactly half
+    return rng.integers(-5, 6, n).astype(float) * 2.5, rng.integers(1, 4, n).astype(float)
+
+
+def test_median_abs_error_matches_naive_on_every_prefix():
+    rng = np.random.default_rng(4)
+    for trial in range(30):
+        y, w = _y_with_median_ties(rng, int(rng.integers(1, 40)))
+        if trial % 3 == 0:
+            w[:] = 1.0  # unit weights: even counts take the midpoint of the two middle ones
+        yv = np.unique(y)
+        st = np.zeros(yv.size + 1)
+        for i in range(y.size):  # every prefix, as a split scan adds rows
+            st[0] += 1
+            st[1 + np.searchsorted(yv, y[i])] += w[i]
+            med, ae = criteria.median_abs_error(st, w[:i + 1].sum(), yv)
+            ref = criteria.median_naive(y[:i + 1], w[:i + 1])
+            assert med == ref
+            assert ae == (w[:i + 1] * np.abs(y[:i + 1] - ref)).sum()
+
+
+def test_median_abs_error_matches_sklearn_precompute():
+    _criterion = pytest.importorskip("sklearn.tree._criterion")
+    if not hasattr(_criterion, "_py_precompute_absolute_errors"):
+        pytest.skip("scikit-learn without the Fenwick-tree MAE (< 1.8)")
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        n = int(rng.integers(2, 60))
+        y, w = _y_with_median_ties(rng, n)
+        idx = np.arange(n, dtype=np.intp)
+        ae_sk, med_sk = _criterion._py_precompute_absolute_errors(
+            y[:, None].copy(), w, idx, 0, n, n)  # forward: the prefixes y[:i + 1]
+        yv = np.unique(y)
+        st = np.zeros(yv.size + 1)
+        for i in range(n):
+            st[0] += 1
+            st[1 + np.searchsorted(yv, y[i])] += w[i]
+            med, ae = criteria.median_abs_error(st, w[:i + 1].sum(), yv)
+            assert (med, ae) == (med_sk[i], ae_sk[i])
+
+
 @pytest.mark.parametrize("crit", ["gini", "entropy", "squared_error", "friedman_mse",
-                                  "poisson"])
+                                  "poisson", "absolute_error"])
 @pytest.mark.parametrize("missing", [False, True])
 def test_scan_finds_the_naive_best_split(crit, missing):
     rng = np.random.default_rng(1)
@@ -46,6 +90,12 @@ def test_scan_finds_the_naive_best_split(crit, missing):
     y = rng.integers(0, K, n).astype(float) + (0 if c <= 1 else rng.random(n))
     w = np.ones(n)
     cls = y.astype(np.int64)
+    yv = criteria.NO_VALUES
+    if c == criteria.ABSOLUTE_ERROR:  # integer targets: sums exact in any order
+        y = rng.integers(0, 30, n).astype(float)
+        yv = np.unique(y)
+        cls = np.searchsorted(yv, y)
+        K = yv.size
     rs = histogram.row_stats(c, K, cls, y, histogram.ylny(y), w)
     total = rs.sum(axis=0)
     wn = criteria.node_weight(c, total)
@@ -58,7 +108,7 @@ def test_scan_finds_the_naive_best_split(crit, missing):
         m = compact_rows(Xb, rows, 0, n, f, rs, bins, st)
         i, p, ml = scan_feature(c, bins, st, m, vals[f], total, wn, 2.0, 0.0, best,
                                 np.empty(rs.shape[1]), np.empty(rs.shape[1]),
-                                np.empty(rs.shape[1]), np.zeros(3))
+                                np.empty(rs.shape[1]), np.zeros(3), yv)
         if i >= 0:
             best, found = p, (f, bins[i], ml)
     assert found == best_split_naive(c, Xb, rows, y, w, range(d), K, 2, 0.0, miss=9)
@@ -129,6 +179,33 @@ def test_draw_subset_is_a_fisher_yates_prefix():
 @pytest.fixture(scope="module")
 def pen_small():
     return pen_small_data()
+
+
+@pytest.mark.parametrize("random_splits", [False, True])
+def test_absolute_error_forest_same_for_any_world_size_and_medians_at_leaves(random_splits):
+    """RandomForest / ExtraTrees with absolute_error: bit-equal for any spread of rows and
+    whether nodes grow from histograms or from their rows; each leaf holds the weighted
+    median of its bootstrap rows."""
+    from _tree_data import binned
+
+    X, y = pytest.importorskip("sklearn.datasets").load_diabetes(return_X_y=True)
+    X, y = X[:300], y[:300]
+    Xb, edges, vals = binned(X)
+    keys = (np.arange(len(y), dtype=np.int64) * 2654435761) ^ 0x5DEECE66D
+    data = (X, y, Xb, edges, vals, keys)
+    kw = dict(crit="absolute_error", n_trees=3, max_depth=6, random_splits=random_splits)
+    ref, counts = _forest(data, **kw)
+    _same(ref, _forest(data, world=2, **kw)[0])
+    _same(ref, _forest(data, small_rows=1, **kw)[0])        # every node from histograms
+    _same(ref, _forest(data, small_rows=10 ** 9, **kw)[0])  # every subtree from its rows
+    pred = ForestPredictor.from_arrays(dict(
+        {k: v for k, v in ref.items() if k != "bin"}, n_features=10, n_classes=0,
+        criterion="absolute_error"))
+    leaves = pred.apply(X)  # (n, T)
+    for t in range(3):
+        for leaf in np.unique(leaves[counts[t] > 0, t])[:20]:
+            rows = (leaves[:, t] == leaf) & (counts[t] > 0)
+            assert pred.value[leaf, 0] == criteria.median_naive(y[rows], counts[t][rows])
 
 
 def test_forest_same_for_any_world_size_and_small_node_threshold(pen_small):

@@ -30,17 +30,21 @@ def diabetes():
 def _grow(Xb, y, edges, vals, crit, seed=0, world=1, weights=None, **kw):
     c = criteria.criterion_id(crit)
     K = int(y.max()) + 1 if criteria.is_classification(c) else 0
-    p = SplitParams(c, n_classes=K, **kw)
     yy = np.asarray(y, np.float64)
+    cls, yv = y.astype(np.int32), criteria.NO_VALUES
+    if c == criteria.ABSOLUTE_ERROR:  # per-label sums: each row's index among the targets
+        yv = np.unique(yy)
+        cls, K = np.searchsorted(yv, yy).astype(np.int32), yv.size
+    p = SplitParams(c, n_classes=K, **kw)
     w = np.ones(len(y)) if weights is None else weights
     if world == 1:
-        return builder.grow_tree(Xb, y.astype(np.int32), yy, histogram.ylny(yy), w, p,
-                                 LocalCollective(), vals, edges, sklearn_seed(seed))
+        return builder.grow_tree(Xb, cls, yy, histogram.ylny(yy), w, p,
+                                 LocalCollective(), vals, edges, sklearn_seed(seed), yv)
     def run(r, coll):
         idx = np.arange(r, len(y), world)
-        return builder.grow_tree(Xb[idx], y[idx].astype(np.int32), yy[idx],
+        return builder.grow_tree(Xb[idx], cls[idx], yy[idx],
                                  histogram.ylny(yy[idx]), w[idx], p, coll, vals, edges,
-                                 sklearn_seed(seed))
+                                 sklearn_seed(seed), yv)
 
     return on_ranks(world, run)
 
@@ -74,6 +78,26 @@ def test_diabetes_regression_two_workers_equals_sklearn(diabetes, crit):
         sk = DecisionTreeRegressor(criterion=crit, random_state=0).fit(X, y).tree_
     # poisson's impurity comes from sums (sum wy ln y - sum wy ln mean): equal up to rounding
     assert_same_tree(ours, sk, rtol=1e-8 if crit == "poisson" else 0.0)
+
+
+@pytest.mark.parametrize("kw, skw, weighted", [
+    ({}, {}, False),  # full depth: 853 nodes, medians of even counts take midpoints
+    (dict(max_leaf_nodes=30, max_features=4, min_samples_leaf=3),
+     dict(max_leaf_nodes=30, max_features=4, min_samples_leaf=3), True),
+])
+def test_diabetes_absolute_error_two_workers_equals_sklearn(diabetes, kw, skw, weighted):
+    """Weighted medians and mean absolute deviations, node for node; integer weights (zeros
+    too) make the cumulative weight hit exactly half often."""
+    X, y, (Xb, edges, vals) = diabetes
+    w = (np.arange(len(y)) % 4).astype(np.float64) if weighted else None
+    ours = _grow(Xb, y, edges, vals, "absolute_error", seed=3 if weighted else 0, world=2,
+                 weights=w, **kw)
+    sk = DecisionTreeRegressor(criterion="absolute_error", random_state=3 if weighted else 0,
+                               **skw).fit(X, y, sample_weight=w).tree_
+    assert_same_tree(ours, sk)
+    if not weighted:
+        assert ours.node_count == 853
+        assert np.any(ours.value != np.round(ours.value))  # some medians are midpoints
 
 
 @pytest.mark.parametrize("kw, skw", [

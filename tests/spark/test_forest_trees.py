@@ -24,17 +24,11 @@ from sparkxml.forest.tree import DecisionTreeClassificationModel
 
 sklearn = pytest.importorskip("sklearn")
 from _data import data_path  # noqa: E402
+from _tree_frames import FIELDS  # noqa: E402
+from _tree_frames import frame as _frame  # noqa: E402
 from sklearn.datasets import load_diabetes, load_svmlight_file  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier as SkTree  # noqa: E402
 from sklearn.tree import DecisionTreeRegressor as SkTreeRegressor  # noqa: E402
-
-FIELDS = ("children_left", "children_right", "feature", "threshold", "impurity",
-          "n_node_samples", "weighted_n_node_samples", "value")
-
-
-def _frame(spark, X, y, parts=2):
-    rows = [(Vectors.dense(r), float(v)) for r, v in zip(X.tolist(), y.tolist())]
-    return spark.createDataFrame(rows, ["features", "label"]).repartition(parts).cache()
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,12 @@ import numpy as np
 
 from .criteria import (
     EPSILON,
+    NO_VALUES,
     impurity,
     is_classification,
     n_stats,
     node_weight,
+    per_label,
     split_children,
 )
 from .exactsum import collapse, stat_plan
@@ -100,8 +102,9 @@ class TreeDriver:
     collective's ``decide``)."""
 
     def __init__(self, params: SplitParams, d: int, n_slots: int, vals: np.ndarray, edges,
-                 rand_state: int):
+                 rand_state: int, yv=NO_VALUES):
         self.p = params
+        self.yv = np.ascontiguousarray(yv, np.float64)
         self.d, self.n_slots = d, n_slots
         self.S = n_stats(params.criterion, params.n_classes)
         self.vals = np.ascontiguousarray(vals, np.float64)
@@ -175,7 +178,7 @@ class TreeDriver:
             np.zeros(1, np.int32), 0, 0, np.zeros((1, self.S)), self.vals, total, w,
             self.features, self.constant, n_known, max_f, float(p.min_samples_leaf),
             self.min_wleaf, self.state, self.bins, self.st, out_left, self.cst,
-            np.asarray(rec.bounds, np.float64))
+            np.asarray(rec.bounds, np.float64), self.yv)
         if f < 0:
             return None, n_const
         return (int(f), int(bl), int(br), bool(ml), out_left), n_const
@@ -189,7 +192,8 @@ class TreeDriver:
             return False
         f, bl, br, ml, left = found
         ok, right, wl, wr, il, ir, imp = split_children(
-            crit, self.w_total, w, rec.impurity, total, left, self.p.min_impurity_decrease)
+            crit, self.w_total, w, rec.impurity, total, left, self.p.min_impurity_decrease,
+            self.yv)
         if not ok:
             return False
         rec.split = (f, bl, br, il, ir, float(left[0]), float(right[0]), ml)
@@ -200,7 +204,7 @@ class TreeDriver:
         return True
 
     def _add(self, rec, total, n, w, split):
-        value = node_value(self.p.criterion, total, w)
+        value = node_value(self.p.criterion, total, w, self.yv)
         if self.cst.size:
             value = clip_value(value, rec.bounds[0], rec.bounds[1],
                                is_classification(self.p.criterion))
@@ -232,7 +236,7 @@ class TreeDriver:
             total, n, w = self._totals(rec)
             is_leaf = self._leaf_by_rules(rec, n, w)
             if rec.node == -1 and rec.parent == -1 and rec.depth == 0:
-                rec.impurity = impurity(crit, total, w)
+                rec.impurity = impurity(crit, total, w, self.yv)
             is_leaf = is_leaf or rec.impurity <= EPSILON
             split = False
             if not is_leaf:
@@ -250,7 +254,7 @@ class TreeDriver:
         crit = self.p.criterion
         total, n, w = self._totals(rec)
         if first:
-            rec.impurity = impurity(crit, total, w)
+            rec.impurity = impurity(crit, total, w, self.yv)
         is_leaf = self._leaf_by_rules(rec, n, w) or rec.impurity <= EPSILON
         split = False
         if not is_leaf:
@@ -274,19 +278,22 @@ class TreeDriver:
 
 
 def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, edges,
-              rand_state: int = 1):
+              rand_state: int = 1, yv=NO_VALUES):
     """Grow one tree over the rows of every rank (call on every rank, in lockstep).
 
     Parameters
     ----------
     binned : uint8 / uint16 (n, d) this rank's binned rows
-    cls : int32 (n,) class ids (classification) ; y, ylny_ : float64 (n,) target, y·ln y
+    cls : int32 (n,) class ids (classification; absolute_error: the index of each row's
+        target in ``yv``) ; y, ylny_ : float64 (n,) target, y·ln y
     rw : float64 (n,) row weights (rows with 0 take no part)
     params : SplitParams
     collective : object with ``reduce_and_decide``
     vals : float64 (d, n_slots) exact bin values (NaN: not exact; the last slot: missing
         values, ``bins.tree_binned``); edges : list of bin edges
     rand_state : scikit-learn's splitter seed (``splitter.sklearn_seed(random_state)``)
+    yv : float64 (K,) absolute_error's distinct targets, ascending (the same on every rank;
+        ``params.n_classes`` = K)
 
     Returns
     -------
@@ -301,11 +308,11 @@ def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, 
     counts = np.ones((1, n), np.uint8)
     feats = np.arange(d, dtype=np.int64)[None, :]
     zero = np.zeros(1, np.int64)
-    driver = TreeDriver(params, d, n_slots, vals, edges, rand_state) \
+    driver = TreeDriver(params, d, n_slots, vals, edges, rand_state, yv) \
         if collective.rank == 0 else None
     # sums that do not depend on the rows' order or ranks (plain, as scikit-learn's, when
     # they are exact anyway: integer weights and targets)
-    plan = stat_plan(collective, is_classification(crit), params.n_classes, cls, y, ylny_, rw,
+    plan = stat_plan(collective, per_label(crit), params.n_classes, cls, y, ylny_, rw,
                      np.ones(n))
     decide = None if driver is None else \
         (lambda summed: driver(collapse(summed.reshape(-1, plan.width), plan)))

@@ -190,26 +190,35 @@ def plan_for_terms(collective, hi, lo=None, n_rows=None, nonint=None) -> LevelPl
 
 def stat_plan(collective, crit_classification: bool, n_classes: int, cls, y, ylny, rw,
               max_count, tcw=None) -> LevelPlan:
-    """The plan for the trees' node statistics (``criteria``): rows weigh ``rw * count``
+    """The plan for the trees' node statistics (``criteria``; ``crit_classification``: the
+    per-label sums of ``criteria.per_label``, labels ``cls``): rows weigh ``rw * count``
     with ``count`` at most ``max_count`` (n,) (bootstrap counts; ones for a single tree),
     times ``tcw[t, class]`` in tree ``t`` when per-tree class weights (T, K) are given."""
     rw = np.asarray(rw, np.float64)
     wmax = rw * np.asarray(max_count, np.float64)
     ones = np.ones(rw.size)
     nonint = None
-    if crit_classification:
+    if crit_classification and tcw is None:
+        # per label (class, or absolute_error's target value): only its rows' weights
+        # matter, so O(n) memory for any number of labels
         hi, lo = [ones], [ones]
-        if tcw is not None:
-            tcw = np.asarray(tcw, np.float64)
-            nonint = [False] + [bool(np.any(tcw[:, c] != np.round(tcw[:, c])))
-                                for c in range(n_classes)]
+        cls = np.asarray(cls, np.int64)
+        order = np.argsort(cls, kind="stable")
+        cuts = np.searchsorted(cls[order], np.arange(n_classes + 1))
+        for c in range(n_classes):
+            rows = order[cuts[c]:cuts[c + 1]]
+            hi.append(wmax[rows])
+            lo.append(rw[rows])
+    elif crit_classification:
+        hi, lo = [ones], [ones]
+        tcw = np.asarray(tcw, np.float64)
+        nonint = [False] + [bool(np.any(tcw[:, c] != np.round(tcw[:, c])))
+                            for c in range(n_classes)]
         for c in range(n_classes):
             sel = cls == c
-            top, low = 1.0, 1.0
-            if tcw is not None:  # the class's largest and smallest non-zero tree weight
-                col = tcw[:, c]
-                top = float(col.max()) if col.size else 0.0
-                low = float(col[col > 0].min()) if np.any(col > 0) else 0.0
+            col = tcw[:, c]  # the class's largest and smallest non-zero tree weight
+            top = float(col.max()) if col.size else 0.0
+            low = float(col[col > 0].min()) if np.any(col > 0) else 0.0
             hi.append(np.where(sel, wmax * top, 0.0))
             lo.append(np.where(sel, rw * low, 0.0))
     else:

@@ -37,7 +37,7 @@ import numpy as np
 
 from .._jit import njit
 from .bootstrap import bootstrap_counts, bootstrap_counts_naive, subsample_class_weights
-from .criteria import is_classification, n_stats
+from .criteria import NO_VALUES, is_classification, n_stats, per_label
 from .exactsum import collapse, stat_plan
 from .histogram import build_histograms, no_class_weights, partition_nodes
 from .levels import _LARGE, _LEAF, _SMALL, _grow_smalls, _split_level
@@ -153,7 +153,8 @@ def small_node_rows(mtry, n_slots, S, d) -> int:
 
 def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: int, seed: int,
                 bootstrap: bool, rate: float, collective, vals, edges, small_rows=None,
-                max_message_bytes=64 << 20, on_trees_done=None, balanced_subsample=False):
+                max_message_bytes=64 << 20, on_trees_done=None, balanced_subsample=False,
+                yv=NO_VALUES):
     """Grow ``n_trees`` trees over the rows of every rank (call on every rank, in lockstep).
 
     Parameters as :func:`builder.grow_tree`, plus ``keys`` int64 (n,) row content keys,
@@ -163,7 +164,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     histograms and rows (float64 before any float32 narrowing); the trees do not depend on it.
     ``balanced_subsample`` (classification): each tree weighs its rows' classes by
     ``bootstrap.subsample_class_weights`` of its own sample (scikit-learn's
-    ``class_weight="balanced_subsample"``), on top of ``rw``.
+    ``class_weight="balanced_subsample"``), on top of ``rw``. ``yv``: absolute_error's
+    target values, as :func:`builder.grow_tree`'s.
 
     Returns
     -------
@@ -193,7 +195,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     tcw = subsample_class_weights(cls, counts, p.n_classes, collective) \
         if balanced_subsample and is_classification(crit) else None
     # histogram sums that do not depend on which rank holds a row nor on the row order
-    plan = stat_plan(collective, is_classification(crit), p.n_classes, cls, y, ylny_, rw,
+    plan = stat_plan(collective, per_label(crit), p.n_classes, cls, y, ylny_, rw,
                      counts.max(axis=0) if n_trees and n else np.zeros(n), tcw)
     Wd = plan.width
     per_tree = [np.flatnonzero(counts[t]).astype(np.int32) for t in range(n_trees)]
@@ -218,18 +220,19 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     w_total = np.zeros(T)
     min_wleaf = np.zeros(T)
     width = d + 3
-    target = cls.astype(np.float64) if is_classification(crit) else y
+    target = cls.astype(np.float64) if per_label(crit) else y
+    yv = np.ascontiguousarray(yv, np.float64)
     H = mtry * n_slots * Wd
     rw_ = 7 + 2 * mtry  # [feature, bin, kinds, sizes, children's features, missing-left]
     max_floats = max(1, int(max_message_bytes) // 8)
-    # classification with integer weights: every sum is an integer; while a tree's total weight
+    # per-label sums with integer weights: every sum is an integer; while a tree's total weight
     # stays below 2**24 they are exact in float32, which halves what travels each level
     frac = float(np.any(rw != np.round(rw)) or
                  (tcw is not None and bool(np.any(tcw != np.round(tcw)))))
     wmax = rw * (tcw.max() if tcw is not None and tcw.size else 1.0)
     bound = float((counts.astype(np.float64) @ wmax).max()) if n_trees and n else 0.0
     flags = collective.allreduce_sum(np.array([frac, bound]))
-    use32 = bool(is_classification(crit) and flags[0] == 0 and flags[1] < 2.0 ** 24
+    use32 = bool(per_label(crit) and flags[0] == 0 and flags[1] < 2.0 ** 24
                  and plan.plain)
     tcw_arr = no_class_weights() if tcw is None else tcw
     timing = {"hist": 0.0, "rows": 0.0, "reduce": 0.0, "split": 0.0, "small": 0.0,
@@ -278,7 +281,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
                 small_rows, cst, fr_["bounds"][lg], *store.args(), store.n, recs, c["tree"],
                 c["key"], c["depth"], c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"],
-                cf, cb)
+                cf, cb, yv)
             t4 = clock()
             timing["split"] += t4 - t3
             if sm.size:
@@ -296,7 +299,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                     fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
                     fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, reps, seed_u,
                     mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
-                    p.min_impurity_decrease, cst, fr_["bounds"][sm], *store.args(), store.n)
+                    p.min_impurity_decrease, cst, fr_["bounds"][sm], *store.args(), store.n,
+                    yv)
             timing["small"] += clock() - t4
             kept_children["imp"] = c["imp"][:nc]
             kept_children["parent"] = c["parent"][:nc]
@@ -352,5 +356,5 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
             on_trees_done(T - int(np.unique(fr["tree"]).size), T)
     timing["reduce"] -= timing["split"] + timing["small"]
     grow_forest.last_timing = timing
-    return (assemble(store, T, crit, p.n_classes, vals, edges, monotonic=cst.size > 0)
+    return (assemble(store, T, crit, p.n_classes, vals, edges, monotonic=cst.size > 0, yv=yv)
             if rank == 0 else None), counts

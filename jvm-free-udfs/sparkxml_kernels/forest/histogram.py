@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from .criteria import ENTROPY
+from .criteria import per_label
 from .exactsum import add_levels
 
 
@@ -22,7 +22,7 @@ from .exactsum import add_levels
 def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw, tcw,
            out):
     # flat offsets (unsigned: no wraparound checks) instead of per-update array views
-    classification = crit <= ENTROPY
+    classification = per_label(crit)
     per_tree = tcw.shape[0] > 0
     m, k, n_slots, S = out.shape
     flat = out.reshape(-1)
@@ -66,7 +66,7 @@ def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, y
 def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw,
                   tcw, off, nlev, mags, out):
     # _build with each statistic's terms split into levels (``exactsum``): slot o + off[s]
-    classification = crit <= ENTROPY
+    classification = per_label(crit)
     per_tree = tcw.shape[0] > 0
     m, k, n_slots, W = out.shape
     flat = out.reshape(-1)
@@ -158,7 +158,7 @@ def build_histograms_naive(crit, binned, part, starts, ends, feats, node_tree, c
                     break
                 h = out[j, fi, int(binned[r, f])]
                 h[0] += 1
-                if crit <= ENTROPY:
+                if per_label(crit):
                     h[1 + cls[r]] += w
                 else:
                     h[1:5] += [w, w * y[r], w * y[r] * y[r], w * ylny[r]]
@@ -168,7 +168,7 @@ def build_histograms_naive(crit, binned, part, starts, ends, feats, node_tree, c
 def row_stats(crit, n_classes, cls, y, ylny, w) -> np.ndarray:
     """Per-row sums (n, S) (count 1, then the weighted statistics), for one-process growth."""
     n = w.shape[0]
-    if crit <= ENTROPY:
+    if per_label(crit):
         out = np.zeros((n, n_classes + 1))
         out[:, 0] = 1.0
         out[np.arange(n), 1 + cls] = w

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._jit import njit
-from .criteria import ENTROPY, EPSILON, impurity, node_weight, split_children
+from .criteria import EPSILON, impurity, node_weight, per_label, split_children
 from .histogram import split_slice
 from .nodes import _put
 from .splitter import child_key, draw_subset, node_state, split_subset
@@ -28,17 +28,18 @@ def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
 def _split_and_record(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, w, subset,
                       mtry, min_leaf, min_wleaf, bins, st, out_left, reps, rstate, thr, cst,
                       bounds, w_total, imp, min_dec, node, st_feat, st_bl, st_br, st_ml,
-                      st_thr):
+                      st_thr, yv):
     """A node's split search (``splitter.split_subset``) and post-search test; an accepted
     split is stored at ``node``. Returns (feature or -1, left bin, missing-go-left, right
-    sums, left and right weights and impurities); -1 when the node stays a leaf."""
+    sums, left and right weights and impurities); -1 when the node stays a leaf. ``yv``:
+    absolute_error's target values (``criteria.NO_VALUES`` otherwise)."""
     f, bl, br, ml = split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
                                  w, subset, mtry, min_leaf, min_wleaf, bins, st, out_left, reps,
-                                 rstate, thr, cst, bounds)
+                                 rstate, thr, cst, bounds, yv)
     if f < 0:
         return -1, bl, ml, out_left, 0.0, 0.0, 0.0, 0.0
     ok, right, wl, wr, il, ir, _ = split_children(crit, w_total, w, imp, total, out_left,
-                                                  min_dec)
+                                                  min_dec, yv)
     if not ok:
         return -1, bl, ml, right, wl, wr, il, ir
     st_feat[node] = f
@@ -58,7 +59,7 @@ def child_bounds(cst, f, crit, left, right, wl, wr, lo, hi, side):
     c = cst[f] if cst.shape[0] > 0 else 0
     if c == 0:
         return lo, hi
-    k = 1 if crit <= ENTROPY else 2
+    k = 1 if per_label(crit) else 2  # (absolute_error refuses monotonic constraints)
     middle = left[k] / (2 * wl) + right[k] / (2 * wr)
     if (c > 0) == (side == 0):
         return lo, middle
@@ -71,12 +72,13 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
                  min_split, min_leaf, min_dec, small_rows, cst, n_bounds, st_tree, st_parent,
                  st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, st_lo, st_hi,
                  n_nodes, recs, c_tree, c_key, c_depth, c_imp, c_parent, c_isleft, c_kind, c_cap,
-                 c_feats, c_bounds):
+                 c_feats, c_bounds, yv):
     """Split the large nodes of one level from their summed histograms; returns
     (nodes stored, children kept for the next level). ``reps`` (d, n_slots): random splits
     (``splitter.split_subset``), (0, 0): best splits. ``cst`` int8 (d,) monotonic
     constraints (internal signs, ``tree.SplitParams.internal_cst``; (0,): none),
-    ``n_bounds`` (m, 2) the nodes' value bounds, ``c_bounds`` (2m, 2) the kept children's."""
+    ``n_bounds`` (m, 2) the nodes' value bounds, ``c_bounds`` (2m, 2) the kept children's;
+    ``yv`` absolute_error's target values (``criteria.NO_VALUES`` otherwise)."""
     m = hists.shape[0]
     d = vals.shape[0]
     S = hists.shape[3]
@@ -108,7 +110,7 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
         if n_first[j]:
             w_total[t] = w
             min_wleaf[t] = frac * w
-            imp = impurity(crit, total, w)
+            imp = impurity(crit, total, w, yv)
         node = n_nodes
         _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp,
              st_sums, st_lo, st_hi, node, t, n_parent[j], n_isleft[j], imp, total,
@@ -124,7 +126,7 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
         f, bl, ml, right, wl, wr, il, ir = _split_and_record(
             0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals, total, w, feats[j], mtry,
             min_leaf, min_wleaf[t], bins, st, out_left, reps, rstate, thr, cst, n_bounds[j],
-            w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml, st_thr)
+            w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml, st_thr, yv)
         for k in range(mtry):
             fmap[feats[j, k]] = -1
         if f < 0:
@@ -175,14 +177,16 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
 def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s_parent,
                  s_isleft, s_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
                  min_split, min_leaf, min_dec, cst, s_bounds, st_tree, st_parent, st_isleft,
-                 st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, st_lo, st_hi, n_nodes):
+                 st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, st_lo, st_hi, n_nodes,
+                 yv):
     """Grow the whole subtree of each small node from its collected rows ``buf`` (row
-    [present, bins..., target, weight]), depth first, left subtree first (``cst``,
-    ``s_bounds``: monotonic constraints and the nodes' bounds, as :func:`_split_level`)."""
+    [present, bins..., target, weight]; the target is the label index for per-label sums),
+    depth first, left subtree first (``cst``, ``s_bounds``, ``yv``: monotonic constraints,
+    the nodes' bounds and absolute_error's target values, as :func:`_split_level`)."""
     d = vals.shape[0]
     S = st_sums.shape[1]
     n_slots = vals.shape[1]
-    classification = crit <= ENTROPY
+    classification = per_label(crit)
     bins = np.empty(n_slots, np.int64)
     sub = np.empty(d, np.int64)
     state = np.empty(1, np.uint32)
@@ -203,16 +207,16 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
             row = buf[a + i]
             for f in range(d):
                 binned[i, f] = np.int64(row[1 + f])
-            yv = row[d + 1]
+            yr = row[d + 1]
             wv = row[d + 2]
             rs[i, 0] = 1.0
             if classification:
-                rs[i, 1 + np.int64(yv)] = wv
+                rs[i, 1 + np.int64(yr)] = wv
             else:
                 rs[i, 1] = wv
-                rs[i, 2] = wv * yv
-                rs[i, 3] = rs[i, 2] * yv
-                rs[i, 4] = wv * (yv * math.log(yv) if yv > 0 else 0.0)
+                rs[i, 2] = wv * yr
+                rs[i, 3] = rs[i, 2] * yr
+                rs[i, 4] = wv * (yr * math.log(yr) if yr > 0 else 0.0)
         if s_first[q]:
             for s in range(S):
                 total[s] = 0.0
@@ -262,7 +266,7 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
             n = total[0]
             w = node_weight(crit, total)
             if first:
-                imp = impurity(crit, total, w)
+                imp = impurity(crit, total, w, yv)
                 first = False
             node = n_nodes
             _put(st_tree, st_parent, st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp,
@@ -278,7 +282,7 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
                 1, crit, hist, fmap, binned, rows, s, e, rs, vals, total, w, sub, mtry,
                 min_leaf, min_wleaf[t], bins, st, out_left, reps, rstate, thr, cst,
                 k_bounds[top], w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml,
-                st_thr)
+                st_thr, yv)
             if f < 0:
                 continue
             nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1)

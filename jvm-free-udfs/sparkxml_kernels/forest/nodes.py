@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from .criteria import is_classification
+from .criteria import ABSOLUTE_ERROR, NO_VALUES, is_classification, median_abs_error
 
 
 class NodeStore:
@@ -80,12 +80,13 @@ def _preorder_ids(left, right, starts, ends, out):
 
 
 def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges,
-             monotonic: bool = False):
+             monotonic: bool = False, yv=NO_VALUES):
     """All trees in scikit-learn's layout, each renumbered depth-first: a dict of the
     ``predictor.ARRAY_KEYS`` node arrays, ``tree_offsets``, and ``bin`` (left bin per node, -1
     on leaves: rows with bin <= it go left, the same way as by the raw threshold, missing ones
     by ``missing_go_to_left``; what OOB routing of binned rows uses). ``monotonic``: values
-    clipped to the nodes' bounds as scikit-learn's ``clip_node_value``."""
+    clipped to the nodes' bounds as scikit-learn's ``clip_node_value``; ``yv``:
+    absolute_error's target values (its nodes' values are their weighted medians)."""
     N = store.n
     a = {k: v[:N] for k, v in store.a.items()}
     left = np.full(N, -1, np.int64)
@@ -132,6 +133,11 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
     if is_classification(crit):
         w = sums[:, 1:].sum(axis=1)
         value = sums[:, 1:] / w[:, None]
+    elif crit == ABSOLUTE_ERROR:
+        w = sums[:, 1:].sum(axis=1)
+        yv = np.ascontiguousarray(yv, np.float64)
+        value = np.array([[median_abs_error(s, wi, yv)[0]] for s, wi in zip(sums, w)])
+        value = value.reshape(-1, 1)
     else:
         w = sums[:, 1]
         value = (sums[:, 2] / w)[:, None]

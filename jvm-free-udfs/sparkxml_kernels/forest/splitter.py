@@ -180,9 +180,10 @@ def monotonic_ok(crit, left, right, wl, wr, cst, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono):
+def _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono, yv):
     """Proxy of the split with left sums ``left`` (-inf when a leaf rule or the monotonic
-    constraint ``mono`` = [sign, lower bound, upper bound] rejects it)."""
+    constraint ``mono`` = [sign, lower bound, upper bound] rejects it); ``yv`` the target
+    values of absolute_error's labels (``criteria.NO_VALUES`` otherwise)."""
     S = total.shape[0]
     n_left = left[0]
     n_right = total[0] - left[0]
@@ -197,7 +198,7 @@ def _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono):
         return -np.inf
     if wl < min_wleaf or wr < min_wleaf:
         return -np.inf
-    return proxy(crit, left, right, wl, wr)
+    return proxy(crit, left, right, wl, wr, yv)
 
 
 @njit(cache=True, nogil=True)
@@ -222,7 +223,7 @@ def feature_constant(bins, m, vals):
 
 @njit(cache=True, nogil=True)
 def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, left, right,
-                 best_left, mono):
+                 best_left, mono, yv):
     """Scan the candidate positions of one feature (compact sums ``st[:m]``), in
     scikit-learn's order: with missing values in the node (the last compact bin is the missing
     slot), first the positions with the missing rows on the right, then the split of all
@@ -234,7 +235,7 @@ def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, 
     the proxy to beat (strictly); ``best_left`` receives the winner's left sums. Without
     missing rows, missing-go-left is scikit-learn's rule for prediction: the side with more
     training rows. ``mono`` float64 (3,): [monotonic constraint sign (0: none), the node's
-    lower and upper value bounds].
+    lower and upper value bounds]; ``yv`` as :func:`_candidate`'s.
     """
     S = st.shape[1]
     miss = vals.shape[0] - 1
@@ -253,7 +254,7 @@ def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, 
             if not (np.isnan(a) or np.isnan(b)):
                 if np.float32(b) <= np.float32(a) + FEATURE_THRESHOLD:
                     continue
-            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono)
+            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono, yv)
             if q > best:
                 best = q
                 best_i = i
@@ -263,7 +264,7 @@ def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, 
         if p == 0 and has_miss and nm >= 1:  # present values left, missing right
             for t in range(S):
                 left[t] += st[nm - 1, t]
-            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono)
+            q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono, yv)
             if q > best:
                 best = q
                 best_i = nm - 1
@@ -284,7 +285,7 @@ def _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st):
 @njit(cache=True, nogil=True)
 def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, features,
                constant_features, n_known, max_features, min_leaf, min_wleaf, state,
-               bins, st, out_left, cst, bounds):
+               bins, st, out_left, cst, bounds, yv):
     """scikit-learn's ``node_split_best`` over binned sums (see the module docstring).
 
     Parameters
@@ -301,6 +302,8 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     bins, st : scratch (n_slots,), (n_slots, S); out_left : (S,) the best split's left sums
     cst : int8 (d,) monotonic constraints (sign already flipped to class 0 for
         classification), or (0,) for none; bounds : float64 (2,) the node's value bounds
+    yv : float64 (K,) absolute_error's ascending target values (``criteria.NO_VALUES``
+        for the other criteria)
 
     Returns
     -------
@@ -350,7 +353,7 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
         features[f_j] = t
         i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
                                    min_wleaf, best, left, right, out_left,
-                                   _feature_mono(cst, f, bounds, mono))
+                                   _feature_mono(cst, f, bounds, mono), yv)
         if i >= 0:
             best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
     for k in range(n_known):
@@ -362,7 +365,7 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
 
 @njit(cache=True, nogil=True)
 def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf, state,
-                         left, right, mono):
+                         left, right, mono, yv):
     """scikit-learn's random split of one feature (``node_split_random``): a threshold drawn
     uniformly between the node's smallest and largest present values (the largest drawn
     gives the smallest), and, with missing rows in the node, their side drawn 50/50.
@@ -395,7 +398,7 @@ def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf
         i = k
     if not has_miss:
         ml = left[0] > total[0] - left[0]
-    q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono)
+    q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono, yv)
     if q == -np.inf:
         return -1, q, ml, thr
     return i, q, ml, thr
@@ -403,7 +406,8 @@ def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf
 
 @njit(cache=True, nogil=True)
 def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, subset, k,
-                 min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr, cst, bounds):
+                 min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr, cst, bounds,
+                 yv):
     """Forest split search over the drawn ``subset[:k]`` in order (constant ones skipped).
     Returns (feature or -1, left bin, right bin, missing-go-left) as :func:`split_node`.
 
@@ -411,7 +415,7 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
     :func:`random_feature_split`, draws from ``rstate``): the best of one random threshold
     per feature wins, and ``out_thr[0]`` receives its threshold; ``reps`` of shape (0, 0):
     the best threshold of every feature. ``cst``, ``bounds``: monotonic constraints as
-    :func:`split_node`'s."""
+    :func:`split_node`'s, ``yv`` too."""
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
@@ -431,7 +435,7 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
         if rand:
             i, q, ml, thr = random_feature_split(crit, bins, st, m, reps[f], total, wn,
                                                  min_leaf, min_wleaf, rstate, tmp, right,
-                                                 _feature_mono(cst, f, bounds, mono))
+                                                 _feature_mono(cst, f, bounds, mono), yv)
             if i >= 0 and q > best:
                 best = q
                 best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
@@ -441,7 +445,7 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
             continue
         i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
                                    min_wleaf, best, left, right, out_left,
-                                   _feature_mono(cst, f, bounds, mono))
+                                   _feature_mono(cst, f, bounds, mono), yv)
         if i >= 0:
             best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
     return best_f, best_bl, best_br, best_ml

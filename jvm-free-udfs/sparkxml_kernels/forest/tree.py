@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .criteria import is_classification
+from .criteria import ABSOLUTE_ERROR, NO_VALUES, is_classification, median_abs_error
 
 TREE_LEAF = -1
 TREE_UNDEFINED = -2
@@ -188,10 +188,13 @@ class TreeArrays:
                           self.missing_go_to_left[order])
 
 
-def node_value(crit: int, total: np.ndarray, w: float) -> np.ndarray:
-    """A node's value from its sums: class fractions, or the weighted mean."""
+def node_value(crit: int, total: np.ndarray, w: float, yv=NO_VALUES) -> np.ndarray:
+    """A node's value from its sums: class fractions, the weighted median (absolute_error,
+    targets ``yv``), or the weighted mean."""
     if is_classification(crit):
         return total[1:] / w
+    if crit == ABSOLUTE_ERROR:
+        return np.array([median_abs_error(total, w, yv)[0]])
     return np.array([total[2] / w])
 
 
