@@ -97,3 +97,57 @@ def test_updater_refusals():
     # prune reads minSplitLoss and maxDepth
     cut = update(pred, "prune", params=dict(minSplitLoss=0.0, maxDepth=1))
     assert cut.tree(0)["depth"].max() == 1
+
+
+@pytest.mark.parametrize("objective,xobj", [("squared_error", "reg:squarederror"),
+                                            ("logistic", "binary:logistic")])
+def test_refresh_with_base_margin_matches_xgboost(objective, xobj):
+    # the refresh starts from the rows' base margin, then adds the rounds already refreshed
+    X, y = _data(6, 1500)
+    X2, y2 = _data(7, 1500)
+    if objective == "logistic":
+        y, y2 = (y > np.median(y)).astype(float), (y2 > np.median(y)).astype(float)
+    margin = np.random.default_rng(8).normal(0.0, 0.7, y2.size)
+    pred = _fit(X, y, maxIter=3, maxDepth=3, stepSize=0.3, objective=objective)
+    base = float(pred.base_score[0])
+    common = dict(max_depth=3, eta=0.3, nthread=1, objective=xobj,
+                  base_score=base if objective == "squared_error" else 1 / (1 + np.exp(-base)))
+    bst = xgb.train(dict(common, tree_method="hist"), xgb.DMatrix(X, label=y), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        upd = xgb.train(dict(common, process_type="update", updater="refresh", refresh_leaf=1),
+                        xgb.DMatrix(X2, label=y2, base_margin=margin), 3, xgb_model=bst)
+    ours = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective),
+                   base_margin=margin)
+    plain = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective))
+    for t, dump in enumerate(upd.get_dump(dump_format="json", with_stats=True)):
+        out = []
+        _walk(json.loads(dump), ours.tree(t), 0, out)
+        xv, ov = np.array(out, float).T
+        np.testing.assert_allclose(ov, xv, rtol=2e-6, atol=1e-5)
+    assert not np.allclose(ours.value, plain.value)  # the margin changed the gradients
+
+
+def test_refresh_records_metrics_and_stops_early():
+    X, y = _data(9, 1500)
+    pred = _fit(X, y, maxIter=12, maxDepth=3, stepSize=0.5)
+    X2, y2 = X[:600], 2 * y.mean() - y[:600]  # reflected labels: the refresh goes astray
+    Xv, yv = X[600:], y[600:]
+    params = dict(stepSize=0.5, evalMetrics=["rmse", "mae"])
+    hist = {}
+    full = refresh(pred, X2, y2, params=params, eval_sets=[(Xv, yv, None)], history=hist)
+    assert hist["metric"] == "rmse" and hist["rounds_run"] == hist["n_rounds"] == 12
+    for r in (0, 5, 11):  # each round's metrics are the refreshed model's of that many rounds
+        m = full.truncate(r + 1)
+        assert hist["eval"][0][r] == pytest.approx(np.sqrt(np.mean((m.predict_raw(Xv) - yv)
+                                                                   ** 2)), rel=1e-9)
+        assert hist["metrics"]["mae"]["train"][r] == pytest.approx(
+            np.mean(np.abs(m.predict_raw(X2) - y2)), rel=1e-9)
+    best = int(np.argmin(hist["eval"][0]))
+    assert hist["best_iteration"] == best < 10
+    stop = {}
+    cut = refresh(pred, X2, y2, params=dict(params, earlyStoppingRounds=2),
+                  eval_sets=[(Xv, yv, None)], history=stop)
+    assert stop["n_rounds"] == best + 1 and cut.n_trees == best + 1
+    assert stop["rounds_run"] == best + 3 and stop["eval"][0] == hist["eval"][0][:best + 3]
+    np.testing.assert_allclose(cut.predict_raw(Xv), full.truncate(best + 1).predict_raw(Xv))
