@@ -227,7 +227,7 @@ def _check_finite(tree, it: int, objective: str) -> None:
 
 
 def refit_leaves(tree, leaf, rows, residual, w, alpha, step, coll) -> None:
-    """Set every leaf of ``tree`` to ``step`` x the weighted alpha-quantile of the residuals
+    """Set every leaf of ``tree`` to ``step`` x the alpha-quantile of the residuals
     of its rows (those in ``rows`` when subsampled) over all workers (``leaf_quantile``), as
     LightGBM refits its L1 and quantile leaves; a leaf without weight keeps its value."""
     leaves = np.flatnonzero(tree.left < 0)
