@@ -52,6 +52,16 @@ def load(name):
     return np.ascontiguousarray(a[:, 1:]), a[:, 0]
 
 
+def _with_dart(dart, p, xp):
+    """Add one DART setting (or none: gbtree) to our params ``p`` and XGBoost's ``xp``."""
+    if dart is not None:
+        r, s, o, n, t = dart
+        p.update(boosterType="dart", rateDrop=r, skipDrop=s, oneDrop=o, normalizeType=n,
+                 sampleType=t)
+        xp.update(booster="dart", rate_drop=r, skip_drop=s, one_drop=int(o),
+                  normalize_type=n, sample_type=t)
+
+
 def run(view, Xtr, ytr, Xte, yte, rounds, seeds, res):
     import xgboost as xgb
 
@@ -67,12 +77,7 @@ def run(view, Xtr, ytr, Xte, yte, rounds, seeds, res):
         for seed in range(1 if dart is None else seeds):
             p = dict(maxIter=rounds, maxDepth=6, stepSize=0.1, objective="logistic", seed=seed)
             xp = dict(common, seed=seed)
-            if dart is not None:
-                r, s, o, n, t = dart
-                p.update(boosterType="dart", rateDrop=r, skipDrop=s, oneDrop=o,
-                         normalizeType=n, sampleType=t)
-                xp.update(booster="dart", rate_drop=r, skip_drop=s, one_drop=int(o),
-                          normalize_type=n, sample_type=t)
+            _with_dart(dart, p, xp)
             t0 = time.perf_counter()
             pred, _ = train(Xb, ytr, None, edges, p)
             t_ours += time.perf_counter() - t0
@@ -127,12 +132,7 @@ def run_rank(rounds, seeds, res):
             p = dict(maxIter=rounds, maxDepth=6, stepSize=0.1, objective="lambdarank", seed=seed)
             xp = dict(max_depth=6, eta=0.1, objective="rank:ndcg", tree_method="hist",
                       max_bin=256, nthread=1, seed=seed)
-            if dart is not None:
-                r, s, o, n, t = dart
-                p.update(boosterType="dart", rateDrop=r, skipDrop=s, oneDrop=o,
-                         normalizeType=n, sampleType=t)
-                xp.update(booster="dart", rate_drop=r, skip_drop=s, one_drop=int(o),
-                          normalize_type=n, sample_type=t)
+            _with_dart(dart, p, xp)
             pred, _ = train(Xb, ytr, None, edges, p, group_ptr=gp)
             ours.append(ranking_metric("ndcgAtK", pred.predict_raw(Xte), yte, qte, 10))
             bst = xgb.train(xp, dtr, rounds)
