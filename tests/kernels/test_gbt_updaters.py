@@ -33,13 +33,16 @@ def _walk(xn, tree, i, out):
     _walk(kids[xn["no"]], tree, tree["right"][i], out)
 
 
+@pytest.mark.parametrize("margin_sd", [0.0, 0.7])
 @pytest.mark.parametrize("objective,xobj", [("squared_error", "reg:squarederror"),
                                             ("logistic", "binary:logistic")])
-def test_refresh_matches_xgboost(objective, xobj):
+def test_refresh_matches_xgboost(objective, xobj, margin_sd):
+    # with a base margin the refresh starts from it, then adds the rounds already refreshed
     X, y = _data(0)
     X2, y2 = _data(5)
     if objective == "logistic":
         y, y2 = (y > np.median(y)).astype(float), (y2 > np.median(y)).astype(float)
+    margin = np.random.default_rng(8).normal(0.0, margin_sd, y2.size) if margin_sd else None
     pred = _fit(X, y, maxIter=3, maxDepth=4, stepSize=0.3, objective=objective)
     base = float(pred.base_score[0])
     common = dict(max_depth=4, eta=0.3, nthread=1, objective=xobj,
@@ -48,17 +51,21 @@ def test_refresh_matches_xgboost(objective, xobj):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # `updater` overrides tree_method
         upd = xgb.train(dict(common, process_type="update", updater="refresh", refresh_leaf=1),
-                        xgb.DMatrix(X2, label=y2), 3, xgb_model=bst)
-    ours = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective))
+                        xgb.DMatrix(X2, label=y2, base_margin=margin), 3, xgb_model=bst)
+    ours = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective),
+                   base_margin=margin)
     for t, dump in enumerate(upd.get_dump(dump_format="json", with_stats=True)):
         out = []
         _walk(json.loads(dump), ours.tree(t), 0, out)
         xv, ov = np.array(out, float).T
         np.testing.assert_allclose(ov, xv, rtol=2e-6, atol=1e-5)  # XGBoost stores float32
-    np.testing.assert_allclose(ours.predict_raw(X2), upd.predict(xgb.DMatrix(X2),
-                                                                 output_margin=True),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours.predict_raw(X2, base_margin=margin),
+                               upd.predict(xgb.DMatrix(X2, base_margin=margin),
+                                           output_margin=True), rtol=1e-5, atol=1e-5)
     assert not np.allclose(ours.value, pred.value)  # the new data moved the leaves
+    if margin is not None:  # the margin changed the gradients
+        plain = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective))
+        assert not np.allclose(ours.value, plain.value)
 
 
 def test_refresh_on_the_training_rows_changes_nothing():
@@ -97,35 +104,6 @@ def test_updater_refusals():
     # prune reads minSplitLoss and maxDepth
     cut = update(pred, "prune", params=dict(minSplitLoss=0.0, maxDepth=1))
     assert cut.tree(0)["depth"].max() == 1
-
-
-@pytest.mark.parametrize("objective,xobj", [("squared_error", "reg:squarederror"),
-                                            ("logistic", "binary:logistic")])
-def test_refresh_with_base_margin_matches_xgboost(objective, xobj):
-    # the refresh starts from the rows' base margin, then adds the rounds already refreshed
-    X, y = _data(6, 1500)
-    X2, y2 = _data(7, 1500)
-    if objective == "logistic":
-        y, y2 = (y > np.median(y)).astype(float), (y2 > np.median(y)).astype(float)
-    margin = np.random.default_rng(8).normal(0.0, 0.7, y2.size)
-    pred = _fit(X, y, maxIter=3, maxDepth=3, stepSize=0.3, objective=objective)
-    base = float(pred.base_score[0])
-    common = dict(max_depth=3, eta=0.3, nthread=1, objective=xobj,
-                  base_score=base if objective == "squared_error" else 1 / (1 + np.exp(-base)))
-    bst = xgb.train(dict(common, tree_method="hist"), xgb.DMatrix(X, label=y), 3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        upd = xgb.train(dict(common, process_type="update", updater="refresh", refresh_leaf=1),
-                        xgb.DMatrix(X2, label=y2, base_margin=margin), 3, xgb_model=bst)
-    ours = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective),
-                   base_margin=margin)
-    plain = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective))
-    for t, dump in enumerate(upd.get_dump(dump_format="json", with_stats=True)):
-        out = []
-        _walk(json.loads(dump), ours.tree(t), 0, out)
-        xv, ov = np.array(out, float).T
-        np.testing.assert_allclose(ov, xv, rtol=2e-6, atol=1e-5)
-    assert not np.allclose(ours.value, plain.value)  # the margin changed the gradients
 
 
 def test_refresh_records_metrics_and_stops_early():
