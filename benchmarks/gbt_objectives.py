@@ -22,8 +22,9 @@ Each objective is scored by what it fits, on the test rows:
   LightGBM's huber (XGBoost has only the pseudo-huber loss).
 
 For quantile and absolute_error XGBoost also runs with unit weights: it then refits its
-leaves to the lower weighted quantile of the residuals, sparkxml's rule, and interpolates
-between neighbours without weights. "ratio" is sparkxml over the better of XGBoost (without
+leaves to the lower weighted quantile of the residuals (sparkxml's rule with a weightCol),
+where without weights it interpolates between neighbours (sparkxml's rule without, the one
+these fits use). "ratio" is sparkxml over the better of XGBoost (without
 weights) and LightGBM.
 
 Accuracy does not depend on the load, so this script records no timings.
@@ -148,8 +149,8 @@ def main():
             bst = xgb.train(dict(xgb_common, **xp), xgb.DMatrix(Xtr, label=ytr), args.rounds)
             preds["xgboost"] = bst.predict(xgb.DMatrix(Xte))
             if ours.get("objective") in ("quantile", "absolute_error"):
-                # with weights XGBoost takes the lower weighted quantile in its leaves, as
-                # sparkxml does; without, it interpolates: both, to show which rule it is
+                # with weights XGBoost takes the lower weighted quantile in its leaves, without
+                # it interpolates (as sparkxml without weightCol): both, to show the rules
                 bst = xgb.train(dict(xgb_common, **xp),
                                 xgb.DMatrix(Xtr, label=ytr, weight=np.ones(len(ytr))),
                                 args.rounds)

@@ -27,6 +27,9 @@ updater : {"refresh", "prune"}, default "refresh"
     "refresh": every node's value, gain and cover recomputed on the fit's rows, round by
     round (XGBoost's ``refresh`` with ``refresh_leaf``); "prune": splits whose subtree's gains
     are all below ``minSplitLoss``, or deeper than ``maxDepth``, collapse (no data read).
+    refresh takes ``baseMarginCol`` and ``validationIndicatorCol`` (metrics per round, early
+    stopping keeps the rounds up to the best one) and returns a training summary:
+    ``sparkxml.gbt.update_fit``.
 """
 from __future__ import annotations
 

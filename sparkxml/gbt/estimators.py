@@ -92,7 +92,8 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
         XGBoost's ``survival:cox``). poisson, tweedie, gamma and cox model the log of the
         mean (the hazard ratio for cox): ``predictionCol`` holds ``exp(margin)`` and
         ``rawPredictionCol`` the margin. absolute_error and quantile refit every leaf to the
-        weighted quantile of its rows' residuals. See the GBT page of the documentation for
+        quantile of its rows' residuals (XGBoost's rules: interpolated without weightCol, the
+        lower weighted quantile with). See the GBT page of the documentation for
         the gradients and where XGBoost and LightGBM differ.
     lossType : {"squared", "absolute"}, optional
         Spark MLlib's name for objective squared_error / absolute_error.
@@ -109,8 +110,9 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
     baseScore : float, optional
         Prediction every row starts from, on the response scale (XGBoost's
         ``base_score``). Unset, as XGBoost: the weighted mean label (squared_error, huber,
-        poisson, tweedie, gamma), the weighted median (absolute_error), the weighted
-        quantileAlpha-quantile (quantile), 1 (cox).
+        poisson, tweedie, gamma), the median (absolute_error), the quantileAlpha-quantile
+        (quantile) -- XGBoost's interpolated quantile without weightCol, the lower weighted
+        one with -- and 1 (cox).
     rawPredictionCol : str, optional
         Output column (double) of the margin. Written by default (as "rawPrediction") for
         the log-link objectives, otherwise only when set.

@@ -203,6 +203,28 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         raise TypeError(f"baseMarginCol: column '{name}' must be numeric, an array or a "
                         f"vector, got {t.simpleString()}")
 
+    def _margin_columns(self, dataset, stats, k) -> list:
+        """The ``baseMarginCol`` column for the training frame (double, or array<double> of
+        ``k`` values), checked with ``_margin_checks``' results; [] without one."""
+        name = self._opt(self.baseMarginCol)
+        if not name:
+            return []
+        r = stats["extra"]
+        if r.get("margin_null"):
+            raise ValueError(f"baseMarginCol: column '{name}' has {r['margin_null']} null "
+                             f"value(s)")
+        if r.get("margin_bad") is not None:
+            raise ValueError(f"baseMarginCol: column '{name}' holds the non-finite value "
+                             f"{float(r['margin_bad'])!r}")
+        sizes = {r.get("margin_size_min"), r.get("margin_size_max")} - {None}
+        if (sizes and sizes != {k}) or (not sizes and k != 1):
+            raise ValueError(f"baseMarginCol: column '{name}' must hold {k} value(s) per "
+                             f"row (one per output), found sizes {sorted(sizes) or [1]}")
+        t = dataset.schema[name].dataType
+        m = F.col(name)
+        return [(vector_to_array(m) if isinstance(t, VectorUDT)
+                 else m.cast("double") if k == 1 else m.cast("array<double>")).alias(name)]
+
     def _engine_options(self, dataset, spec, stats, objective, n_classes) -> dict:
         """Checks and task options of ``missing``, ``baseMarginCol``, ``initModel`` and
         ``monotoneConstraints``, after the data-check job: ``{"load": loader options,
@@ -210,25 +232,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         "names": feature names or None}``."""
         d = stats["d"]
         k = 1 if objective not in ("softmax",) else int(n_classes)
-        r = stats["extra"]
         name = self._opt(self.baseMarginCol)
-        cols = []
-        if name:
-            if r.get("margin_null"):
-                raise ValueError(f"baseMarginCol: column '{name}' has {r['margin_null']} null "
-                                 f"value(s)")
-            if r.get("margin_bad") is not None:
-                raise ValueError(f"baseMarginCol: column '{name}' holds the non-finite value "
-                                 f"{float(r['margin_bad'])!r}")
-            sizes = {r.get("margin_size_min"), r.get("margin_size_max")} - {None}
-            if (sizes and sizes != {k}) or (not sizes and k != 1):
-                raise ValueError(f"baseMarginCol: column '{name}' must hold {k} value(s) per "
-                                 f"row (one per output), found sizes {sorted(sizes) or [1]}")
-            t = dataset.schema[name].dataType
-            m = F.col(name)
-            cols.append((vector_to_array(m) if isinstance(t, VectorUDT)
-                         else m.cast("double") if k == 1 else m.cast("array<double>"))
-                        .alias(name))
+        cols = self._margin_columns(dataset, stats, k)
         try:
             check_monotone(self._opt(self.monotoneConstraints), d)
         except ValueError as e:

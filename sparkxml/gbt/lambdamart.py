@@ -117,7 +117,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
     ``numWorkers``, ``weightCol``, ``validationIndicatorCol``, ``earlyStoppingRounds``,
     ``timeoutSeconds``, ``featuresCol`` / ``featuresCols``, ``missing``, ``baseMarginCol``,
     ``monotoneConstraints``, ``predContribCol``, ``leafCol``, ``verbose``, ``initModel``,
-    ``nthread``),
+    ``nthread``, ``boosterType``, ``rateDrop``, ``skipDrop``, ``oneDrop``,
+    ``normalizeType``, ``sampleType``),
     plus:
 
     groupCol : str, default "qid"
@@ -174,6 +175,12 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
     ``lambdarank_pair_method`` (default "topk") with their own normalisation; ``pairwise`` here
     is classic RankNet over all pairs of a query (cost quadratic in the query size).
 
+    DART (``boosterType="dart"``, :mod:`sparkxml.gbt.booster_params`) drops trees as for the
+    GBT models; since the lambdas depend on the order of the scores, the scores of the kept
+    trees are summed afresh every round (XGBoost's training prediction) rather than derived
+    from the full scores, so that documents tie exactly where XGBoost's would. With
+    ``objective="xendcg"`` the per-round draws advance once more in a round that drops trees.
+
     Validation rows (``validationIndicatorCol``) are grouped by the same query ids; a query
     with rows on both sides becomes a training and a validation query. The validation
     NDCG ranks tied scores by the same row hash.
@@ -203,7 +210,9 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                  colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                  earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                 leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
+                 leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None,
+                 boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
+                 normalizeType="tree", sampleType="uniform"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -218,7 +227,9 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                   colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                   earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
+                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None,
+                  boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
+                  normalizeType="tree", sampleType="uniform"):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -228,6 +239,10 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
     def _validate_params(self) -> None:
         super()._validate_params()
         ranking_metrics(self)
+        if self.getProcessType() != "default":
+            raise ValueError("processType: LambdaMART boosts new trees only ('default'); "
+                             "the updaters (refresh, prune) serve GBTRegressor and "
+                             "GBTClassifier")
 
     # ------------------------------------------------------------------ fit
     def _fit_validated(self, dataset):

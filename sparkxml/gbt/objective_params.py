@@ -105,8 +105,8 @@ class HasMaxDeltaStep(Params):
 class HasBaseScore(Params):
     """Mixin for param baseScore: the prediction every row starts from, on the response scale
     (XGBoost's base_score; > 0 for the log-link objectives); unset: the weighted mean of the
-    labels, their weighted median / quantileAlpha-quantile for absolute_error / quantile, 1
-    for cox."""
+    labels, their median / quantileAlpha-quantile for absolute_error / quantile (XGBoost's
+    interpolated one without weightCol, the lower weighted one with), 1 for cox."""
 
     baseScore: "Param[float]" = param("baseScore", __doc__, TypeConverters.toFloat)
     _constraints = {"baseScore": finite()}

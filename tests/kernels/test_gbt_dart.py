@@ -215,3 +215,42 @@ def test_multiclass_all_dropped_equals_xgboost(nt):
     doc = json.loads(bst.save_raw("json"))
     np.testing.assert_allclose(pred.tree_weights,
                                doc["learner"]["gradient_booster"]["weight_drop"], rtol=1e-6)
+
+
+def test_lambdarank_all_dropped_equals_xgboost_dart():
+    """LambdaMART's DART: rateDrop 1 leaves no randomness. XGBoost's dart booster trained on
+    our lambdas (as its custom objective: its rank:ndcg's lambdas are computed otherwise) gives
+    the same margins: its gradients come from the kept trees' scores, which must tie where the
+    exact sums tie (with all trees dropped, every document scores the base again)."""
+    from sklearn.datasets import load_svmlight_file
+
+    from sparkxml_kernels.gbt.ranking import make_ranking_loss
+
+    X, y = load_svmlight_file(data_path("lightgbm_rank", "rank.train"), n_features=300)
+    sizes = np.loadtxt(data_path("lightgbm_rank", "rank.train.query"), dtype=np.int64)[:40]
+    gp = np.concatenate([[0], np.cumsum(sizes)])
+    X, y = X[:gp[-1]].toarray(), y[:gp[-1]]
+    raw_edges = edges_from_sketch(sketch(X, None, 256), 256)
+    B = bin_data(X, raw_edges).astype(float)  # one bin per value: XGBoost's hist candidates
+    edges = edges_from_sketch(sketch(B, None, 256), 256)
+    pred, _ = train(bin_data(B, edges), y, None, edges,
+                    dict(maxIter=5, maxDepth=4, stepSize=0.1, objective="lambdarank",
+                         boosterType="dart", rateDrop=1.0), group_ptr=gp)
+    loss = make_ranking_loss("lambdarank")
+
+    def lambdas(margin, _):
+        g, h = np.empty(y.size), np.empty(y.size)
+        loss.gradients(y, margin.astype(np.float64), None, g, h, gp)
+        return g, h
+
+    d = xgb.DMatrix(B, label=y)
+    d.set_group(sizes)
+    bst = xgb.train(dict(booster="dart", rate_drop=1.0, max_depth=4, eta=0.1,
+                         tree_method="hist", max_bin=256, nthread=1, base_score=0.0),
+                    d, 5, obj=lambdas)
+    np.testing.assert_allclose(pred.predict_raw(B), bst.predict(xgb.DMatrix(B),
+                                                                output_margin=True), atol=1e-6)
+    w = json.loads(bst.save_raw("json"))["learner"]["gradient_booster"]["weight_drop"]
+    np.testing.assert_allclose(pred.tree_weights, w, rtol=1e-6)
+    np.testing.assert_allclose(pred.predict_contributions(B[:50]).sum(1),
+                               pred.predict_raw(B[:50]), atol=1e-9)

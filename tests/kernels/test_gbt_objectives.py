@@ -229,13 +229,21 @@ def test_leaf_quantiles_exact_on_one_and_three_workers(alpha):
     assert np.isnan(expect[6]) and not np.isnan(expect[:6]).any()
     got = leaf_quantiles(v, leaf, 7, w, alpha, LocalCollective())
     np.testing.assert_array_equal(got, expect)
+    # without weights: XGBoost's interpolated Quantile, numpy's "weibull" method
+    plain = leaf_quantiles_naive(v, leaf, 7, None, alpha)
     np.testing.assert_array_equal(leaf_quantiles(v, leaf, 7, None, alpha, LocalCollective()),
-                                  leaf_quantiles_naive(v, leaf, 7, None, alpha))
+                                  plain)
+    np.testing.assert_allclose(plain[:6], [np.quantile(v[leaf == lf], alpha, method="weibull")
+                                           for lf in range(6)], rtol=1e-12, atol=1e-12)
     parts = [np.arange(r, n, 3) for r in range(3)]
     out = _run_workers(3, lambda r, c: leaf_quantiles(v[parts[r]], leaf[parts[r]], 7,
                                                       w[parts[r]], alpha, c))
     for q in out:
         np.testing.assert_array_equal(q, expect)
+    out = _run_workers(3, lambda r, c: leaf_quantiles(v[parts[r]], leaf[parts[r]], 7, None,
+                                                      alpha, c))
+    for q in out:
+        np.testing.assert_array_equal(q, plain)
 
 
 def test_regression_metrics_follow_their_definitions():
@@ -270,19 +278,26 @@ xgb = pytest.importorskip("xgboost")
 def test_models_match_xgboost(objective, xgb_objective, extra):
     """Same bins (few distinct values: XGBoost's cuts are the values), same base score
     (XGBoost's per objective), same gradients and leaf refits: the predictions after 20
-    rounds agree to ~1e-6 relative, XGBoost's float32 trees being the difference. XGBoost
-    takes the lower weighted quantile (ours) when rows have weights and interpolates
-    without, so it gets unit weights."""
+    rounds agree to ~1e-6 relative, XGBoost's float32 trees being the difference. The
+    absolute/quantile leaves follow XGBoost's two rules: the interpolated quantile without
+    weights, the lower weighted quantile with (unit) weights."""
     rng = np.random.default_rng(6)
     X, y = regression_case(objective, rng, 3000)
     edges = edges_from_sketch(sketch(X, None, 256), 256)
-    pred, hist = train(bin_data(X, edges), y, None, edges,
-                       dict(maxIter=20, maxDepth=3, stepSize=0.3, objective=objective))
-    bst = xgb.train(dict(objective=xgb_objective, max_depth=3, eta=0.3, tree_method="hist",
-                         nthread=1, **extra),
-                    xgb.DMatrix(X, label=y, weight=np.ones(len(y))), num_boost_round=20)
+    params = dict(maxIter=20, maxDepth=3, stepSize=0.3, objective=objective)
+    xp = dict(objective=xgb_objective, max_depth=3, eta=0.3, tree_method="hist", nthread=1,
+              **extra)
+    pred, hist = train(bin_data(X, edges), y, None, edges, params)
+    bst = xgb.train(xp, xgb.DMatrix(X, label=y), num_boost_round=20)
     ours, theirs = pred.predict(X), bst.predict(xgb.DMatrix(X))
     np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=1e-6)
+    if objective in ("absolute_error", "quantile[alpha=0.9]"):
+        ones = np.ones(len(y))
+        pw, _ = train(bin_data(X, edges), y, ones, edges, params)
+        bw = xgb.train(xp, xgb.DMatrix(X, label=y, weight=ones), num_boost_round=20)
+        np.testing.assert_allclose(pw.predict(X), bw.predict(xgb.DMatrix(X)), rtol=2e-5,
+                                   atol=1e-6)
+        assert not np.allclose(pw.predict(X), ours, rtol=1e-6)  # the two rules differ
     if hist["metric"] is not None:  # the training metric falls round after round
         assert hist["train"][-1] < hist["train"][0]
 

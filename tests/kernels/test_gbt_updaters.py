@@ -33,13 +33,16 @@ def _walk(xn, tree, i, out):
     _walk(kids[xn["no"]], tree, tree["right"][i], out)
 
 
+@pytest.mark.parametrize("margin_sd", [0.0, 0.7])
 @pytest.mark.parametrize("objective,xobj", [("squared_error", "reg:squarederror"),
                                             ("logistic", "binary:logistic")])
-def test_refresh_matches_xgboost(objective, xobj):
+def test_refresh_matches_xgboost(objective, xobj, margin_sd):
+    # with a base margin the refresh starts from it, then adds the rounds already refreshed
     X, y = _data(0)
     X2, y2 = _data(5)
     if objective == "logistic":
         y, y2 = (y > np.median(y)).astype(float), (y2 > np.median(y)).astype(float)
+    margin = np.random.default_rng(8).normal(0.0, margin_sd, y2.size) if margin_sd else None
     pred = _fit(X, y, maxIter=3, maxDepth=4, stepSize=0.3, objective=objective)
     base = float(pred.base_score[0])
     common = dict(max_depth=4, eta=0.3, nthread=1, objective=xobj,
@@ -48,17 +51,21 @@ def test_refresh_matches_xgboost(objective, xobj):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # `updater` overrides tree_method
         upd = xgb.train(dict(common, process_type="update", updater="refresh", refresh_leaf=1),
-                        xgb.DMatrix(X2, label=y2), 3, xgb_model=bst)
-    ours = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective))
+                        xgb.DMatrix(X2, label=y2, base_margin=margin), 3, xgb_model=bst)
+    ours = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective),
+                   base_margin=margin)
     for t, dump in enumerate(upd.get_dump(dump_format="json", with_stats=True)):
         out = []
         _walk(json.loads(dump), ours.tree(t), 0, out)
         xv, ov = np.array(out, float).T
         np.testing.assert_allclose(ov, xv, rtol=2e-6, atol=1e-5)  # XGBoost stores float32
-    np.testing.assert_allclose(ours.predict_raw(X2), upd.predict(xgb.DMatrix(X2),
-                                                                 output_margin=True),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours.predict_raw(X2, base_margin=margin),
+                               upd.predict(xgb.DMatrix(X2, base_margin=margin),
+                                           output_margin=True), rtol=1e-5, atol=1e-5)
     assert not np.allclose(ours.value, pred.value)  # the new data moved the leaves
+    if margin is not None:  # the margin changed the gradients
+        plain = refresh(pred, X2, y2, params=dict(stepSize=0.3, objective=objective))
+        assert not np.allclose(ours.value, plain.value)
 
 
 def test_refresh_on_the_training_rows_changes_nothing():
@@ -97,3 +104,28 @@ def test_updater_refusals():
     # prune reads minSplitLoss and maxDepth
     cut = update(pred, "prune", params=dict(minSplitLoss=0.0, maxDepth=1))
     assert cut.tree(0)["depth"].max() == 1
+
+
+def test_refresh_records_metrics_and_stops_early():
+    X, y = _data(9, 1500)
+    pred = _fit(X, y, maxIter=12, maxDepth=3, stepSize=0.5)
+    X2, y2 = X[:600], 2 * y.mean() - y[:600]  # reflected labels: the refresh goes astray
+    Xv, yv = X[600:], y[600:]
+    params = dict(stepSize=0.5, evalMetrics=["rmse", "mae"])
+    hist = {}
+    full = refresh(pred, X2, y2, params=params, eval_sets=[(Xv, yv, None)], history=hist)
+    assert hist["metric"] == "rmse" and hist["rounds_run"] == hist["n_rounds"] == 12
+    for r in (0, 5, 11):  # each round's metrics are the refreshed model's of that many rounds
+        m = full.truncate(r + 1)
+        assert hist["eval"][0][r] == pytest.approx(np.sqrt(np.mean((m.predict_raw(Xv) - yv)
+                                                                   ** 2)), rel=1e-9)
+        assert hist["metrics"]["mae"]["train"][r] == pytest.approx(
+            np.mean(np.abs(m.predict_raw(X2) - y2)), rel=1e-9)
+    best = int(np.argmin(hist["eval"][0]))
+    assert hist["best_iteration"] == best < 10
+    stop = {}
+    cut = refresh(pred, X2, y2, params=dict(params, earlyStoppingRounds=2),
+                  eval_sets=[(Xv, yv, None)], history=stop)
+    assert stop["n_rounds"] == best + 1 and cut.n_trees == best + 1
+    assert stop["rounds_run"] == best + 3 and stop["eval"][0] == hist["eval"][0][:best + 3]
+    np.testing.assert_allclose(cut.predict_raw(Xv), full.truncate(best + 1).predict_raw(Xv))

@@ -227,7 +227,7 @@ def _check_finite(tree, it: int, objective: str) -> None:
 
 
 def refit_leaves(tree, leaf, rows, residual, w, alpha, step, coll) -> None:
-    """Set every leaf of ``tree`` to ``step`` x the weighted alpha-quantile of the residuals
+    """Set every leaf of ``tree`` to ``step`` x the alpha-quantile of the residuals
     of its rows (those in ``rows`` when subsampled) over all workers (``leaf_quantile``), as
     LightGBM refits its L1 and quantile leaves; a leaf without weight keeps its value."""
     leaves = np.flatnonzero(tree.left < 0)
@@ -341,6 +341,7 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         raise ValueError(f"objective {loss.name}: the initial score {base.tolist()} is not "
                          f"finite (labels or weights too large?)")
     raw = _initial_raw(n, K, base, base_margin, "base_margin")
+    raw0 = raw.copy() if p.boosterType == "dart" else None  # DART sums kept trees from here
     g = np.empty((n, K), FLOAT)
     h = np.empty((n, K), FLOAT)
     one = K == 1
@@ -389,7 +390,12 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
             dropped = [dart.dropped_scores(X_binned, trees, n)] + [
                 dart.dropped_scores(e[0], trees, e[0].shape[0]) for e in evals]
             full = raw.copy()
-            raw -= dropped[0]  # the gradients of the ensemble without the dropped trees
+            # the gradients of the ensemble without the dropped trees
+            kept = dart.kept_scores(X_binned, trees, raw0, loss.requires_groups)
+            if kept is None:
+                raw -= dropped[0]
+            else:
+                raw[:] = kept
             gradients()
             raw[:] = full
         w_new = 1.0 if dart is None else dart.weight_new()

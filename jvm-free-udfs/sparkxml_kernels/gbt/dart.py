@@ -140,6 +140,21 @@ class Dropout:
             out[:, t % self.n_outputs] += tree.value[route_binned_any(binned, tree)]
         return out
 
+    def kept_scores(self, binned, trees, init, exact: bool) -> np.ndarray | None:
+        """float64 (n_rows, n_outputs): ``init`` plus the kept trees' outputs summed afresh in
+        tree order (XGBoost's training prediction), when ``exact`` (tie-sensitive objectives:
+        ranking) or when fewer trees are kept than dropped; None otherwise (the booster then
+        subtracts the dropped trees' outputs from the full scores, which differs by rounding:
+        rows whose exact scores tie may no longer tie)."""
+        kept = np.setdiff1d(np.arange(len(self.weights)), self.dropped)
+        if not exact and kept.size >= self.dropped.size:
+            return None
+        out = np.array(init, FLOAT)
+        for t in kept:
+            tree = trees[t]
+            out[:, t % self.n_outputs] += tree.value[route_binned_any(binned, tree)]
+        return out
+
     def weight_new(self) -> float:
         return normalization(self.params, self.dropped.size, self.learning_rate,
                              self.n_outputs)[1]

@@ -16,8 +16,9 @@ gamma          1 - y / mu                              y / mu
 ============== ======================================= ======================================
 
 absolute_error and quantile have a zero (or undefined) curvature, so the Newton leaf value is
-only a step direction: ``leaf_alpha`` tells the booster to refit every leaf to the weighted
-alpha-quantile of its rows' residuals ``y - raw`` (``leaf_quantile.py``), as LightGBM's
+only a step direction: ``leaf_alpha`` tells the booster to refit every leaf to the
+alpha-quantile of its rows' residuals ``y - raw`` (``leaf_quantile.py``: XGBoost's rules,
+interpolated without weights, the lower weighted quantile with), as LightGBM's
 ``RenewTreeOutput`` and XGBoost's adaptive trees do. poisson, tweedie and gamma model
 ``log E[y]``: ``transform`` returns ``exp(raw)``.
 
@@ -169,7 +170,7 @@ class PointwiseRegression(Loss):
             self.leaf_alpha = self._a
 
     # -- base score: XGBoost's (3.x) per objective: the weighted mean of y (its log for the
-    # log-link objectives), the weighted alpha-quantile for absolute_error / quantile
+    # log-link objectives), the alpha-quantile for absolute_error / quantile (leaf rule)
     def init_stats(self, y, w):
         return SquaredError.init_stats(self, y, w)
 

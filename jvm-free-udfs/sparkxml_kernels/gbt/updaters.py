@@ -12,6 +12,14 @@ when set, as the booster clips). A node's (G, H) sums the rows that pass through
 worker sums its rows per leaf, the leaf sums travel in one ``allreduce_sum`` a round (so the
 model does not depend on how rows are split), and internal nodes add their children's.
 
+Metrics (``refresh(..., history={})``): after each refreshed round the metrics of a normal fit
+(``evalMetric`` or the objective's, then ``evalMetrics``' others) on the rows and on every
+``eval_sets`` entry, with the booster's history layout (``booster.train``). With
+``earlyStoppingRounds > 0`` and an eval set, the refresh stops once the first eval set's
+metric has not improved for that many rounds and the model keeps the rounds up to the best
+one (as a fit keeps its best round; XGBoost's refresh has no such stop: its later rounds would
+keep their old values, which mixes two fits).
+
 prune (XGBoost's ``prune`` updater): ``prune.prune_predictor`` with ``minSplitLoss`` and
 ``maxDepth``; no data needed.
 
@@ -25,8 +33,9 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from ..collective import LocalCollective
-from .booster import BoosterParams
+from .booster import BoosterParams, _record_metrics
 from .loss import make_loss
+from .metrics import higher_is_better, metric_stats
 from .predictor import TreeEnsemblePredictor
 from .prune import prune_predictor
 from .splitting import leaf_weight
@@ -60,7 +69,8 @@ def _propagate(pred, t, G, H):
 
 
 def refresh(pred: TreeEnsemblePredictor, X, y, w=None, params=None, collective=None,
-            base_margin=None, group_ptr=None, n_threads=1) -> TreeEnsemblePredictor:
+            base_margin=None, group_ptr=None, n_threads=1, eval_sets=(),
+            history=None) -> TreeEnsemblePredictor:
     """The model with every node's value, gain and cover recomputed on ``(X, y, w)``.
 
     Parameters
@@ -77,11 +87,18 @@ def refresh(pred: TreeEnsemblePredictor, X, y, w=None, params=None, collective=N
         Raw scores to start from instead of the base score.
     group_ptr : int64, optional
         Query groups (ranking objectives).
+    eval_sets : sequence of (X, y, w[, group_ptr[, base_margin]])
+        Rows scored after every round (raw features; this worker's part).
+    history : dict, optional
+        Filled with the per-round metrics (``booster.train``'s history keys: ``metric``,
+        ``train``, ``eval``, ``metrics``, ``best_iteration``, ``best_score``, ``n_rounds``,
+        ``rounds_run``). Without it and without eval sets no metric is computed.
 
     Returns
     -------
     TreeEnsemblePredictor
-        Same trees, new ``value``, ``gain``, ``cover``; the same on every worker.
+        Same trees, new ``value``, ``gain``, ``cover``; the same on every worker (with early
+        stopping: the rounds up to the best one).
     """
     params = dict(params or {}) if not isinstance(params, BoosterParams) else params
     if isinstance(params, dict):
@@ -118,6 +135,16 @@ def refresh(pred: TreeEnsemblePredictor, X, y, w=None, params=None, collective=N
     lam, alpha, mcw = sp.reg_lambda, sp.reg_alpha, sp.min_child_weight
     cap = p.maxDeltaStep * p.stepSize
     n_rounds = pred.n_trees // K
+    evals = [_eval_set(pred, es, i) for i, es in enumerate(eval_sets)]
+    metric = (p.evalMetric or loss.default_metric()) if (evals or history is not None) \
+        else None
+    if evals and metric is None:
+        raise ValueError(f"objective {p.objective} has no default metric: set evalMetric")
+    extra = [m for m in (p.evalMetrics or ()) if m != metric] if metric else []
+    hist = {"metric": metric, "eval": [[] for _ in evals], "train": [],
+            "metrics": {m: {"train": [], "eval": [[] for _ in evals]}
+                        for m in ([metric] if metric else []) + extra}}
+    best_it, best, rounds_run = -1, None, 0
     for r in range(n_rounds):
         if K == 1:
             loss.gradients(y, raw[:, 0], w, g[:, 0], h[:, 0], group_ptr)
@@ -144,8 +171,42 @@ def refresh(pred: TreeEnsemblePredictor, X, y, w=None, params=None, collective=N
             gn[inner] = s[left[inner]] + s[right[inner]] - s[inner]
             value[a:a + m], gain[a:a + m], cover[a:a + m] = v, gn, H
             raw[:, pred.tree_outputs[t]] += v[leaves[:, t]]
+            for le, re in ((e[5], e[4]) for e in evals):
+                re[:, pred.tree_outputs[t]] += v[le[:, t]]
+        rounds_run = r + 1
+        if metric is None:
+            continue
+        one = K == 1
+        names = [metric] + extra
+        _record_metrics(hist, names, coll,
+                        [metric_stats(nm, y, raw[:, 0] if one else raw, w, group_ptr)
+                         for nm in names], [e[:5] for e in evals], one)
+        if evals:
+            score = hist["eval"][0][-1]
+            if best is None or (score > best if higher_is_better(metric) else score < best):
+                best, best_it = score, r
+            elif p.earlyStoppingRounds > 0 and r - best_it >= p.earlyStoppingRounds:
+                break
+    keep = best_it + 1 if (p.earlyStoppingRounds > 0 and best_it >= 0) else n_rounds
+    if history is not None:
+        history.update(hist, best_iteration=best_it if evals else rounds_run - 1,
+                       best_score=best, n_rounds=keep, rounds_run=rounds_run)
     out.update(value=value, gain=gain, cover=cover)
-    return TreeEnsemblePredictor.from_arrays(out)
+    refreshed = TreeEnsemblePredictor.from_arrays(out)
+    return refreshed if keep == n_rounds else refreshed.truncate(keep)
+
+
+def _eval_set(pred, es, i):
+    """(X, y, w, group_ptr, raw, leaves) of eval set ``i``: its starting raw scores (base
+    score or base margin) and the leaves its rows reach in every tree."""
+    Xe, ye, we, ge, me = (tuple(es) + (None, None))[:5]
+    leaves = pred.predict_leaf(Xe)
+    n = leaves.shape[0]
+    ye = np.asarray(ye, FLOAT).reshape(-1)
+    if ye.size != n:
+        raise ValueError(f"eval set {i} has {ye.size} labels for {n} rows")
+    we = None if we is None else np.ascontiguousarray(we, FLOAT).reshape(n)
+    return Xe, ye, we, ge, pred._start(n, me), leaves
 
 
 def update(pred: TreeEnsemblePredictor, updater: str, X=None, y=None, w=None, params=None,
