@@ -35,6 +35,8 @@ _LAZY = {
     "GBFMClassificationModel": "sparkxml.fm",
     "FieldEncoder": "sparkxml.fm",
     "FieldEncoderModel": "sparkxml.fm",
+    "FMRanker": "sparkxml.fm",
+    "FMRankerModel": "sparkxml.fm",
     "DecisionTreeClassifier": "sparkxml.forest",
     "DecisionTreeClassificationModel": "sparkxml.forest",
     "DecisionTreeRegressor": "sparkxml.forest",

@@ -1,8 +1,10 @@
 """Factorization machines: ``FMRegressor``, ``FMClassifier``, gradient-boosted FMs
-(``GBFMRegressor``, ``GBFMClassifier``) and the ``FieldEncoder`` that builds their fields.
+(``GBFMRegressor``, ``GBFMClassifier``), the ``FieldEncoder`` that builds their fields, and
+``FMRanker`` (implicit feedback, BPR loss).
 
 Modules: ``fm`` and ``gbfm`` (estimators and models), ``fields`` (the encoder), ``base``
-(what FM and GBFM share: checks, summary, bases), ``tasks`` (what runs in the Spark tasks).
+(what FM and GBFM share: checks, summary, bases), ``tasks`` (what runs in the Spark tasks),
+``ranker`` and ``ranker_tasks`` (the BPR ranker and its tasks).
 """
 from sparkxml._core.lazy import lazy_exports
 
@@ -13,6 +15,7 @@ _EXPORTS = {
     "GBFMClassifier": ".gbfm", "GBFMClassificationModel": ".gbfm",
     "FieldEncoder": ".fields", "FieldEncoderModel": ".fields",
     "FMTrainingSummary": ".base",
+    "FMRanker": ".ranker", "FMRankerModel": ".ranker",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = list(_EXPORTS)

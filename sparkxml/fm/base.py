@@ -116,11 +116,12 @@ def check_field_starts(field_starts, d: int, param: str = "fieldStarts") -> list
     return fs
 
 
-def _block_partitions(df, n_workers: int):
+def _block_partitions(df, n_workers: int, block_key: str = KEY):
     """``df`` in ``n_workers`` partitions, partition r holding the row blocks b (pmod(key,
-    ROW_BLOCKS)) with b * n_workers // ROW_BLOCKS == r: contiguous ranges of blocks in rank
-    order (``partition_keys`` gives the keys Spark's hash partitioning sends to partition r)."""
-    block = F.pmod(F.col(KEY), F.lit(ROW_BLOCKS))
+    ROW_BLOCKS), key the column ``block_key``) with b * n_workers // ROW_BLOCKS == r:
+    contiguous ranges of blocks in rank order (``partition_keys`` gives the keys Spark's hash
+    partitioning sends to partition r)."""
+    block = F.pmod(F.col(block_key), F.lit(ROW_BLOCKS))
     rank = F.floor(block * F.lit(n_workers) / F.lit(ROW_BLOCKS)).cast("int")
     owner = F.element_at(F.array(*[F.lit(int(k)) for k in partition_keys(n_workers)]),
                          rank + F.lit(1))
