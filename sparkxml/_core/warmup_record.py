@@ -162,6 +162,13 @@ def profile_fm(spark):
     valid = _vectors(spark, X, y, {"v": np.arange(X.shape[0]) % 4 == 0})
     FMClassifier(maxIter=5, solver="als", validationIndicatorCol="v").fit(valid)
     GBFMClassifier(maxIter=3, fieldStarts=[0, 4]).fit(df).transform(df).collect()
+    from sparkxml import FMRanker
+
+    pairs = spark.createDataFrame([(u, i) for u in range(20) for i in range(6) if (u + i) % 2],
+                                  "user int, item int")
+    ranker = FMRanker(maxIter=2, miniBatchFraction=0.5).fit(pairs)
+    ranker.transform(pairs).collect()
+    ranker.recommendForAllUsers(3).collect()
 
 
 def profile_forest(spark):
