@@ -34,9 +34,9 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .adamw import adamw_step
+from .adamw import adamw_step, minibatches
 from .order import RowBlocks, fixed_sum
-from .rng import STREAM_BATCH, occurrences, param_rng, row_ids, uniforms
+from .rng import occurrences, param_rng, row_ids, uniforms
 
 __all__ = ["sample_negatives", "sample_negatives_naive", "bpr_gradient", "bpr_gradient_naive",
            "prepare_bpr", "run_bpr", "MAX_TRIES"]
@@ -262,14 +262,8 @@ def run_bpr(data: BPRData, params: dict, coll):
     step, prev = 0, None
     for epoch in range(int(params["maxIter"])):
         neg = sample_negatives(seed, epoch, data.rids, data.users, data.pos_codes, I, n_neg)
-        batch_of = np.minimum((uniforms(seed, STREAM_BATCH, epoch, data.rids) * n_batches)
-                              .astype(np.int64), n_batches - 1)
-        order = np.argsort(batch_of, kind="stable")
-        bounds = np.searchsorted(batch_of[order], np.arange(n_batches + 1))
         ep_n = ep_l = 0.0
-        for b in range(n_batches):
-            batch = order[bounds[b]:bounds[b + 1]]  # ascending: row block by row block
-            sub = np.searchsorted(batch, rb.ptr)
+        for batch, sub in minibatches(seed, epoch, data.rids, n_batches, rb):
             parts = np.zeros((rb.n_blocks, grad_size), FLOAT)
             for r in range(rb.n_blocks):
                 bpr_gradient(batch[sub[r]:sub[r + 1]], data.users, data.items, neg,

@@ -24,6 +24,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
+from .predictor import _Predictor
 
 RANKER_KEYS = ("user_ids", "item_ids", "item_bias", "user_factors", "item_factors",
                "feature_factors", "n_features")
@@ -247,13 +248,5 @@ class FMRankerPredictor:
         return cls(a["user_ids"], a["item_ids"], a["item_bias"], a["user_factors"],
                    a["item_factors"], a["feature_factors"], int(a["n_features"]))
 
-    @classmethod
-    def from_directory(cls, path: str, meta: dict | None = None):
-        """Load the arrays of a saved model directory (``sparkxml_kernels.load_model``)."""
-        from ..persist import ModelFormatError, load_arrays
-
-        arrays = load_arrays(path, required=cls.keys)
-        try:
-            return cls.from_arrays(arrays)
-        except (ValueError, KeyError, IndexError) as e:
-            raise ModelFormatError(f"{path}: {e}") from None
+    # the FM predictors' loader: ``keys`` required, then ``from_arrays``
+    from_directory = _Predictor.__dict__["from_directory"]
