@@ -1,6 +1,8 @@
 """FMRanker (implicit feedback, BPR) on local Spark: the same model for 1 and 2 workers and any
 partitioning, ranking quality on planted data, recommendations in ALS's shape, persistence,
 Pipelines, the JVM-free loader and input errors."""
+import logging
+
 import numpy as np
 import pytest
 from pyspark.ml import PipelineModel
@@ -113,7 +115,7 @@ def test_ranker_with_context_features(spark):
         FMRankerModel(model.predictor).transform(df.drop("ctx"))
 
 
-def test_ranker_bad_input(spark):
+def test_ranker_bad_input(spark, caplog):
     ok = spark.createDataFrame([(1, 2), (1, 3), (2, 2)], "user int, item int")
     with pytest.raises(ValueError, match="userCol: column 'user' has 1 null"):
         FMRanker().fit(spark.createDataFrame([(1, 2), (None, 3)], "user int, item int"))
@@ -130,7 +132,9 @@ def test_ranker_bad_input(spark):
         FMRanker().fit(ok.where("user < 0"))
     with pytest.raises(ValueError, match="numNegatives"):
         FMRanker(numNegatives=0).fit(ok)
-    model = FMRanker(maxIter=1, miniBatchFraction=1.0).fit(ok)
+    with caplog.at_level(logging.INFO, logger="sparkxml"):
+        model = FMRanker(maxIter=2, miniBatchFraction=1.0, verbose=1).fit(ok)
+    assert any("epoch" in r.getMessage() and "loss" in r.getMessage() for r in caplog.records)
     with pytest.raises(ValueError, match="numItems"):
         model.recommendForAllUsers(0)
     with pytest.raises(ValueError, match="itemCol: column 'item' is not in the DataFrame"):
