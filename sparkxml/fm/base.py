@@ -116,6 +116,17 @@ def check_field_starts(field_starts, d: int, param: str = "fieldStarts") -> list
     return fs
 
 
+def cap_workers(who: str, n_workers: int) -> int:
+    """``n_workers`` capped at ``ROW_BLOCKS``, with a warning: more tasks than row blocks
+    would leave tasks without rows (the blocks keep the model the same for any numWorkers)."""
+    if n_workers > ROW_BLOCKS:
+        warnings.warn(f"{who}: numWorkers={n_workers}, but the rows are split into "
+                      f"{ROW_BLOCKS} row blocks (the unit that keeps the model the same for "
+                      f"any numWorkers): training runs on {ROW_BLOCKS} tasks", stacklevel=4)
+        return ROW_BLOCKS
+    return n_workers
+
+
 def _block_partitions(df, n_workers: int, block_key: str = KEY):
     """``df`` in ``n_workers`` partitions, partition r holding the row blocks b (pmod(key,
     ROW_BLOCKS), key the column ``block_key``) with b * n_workers // ROW_BLOCKS == r:
@@ -251,13 +262,8 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
             # V (d x factorSize) and the linear terms are dense in the vector size
             k = int(self.getFactorSize())
             check_dense_width(fcol, stats["d"], k + 1, f"factorSize + 1 = {k + 1} values")
-            n_workers = workers_for(spark, stats, valid, n_workers)
-            if n_workers > ROW_BLOCKS:
-                warnings.warn(f"{type(self).__name__}: numWorkers={n_workers}, but the rows "
-                              f"are split into {ROW_BLOCKS} row blocks (the unit that keeps "
-                              f"the model the same for any numWorkers): training runs on "
-                              f"{ROW_BLOCKS} tasks", stacklevel=3)
-                n_workers = ROW_BLOCKS
+            n_workers = cap_workers(type(self).__name__,
+                                    workers_for(spark, stats, valid, n_workers))
             params = dict(self._train_params(stats), task=self._task)
             checks_seconds = time.perf_counter() - t0
             # fixed internal names: the label may also serve as weight or be named like a param

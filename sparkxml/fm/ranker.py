@@ -18,7 +18,6 @@ the same AdamW step to the same parameters).
 from __future__ import annotations
 
 import time
-import warnings
 
 from pyspark import keyword_only
 from pyspark.sql import functions as F
@@ -41,7 +40,13 @@ from sparkxml._core.params import (
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.validation import check_column, check_output_columns, check_vector_column
 from sparkxml._core.workers import check_slots, workers_for
-from sparkxml.fm.base import FMTrainingSummary, _block_partitions, add_setters, data_checks
+from sparkxml.fm.base import (
+    FMTrainingSummary,
+    _block_partitions,
+    add_setters,
+    cap_workers,
+    data_checks,
+)
 from sparkxml.fm.params import (
     HasColdStartStrategy,
     HasFactorSize,
@@ -60,7 +65,6 @@ from sparkxml.fm.ranker_tasks import (
     make_score_fn,
 )
 from sparkxml.fm.tasks import KEY
-from sparkxml_kernels.fm.order import ROW_BLOCKS
 from sparkxml_kernels.fm.ranker import RANKER_KEYS, FMRankerPredictor
 
 __all__ = ["FMRanker", "FMRankerModel"]
@@ -223,14 +227,8 @@ class FMRanker(SparkXMLEstimator, _FMRankerParams, HasVerbose):
                 if fcol is not None:
                     d = data_checks(dataset.withColumn("__sparkxml_one", F.lit(1.0)), fcol,
                                     "__sparkxml_one", None, None, False)["d"]
-            n_workers = workers_for(spark, {"n_train": n, "weight_train": float(n)}, None,
-                                    n_workers)
-            if n_workers > ROW_BLOCKS:
-                warnings.warn(f"FMRanker: numWorkers={n_workers}, but the rows are split into "
-                              f"{ROW_BLOCKS} row blocks (the unit that keeps the model the "
-                              f"same for any numWorkers): training runs on {ROW_BLOCKS} tasks",
-                              stacklevel=3)
-                n_workers = ROW_BLOCKS
+            n_workers = cap_workers("FMRanker", workers_for(
+                spark, {"n_train": n, "weight_train": float(n)}, None, n_workers))
             params = {"factorSize": self.getFactorSize(), "maxIter": self.getMaxIter(),
                       "regParam": self.getRegParam(), "stepSize": self.getStepSize(),
                       "miniBatchFraction": self.getMiniBatchFraction(),
