@@ -4,6 +4,7 @@
                             [--ratings PATH [--test-fraction 0.1] [--rank 10]]
                             [--generated] [--movielens DIR] [--skip-mllib] [--seed 0]
                             [--skip-ffm | --ffm-only] [--ffm-iters 15]
+                            [--bpr [--skip-a9a] [--bpr-iters 30] [--bpr-negatives 1]]
 
 a9a (LIBSVM's binarised UCI Adult, labels -1/+1 mapped to 0/1), rank 8:
 
@@ -45,6 +46,15 @@ without the intercept and linear terms, the latter being libffm's model) for eac
 rank 8, ``--iters`` sweeps, the same 14 fields as its hyper-prior groups); on the ratings
 (``--ratings`` / ``--generated``), test RMSE of ``FFMRegressor`` (defaults, the user and item
 fields) beside ``FMRegressor`` (mcmc, rank ``--rank``).
+Implicit feedback (``--bpr``): ``sparkxml FMRanker`` (BPR loss) beside ``Spark MLlib ALS``
+(``implicitPrefs=True``, rank ``--rank``, its defaults otherwise: maxIter 10, regParam 0.1,
+alpha 1.0) on the same split, every positive as a (user, item) pair with rating 1. Data: the
+MovieLens 100K ``u.data`` ratings >= 4 as positives when ``--movielens DIR`` is given (kept
+outside the repository), otherwise generated implicit data with planted rank-8 taste and item
+popularity (``planted_implicit``). Per user, a random 20 % of its positives (seed) is held out.
+NDCG@10 and recall@10 of ``recommendForAllUsers`` (``sparkxml.evaluation.
+recommendation_metrics``, averaged over the test users) twice: over all items (both engines
+exclude nothing by default) and with each user's training items removed from its list.
 
 Fit time is the wall time of the ``fit`` call (sparkxml: checks job + barrier stage; MLlib:
 its jobs), after a warm-up fit on a small slice that starts the Python workers and loads the
@@ -439,6 +449,102 @@ def bench_movielens(args, spark, res=None):
     print("GBFM field pairs (joint fit, in the order boosting first chose them):", pairs)
 
 
+# --------------------------------------------------------------------------- implicit (BPR)
+def planted_implicit(n_users=2000, n_items=1000, rank=8, mean_items=40, seed=0):
+    """(users, items) int64 positives: user u picks Poisson(mean_items) + 5 distinct items
+    with probability ∝ exp(<P_u, Q_i> + popularity_i) (planted taste and a popularity skew)."""
+    rng = np.random.default_rng(seed)
+    P = rng.normal(0, 1.0, (n_users, rank)) / np.sqrt(rank) * 2.5
+    Q = rng.normal(0, 1.0, (n_items, rank))
+    pop = rng.normal(0, 1.0, n_items)
+    users, items = [], []
+    for u in range(n_users):
+        logit = P[u] @ Q.T + pop
+        p = np.exp(logit - logit.max())
+        n = min(n_items, rng.poisson(mean_items) + 5)
+        chosen = rng.choice(n_items, size=n, replace=False, p=p / p.sum())
+        users.append(np.full(n, u))
+        items.append(chosen)
+    return np.concatenate(users), np.concatenate(items)
+
+
+def read_movielens_positives(folder):
+    """(users, items) of MovieLens 100K's u.data ratings >= 4."""
+    import pandas as pd
+
+    df = pd.read_csv(os.path.join(folder, "u.data"), sep="\t", header=None,
+                     names=["u", "i", "r", "t"])
+    df = df[df["r"] >= 4]
+    return df["u"].to_numpy(np.int64), df["i"].to_numpy(np.int64)
+
+
+def bench_bpr(args, spark, res=None):
+    from pyspark.ml.recommendation import ALS
+    from pyspark.sql import functions as F
+
+    from sparkxml import FMRanker
+    from sparkxml.evaluation import recommendation_metrics
+
+    if args.movielens:
+        users, items = read_movielens_positives(args.movielens)
+        data = "MovieLens 100K ratings >= 4"
+    else:
+        users, items = planted_implicit(seed=args.seed)
+        data = "generated implicit (planted rank 8, 2000 users x 1000 items)"
+    rng = np.random.default_rng(args.seed)
+    test_mask = rng.random(users.size) < 0.2
+    rows = lambda m: [(int(u), int(i), 1.0) for u, i in zip(users[m], items[m])]  # noqa: E731
+    schema = "user int, item int, rating float"
+    train = spark.createDataFrame(rows(~test_mask), schema).cache()
+    test = spark.createDataFrame(rows(test_mask), schema).cache()
+    n_train, n_test = train.count(), test.count()
+    seen = train.groupBy("user").agg(F.collect_set("item").alias("seen")).cache()
+    max_seen = seen.select(F.max(F.size("seen"))).first()[0]
+
+    def evaluate(recs_for):
+        out = {}
+        full = recs_for(10 + max_seen).cache()
+        top = full.select("user", F.slice("recommendations", 1, 10).alias("recommendations"))
+        out["all items"] = recommendation_metrics(top, test, k=10)
+        unseen = (full.join(seen, "user", "left")
+                  .select("user", F.slice(F.filter(
+                      "recommendations",
+                      lambda r: ~F.coalesce(F.array_contains("seen", r["item"]), F.lit(False))),
+                      1, 10).alias("recommendations")))
+        out["training items excluded"] = recommendation_metrics(unseen, test, k=10)
+        full.unpersist()
+        return out
+
+    nw = args.workers[0]
+    FMRanker(maxIter=1, numWorkers=nw).fit(train.limit(500))  # warm-up: workers, numba cache
+    est = FMRanker(factorSize=args.rank, maxIter=args.bpr_iters, stepSize=args.bpr_step,
+                   miniBatchFraction=0.02, numNegatives=args.bpr_negatives,
+                   regParam=args.bpr_reg, numWorkers=nw, seed=args.seed)
+    model, t_fm = timed(lambda: est.fit(train))
+    fm = evaluate(model.recommendForAllUsers)
+    als = ALS(rank=args.rank, implicitPrefs=True, userCol="user", itemCol="item",
+              ratingCol="rating", seed=args.seed)
+    amodel, t_als = timed(lambda: als.fit(train))
+    al = evaluate(amodel.recommendForAllUsers)
+    lines = []
+    for name, got, t in ((f"sparkxml FMRanker BPR (rank {args.rank}, {args.bpr_iters} epochs, "
+                          f"{args.bpr_negatives} negatives), numWorkers={nw}", fm, t_fm),
+                         (f"Spark MLlib ALS implicitPrefs (rank {args.rank}, defaults)", al,
+                          t_als)):
+        for where, m in got.items():
+            for metric in ("ndcgAtK", "recallAtK"):
+                if res is not None:
+                    res.add(f"{data} ({where}): {name}", f"{metric}@10", m[metric])
+            lines.append(f"| {name} | {where} | {m['ndcgAtK']:.4f} | {m['recallAtK']:.4f} | "
+                         f"{t:.1f} |")
+        if res is not None:
+            res.add(f"{data}: {name}", "fit", t, "s")
+    print(f"\n{data}: {n_train} train / {n_test} test positives, random 20 % held out "
+          f"(seed {args.seed})\n")
+    print("| engine | ranking over | NDCG@10 | recall@10 | fit s |\n|---|---|---|---|---|")
+    print("\n".join(lines))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--a9a", default=A9A)
@@ -457,6 +563,11 @@ def main():
     ap.add_argument("--skip-ffm", action="store_true")
     ap.add_argument("--ffm-only", action="store_true", help="only the FFM part")
     ap.add_argument("--ffm-iters", type=int, default=15, help="FFM epochs (libffm's -t)")
+    ap.add_argument("--bpr", action="store_true", help="implicit feedback: FMRanker vs ALS")
+    ap.add_argument("--bpr-iters", type=int, default=30)
+    ap.add_argument("--bpr-step", type=float, default=0.01)
+    ap.add_argument("--bpr-reg", type=float, default=1e-4)
+    ap.add_argument("--bpr-negatives", type=int, default=1)
     args = ap.parse_args()
     res = Results("fm")
     spark = session(master=f"local[{max(2, max(args.workers))}]", app="fm-bench",
@@ -469,8 +580,10 @@ def main():
             bench_ffm_a9a(args, spark, res)
         if args.ratings or args.generated:
             bench_ratings(args, spark, res)
-        if args.movielens:
+        if args.movielens and not args.bpr:
             bench_movielens(args, spark, res)
+        if args.bpr:
+            bench_bpr(args, spark, res)
     finally:
         spark.stop()
     res.write()

@@ -39,6 +39,8 @@ _LAZY = {
     "FFMClassificationModel": "sparkxml.fm",
     "FieldEncoder": "sparkxml.fm",
     "FieldEncoderModel": "sparkxml.fm",
+    "FMRanker": "sparkxml.fm",
+    "FMRankerModel": "sparkxml.fm",
     "DecisionTreeClassifier": "sparkxml.forest",
     "DecisionTreeClassificationModel": "sparkxml.forest",
     "DecisionTreeRegressor": "sparkxml.forest",

@@ -1,6 +1,7 @@
 """Evaluators for extreme multi-label predictions and for rankings.
 
-``XMLEvaluator`` scores top-k label predictions (P@k, nDCG@k, PSP@k, PSnDCG@k, recall@k, the
+``recommendation_metrics`` scores ALS-style per-user recommendations against held-out
+interactions (NDCG@k, recall@k per user, averaged). ``XMLEvaluator`` scores top-k label predictions (P@k, nDCG@k, PSP@k, PSnDCG@k, recall@k, the
 Extreme Classification Repository definitions); ``RankingEvaluator`` scores per-query
 rankings (NDCG@k as LightGBM computes it, MAP@k, precision@k). Both compute per-partition
 sufficient statistics ``(sum, count)`` with ``mapInArrow`` and the kernels of
@@ -36,7 +37,7 @@ from sparkxml._core.params import (
 from sparkxml_kernels import metrics as M
 from sparkxml_kernels.arrow_io import lists_to_csr
 
-__all__ = ["XMLEvaluator", "RankingEvaluator", "label_propensities"]
+__all__ = ["XMLEvaluator", "RankingEvaluator", "label_propensities", "recommendation_metrics"]
 
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC_TYPES = _INTEGER_TYPES + (T.FloatType, T.DoubleType, T.DecimalType)
@@ -360,3 +361,57 @@ def label_propensities(df: "DataFrame", labelsCol: str = "labels", A: float = 0.
     for r in rows:
         total[:len(r["counts"])] += np.asarray(r["counts"], np.int64)
     return M.inverse_propensities(total, n, A, B).tolist()
+
+
+def recommendation_metrics(recommendations: DataFrame, test: DataFrame, k: int = 10,
+                           userCol: str = "user", itemCol: str = "item",
+                           metrics: Sequence[str] = ("ndcgAtK", "recallAtK")) -> dict:
+    """Per-user ranking metrics of recommendations, averaged over the users of ``test``.
+
+    Parameters
+    ----------
+    recommendations : DataFrame
+        (userCol, recommendations: array<struct<itemCol, rating>>), best first: what
+        ``FMRankerModel.recommendForAllUsers`` and MLlib's ``ALSModel.recommendForAllUsers``
+        return.
+    test : DataFrame
+        Held-out positive interactions (userCol, itemCol), integer ids in int range; each
+        user's relevant items are its distinct test items.
+    k : int
+    metrics : names of ``XMLEvaluator`` metrics
+        ``ndcgAtK`` (binary relevance: DCG@k over the ideal DCG of min(k, relevant) hits) and
+        ``recallAtK`` (hits in the top k over the user's relevant items) by default.
+
+    Returns
+    -------
+    dict metric -> float: the mean over the users of ``test``; a test user without
+    recommendations scores 0. (pyspark's ``RankingEvaluator`` computes the same ndcgAtK and
+    recallAtK on the per-user frame; this helper builds that frame without the JVM ML
+    classes, so it also runs over Spark Connect.)
+
+    Examples
+    --------
+    >>> recs = spark.createDataFrame([(1, [(10, 0.9), (11, 0.5)]), (2, [(12, 0.4)])],
+    ...     "user long, recommendations array<struct<item: long, rating: float>>")
+    >>> test = spark.createDataFrame([(1, 11), (2, 13), (2, 12)], "user int, item int")
+    >>> m = recommendation_metrics(recs, test, k=2)
+    >>> round(m["recallAtK"], 3)                       # user 1: 1/1, user 2: 1/2
+    0.75
+    """
+    limit = 2 ** 31 - 1
+
+    def as_int(col: Any) -> Any:
+        return F.when(F.abs(col) > F.lit(limit),
+                      F.raise_error(F.lit("recommendation_metrics: an item id is outside "
+                                          "the int range"))).otherwise(col).cast("int")
+
+    truth = (test.select(F.col(userCol).cast("long").alias("__user"),
+                         as_int(F.col(itemCol)).alias("__item"))
+             .groupBy("__user").agg(F.array_sort(F.collect_set("__item")).alias("labels")))
+    rec_items = F.transform(F.col("recommendations"), lambda r: as_int(r[itemCol]))
+    pred = recommendations.select(F.col(userCol).cast("long").alias("__user"),
+                                  rec_items.alias("prediction"))
+    frame = (truth.join(pred, "__user", "left")
+             .select("labels", F.coalesce("prediction", F.array().cast("array<int>"))
+                     .alias("prediction")))
+    return {m: XMLEvaluator(metricName=m, k=k).evaluate(frame) for m in metrics}

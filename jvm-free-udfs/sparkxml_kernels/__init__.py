@@ -32,6 +32,7 @@ _LOADERS = {
     "gbfm": "sparkxml_kernels.fm.predictor:GBFMPredictor.from_directory",
     "ffm": "sparkxml_kernels.fm.ffm:FFMPredictor.from_directory",
     "fields": "sparkxml_kernels.fm.fields:FieldVocabulary.from_directory",
+    "fm_ranker": "sparkxml_kernels.fm.ranker:FMRankerPredictor.from_directory",
     "forest": "sparkxml_kernels.forest.predictor:ForestPredictor.from_directory",
 }
 
@@ -55,7 +56,8 @@ def load_model(path: str) -> Any:
         classifiers (GBT, trees and forests, FM / GBFM) add ``predict_proba(X)``; FastXML,
         PfastreXML, Parabel and Bonsai add ``predict_topk(X, k)`` -> (labels, scores), lists per row as
         ``transform`` gives them; ``predict_raw``, ``predict_contributions`` (SHAP) and
-        ``predict_leaf`` where the family has them. ``X``: a numpy array, a scipy.sparse
+        ``predict_leaf`` where the family has them. An ``FMRankerModel`` serves
+        ``predict(users, items, X=None)`` (scores) and ``recommend(users, k)``. ``X``: a numpy array, a scipy.sparse
         matrix or a pandas DataFrame of the training feature columns; wrong widths, dtypes,
         columns and NaN where the model refuses it raise ``ValueError`` naming the problem.
         ``.predictor`` is the family's kernel predictor. A ``FieldEncoderModel`` (an

@@ -25,6 +25,7 @@ KIND_CLASSES = {
     "parabel": ("ParabelModel",),
     "bonsai": ("BonsaiModel",),
     "fields": ("FieldEncoderModel",),
+    "fm_ranker": ("FMRankerModel",),
 }
 
 

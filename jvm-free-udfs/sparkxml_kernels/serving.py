@@ -296,6 +296,24 @@ class ServedFMClassifier(ServedFM):
         return np.column_stack([1.0 - pred, pred])
 
 
+class ServedFMRanker(ServedModel):
+    """FM ranker (implicit feedback): ``predict(users, items, X=None)`` the scores of
+    (user id, item id) pairs (NaN for an id not seen in training; ``X``: the context rows
+    when the model has a context vector), ``recommend(users, k)`` -> (item ids int64 (n, k'),
+    scores float64 (n, k')), best first (an unseen user: ids -1, NaN), as the Spark model's
+    ``transform`` and ``recommendForUserSubset`` give them."""
+
+    kind = "fm_ranker"
+
+    def predict(self, users, items=None, X=None) -> np.ndarray:  # type: ignore[override]
+        if items is None:
+            raise TypeError("predict(users, items, X=None): pass the item ids of the pairs")
+        return self.predictor.score(users, items, X)
+
+    def recommend(self, users, k: int = 10):
+        return self.predictor.recommend(users, k)
+
+
 def kernel_from_arrays(kind: str, arrays: dict, meta: dict):
     """The family's kernel predictor from a saved model's arrays and metadata (what
     ``load_model`` reads from the directory; ``sparkxml.serving.predict_udf`` gets the arrays
@@ -352,6 +370,8 @@ def serve(kind: str, predictor, meta: dict):
                                                                                   meta)
     if kind == "linear_svm":
         return ServedLinearSVC(predictor, meta)
+    if kind == "fm_ranker":
+        return ServedFMRanker(predictor, meta)
     if kind in ("fm", "gbfm", "ffm"):
         classifier = "Classification" in str(meta.get("class", "")) if meta.get("class") \
             else predictor.is_classifier
@@ -361,4 +381,4 @@ def serve(kind: str, predictor, meta: dict):
 
 __all__ = ["ServedModel", "ServedXML", "ServedLabelTree", "ServedGBT", "ServedGBTClassifier", "ServedForest",
            "ServedForestClassifier", "ServedLinearSVC", "ServedFM", "ServedFMClassifier",
-           "kernel_from_arrays", "model_params", "serve"]
+           "ServedFMRanker", "kernel_from_arrays", "model_params", "serve"]

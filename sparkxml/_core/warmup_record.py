@@ -151,7 +151,8 @@ def profile_linear(spark):
 
 
 def profile_fm(spark):
-    from sparkxml import FFMClassifier, FFMRegressor, FMClassifier, FMRegressor, GBFMClassifier
+    from sparkxml import (FFMClassifier, FFMRegressor, FMClassifier, FMRanker, FMRegressor,
+                          GBFMClassifier)
 
     X, y = _dense(1000, 8)
     df = _vectors(spark, X, y).cache()
@@ -164,6 +165,11 @@ def profile_fm(spark):
     GBFMClassifier(maxIter=3, fieldStarts=[0, 4]).fit(df).transform(df).collect()
     FFMClassifier(maxIter=2, fieldStarts=[0, 4]).fit(df).transform(df).collect()
     FFMRegressor(maxIter=2, fieldStarts=[0, 4], normalize=False).fit(df).transform(df).collect()
+    pairs = spark.createDataFrame([(u, i) for u in range(20) for i in range(6) if (u + i) % 2],
+                                  "user int, item int")
+    ranker = FMRanker(maxIter=2, miniBatchFraction=0.5).fit(pairs)
+    ranker.transform(pairs).collect()
+    ranker.recommendForAllUsers(3).collect()
 
 
 def profile_forest(spark):

@@ -1,9 +1,11 @@
 """Factorization machines: ``FMRegressor``, ``FMClassifier``, gradient-boosted FMs
 (``GBFMRegressor``, ``GBFMClassifier``), field-aware FMs (``FFMRegressor``,
-``FFMClassifier``) and the ``FieldEncoder`` that builds their fields.
+``FFMClassifier``), the ``FieldEncoder`` that builds their fields, and ``FMRanker`` (implicit
+feedback, BPR loss).
 
 Modules: ``fm``, ``gbfm`` and ``ffm`` (estimators and models), ``fields`` (the encoder), ``base``
-(what FM and GBFM share: checks, summary, bases), ``tasks`` (what runs in the Spark tasks).
+(what FM and GBFM share: checks, summary, bases), ``tasks`` (what runs in the Spark tasks),
+``ranker`` and ``ranker_tasks`` (the BPR ranker and its tasks).
 """
 from sparkxml._core.lazy import lazy_exports
 
@@ -16,6 +18,7 @@ _EXPORTS = {
     "FFMClassifier": ".ffm", "FFMClassificationModel": ".ffm",
     "FieldEncoder": ".fields", "FieldEncoderModel": ".fields",
     "FMTrainingSummary": ".base",
+    "FMRanker": ".ranker", "FMRankerModel": ".ranker",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = list(_EXPORTS)

@@ -116,11 +116,23 @@ def check_field_starts(field_starts, d: int, param: str = "fieldStarts") -> list
     return fs
 
 
-def _block_partitions(df, n_workers: int):
+def cap_workers(who: str, n_workers: int) -> int:
+    """``n_workers`` capped at ``ROW_BLOCKS``, with a warning: more tasks than row blocks
+    would leave tasks without rows (the blocks keep the model the same for any numWorkers)."""
+    if n_workers > ROW_BLOCKS:
+        warnings.warn(f"{who}: numWorkers={n_workers}, but the rows are split into "
+                      f"{ROW_BLOCKS} row blocks (the unit that keeps the model the same for "
+                      f"any numWorkers): training runs on {ROW_BLOCKS} tasks", stacklevel=4)
+        return ROW_BLOCKS
+    return n_workers
+
+
+def _block_partitions(df, n_workers: int, block_key: str = KEY):
     """``df`` in ``n_workers`` partitions, partition r holding the row blocks b (pmod(key,
-    ROW_BLOCKS)) with b * n_workers // ROW_BLOCKS == r: contiguous ranges of blocks in rank
-    order (``partition_keys`` gives the keys Spark's hash partitioning sends to partition r)."""
-    block = F.pmod(F.col(KEY), F.lit(ROW_BLOCKS))
+    ROW_BLOCKS), key the column ``block_key``) with b * n_workers // ROW_BLOCKS == r:
+    contiguous ranges of blocks in rank order (``partition_keys`` gives the keys Spark's hash
+    partitioning sends to partition r)."""
+    block = F.pmod(F.col(block_key), F.lit(ROW_BLOCKS))
     rank = F.floor(block * F.lit(n_workers) / F.lit(ROW_BLOCKS)).cast("int")
     owner = F.element_at(F.array(*[F.lit(int(k)) for k in partition_keys(n_workers)]),
                          rank + F.lit(1))
@@ -254,13 +266,8 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
                 stats = data_checks(dataset, fcol, label, weight, valid,
                                     self._task != "regression")
             check_dense_width(fcol, stats["d"], *self._dense_per_feature())
-            n_workers = workers_for(spark, stats, valid, n_workers)
-            if n_workers > ROW_BLOCKS:
-                warnings.warn(f"{type(self).__name__}: numWorkers={n_workers}, but the rows "
-                              f"are split into {ROW_BLOCKS} row blocks (the unit that keeps "
-                              f"the model the same for any numWorkers): training runs on "
-                              f"{ROW_BLOCKS} tasks", stacklevel=3)
-                n_workers = ROW_BLOCKS
+            n_workers = cap_workers(type(self).__name__,
+                                    workers_for(spark, stats, valid, n_workers))
             params = dict(self._train_params(stats), task=self._task)
             checks_seconds = time.perf_counter() - t0
             # fixed internal names: the label may also serve as weight or be named like a param

@@ -231,3 +231,50 @@ class HasNormalize(Params):
     def getNormalize(self) -> bool:
         """Gets the value of normalize or its default value."""
         return self.getOrDefault(self.normalize)
+# ---------------------------------------------------------------- FMRanker (implicit feedback)
+class HasUserCol(Params):
+    """Mixin for param userCol: column of user ids (integer, not null)."""
+
+    userCol: "Param[str]" = param("userCol", __doc__, TypeConverters.toString)
+    _constraints = {"userCol": nonempty()}
+
+    def getUserCol(self) -> str:
+        """Gets the value of userCol or its default value."""
+        return self.getOrDefault(self.userCol)
+
+
+class HasItemCol(Params):
+    """Mixin for param itemCol: column of item ids (integer, not null)."""
+
+    itemCol: "Param[str]" = param("itemCol", __doc__, TypeConverters.toString)
+    _constraints = {"itemCol": nonempty()}
+
+    def getItemCol(self) -> str:
+        """Gets the value of itemCol or its default value."""
+        return self.getOrDefault(self.itemCol)
+
+
+class HasNumNegatives(Params):
+    """Mixin for param numNegatives: negative items sampled per training row and epoch (>= 1).
+    """
+
+    numNegatives: "Param[int]" = param("numNegatives", __doc__, TypeConverters.toInt)
+    _constraints = {"numNegatives": ge(1)}
+
+    def getNumNegatives(self) -> int:
+        """Gets the value of numNegatives or its default value."""
+        return self.getOrDefault(self.numNegatives)
+
+
+class HasColdStartStrategy(Params):
+    """Mixin for param coldStartStrategy: transform rows whose user or item was not seen in
+    training: 'nan' (score NaN) or 'drop' (drop the row), as MLlib's ALS.
+    """
+
+    coldStartStrategy: "Param[str]" = param("coldStartStrategy", __doc__,
+                                            TypeConverters.toString)
+    _constraints = {"coldStartStrategy": one_of("nan", "drop")}
+
+    def getColdStartStrategy(self) -> str:
+        """Gets the value of coldStartStrategy or its default value."""
+        return self.getOrDefault(self.coldStartStrategy)

@@ -13,6 +13,8 @@ adamw      mini-batch AdamW
 gbfm       GBFM: greedy field-pair selection and stage fitting
 train      entry points for one process or one Spark task
 predictor  prediction kernels and model arrays (FM, GBFM)
+bpr        the FM ranker's BPR training (implicit feedback)
+ranker     the FM ranker's scores and top-k recommendations
 """
 from .predictor import FMPredictor, GBFMPredictor
 

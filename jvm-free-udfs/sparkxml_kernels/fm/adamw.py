@@ -25,7 +25,7 @@ from .watch import init_from
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
-__all__ = ["run_adamw", "batch_gradient", "batch_gradient_naive", "adamw_step"]
+__all__ = ["run_adamw", "batch_gradient", "batch_gradient_naive", "adamw_step", "minibatches"]
 
 
 @njit(cache=True, nogil=True)
@@ -111,6 +111,19 @@ def adamw_step(theta, g, m, v, t, lr, decay, decay_from):
         theta[i] -= lr * step
 
 
+def minibatches(seed: int, epoch: int, rids, n_batches: int, rb):
+    """An epoch's mini-batches, rows dealt by a uniform of (seed, epoch, row id): per batch,
+    its rows (ascending, so row block by row block) and where each of this rank's row blocks
+    (``rb``, ``order.RowBlocks``) starts in it, int64 (L + 1,)."""
+    batch_of = np.minimum((uniforms(seed, STREAM_BATCH, epoch, rids) * n_batches)
+                          .astype(np.int64), n_batches - 1)
+    order = np.argsort(batch_of, kind="stable")
+    bounds = np.searchsorted(batch_of[order], np.arange(n_batches + 1))
+    for b in range(n_batches):
+        batch = order[bounds[b]:bounds[b + 1]]
+        yield batch, np.searchsorted(batch, rb.ptr)
+
+
 def run_adamw(data, y, weights, rids, params: dict, coll, watch=None):
     """Mini-batch AdamW on this rank's rows; every rank returns the same parameters (with
     early stopping, ``watch``: those after the best epoch)."""
@@ -137,14 +150,8 @@ def run_adamw(data, y, weights, rids, params: dict, coll, watch=None):
     t0 = time.perf_counter()
     step, prev = 0, None
     for epoch in range(int(params["maxIter"])):
-        batch_of = np.minimum((uniforms(seed, STREAM_BATCH, epoch, rids) * n_batches)
-                              .astype(np.int64), n_batches - 1)
-        order = np.argsort(batch_of, kind="stable")
-        bounds = np.searchsorted(batch_of[order], np.arange(n_batches + 1))
         ep_w = ep_l = 0.0
-        for b in range(n_batches):
-            batch = order[bounds[b]:bounds[b + 1]]  # ascending: row block by row block
-            sub = np.searchsorted(batch, rb.ptr)
+        for batch, sub in minibatches(seed, epoch, rids, n_batches, rb):
             parts = np.zeros((rb.n_blocks, grad_size), FLOAT)
             for r in range(rb.n_blocks):
                 batch_gradient(batch[sub[r]:sub[r + 1]], data.indptr, data.indices,
