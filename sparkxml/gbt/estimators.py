@@ -250,7 +250,7 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                  tweedieVariancePower=1.5, maxDeltaStep=None, baseScore=None,
                  rawPredictionCol=None, evalMetrics=None, boosterType="gbtree", rateDrop=0.0,
                  skipDrop=0.0, oneDrop=False, normalizeType="tree", sampleType="uniform",
-                 processType="default", updater="refresh"):
+                 processType="default", updater="refresh", treeMethod="hist"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -270,7 +270,7 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                   baseScore=None, rawPredictionCol=None, evalMetrics=None,
                   boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
                   normalizeType="tree", sampleType="uniform", processType="default",
-                  updater="refresh"):
+                  updater="refresh", treeMethod="hist"):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -351,7 +351,8 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                  categoricalCols=None, maxCatToOnehot=4, catSmooth=10.0, catL2=10.0,
                  maxCatThreshold=32, nthread=None, evalMetrics=None, boosterType="gbtree",
                  rateDrop=0.0, skipDrop=0.0, oneDrop=False, normalizeType="tree",
-                 sampleType="uniform", processType="default", updater="refresh"):
+                 sampleType="uniform", processType="default", updater="refresh",
+                 treeMethod="hist"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -370,7 +371,7 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                   maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
                   evalMetrics=None, boosterType="gbtree", rateDrop=0.0, skipDrop=0.0,
                   oneDrop=False, normalizeType="tree", sampleType="uniform",
-                  processType="default", updater="refresh"):
+                  processType="default", updater="refresh", treeMethod="hist"):
         return self._set_params(**self._input_kwargs)
 
     @property

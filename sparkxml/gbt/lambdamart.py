@@ -203,7 +203,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                  colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                  earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                 leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
+                 leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None,
+                 treeMethod="hist"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -218,7 +219,8 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                   colsampleByLevel=1.0, colsampleByNode=1.0, interactionConstraints=None,
                   earlyStoppingRounds=0, evalMetric="ndcg@10", timeoutSeconds=600.0, missing=None,
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
-                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None):
+                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None,
+                  treeMethod="hist"):
         return self._set_params(**self._input_kwargs)
 
     @property
