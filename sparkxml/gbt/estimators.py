@@ -218,6 +218,10 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
         XGBoost's DART with its defaults: see :mod:`sparkxml.gbt.booster_params`.
     processType, updater : default "default", "refresh"
         "update" refreshes or prunes ``initModel``'s trees: :mod:`sparkxml.gbt.booster_params`.
+    treeMethod : {"hist", "approx", "exact"}, default "hist"
+        Split candidates, XGBoost's ``tree_method``: the fit's bins; hessian-weighted
+        quantiles proposed for every tree; every distinct value (at most 65534 a feature,
+        depthwise only). See :mod:`sparkxml.gbt.tree_method_params`.
 
     Examples
     --------

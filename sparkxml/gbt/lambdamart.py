@@ -117,7 +117,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
     ``numWorkers``, ``weightCol``, ``validationIndicatorCol``, ``earlyStoppingRounds``,
     ``timeoutSeconds``, ``featuresCol`` / ``featuresCols``, ``missing``, ``baseMarginCol``,
     ``monotoneConstraints``, ``predContribCol``, ``leafCol``, ``verbose``, ``initModel``,
-    ``nthread``),
+    ``nthread``, ``treeMethod``),
     plus:
 
     groupCol : str, default "qid"
