@@ -25,6 +25,9 @@ candidates a tree may use:
 Differences from XGBoost: approx's quantiles are exact on the fine grid rather than an
 epsilon-approximate sketch of the raw values, so its candidates differ slightly; exact and
 approx refuse categorical features (XGBoost's exact does too); exact grows depthwise only.
+During training, evaluation rows are routed on their bins: with exact, a value unseen in the
+training rows that lies between a node's left value and the split value goes right there and
+left in the finished model (the metrics of such rows may differ by that).
 """
 from __future__ import annotations
 
@@ -53,6 +56,12 @@ EXACT_MAX_VALUES = MAX_REAL_BINS_WIDE - 1  # and one empty bin above the largest
 APPROX_FINE_FACTOR = 16
 
 
+def _real_bins(max_bins: int) -> int:
+    """Real bins of ``maxBins`` as the fit's edges count them (256: 255 and the missing bin;
+    above 256, uint16 bins)."""
+    return n_real_bins(max_bins, wide=int(max_bins) > 256)
+
+
 def check_tree_method(method: str, grow_policy: str = "depthwise", categorical=None) -> str:
     """``method`` when it is one of :data:`TREE_METHODS` and applies with these options;
     ValueError naming the option otherwise."""
@@ -73,7 +82,7 @@ def sketch_max_bins(method: str, max_bins: int) -> int:
     if method == "exact":
         return EXACT_MAX_VALUES + 1
     if method == "approx":
-        return min(APPROX_FINE_FACTOR * (n_real_bins(max_bins, wide=True)) + 1,
+        return min(APPROX_FINE_FACTOR * _real_bins(max_bins) + 1,
                    EXACT_MAX_VALUES + 1)
     return int(max_bins)
 
@@ -85,7 +94,7 @@ def sketch_size(method: str, max_bins: int):
     if method == "exact":
         return EXACT_MAX_VALUES + 1
     if method == "approx":
-        return SKETCH_FACTOR * n_real_bins(sketch_max_bins(method, max_bins), wide=True)
+        return SKETCH_FACTOR * _real_bins(sketch_max_bins(method, max_bins))
     return None
 
 
@@ -329,7 +338,7 @@ class ApproxCandidates:
         self.edges = [np.asarray(e, FLOAT) for e in fine_edges]
         self.n_fine = np.array([e.size + 1 for e in self.edges], np.int32)
         self.n_slots = n_hist_slots(self.n_fine)
-        self.n_real = n_real_bins(max_bins, wide=True)
+        self.n_real = _real_bins(max_bins)
         self.dtype = BIN if self.n_real <= 255 else np.uint16
         self.coll = collective
         self.n_threads = int(n_threads)
