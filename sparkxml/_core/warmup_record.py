@@ -93,6 +93,8 @@ def profile_gbt_threads(spark):
     df = _vectors(spark, X, y).cache()
     GBTClassifier(maxIter=2, maxDepth=3, numWorkers=1, nthread=2).fit(df).transform(df) \
         .collect()
+    GBTClassifier(maxIter=2, maxDepth=3, numWorkers=1, nthread=2, treeMethod="approx") \
+        .fit(df)
 
 
 def profile_fastxml_more(spark):
@@ -109,7 +111,7 @@ def profile_fastxml_more(spark):
 
 def profile_gbt_more(spark):
     """Monotone constraints, multiclass, ranking, sparse and categorical data, uint16 bins,
-    SHAP contributions and leaf indices."""
+    treeMethod approx and exact, SHAP contributions and leaf indices."""
     from pyspark.ml.linalg import Vectors
 
     from sparkxml import GBTClassifier, GBTRegressor, LambdaMART
@@ -130,6 +132,8 @@ def profile_gbt_more(spark):
     GBTClassifier(featuresCols=["c", "x"], categoricalCols=["c"], maxIter=3, maxDepth=3,
                   numWorkers=1, nthread=2).fit(df).transform(df).collect()
     GBTClassifier(maxIter=3, maxDepth=3, maxBins=1000).fit(df).transform(df).collect()
+    for method in ("approx", "exact"):  # per-tree candidates; one bin per value
+        GBTClassifier(maxIter=3, maxDepth=3, treeMethod=method).fit(df)
     rng = np.random.default_rng(0)
     idx = [np.unique(rng.integers(0, 2000, 10)) for _ in range(2000)]
     rows = [(Vectors.sparse(2000, ix.tolist(), rng.random(len(ix)).tolist()),

@@ -48,6 +48,7 @@ from sparkxml.gbt.params import (
     HasRegLambda,
     HasScalePosWeight,
 )
+from sparkxml.gbt.tree_method_params import HasTreeMethod
 
 
 class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasPredictionCol,
@@ -58,7 +59,9 @@ class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasP
                  HasTimeoutSeconds, HasMissing, HasBaseMarginCol, HasMonotoneConstraints,
                  HasPredContribCol, HasLeafCol, HasCategoricalCols, HasMaxCatToOnehot,
                  HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread, BoosterTypeParams,
-                 NodeFeatureParams):
+                 NodeFeatureParams,
+                 # split finding
+                 HasTreeMethod):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -95,7 +98,9 @@ COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predic
                   "baseMarginCol", "monotoneConstraints", "predContribCol", "leafCol",
                   "verbose", "initModel", "categoricalCols", "maxCatToOnehot", "catSmooth",
                   "catL2", "maxCatThreshold", "nthread", "colsampleByLevel", "colsampleByNode",
-                  "interactionConstraints") + DART_PARAMS
+                  "interactionConstraints") + DART_PARAMS + (
+                  # split finding
+                  "treeMethod",)
 _REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
                      "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
                      "evalMetrics")

@@ -220,6 +220,10 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
         XGBoost's DART with its defaults: see :mod:`sparkxml.gbt.booster_params`.
     processType, updater : default "default", "refresh"
         "update" refreshes or prunes ``initModel``'s trees: :mod:`sparkxml.gbt.booster_params`.
+    treeMethod : {"hist", "approx", "exact"}, default "hist"
+        Split candidates, XGBoost's ``tree_method``: the fit's bins; hessian-weighted
+        quantiles proposed for every tree; every distinct value (at most 65534 a feature,
+        depthwise only). See :mod:`sparkxml.gbt.tree_method_params`.
 
     Examples
     --------
@@ -252,7 +256,7 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                  tweedieVariancePower=1.5, maxDeltaStep=None, baseScore=None,
                  rawPredictionCol=None, evalMetrics=None, boosterType="gbtree", rateDrop=0.0,
                  skipDrop=0.0, oneDrop=False, normalizeType="tree", sampleType="uniform",
-                 processType="default", updater="refresh"):
+                 processType="default", updater="refresh", treeMethod="hist"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -272,7 +276,7 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                   baseScore=None, rawPredictionCol=None, evalMetrics=None,
                   boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
                   normalizeType="tree", sampleType="uniform", processType="default",
-                  updater="refresh"):
+                  updater="refresh", treeMethod="hist"):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -353,7 +357,8 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                  categoricalCols=None, maxCatToOnehot=4, catSmooth=10.0, catL2=10.0,
                  maxCatThreshold=32, nthread=None, evalMetrics=None, boosterType="gbtree",
                  rateDrop=0.0, skipDrop=0.0, oneDrop=False, normalizeType="tree",
-                 sampleType="uniform", processType="default", updater="refresh"):
+                 sampleType="uniform", processType="default", updater="refresh",
+                 treeMethod="hist"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -372,7 +377,7 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                   maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
                   evalMetrics=None, boosterType="gbtree", rateDrop=0.0, skipDrop=0.0,
                   oneDrop=False, normalizeType="tree", sampleType="uniform",
-                  processType="default", updater="refresh"):
+                  processType="default", updater="refresh", treeMethod="hist"):
         return self._set_params(**self._input_kwargs)
 
     @property

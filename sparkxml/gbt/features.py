@@ -24,6 +24,7 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from sparkxml_kernels import binning
+from sparkxml_kernels.gbt import tree_methods
 from sparkxml_kernels.gbt.categorical import check_categories
 
 # a vector column this wide (or wider) ships sparse (the dense array costs 8 bytes a slot)
@@ -104,6 +105,23 @@ def sketch_args(max_bins: int) -> tuple:
     wide = max_bins > 256
     n_real = binning.n_real_bins(max_bins, wide=wide)
     return min(max_bins, 256), (max(binning.SKETCH_FACTOR * n_real, 256) if wide else None)
+
+
+def method_sketch_args(method: str, max_bins: int) -> tuple:
+    """(maxBins for the sketch task, summary size, maxBins of the edges) of a fit with
+    ``treeMethod`` ``method`` (``sparkxml_kernels.gbt.tree_methods``)."""
+    n_bins = tree_methods.sketch_max_bins(method, max_bins)
+    sketch_bins, size = sketch_args(n_bins)
+    return sketch_bins, tree_methods.sketch_size(method, max_bins) or size, n_bins
+
+
+def method_edges(sketch, max_bins: int, cat_ids, feature_names, method: str = "hist"):
+    """``edges_and_categories`` for ``treeMethod`` ``method``: ``max_bins`` is the edges'
+    (``method_sketch_args``); exact has one bin per distinct value (ValueError naming a
+    feature with too many)."""
+    if method == "exact":
+        return tree_methods.exact_edges(sketch, feature_names), None
+    return edges_and_categories(sketch, max_bins, cat_ids, feature_names)
 
 
 def edges_and_categories(sketch, max_bins: int, cat_ids, feature_names):

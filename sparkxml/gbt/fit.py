@@ -85,7 +85,12 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             "nthread": self._opt(self.nthread),
             # DART (sparkxml.gbt.booster_params), where the estimator has it
             **(self._booster_type_options() if self.hasParam("boosterType") else {}),
+            # split finding (sparkxml_kernels.gbt.tree_methods)
+            "treeMethod": self._tree_method(),
         }
+
+    def _tree_method(self) -> str:
+        return self.getTreeMethod() if self.hasParam("treeMethod") else "hist"
 
     def _fit_validated(self, dataset):
         if self.hasParam("processType") and self.getProcessType() == "update":
@@ -157,13 +162,16 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         """The sketch job as the fit's "sketch" phase: (bin edges, per-partition infos,
         seconds)."""
         t0 = time.perf_counter()
-        sketch_bins, size = _gbt_features.sketch_args(self.getMaxBins())
+        method = self._tree_method()
+        sketch_bins, size, n_bins = _gbt_features.method_sketch_args(method, self.getMaxBins())
+        # exact needs every distinct value: the sketch reads every training row
+        sample = {"sample_rows": stats["n_train"] + 1} if method == "exact" else {}
         with progress.phase("sketch"):
             sketch, infos = sketch_pass(frame, spec, weight, valid, stats, sketch_bins,
                                          self.getSeed(), size=size,
-                                         missing=engine["load"]["missing"])
-        edges, cats = _gbt_features.edges_and_categories(sketch, self.getMaxBins(),
-                                                         engine["cat_ids"], engine["names"])
+                                         missing=engine["load"]["missing"], **sample)
+        edges, cats = _gbt_features.method_edges(sketch, n_bins, engine["cat_ids"],
+                                                 engine["names"], method)
         engine["load"]["categories"] = cats
         return edges, infos, time.perf_counter() - t0
 
@@ -171,10 +179,11 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                         by_partition=True, **ids):
         """The loader of a fit whose one task computes its bin edges (``sketch_in_task``):
         the summaries ``_sketch_phase``'s job would make, then the same edges."""
-        sketch_bins, size = _gbt_features.sketch_args(self.getMaxBins())
-        make_edges = functools.partial(_gbt_features.edges_and_categories,
-                                       max_bins=self.getMaxBins(), cat_ids=engine["cat_ids"],
-                                       feature_names=engine["names"])
+        method = self._tree_method()
+        sketch_bins, size, n_bins = _gbt_features.method_sketch_args(method, self.getMaxBins())
+        make_edges = functools.partial(_gbt_features.method_edges, max_bins=n_bins,
+                                       cat_ids=engine["cat_ids"],
+                                       feature_names=engine["names"], method=method)
         return make_sketch_load_fn(
             spec, label, weight, valid, d,
             sketch_options(sketch_bins, size, engine["load"]["missing"], by_partition),
@@ -250,6 +259,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                 raise ValueError(f"monotoneConstraints: categorical feature {bad[0]} cannot "
                                  f"have a monotone constraint")
         names = feature_names(dataset, spec, d)
+        if self.hasParam("treeMethod"):  # the vector's nominal attributes count too
+            self._check_tree_method(cat_ids)
         return {"load": load, "cols": cols, "init": init, "cat_ids": cat_ids, "names": names,
                 "node_features": self._node_feature_params(names, d)}
 
@@ -295,6 +306,9 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
     def _check_policy(self):
         if self.hasParam("boosterType"):
             self._check_booster_type()
+        if self.hasParam("treeMethod"):
+            self._check_tree_method(self._opt(self.categoricalCols)
+                                    if self.hasParam("categoricalCols") else None)
         if self.getGrowPolicy() == "depthwise" and self.getMaxDepth() < 1:
             raise ValueError("maxDepth must be >= 1 with growPolicy 'depthwise'")
         if self.getGrowPolicy() == "lossguide":

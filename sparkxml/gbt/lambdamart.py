@@ -118,7 +118,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
     ``timeoutSeconds``, ``featuresCol`` / ``featuresCols``, ``missing``, ``baseMarginCol``,
     ``monotoneConstraints``, ``predContribCol``, ``leafCol``, ``verbose``, ``initModel``,
     ``nthread``, ``boosterType``, ``rateDrop``, ``skipDrop``, ``oneDrop``,
-    ``normalizeType``, ``sampleType``),
+    ``normalizeType``, ``sampleType``, ``treeMethod``),
     plus:
 
     groupCol : str, default "qid"
@@ -212,7 +212,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None,
                  boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
-                 normalizeType="tree", sampleType="uniform"):
+                 normalizeType="tree", sampleType="uniform", treeMethod="hist"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -229,7 +229,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None,
                   boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
-                  normalizeType="tree", sampleType="uniform"):
+                  normalizeType="tree", sampleType="uniform", treeMethod="hist"):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -42,6 +42,7 @@ from .node_features import check_interaction
 from .predictor import TreeEnsemblePredictor
 from .prune import prune_tree
 from .splitting import SplitParams
+from .tree_methods import ApproxCandidates, ExactSplits, check_tree_method
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,10 @@ class BoosterParams:
     (False), normalizeType ("tree" | "forest") and sampleType ("uniform" | "weighted")).
     colsampleByLevel, colsampleByNode (1.0) and interactionConstraints (None, or lists of
     feature ids): XGBoost's ``colsample_bylevel``, ``colsample_bynode``,
-    ``interaction_constraints`` (node_features.py).
+    ``interaction_constraints`` (node_features.py). treeMethod ("hist" | "approx" |
+    "exact", XGBoost's ``tree_method``, tree_methods.py): "exact" takes edges from
+    ``tree_methods.exact_edges``; "approx" takes the fine grid's bins and edges and proposes
+    each tree's candidates from its hessians, maxBins bounding their number.
     """
 
     maxIter: int = 100
@@ -116,6 +120,8 @@ class BoosterParams:
     colsampleByLevel: float = 1.0
     colsampleByNode: float = 1.0
     interactionConstraints: tuple | None = None
+    # split finding (tree_methods.py)
+    treeMethod: str = "hist"
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -161,6 +167,7 @@ class BoosterParams:
             raise ValueError(f"boosterType must be one of {list(BOOSTER_TYPES)}, got "
                              f"{p.boosterType!r}")
         dart_params(p)
+        check_tree_method(p.treeMethod, p.growPolicy, p.categoricalFeatures)
         p.cat_params()
         check_threads(p.nthread)
         return p
@@ -361,8 +368,15 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
     n_threads = use_threads(p.nthread)
     loss.n_threads = n_threads
     leaf_alpha = getattr(loss, "leaf_alpha", None)
-    grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
-                        n_threads)
+    approx = exact = None
+    if p.treeMethod == "exact":
+        exact = ExactSplits(X_binned, edges, coll)
+    if p.treeMethod == "approx":
+        approx = ApproxCandidates(X_binned, edges, p.maxBins, coll, n_threads)
+        grower = None  # one a tree, on that tree's candidates
+    else:
+        grower = TreeGrower(X_binned, n_bins_from_edges(edges), edges, p.tree_params(), coll,
+                            n_threads)
     trees = []
     dart = Dropout(dart_params(p), p.seed, p.stepSize, K) if p.boosterType == "dart" else None
     # every metric recorded per round: the early-stopping one first, then evalMetrics' others
@@ -401,8 +415,15 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
         w_new = 1.0 if dart is None else dart.weight_new()
         for k in range(K):
             mask = sample_features(p.seed, it, k, d, p.colsampleByTree)
+            if approx is not None:
+                grower = TreeGrower(*approx.propose(h[:, k], rows), p.tree_params(), coll,
+                                    n_threads)
             tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask,  # interleaved there
                                      (p.seed, it, k))
+            if approx is not None:  # split bins of the fine grid, which every set holds
+                tree = approx.to_fine(tree)
+            if exact is not None:
+                tree = exact.finish(tree, rows)
             if p.minSplitLoss > 0:
                 tree, leaf = prune_tree(tree, p.minSplitLoss, 0, leaf)
             if leaf_alpha is not None:
