@@ -170,7 +170,8 @@ def profile_forest(spark):
     X, y = _dense(1000, 8)
     df = _vectors(spark, X, y).cache()
     DecisionTreeClassifier(maxDepth=4).fit(df).transform(df).collect()
-    RandomForestRegressor(numTrees=3, maxDepth=4).fit(df).transform(df).collect()
+    RandomForestRegressor(numTrees=3, maxDepth=4,
+                          quantiles=[0.5]).fit(df).transform(df).collect()
     RandomForestClassifier(numTrees=3, maxDepth=4, criterion="entropy", oobScore=True,
                            bootstrap=True).fit(df).transform(df).collect()
 

@@ -523,8 +523,12 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         d = self.numFeatures
         return transform_with(
             dataset, self._features_spec(), self._outputs(),
-            lambda spec, kinds, names, drop: make_tree_predict_fn(handle, spec, d, kinds,
-                                                                   names, drop))
+            lambda spec, kinds, names, drop: make_tree_predict_fn(
+                handle, spec, d, kinds, names, drop, self._output_quantiles()))
+
+    def _output_quantiles(self):
+        """The quantiles of a "quant" output (quantile forests), else None."""
+        return None
 
 
 class ClassificationModelMixin:

@@ -77,10 +77,19 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             arrays = ForestPredictor.from_arrays(dict(
                 {k: v for k, v in res.items() if k != "bin"}, n_features=d, n_classes=K,
                 criterion=cfg["criterion"])).to_arrays()
-        if cfg["oob"]:
+        route = None
+        if cfg["oob"] or cfg.get("leaf_samples"):
             packed = coll.reduce_and_decide(
                 np.zeros(1), lambda _: forest.pack_for_routing(res) if rank == 0 else None)
             route = forest.unpack_for_routing(packed)
+        if cfg.get("leaf_samples"):
+            from sparkxml_kernels.forest.quantiles import gather_leaf_samples
+
+            samples = gather_leaf_samples(coll, X, counts, route, vals.shape[1] - 1, y,
+                                          state["w"], int(route["feature"].size))
+            if rank == 0:
+                arrays.update(samples)
+        if cfg["oob"]:
             sums, n_oob = forest.oob_sums(X, counts, route, vals.shape[1] - 1)
             stats = exact_sums(coll, forest.oob_terms(sums, n_oob, y, K))
             if rank == 0:
@@ -105,19 +114,24 @@ def _trees_done_callback(reporter):
     return cb
 
 
-def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
+def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool, quantiles=None):
     """Output columns of a transform: prediction, for classifiers rawPrediction (the leaf's
     weighted class counts for one tree, the sum of the trees' class fractions for a forest,
     as Spark ML) and probability (the trees' mean class fractions), and the leaf indices
     (per tree, the reached leaf's index among its tree's leaves left to right, as leafCol
-    counts them for GBT and Spark MLlib)."""
+    counts them for GBT and Spark MLlib) and the quantiles (quantile forests)."""
     n = X.shape[0]
     K = pred.n_classes
     leaves = pred.apply(X) if n else np.zeros((0, pred.n_trees), np.int64)
     v = pred.value[leaves].mean(axis=1) if n else np.zeros((0, pred.value.shape[1]))
     out = []
     for k in kinds:
-        if k == "leaf":
+        if k == "quant":  # array<double> per row, one per requested quantile
+            qs = pred.predict_quantiles(X, quantiles) if n else np.zeros((0, len(quantiles)))
+            out.append(pa.ListArray.from_arrays(
+                pa.array(np.arange(n + 1, dtype=np.int32) * len(quantiles)),
+                pa.array(qs.reshape(-1), pa.float64())))
+        elif k == "leaf":
             out.append(dense_vectors(pred.leaf_ordinals()[leaves].astype(np.float64)))
         elif k == "raw":
             w = pred.weighted_n_node_samples[leaves[:, 0]][:, None] if single_tree \
@@ -133,7 +147,7 @@ def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
     return out
 
 
-def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
+def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None, quantiles=None):
     """The ``mapInArrow`` function of a tree/forest model's transform (``model``: a
     ``ModelHandle`` or the arrays)."""
     handle = as_handle(model)
@@ -146,7 +160,7 @@ def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
             cols = [b.column(i) for i in keep]
             X = batch_features(b, spec, n_features) if b.num_rows else \
                 np.zeros((0, n_features))
-            cols += _tree_outputs(pred, X, kinds, single)
+            cols += _tree_outputs(pred, X, kinds, single, quantiles)
             yield pa.RecordBatch.from_arrays(cols, names=[b.schema.names[i] for i in keep]
                                              + names)
 
