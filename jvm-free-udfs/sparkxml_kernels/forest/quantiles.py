@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from .oob import route_binned
 
 SAMPLE_KEYS = ("sample_offsets", "sample_y", "sample_w")
 
@@ -49,15 +50,8 @@ def _leaf_entries(binned, counts, left, right, feature, bins, mleft, miss, offse
             if c == 0:
                 continue
             base = offsets[t]
-            node = 0
-            while left[base + node] >= 0:
-                j = base + node
-                b = binned[r, feature[j]]
-                if (mleft[j] != 0) if b == miss else (b <= bins[j]):
-                    node = left[j]
-                else:
-                    node = right[j]
-            o_node[k] = base + node
+            o_node[k] = base + route_binned(binned, r, base, left, right, feature, bins,
+                                            mleft, miss)
             o_row[k] = r
             o_count[k] = c
             k += 1
