@@ -200,3 +200,44 @@ def make_oob_fn(model, spec, n_features, weight, forest_cfg, id_col):
                 names=list(b.schema.names) + ["__oob__"])
 
     return oob
+
+
+def make_permutation_fn(model, spec, n_features, label, weight, metric, n_repeats, seed,
+                        block_col, key_col):
+    """The ``mapInArrow`` function of the distributed permutation importance: every block of
+    rows (column ``block_col``) in a partition, its rows in content-key order (``key_col``;
+    equal keys are equal rows), gives its ``importance.block_importance_terms`` as rows
+    (block, index, s0..s3)."""
+    handle = as_handle(model)
+
+    def run(batches):
+        from sparkxml_kernels.forest.importance import block_importance_terms
+
+        pred = handle.build("ForestPredictor", ForestPredictor.from_arrays)
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if not tables:
+            return
+        t = pa.concat_tables(tables).combine_chunks()
+        blocks = np.asarray(t.column(block_col).to_numpy(), np.int64)
+        keys = np.asarray(t.column(key_col).to_numpy(), np.int64)
+        order = np.lexsort((keys, blocks))
+        X = np.concatenate([batch_features(b, spec, n_features) for b in t.to_batches()])
+        y = np.asarray(t.column(label).to_numpy(zero_copy_only=False), np.float64)
+        w = None if weight is None else np.asarray(
+            t.column(weight).to_numpy(zero_copy_only=False), np.float64)
+        X, y, blocks = X[order], y[order], blocks[order]
+        w = None if w is None else w[order]
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        ends = np.r_[starts[1:], blocks.size]
+        for a, e in zip(starts, ends):
+            terms = block_importance_terms(
+                lambda A: np.asarray(pred.predict(A), np.float64), X[a:e], y[a:e], metric,
+                n_repeats, seed, int(blocks[a]), None if w is None else w[a:e])
+            m = terms.shape[0]
+            cols = [pa.array(np.full(m, blocks[a], np.int64)),
+                    pa.array(np.arange(m, dtype=np.int64))]
+            cols += [pa.array(terms[:, i]) for i in range(4)]
+            yield pa.RecordBatch.from_arrays(cols, names=["block", "index", "s0", "s1", "s2",
+                                                          "s3"])
+
+    return run

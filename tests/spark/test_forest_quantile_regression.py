@@ -1,6 +1,7 @@
 """Quantile regression forests on local[2]: quantilesCol beside quantile-forest's pinball loss,
 the same quantiles from transform, the model and the JVM-free loader, save/load and Pipelines,
-and the checks on the quantiles param."""
+the checks on the quantiles param; and the distributed permutation importance on that
+model."""
 
 import numpy as np
 import pytest
@@ -105,3 +106,23 @@ def test_quantiles_are_checked(spark):
         plain.setQuantiles([0.5]).transform(df)
     with pytest.raises(ValueError, match="quantiles: 60 rows x 1000000 trees"):
         RandomForestRegressor(numTrees=1_000_000, quantiles=[0.5], numWorkers=1).fit(df)
+
+
+def test_distributed_permutation_importance(spark, fitted):
+    """mode="distributed": the same numbers for any partitioning, the exact mode's ranking."""
+    X, y, Xt, yt, model = fitted
+    df = _frame(spark, Xt, yt, parts=2)
+    a = model.permutationImportance(df, nRepeats=2, seed=4, mode="distributed", blockRows=150)
+    b = model.permutationImportance(df.repartition(3), nRepeats=2, seed=4, mode="distributed",
+                                    blockRows=150)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    exact = model.permutationImportance(df, nRepeats=2, seed=4)
+    assert a["baseline_score"] == pytest.approx(exact["baseline_score"], rel=1e-9)
+    assert a["importances"].shape == (4, 2)
+    # 2 sin(6 x1) varies more than 4 x0; x2 and x3 are noise
+    assert np.argmax(a["importances_mean"]) == np.argmax(exact["importances_mean"]) == 1
+    assert np.all(a["importances_mean"][2:] < 0.05)
+    np.testing.assert_allclose(a["importances_mean"], exact["importances_mean"], atol=0.1)
+    with pytest.raises(ValueError, match="mode"):
+        model.permutationImportance(df, mode="sometimes")
