@@ -3,7 +3,8 @@
     python benchmarks/forests.py [--workers 2] [--repeats 3] [--trees 100]
         [--synthetic-rows 1000000] [--synthetic-features 50] [--synthetic-trees 50]
         [--synthetic-depth 10] [--mllib-synthetic-trees 5] [--extra-trees 100]
-        [--skip exact missing extra pendigits synthetic mllib sklearn]
+        [--quantile-trees 100]
+        [--skip exact missing extra pendigits synthetic mllib sklearn quantile]
 
 Parts (each can be skipped):
 
@@ -34,6 +35,14 @@ synthetic  rows x features dense normal, binary target (benchmarks/gbt_synthetic
            (n_jobs=W, in a subprocess: its peak RSS) and MLlib (``mllib-synthetic-trees`` trees,
            extrapolated linearly to the tree count; the local JVM's peak RSS sampled every
            0.2 s). Test accuracy on 20,000 held-out rows.
+quantile   quantile regression forests (accuracy only): a heteroscedastic generated problem
+           (y = 4 x0 + 2 sin(6 x1) + (0.2 + 2 x0) e, 4 uniform features, 2000 training and
+           2000 test rows) and load_diabetes (a seeded 70/30 split): pinball loss at 0.1 / 0.5
+           / 0.9 and the coverage of [q0.1, q0.9] of RandomForestRegressor(quantiles=...,
+           numTrees=``quantile-trees``, maxDepth=8, minInstancesPerNode=5, all features,
+           maxBins=4096) beside quantile-forest's RandomForestQuantileRegressor (the same tree
+           count, depth, min leaf, features, bootstrap=True, max_samples_leaf=None), each the
+           mean over seeds 0, 1, 2 (the spread over seeds printed too).
 
 Timings depend on the machine's load: read the ratios of runs made back to back.
 """
@@ -461,6 +470,59 @@ def part_synthetic(spark, W, n, d, T, depth, mllib_trees, skip_mllib, workdir,
             res.add(case, "fit", sec, "s", note=f"memory {mem}")
 
 
+def _heteroscedastic(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 4))
+    return X, 4 * X[:, 0] + 2 * np.sin(6 * X[:, 1]) + (0.2 + 2 * X[:, 0]) * rng.normal(size=n)
+
+
+def part_quantile(spark, W, T, res=None):
+    from quantile_forest import RandomForestQuantileRegressor
+    from sklearn.datasets import load_diabetes
+
+    from sparkxml import RandomForestRegressor
+
+    qs = [0.1, 0.5, 0.9]
+
+    def scores(y, pred):  # pinball per quantile, then the coverage of [q0.1, q0.9]
+        d = y[:, None] - pred
+        pin = np.maximum(np.array(qs) * d, (np.array(qs) - 1) * d).mean(axis=0)
+        return np.append(pin, np.mean((y >= pred[:, 0]) & (y <= pred[:, 2])))
+
+    X, y = _heteroscedastic(2000, 0)
+    Xt, yt = _heteroscedastic(2000, 1)
+    d = load_diabetes()
+    order = np.random.default_rng(0).permutation(d.target.size)
+    cut = int(0.7 * order.size)
+    cases = {"heteroscedastic": (X, y, Xt, yt),
+             "diabetes": (d.data[order[:cut]], d.target[order[:cut]], d.data[order[cut:]],
+                          d.target[order[cut:]])}
+    print(f"\n== quantile forests: {T} trees, depth 8, min leaf 5, all features "
+          f"(mean over seeds 0-2; pinball at {qs}, coverage of [q0.1, q0.9])")
+    for name, (A, b, At, bt) in cases.items():
+        df = frame(spark, A, b, W)
+        ours, theirs = [], []
+        for seed in range(3):
+            m = RandomForestRegressor(numTrees=T, maxDepth=8, minInstancesPerNode=5,
+                                      featureSubsetStrategy="all", maxBins=4096, seed=seed,
+                                      numWorkers=W, quantiles=qs).fit(df)
+            ours.append(scores(bt, m.predictQuantiles(At)))
+            qf = RandomForestQuantileRegressor(
+                n_estimators=T, max_depth=8, min_samples_leaf=5, max_features=1.0,
+                bootstrap=True, max_samples_leaf=None, random_state=seed, n_jobs=W).fit(A, b)
+            theirs.append(scores(bt, qf.predict(At, quantiles=qs)))
+        o, t = np.mean(ours, axis=0), np.mean(theirs, axis=0)
+        for k, what in enumerate([f"pinball {q}" for q in qs] + ["coverage 0.1-0.9"]):
+            spread = (f"seeds {np.min(ours, axis=0)[k]:.4f}-{np.max(ours, axis=0)[k]:.4f} vs "
+                      f"{np.min(theirs, axis=0)[k]:.4f}-{np.max(theirs, axis=0)[k]:.4f}")
+            print(f"{name:15s} {what:17s}: sparkxml {o[k]:.4f}  quantile-forest {t[k]:.4f}  "
+                  f"ratio {o[k] / t[k]:.4f}  ({spread})")
+            if res is not None:
+                res.add(f"quantile forest: {name} {what}", "sparkxml / quantile-forest",
+                        float(o[k] / t[k]), "", note=f"sparkxml {o[k]:.4f}, quantile-forest "
+                        f"{t[k]:.4f}, {T} trees, {spread}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=2)
@@ -473,9 +535,10 @@ def main():
     ap.add_argument("--synthetic-depth", type=int, default=10)
     ap.add_argument("--mllib-synthetic-trees", type=int, default=5)
     ap.add_argument("--extra-trees", type=int, default=100)
+    ap.add_argument("--quantile-trees", type=int, default=100)
     ap.add_argument("--skip", nargs="*", default=[],
                     choices=["exact", "missing", "constraints", "extra", "pendigits",
-                             "synthetic", "mllib", "sklearn"])
+                             "synthetic", "mllib", "sklearn", "quantile"])
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
@@ -495,6 +558,8 @@ def main():
         if "pendigits" not in args.skip:
             part_pendigits(spark, args.workers, args.trees, args.repeats, "mllib" in args.skip,
                            args.criterion, res)
+        if "quantile" not in args.skip:
+            part_quantile(spark, args.workers, args.quantile_trees, res)
         if "synthetic" not in args.skip:
             part_synthetic(spark, args.workers, args.synthetic_rows, args.synthetic_features,
                            args.synthetic_trees, args.synthetic_depth,

@@ -17,7 +17,9 @@ GBT regressor,          value / score (float64 (n,))               ``predict_raw
 LambdaMART                                                         ``predict_contributions``,
                                                                    ``predict_leaf``
 tree / forest           class or value (float64 (n,))              ``predict_proba``
-                                                                   (classifiers)
+                                                                   (classifiers),
+                                                                   ``predict_quantiles``
+                                                                   (quantile forests)
 LinearSVC               class (float64 (n,), ``threshold``)        ``predict_raw`` (Spark's
                                                                    rawPrediction)
 FM, GBFM                class (p > 0.5) or value (float64 (n,))    ``predict_proba``
@@ -230,6 +232,16 @@ class ServedForest(ServedModel):
         if not X.shape[0]:
             return np.zeros(0)
         return self.predictor.predict(X)
+
+    def predict_quantiles(self, X, quantiles=None) -> np.ndarray:
+        """float64 (n, Q): what ``transform`` puts in ``quantilesCol``, for ``quantiles``
+        (default: the saved model's ``quantiles``); random forest regressors fitted with
+        ``quantiles`` only."""
+        qs = self.params.get("quantiles") if quantiles is None else quantiles
+        if not qs:
+            raise ValueError("quantiles: none given and the saved model sets none")
+        X = self._input(X)
+        return self.predictor.predict_quantiles(X, qs)
 
 
 class ServedForestClassifier(ServedForest):

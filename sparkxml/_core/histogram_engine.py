@@ -226,8 +226,8 @@ def transform_with(dataset, spec, outs, make_predict):
     """A model's transform: check the feature columns and that no output column exists, then
     one ``mapInArrow`` adding the outputs.
 
-    ``outs``: [(column name, kind)], kind "raw" / "prob" / "leaf" (vector columns) or "pred"
-    (double).
+    ``outs``: [(column name, kind)], kind "raw" / "prob" / "leaf" (vector columns), "quant"
+    (array<double>) or "pred" (double).
     ``make_predict(spec, kinds, names, drop)`` returns the task function; a vector column
     reaches it as a dense array made in the JVM (see ``feature_exprs``), in column ``drop``.
     """
@@ -238,6 +238,7 @@ def transform_with(dataset, spec, outs, make_predict):
     names = [n for n, _ in outs]
     schema = T.StructType(list(dataset.schema.fields)
                           + [T.StructField(n, VectorUDT() if k in ("raw", "prob", "leaf")
+                                           else T.ArrayType(T.DoubleType()) if k == "quant"
                                            else T.DoubleType()) for n, k in outs])
     drop = None
     if spec["kind"] == "vector":

@@ -182,7 +182,8 @@ def profile_forest(spark):
     X, y = _dense(1000, 8)
     df = _vectors(spark, X, y).cache()
     DecisionTreeClassifier(maxDepth=4).fit(df).transform(df).collect()
-    RandomForestRegressor(numTrees=3, maxDepth=4).fit(df).transform(df).collect()
+    RandomForestRegressor(numTrees=3, maxDepth=4,
+                          quantiles=[0.5]).fit(df).transform(df).collect()
     RandomForestRegressor(numTrees=2, maxDepth=4, criterion="absolute_error").fit(df) \
         .transform(df).collect()
     RandomForestClassifier(numTrees=3, maxDepth=4, criterion="entropy", oobScore=True,

@@ -465,7 +465,8 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
 
     def permutationImportance(self, dataset, metric: str | None = None, nRepeats: int = 5,
                               seed: int = 0, weightCol: str | None = None,
-                              maxRows: int = 1_000_000) -> dict:
+                              maxRows: int = 1_000_000, mode: str = "exact",
+                              blockRows: int = 4096) -> dict:
         """scikit-learn's ``permutation_importance`` of this model on ``dataset`` (its
         features columns and ``labelCol``): per feature, the drop of ``metric`` when the
         feature's column is shuffled, ``nRepeats`` times.
@@ -482,7 +483,18 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         weightCol : str, optional
             Row weights of the score (``sample_weight``).
         maxRows : int, default 1,000,000
-            More rows than this are refused (they are scored on the driver).
+            More rows than this are refused (they are scored on the driver; "exact" mode).
+        mode : str, default "exact"
+            "exact": scikit-learn's shuffles of whole columns, on the driver. "distributed":
+            one Spark job, no row limit: rows go to blocks of about ``blockRows`` by a hash
+            of (their content, seed), and each feature is permuted within each block
+            (``numpy.random.default_rng([seed, block, feature, repeat])``, each repeat a
+            fresh permutation of the original column); the scores are summed over the
+            blocks, so the result is the same for any partitioning. It estimates the same
+            importances (a permutation within blocks of random rows breaks a feature's link
+            to the label as a whole-column one does) but not with scikit-learn's draws.
+        blockRows : int, default 4096
+            Rows per block in "distributed" mode (>= 2).
 
         Returns
         -------
@@ -497,7 +509,7 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         from sparkxml.forest.outputs import permutation_importance
 
         return permutation_importance(self, dataset, metric, nRepeats, seed, weightCol,
-                                      maxRows)
+                                      maxRows, mode, blockRows)
 
     def treeArrays(self, i: int = 0) -> dict:
         """Tree ``i`` in scikit-learn's ``tree_`` layout: ``children_left``,
@@ -543,8 +555,12 @@ class TreeModel(NativeExportMixin, SparkXMLPredictorModel):
         d = self.numFeatures
         return transform_with(
             dataset, self._features_spec(), self._outputs(),
-            lambda spec, kinds, names, drop: make_tree_predict_fn(handle, spec, d, kinds,
-                                                                   names, drop))
+            lambda spec, kinds, names, drop: make_tree_predict_fn(
+                handle, spec, d, kinds, names, drop, self._output_quantiles()))
+
+    def _output_quantiles(self):
+        """The quantiles of a "quant" output (quantile forests), else None."""
+        return None
 
 
 class ClassificationModelMixin:

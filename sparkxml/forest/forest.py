@@ -20,6 +20,7 @@ from __future__ import annotations
 from pyspark import keyword_only
 
 from sparkxml._core.constraints import Rule
+from sparkxml._core.params import add_setters
 from sparkxml.forest.base import (
     ClassificationModelMixin,
     ClassifierParams,
@@ -30,7 +31,7 @@ from sparkxml.forest.base import (
     TreeParams,
     add_tree_setters,
 )
-from sparkxml.forest.params import _class_weight_ok
+from sparkxml.forest.params import HasQuantiles, HasQuantilesCol, _class_weight_ok
 
 __all__ = ["RandomForestClassifier", "RandomForestClassificationModel",
            "RandomForestRegressor", "RandomForestRegressionModel"]
@@ -55,6 +56,17 @@ class _RFRegressorParams(TreeParams, ForestParams):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(criterion="squared_error")
+
+
+class _QuantileParams(HasQuantiles, HasQuantilesCol):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(quantiles=[], quantilesCol="quantiles")
+
+
+# quantile forests keep rows x trees leaf samples (16 bytes each in the model; 24-32 bytes
+# per entry on every task while they are gathered): refused above this many
+MAX_LEAF_SAMPLES = 50_000_000
 
 
 class _ForestEstimator(TreeEstimator):
@@ -148,13 +160,30 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
         return RandomForestClassificationModel
 
 
-class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
+class RandomForestRegressor(_ForestEstimator, _RFRegressorParams, _QuantileParams):
     """A random forest of regression trees, trained in one barrier stage.
 
     Takes the parameters of :class:`RandomForestClassifier` but ``classWeight`` and the
     classifier outputs; ``criterion`` "squared_error" (default), "friedman_mse", "poisson" or
     "absolute_error" (leaf medians, as :class:`DecisionTreeRegressor`'s);
     ``featureSubsetStrategy`` "auto" = "onethird" (Spark MLlib). ``oobScore`` is R².
+
+    Quantile regression forest (Meinshausen 2006): with ``quantiles`` (a list of numbers in
+    (0, 1)) the model keeps every leaf's training labels with their bootstrap counts (times
+    the sample weights) and adds ``quantilesCol`` (array<double>, one per quantile) beside
+    ``predictionCol`` (still the mean). The quantiles are quantile-forest's
+    (``RandomForestQuantileRegressor(max_samples_leaf=None).predict``): weighted quantiles,
+    linearly interpolated, of the labels pooled over the leaves a row reaches
+    (``sparkxml_kernels.forest.quantiles``). Memory: the model holds up to rows x numTrees
+    (label, weight) pairs, 16 bytes each (about 0.63 of that with bootstrap); fits above
+    50 million are refused. Any quantiles may be set on the fitted model;
+    ``sparkxml_kernels.load_model(path).predict_quantiles(X, quantiles)`` serves them.
+
+    Differences from quantile-forest: bootstrap counts are Poisson and the random streams
+    differ, so the trees differ from its trees grown with the same shape (their quantile
+    losses agree: see the benchmarks); its constructor's default ``max_samples_leaf=1``
+    keeps one random label per leaf, here every label is kept; sample weights weigh the
+    labels (quantile-forest only drops rows of weight 0).
 
     Examples
     --------
@@ -167,9 +196,31 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
     >>> out = model.transform(df).collect()
     >>> round(out[0].prediction, 1), round(out[-1].prediction, 1)     # the two plateaus
     (1.0, 5.0)
+
+    Quantiles (a quantile regression forest): labels 0..6 equally often at every x
+
+    >>> rows = [(float(i % 50), float(i % 7)) for i in range(700)]
+    >>> df2 = spark.createDataFrame(rows, ["x", "label"])
+    >>> qrf = RandomForestRegressor(featuresCols=["x"], numTrees=10, maxDepth=2, seed=0,
+    ...                             quantiles=[0.05, 0.5, 0.95]).fit(df2)
+    >>> qrf.transform(df2).first().quantiles
+    [0.0, 3.0, 6.0]
+    >>> qrf.predictQuantiles(np.array([[7.0]]), [0.5]).tolist()   # any quantile, locally
+    [[3.0]]
     """
 
     _task = "regression"
+
+    def _engine_config(self) -> dict:
+        return dict(super()._engine_config(), leaf_samples=bool(self.getQuantiles()))
+
+    def _check_sizes(self, stats, k, weight, max_bins):
+        super()._check_sizes(stats, k, weight, max_bins)
+        entries = int(stats["n_train"]) * int(self.getNumTrees())
+        if self.getQuantiles() and entries > MAX_LEAF_SAMPLES:
+            raise ValueError(f"quantiles: {stats['n_train']} rows x {self.getNumTrees()} "
+                             f"trees make {entries} leaf samples to keep, above the limit of "
+                             f"{MAX_LEAF_SAMPLES}: lower numTrees or sample the rows")
 
     @keyword_only
     def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
@@ -179,7 +230,8 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None):
+                 leafCol=None, monotonicConstraints=None,
+                 quantiles=None, quantilesCol="quantiles"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -191,7 +243,8 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None):
+                  leafCol=None, monotonicConstraints=None,
+                  quantiles=None, quantilesCol="quantiles"):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -206,10 +259,38 @@ class RandomForestClassificationModel(ForestModelMixin, ClassificationModelMixin
     ``sparkxml.forest.base.TreeModel``."""
 
 
-class RandomForestRegressionModel(ForestModelMixin, TreeModel, _RFRegressorParams):
-    """Fitted :class:`RandomForestRegressor` (prediction = mean of the trees' leaf means).
-    Save format: see ``sparkxml.forest.base.TreeModel``."""
+class RandomForestRegressionModel(ForestModelMixin, TreeModel, _RFRegressorParams,
+                                  _QuantileParams):
+    """Fitted :class:`RandomForestRegressor` (prediction = mean of the trees' leaf means;
+    with leaf samples, ``quantilesCol`` too). Save format: see
+    ``sparkxml.forest.base.TreeModel`` (plus the leaf samples,
+    ``sparkxml_kernels.forest.predictor``)."""
+
+    @property
+    def hasLeafSamples(self) -> bool:
+        """Whether the model keeps its leaves' training labels (fitted with quantiles)."""
+        return self._predictor is not None and self._predictor.samples is not None
+
+    def predictQuantiles(self, X, quantiles=None):
+        """float64 (n, Q) quantiles (default: the ``quantiles`` param) of the rows of the
+        array ``X`` (n, d), computed locally as the transform computes them."""
+        qs = self.getQuantiles() if quantiles is None else list(quantiles)
+        return self._predictor.predict_quantiles(X, qs)
+
+    def _output_quantiles(self):
+        return [float(q) for q in self.getQuantiles()] or None
+
+    def _outputs(self):
+        outs = super()._outputs()
+        if self.getQuantiles():
+            if not self.hasLeafSamples:
+                raise ValueError("quantiles: this model keeps no leaf samples; fit the "
+                                 "RandomForestRegressor with quantiles=[...] to predict them")
+            outs.append((self.getQuantilesCol(), "quant"))
+        return outs
 
 
 add_tree_setters(RandomForestClassifier, RandomForestClassificationModel, True, True)
 add_tree_setters(RandomForestRegressor, RandomForestRegressionModel, False, True)
+add_setters(RandomForestRegressor, ("quantiles", "quantilesCol"))
+add_setters(RandomForestRegressionModel, ("quantiles", "quantilesCol"))

@@ -8,7 +8,7 @@ import math
 
 from pyspark.ml.param import Param, Params, TypeConverters
 
-from sparkxml._core.constraints import Rule, between, ge, one_of, zero_or_ge
+from sparkxml._core.constraints import Rule, between, ge, nonempty, one_of, zero_or_ge
 from sparkxml._core.params import param
 
 SUBSET_STRATEGIES = ("auto", "all", "sqrt", "log2", "onethird")
@@ -261,3 +261,37 @@ class HasMonotonicConstraints(Params):
     def getMonotonicConstraints(self) -> list:
         """Gets the value of monotonicConstraints or its default value."""
         return self.getOrDefault(self.monotonicConstraints)
+
+
+# ---------------------------------------------------------------- quantile regression forests
+def _quantiles_ok(v) -> bool:
+    return isinstance(v, list) and all(isinstance(q, float) and 0.0 < q < 1.0 for q in v)
+
+
+class HasQuantiles(Params):
+    """Mixin for param quantiles: quantiles to predict, each in the open interval (0, 1)
+    (empty: none). Non-empty at fit time, the forest keeps every leaf's training labels
+    (memory: up to 16 bytes x rows x numTrees) and outputs these quantiles in
+    quantilesCol; on a model fitted with quantiles, any list may be set (quantile-forest's
+    quantiles).
+    """
+
+    quantiles: "Param[list[float]]" = param("quantiles", __doc__, TypeConverters.toListFloat)
+    _constraints = {"quantiles": Rule(_quantiles_ok, "must be a list of numbers in (0, 1)")}
+
+    def getQuantiles(self) -> list:
+        """Gets the value of quantiles or its default value."""
+        return self.getOrDefault(self.quantiles)
+
+
+class HasQuantilesCol(Params):
+    """Mixin for param quantilesCol: output column of the predicted quantiles (array<double>,
+    one per entry of quantiles, in their order), added when quantiles is not empty.
+    """
+
+    quantilesCol: "Param[str]" = param("quantilesCol", __doc__, TypeConverters.toString)
+    _constraints = {"quantilesCol": nonempty()}
+
+    def getQuantilesCol(self) -> str:
+        """Gets the value of quantilesCol or its default value."""
+        return self.getOrDefault(self.quantilesCol)

@@ -82,10 +82,19 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             arrays = ForestPredictor.from_arrays(dict(
                 {k: v for k, v in res.items() if k != "bin"}, n_features=d, n_classes=K,
                 criterion=cfg["criterion"])).to_arrays()
-        if cfg["oob"]:
+        route = None
+        if cfg["oob"] or cfg.get("leaf_samples"):
             packed = coll.reduce_and_decide(
                 np.zeros(1), lambda _: forest.pack_for_routing(res) if rank == 0 else None)
             route = forest.unpack_for_routing(packed)
+        if cfg.get("leaf_samples"):
+            from sparkxml_kernels.forest.quantiles import gather_leaf_samples
+
+            samples = gather_leaf_samples(coll, X, counts, route, vals.shape[1] - 1, y,
+                                          state["w"], int(route["feature"].size))
+            if rank == 0:
+                arrays.update(samples)
+        if cfg["oob"]:
             sums, n_oob = forest.oob_sums(X, counts, route, vals.shape[1] - 1)
             stats = exact_sums(coll, forest.oob_terms(sums, n_oob, y, K))
             if rank == 0:
@@ -110,19 +119,24 @@ def _trees_done_callback(reporter):
     return cb
 
 
-def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
+def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool, quantiles=None):
     """Output columns of a transform: prediction, for classifiers rawPrediction (the leaf's
     weighted class counts for one tree, the sum of the trees' class fractions for a forest,
     as Spark ML) and probability (the trees' mean class fractions), and the leaf indices
     (per tree, the reached leaf's index among its tree's leaves left to right, as leafCol
-    counts them for GBT and Spark MLlib)."""
+    counts them for GBT and Spark MLlib) and the quantiles (quantile forests)."""
     n = X.shape[0]
     K = pred.n_classes
     leaves = pred.apply(X) if n else np.zeros((0, pred.n_trees), np.int64)
     v = pred.value[leaves].mean(axis=1) if n else np.zeros((0, pred.value.shape[1]))
     out = []
     for k in kinds:
-        if k == "leaf":
+        if k == "quant":  # array<double> per row, one per requested quantile
+            qs = pred.predict_quantiles(X, quantiles) if n else np.zeros((0, len(quantiles)))
+            out.append(pa.ListArray.from_arrays(
+                pa.array(np.arange(n + 1, dtype=np.int32) * len(quantiles)),
+                pa.array(qs.reshape(-1), pa.float64())))
+        elif k == "leaf":
             out.append(dense_vectors(pred.leaf_ordinals()[leaves].astype(np.float64)))
         elif k == "raw":
             w = pred.weighted_n_node_samples[leaves[:, 0]][:, None] if single_tree \
@@ -138,7 +152,7 @@ def _tree_outputs(pred: ForestPredictor, X, kinds, single_tree: bool):
     return out
 
 
-def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
+def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None, quantiles=None):
     """The ``mapInArrow`` function of a tree/forest model's transform (``model``: a
     ``ModelHandle`` or the arrays)."""
     handle = as_handle(model)
@@ -151,7 +165,7 @@ def make_tree_predict_fn(model, spec, n_features, kinds, names, drop=None):
             cols = [b.column(i) for i in keep]
             X = batch_features(b, spec, n_features) if b.num_rows else \
                 np.zeros((0, n_features))
-            cols += _tree_outputs(pred, X, kinds, single)
+            cols += _tree_outputs(pred, X, kinds, single, quantiles)
             yield pa.RecordBatch.from_arrays(cols, names=[b.schema.names[i] for i in keep]
                                              + names)
 
@@ -191,3 +205,44 @@ def make_oob_fn(model, spec, n_features, weight, forest_cfg, id_col):
                 names=list(b.schema.names) + ["__oob__"])
 
     return oob
+
+
+def make_permutation_fn(model, spec, n_features, label, weight, metric, n_repeats, seed,
+                        block_col, key_col):
+    """The ``mapInArrow`` function of the distributed permutation importance: every block of
+    rows (column ``block_col``) in a partition, its rows in content-key order (``key_col``;
+    equal keys are equal rows), gives its ``importance.block_importance_terms`` as rows
+    (block, index, s0..s3)."""
+    handle = as_handle(model)
+
+    def run(batches):
+        from sparkxml_kernels.forest.importance import block_importance_terms
+
+        pred = handle.build("ForestPredictor", ForestPredictor.from_arrays)
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if not tables:
+            return
+        t = pa.concat_tables(tables).combine_chunks()
+        blocks = np.asarray(t.column(block_col).to_numpy(), np.int64)
+        keys = np.asarray(t.column(key_col).to_numpy(), np.int64)
+        order = np.lexsort((keys, blocks))
+        X = np.concatenate([batch_features(b, spec, n_features) for b in t.to_batches()])
+        y = np.asarray(t.column(label).to_numpy(zero_copy_only=False), np.float64)
+        w = None if weight is None else np.asarray(
+            t.column(weight).to_numpy(zero_copy_only=False), np.float64)
+        X, y, blocks = X[order], y[order], blocks[order]
+        w = None if w is None else w[order]
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        ends = np.r_[starts[1:], blocks.size]
+        for a, e in zip(starts, ends):
+            terms = block_importance_terms(
+                lambda A: np.asarray(pred.predict(A), np.float64), X[a:e], y[a:e], metric,
+                n_repeats, seed, int(blocks[a]), None if w is None else w[a:e])
+            m = terms.shape[0]
+            cols = [pa.array(np.full(m, blocks[a], np.int64)),
+                    pa.array(np.arange(m, dtype=np.int64))]
+            cols += [pa.array(terms[:, i]) for i in range(4)]
+            yield pa.RecordBatch.from_arrays(cols, names=["block", "index", "s0", "s1", "s2",
+                                                          "s3"])
+
+    return run

@@ -48,3 +48,33 @@ def test_trees_over_connect(spark_connect, tmp_path):
     a = [r[0] for r in pipe.transform(cols).select("prediction").collect()]
     b = [r[0] for r in again.transform(cols).select("prediction").collect()]
     assert a == b
+
+
+def test_quantile_forest_over_connect(spark_connect, tmp_path):
+    """quantiles: fit, transform (quantilesCol), save/load, Pipeline and the loader."""
+    from sparkxml import RandomForestRegressor
+    from sparkxml.forest.forest import RandomForestRegressionModel
+
+    spark = spark_connect
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(300, 3))
+    y = X[:, 0] + (0.1 + X[:, 0]) * rng.normal(size=300)
+    df = spark.createDataFrame([(Vectors.dense(r), float(v)) for r, v in zip(X.tolist(), y)],
+                               ["features", "label"])
+    est = RandomForestRegressor(numTrees=5, maxDepth=4, numWorkers=2, seed=1,
+                                quantiles=[0.2, 0.8])
+    model = est.fit(df)
+    rows = model.transform(df).select("features", "quantiles").collect()
+    Xr = np.array([r[0].toArray() for r in rows])
+    q = np.array([r[1] for r in rows])
+    np.testing.assert_array_equal(q, model.predictQuantiles(Xr))
+    path = str(tmp_path / "qrf")
+    model.write().save(path)
+    loaded = RandomForestRegressionModel.load(path)
+    assert loaded.getQuantiles() == [0.2, 0.8]
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict_quantiles(Xr), q)
+    pipe = Pipeline(stages=[est]).fit(df)
+    ppath = str(tmp_path / "qpipe")
+    pipe.write().save(ppath)
+    again = PipelineModel.load(ppath).transform(df).select("quantiles").collect()
+    assert again == pipe.transform(df).select("quantiles").collect()

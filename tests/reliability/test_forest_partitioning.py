@@ -35,7 +35,8 @@ def _frame(spark, rows, parts, seed):
 
 FAMILIES = {
     "RandomForestRegressor": lambda: RandomForestRegressor(
-        labelCol="y", weightCol="w", numTrees=4, maxDepth=6, maxBins=32, seed=7, oobScore=True),
+        labelCol="y", weightCol="w", numTrees=4, maxDepth=6, maxBins=32, seed=7, oobScore=True,
+        quantiles=[0.1, 0.5, 0.9]),  # leaf samples too (their arrays compared below)
     "RandomForestClassifier": lambda: RandomForestClassifier(
         labelCol="c", weightCol="w", numTrees=4, maxDepth=6, maxBins=32, seed=7, oobScore=True),
     "DecisionTreeRegressor": lambda: DecisionTreeRegressor(
@@ -69,5 +70,9 @@ def test_same_model_for_any_partitioning_and_workers(spark, rows, family):
             np.testing.assert_array_equal(got[k], ref[k], err_msg=f"{k} ({where})")
         pred = [r[0] for r in model.transform(probe).select("prediction").collect()]
         assert pred == ref_pred, where
+        if family == "RandomForestRegressor":
+            assert "sample_y" in got, where
+            q = [r[0] for r in model.transform(probe).select("quantiles").collect()]
+            assert q == [r[0] for r in ref_model.transform(probe).select("quantiles").collect()]
         if family.startswith("RandomForest"):
             assert model.outOfBagScore == ref_model.outOfBagScore, where

@@ -62,3 +62,54 @@ def permutation_importance(predict, X, y, metric: str, n_repeats: int = 5, seed:
             imp[j, k] = base - score(metric, y, predict(Xp), sample_weight)
     return {"importances": imp, "importances_mean": imp.mean(axis=1),
             "importances_std": imp.std(axis=1), "baseline_score": base}
+
+
+# ------------------------------------------------------------------ distributed mode
+def score_terms(metric: str, y, pred, sample_weight=None) -> np.ndarray:
+    """float64 (4,): sums over rows that :func:`score_from_terms` turns into ``metric``'s
+    score, so that blocks of rows scored apart add up: [Σw·hit or Σw·loss, Σw, Σw·y, Σw·y²]."""
+    y = np.asarray(y, np.float64)
+    pred = np.asarray(pred, np.float64)
+    w = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    if metric == "accuracy":
+        first = float(np.dot(w, y == pred))
+    elif metric == "neg_mean_absolute_error":
+        first = float(np.dot(w, np.abs(y - pred)))
+    elif metric in ("neg_mean_squared_error", "r2"):
+        first = float(np.dot(w, (y - pred) ** 2))
+    else:
+        raise ValueError(f"metric {metric!r} is not one of {list(METRICS)}")
+    return np.array([first, w.sum(), np.dot(w, y), np.dot(w, y * y)])
+
+
+def score_from_terms(metric: str, t) -> float:
+    """``metric``'s score from summed :func:`score_terms` (r2's total sum of squares as
+    Σw·y² - (Σw·y)²/Σw)."""
+    s, sw, swy, swyy = (float(v) for v in t)
+    if metric == "accuracy":
+        return s / sw
+    if metric in ("neg_mean_squared_error", "neg_mean_absolute_error"):
+        return -s / sw
+    den = swyy - swy * swy / sw
+    if den <= 0.0:
+        return 1.0 if s == 0.0 else 0.0
+    return 1.0 - s / den
+
+
+def block_importance_terms(predict, X, y, metric: str, n_repeats: int, seed: int, block: int,
+                           sample_weight=None) -> np.ndarray:
+    """One block of rows' terms (float64 (1 + d * n_repeats, 4)): row 0 the baseline's, row
+    1 + j * n_repeats + k those of feature j permuted within the block by
+    ``numpy.random.default_rng([seed, block, j, k])`` (each repeat a fresh permutation of the
+    original column)."""
+    X = np.array(X, np.float64)
+    n, d = X.shape
+    out = np.empty((1 + d * n_repeats, 4))
+    out[0] = score_terms(metric, y, predict(X), sample_weight)
+    for j in range(d):
+        col = X[:, j].copy()
+        for k in range(n_repeats):
+            X[:, j] = col[np.random.default_rng([seed, block, j, k]).permutation(n)]
+            out[1 + j * n_repeats + k] = score_terms(metric, y, predict(X), sample_weight)
+        X[:, j] = col
+    return out

@@ -6,6 +6,22 @@ import numpy as np
 from .._jit import njit
 
 
+@njit(cache=True, nogil=True, inline="always")
+def route_binned(binned, r, base, left, right, feature, bins, mleft, miss):
+    """The tree-local leaf binned row ``r`` reaches in the tree whose nodes start at
+    ``base``: left when its bin is <= the split's left bin, missing (bin ``miss``) to the
+    side ``mleft`` names."""
+    node = 0
+    while left[base + node] >= 0:
+        j = base + node
+        b = binned[r, feature[j]]
+        if (mleft[j] != 0) if b == miss else (b <= bins[j]):
+            node = left[j]
+        else:
+            node = right[j]
+    return node
+
+
 @njit(cache=True, nogil=True)
 def _oob_sums(binned, counts, left, right, feature, bins, mleft, miss, value, offsets, out,
               n_out):
@@ -14,14 +30,7 @@ def _oob_sums(binned, counts, left, right, feature, bins, mleft, miss, value, of
             if counts[t, r] != 0:
                 continue
             base = offsets[t]
-            node = 0
-            while left[base + node] >= 0:
-                j = base + node
-                b = binned[r, feature[j]]
-                if (mleft[j] != 0) if b == miss else (b <= bins[j]):
-                    node = left[j]
-                else:
-                    node = right[j]
+            node = route_binned(binned, r, base, left, right, feature, bins, mleft, miss)
             for k in range(value.shape[1]):
                 out[r, k] += value[base + node, k]
             n_out[r] += 1

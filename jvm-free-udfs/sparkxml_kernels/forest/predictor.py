@@ -18,6 +18,9 @@ tree_offsets               int64 (T + 1,)      tree t is nodes [tree_offsets[t],
 n_features                 int64 ()            width of the training vectors
 n_classes                  int64 ()            classes (0 for regression)
 criterion                  str ()              the training criterion
+sample_offsets             int64 (N + 1,)      quantile forests only: leaf samples of node j
+                                               are entries [sample_offsets[j], [j+1])
+sample_y, sample_w         float64 (E,)        their labels and weights (``quantiles``)
 =========================  ==================  ================================================
 
 Prediction rounds features to float32 first, as scikit-learn does; a NaN feature goes to the
@@ -33,6 +36,7 @@ import numpy as np
 
 from .._jit import njit
 from ..inputs import csr_parts, dense, is_csr
+from . import quantiles as quantiles_mod
 from .tree import FIELDS, TreeArrays
 
 ARRAY_KEYS = ("children_left", "children_right", "feature", "threshold", "impurity",
@@ -40,6 +44,8 @@ ARRAY_KEYS = ("children_left", "children_right", "feature", "threshold", "impuri
               "n_features", "n_classes", "criterion")
 # written with every model; derived when absent (see ``default_missing_go_to_left``)
 OPTIONAL_KEYS = ("missing_go_to_left",)
+# quantile regression forests: every leaf's training labels (``quantiles``)
+SAMPLE_KEYS = quantiles_mod.SAMPLE_KEYS
 
 
 @njit(cache=True, nogil=True)
@@ -75,7 +81,8 @@ class ForestPredictor:
 
     def __init__(self, children_left, children_right, feature, threshold, impurity,
                  n_node_samples, weighted_n_node_samples, value, tree_offsets, n_features,
-                 n_classes, criterion, missing_go_to_left=None):
+                 n_classes, criterion, missing_go_to_left=None, sample_offsets=None,
+                 sample_y=None, sample_w=None):
         self.children_left = np.ascontiguousarray(children_left, np.int64)
         self.children_right = np.ascontiguousarray(children_right, np.int64)
         self.feature = np.ascontiguousarray(feature, np.int64)
@@ -92,6 +99,10 @@ class ForestPredictor:
         self.criterion = str(criterion)
         self.missing_go_to_left = np.zeros(self.feature.size, np.uint8) \
             if missing_go_to_left is None else np.ascontiguousarray(missing_go_to_left, np.uint8)
+        self.samples = None if sample_offsets is None else {
+            "sample_offsets": np.ascontiguousarray(sample_offsets, np.int64),
+            "sample_y": np.ascontiguousarray(sample_y, np.float64),
+            "sample_w": np.ascontiguousarray(sample_w, np.float64)}
         self._check()
         if missing_go_to_left is None:  # a model file from before missing values were routed
             self.missing_go_to_left = default_missing_go_to_left(
@@ -118,6 +129,8 @@ class ForestPredictor:
                or np.any((self.feature[inner] < 0) | (self.feature[inner] >= self.n_features)))
         if bad:
             raise ValueError("model node arrays are corrupt (child or feature out of range)")
+        if self.samples is not None:
+            quantiles_mod.check_samples(self.samples, N, self.children_left < 0)
 
     @classmethod
     def from_trees(cls, trees, n_features, n_classes, criterion):
@@ -148,6 +161,8 @@ class ForestPredictor:
     # ------------------------------------------------------------------ persistence
     def to_arrays(self) -> dict:
         out = {k: getattr(self, k) for k in ARRAY_KEYS[:9] + OPTIONAL_KEYS}
+        if self.samples is not None:
+            out.update(self.samples)
         out.update(n_features=np.asarray(self.n_features, np.int64),
                    n_classes=np.asarray(self.n_classes, np.int64),
                    criterion=np.asarray(self.criterion))
@@ -158,7 +173,8 @@ class ForestPredictor:
         missing = [k for k in ARRAY_KEYS if k not in arrays]
         if missing:
             raise ValueError(f"model arrays lack {missing}")
-        kw = {k: arrays[k] for k in ARRAY_KEYS[:9] + OPTIONAL_KEYS if k in arrays}
+        kw = {k: arrays[k] for k in ARRAY_KEYS[:9] + OPTIONAL_KEYS + SAMPLE_KEYS
+              if k in arrays}
         return cls(n_features=int(arrays["n_features"]), n_classes=int(arrays["n_classes"]),
                    criterion=str(arrays["criterion"]), **kw)
 
@@ -216,6 +232,17 @@ class ForestPredictor:
         """Class ids (the most probable, lowest on ties) or regression values."""
         v = self.predict_values(X)
         return np.argmax(v, axis=1).astype(np.float64) if self.n_classes else v
+
+    def predict_quantiles(self, X, quantiles) -> np.ndarray:
+        """float64 (n, Q): the requested quantiles (each in (0, 1)) of each row's conditional
+        label distribution (``quantiles`` module: quantile-forest's estimator); NaN for a row
+        whose leaves hold no sample. Needs a model fitted with ``quantiles``."""
+        if self.samples is None:
+            raise ValueError("this forest keeps no leaf samples: fit it with quantiles=[...] "
+                             "(RandomForestRegressor) to predict quantiles")
+        q = quantiles_mod.check_quantiles(quantiles)
+        leaves = self.apply(X)
+        return quantiles_mod.predict_quantiles(leaves, self.samples, q)
 
     def predict_values_naive(self, X) -> np.ndarray:
         """Slow twin of :meth:`predict_values`."""
