@@ -8,7 +8,7 @@ one executor JVM; see ``_cluster.py``), inflicted from outside with SIGKILL whil
 * during the fits of ``FAULT_FITS``, one executor JVM is killed as soon as the scheduler has
   launched the fit's barrier stage. The stage fails, the master relaunches an executor on the
   same worker, the stage runs again, and the model is still the local one;
-* one worker JVM is killed after the first task of a job that predicts 200,000 generated rows
+* one worker JVM is killed after the first task of a job that predicts 80,000 generated rows
   with all five models has finished (its executor exits with it). The lost tasks run again
   on the other executor, and the predictions equal those of the same job run clean, bit for
   bit.
@@ -25,7 +25,7 @@ import time
 import pyarrow.feather as feather
 import pytest
 from _cluster import BARRIER_LAUNCHED, MARK, TASK_FINISHED, Cluster
-from _cluster_driver import assert_same_model, fit_all
+from _cluster_driver import BIG_ROWS, assert_same_model, fit_all
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILIES = ["gbt", "svc", "forest", "fm", "fastxml"]
@@ -137,7 +137,7 @@ def test_worker_killed_during_transform_gives_the_same_predictions(faults):
     assert ev.get("lost"), "the driver never noticed the lost executor"
     clean = feather.read_table(faults["out"] / "predictions-clean.arrow")
     fault = feather.read_table(faults["out"] / "predictions-transform.arrow")
-    assert clean.num_rows == fault.num_rows == 200_000
+    assert clean.num_rows == fault.num_rows == BIG_ROWS
     assert clean.column_names == fault.column_names
     assert len(clean.column_names) >= 6  # the id and every model's predictions
     for col in clean.column_names:
