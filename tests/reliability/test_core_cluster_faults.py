@@ -36,6 +36,13 @@ FAMILIES = ["gbt", "svc", "forest", "fm", "fastxml"]
 # ``local[2,4]`` all the same. SPARKXML_CLUSTER_TESTS=1 kills an executor in all five fits.
 FAULT_FITS = (FAMILIES if os.environ.get("SPARKXML_CLUSTER_TESTS") == "1"
               else ["gbt", "fastxml"])
+# Minutes of CPU on 2 cores (JVM starts, executor relaunches): more than CI's budget leaves, so
+# it runs where SPARKXML_CLUSTER_TESTS is "1" (kills in all five fits) or "faults" (kills in
+# GBT and FastXML).
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SPARKXML_CLUSTER_TESTS") not in ("1", "faults"),
+    reason="the cluster fault tests run with SPARKXML_CLUSTER_TESTS=faults (kills in GBT and "
+           "FastXML) or =1 (kills in all five fits): minutes of CPU on 2 cores")
 # Bound on the whole application, faults included (about a minute on a quiet 2-core machine):
 # a hang fails the test here instead of eating CI's time. A busy shared machine may need more.
 DRIVER_S = float(os.environ.get("SPARKXML_CLUSTER_DEADLINE_S", "420"))
