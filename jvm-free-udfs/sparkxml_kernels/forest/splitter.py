@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from .criteria import ENTROPY, node_weight, proxy
+from .criteria import ENTROPY, impurity, node_weight, proxy
 
 RAND_R_MAX = 0x7FFFFFFF
 FEATURE_THRESHOLD = np.float32(1e-7)
@@ -273,6 +273,94 @@ def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, 
     return best_i, best, best_ml
 
 
+# ------------------------------------------------------------------------------ categories
+@njit(cache=True, nogil=True)
+def category_order(crit, bins, st, m, keys):
+    """Order of the node's categories (compact bins ``bins[:m]``, ascending ids) for the
+    prefix scan: by class 1's weighted fraction (binary classification), the weighted mean
+    target (regression), or the category's own impurity (multiclass, Spark MLlib's centroid);
+    ties by category id (a stable sort of bins already in id order)."""
+    S = st.shape[1]
+    for i in range(m):
+        if crit <= ENTROPY:
+            w = 0.0
+            for c in range(1, S):
+                w += st[i, c]
+            if w <= 0.0:
+                keys[i] = 0.0
+            elif S == 3:
+                keys[i] = st[i, 2] / w
+            else:
+                keys[i] = impurity(crit, st[i], w)
+        else:
+            keys[i] = st[i, 2] / st[i, 1] if st[i, 1] > 0.0 else 0.0
+    return np.argsort(keys[:m], kind="mergesort")
+
+
+@njit(cache=True, nogil=True)
+def _category_mask(bins, order, n_left, ml, mask):
+    # categories absent from the node (and NaN, the last slot) go where missing values go
+    for b in range(mask.shape[0]):
+        mask[b] = 1 if ml else 0
+    for i in range(order.shape[0]):
+        mask[bins[order[i]]] = 1 if i < n_left else 0
+
+
+@njit(cache=True, nogil=True)
+def scan_categorical(crit, bins, st, m, total, wn, min_leaf, min_wleaf, best, left, right,
+                     best_left, keys, mask):
+    """Best split of a categorical feature (compact sums ``st[:m]``, one bin per category,
+    no missing rows): the categories sorted by :func:`category_order`, every prefix of
+    ``1 .. m - 1`` of them a candidate left set (Breiman: for binary classification and
+    regression the best of these is the best of all ``2**(m-1) - 1`` subsets). Returns
+    (position i or -1, proxy, missing-go-left) as :func:`scan_feature`; when a split beats
+    ``best``, ``mask`` (uint8 (n_slots,)) gets its left set: 1 for a category going left, and
+    for categories absent from the node and the missing slot the side with more training
+    rows (``missing-go-left``)."""
+    S = st.shape[1]
+    order = category_order(crit, bins, st, m, keys)
+    for t in range(S):
+        left[t] = 0.0
+    best_i = -1
+    best_ml = False
+    no_mono = np.zeros(3)
+    for i in range(m - 1):
+        for t in range(S):
+            left[t] += st[order[i], t]
+        q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, no_mono)
+        if q > best:
+            best = q
+            best_i = i
+            best_ml = left[0] > total[0] - left[0]
+            for t in range(S):
+                best_left[t] = left[t]
+    if best_i >= 0:
+        _category_mask(bins, order, best_i + 1, best_ml, mask)
+    return best_i, best, best_ml
+
+
+@njit(cache=True, nogil=True)
+def random_categorical_split(crit, bins, st, m, total, wn, min_leaf, min_wleaf, state, left,
+                             right, keys, mask):
+    """ExtraTrees on a categorical feature: the categories ordered as for the best split,
+    and the number of them going left drawn uniformly in 1 .. m - 1. Returns (position or -1,
+    proxy, missing-go-left); ``mask`` receives the left set (as :func:`scan_categorical`)."""
+    S = st.shape[1]
+    order = category_order(crit, bins, st, m, keys)
+    p = rand_int(0, m - 1, state)
+    for t in range(S):
+        left[t] = 0.0
+    for i in range(p + 1):
+        for t in range(S):
+            left[t] += st[order[i], t]
+    ml = left[0] > total[0] - left[0]
+    q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, np.zeros(3))
+    if q == -np.inf:
+        return -1, q, ml
+    _category_mask(bins, order, p + 1, ml, mask)
+    return p, q, ml
+
+
 # ------------------------------------------------------------------------------ node search
 @njit(cache=True, nogil=True)
 def _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st):
@@ -284,7 +372,7 @@ def _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st):
 @njit(cache=True, nogil=True)
 def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, features,
                constant_features, n_known, max_features, min_leaf, min_wleaf, state,
-               bins, st, out_left, cst, bounds):
+               bins, st, out_left, cst, bounds, is_cat, cat_mask):
     """scikit-learn's ``node_split_best`` over binned sums (see the module docstring).
 
     Parameters
@@ -301,19 +389,24 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     bins, st : scratch (n_slots,), (n_slots, S); out_left : (S,) the best split's left sums
     cst : int8 (d,) monotonic constraints (sign already flipped to class 0 for
         classification), or (0,) for none; bounds : float64 (2,) the node's value bounds
+    is_cat : uint8 (d,) 1 for a categorical feature (split by :func:`scan_categorical`), or
+        (0,) for none; cat_mask : uint8 (n_slots,) receives a categorical winner's left set
 
     Returns
     -------
     (feature or -1, left bin, right bin, missing-go-left, n_total_constants)
         The split sends bins <= left bin of ``feature`` left, and the missing slot (the last
         of ``vals``) left when missing-go-left; ``right bin`` is the next non-empty bin (both
-        ends of the threshold's midpoint; the missing slot for the +inf threshold).
+        ends of the threshold's midpoint; the missing slot for the +inf threshold). A
+        categorical winner has left bin = right bin = -2 and sends the bins of ``cat_mask``
+        left.
     """
     d = features.shape[0]
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
     mono = np.zeros(3)
+    keys = np.empty(vals.shape[1])
     f_i = d
     n_visited = 0
     n_found = 0
@@ -348,6 +441,12 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
         t = features[f_i]
         features[f_i] = features[f_j]
         features[f_j] = t
+        if is_cat.shape[0] > 0 and is_cat[f] != 0:
+            i, best, ml = scan_categorical(crit, bins, st, m, total, wn, min_leaf, min_wleaf,
+                                           best, left, right, out_left, keys, cat_mask)
+            if i >= 0:
+                best_f, best_bl, best_br, best_ml = f, -2, -2, ml
+            continue
         i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
                                    min_wleaf, best, left, right, out_left,
                                    _feature_mono(cst, f, bounds, mono))
@@ -403,20 +502,24 @@ def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf
 
 @njit(cache=True, nogil=True)
 def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, subset, k,
-                 min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr, cst, bounds):
+                 min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr, cst, bounds,
+                 is_cat, cat_mask):
     """Forest split search over the drawn ``subset[:k]`` in order (constant ones skipped).
     Returns (feature or -1, left bin, right bin, missing-go-left) as :func:`split_node`.
 
     With ``reps`` of shape (d, n_slots) the splits are random (ExtraTrees,
     :func:`random_feature_split`, draws from ``rstate``): the best of one random threshold
     per feature wins, and ``out_thr[0]`` receives its threshold; ``reps`` of shape (0, 0):
-    the best threshold of every feature. ``cst``, ``bounds``: monotonic constraints as
-    :func:`split_node`'s."""
+    the best threshold of every feature. ``cst``, ``bounds``: monotonic constraints,
+    ``is_cat``, ``cat_mask``: categorical features as :func:`split_node`'s (random splits of
+    a categorical feature: :func:`random_categorical_split`)."""
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
     tmp = np.empty(S)
     mono = np.zeros(3)
+    keys = np.empty(vals.shape[1])
+    cand = np.empty(vals.shape[1], np.uint8)
     rand = reps.shape[0] > 0
     best = -np.inf
     best_f = -1
@@ -427,6 +530,24 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
         f = subset[j]
         m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
         if feature_constant(bins, m, vals[f]):
+            continue
+        if is_cat.shape[0] > 0 and is_cat[f] != 0:
+            if rand:
+                i, q, ml = random_categorical_split(crit, bins, st, m, total, wn, min_leaf,
+                                                    min_wleaf, rstate, tmp, right, keys,
+                                                    cand)
+                if i >= 0 and q > best:
+                    best = q
+                    best_f, best_bl, best_br, best_ml = f, -2, -2, ml
+                    for t in range(S):
+                        out_left[t] = tmp[t]
+                    for t in range(cand.shape[0]):
+                        cat_mask[t] = cand[t]
+                continue
+            i, best, ml = scan_categorical(crit, bins, st, m, total, wn, min_leaf, min_wleaf,
+                                           best, left, right, out_left, keys, cat_mask)
+            if i >= 0:
+                best_f, best_bl, best_br, best_ml = f, -2, -2, ml
             continue
         if rand:
             i, q, ml, thr = random_feature_split(crit, bins, st, m, reps[f], total, wn,
@@ -497,3 +618,29 @@ def best_split_naive(crit, binned, rows, y, w, features_order, n_classes, min_le
                 side = bool(ml) if gone.any() else len(L) > len(R)
                 best, out = p, (int(f), int(t), side)
     return out
+
+
+def best_category_subset_naive(crit, cats, y, w, n_classes, min_leaf=1):
+    """Slow twin of :func:`scan_categorical`: the best left set by brute force over every
+    split of the categories present (all ``2**(m-1) - 1`` subsets holding the smallest id or
+    not, each split counted once), proxies from the rows (``criteria.proxy_naive``). Returns
+    (proxy, sorted tuple of the categories on the side without the largest id) or
+    (-inf, None)."""
+    from itertools import combinations
+
+    from .criteria import proxy_naive
+
+    cats = np.asarray(cats, np.int64)
+    present = np.unique(cats)
+    m = present.size
+    best, best_set = -np.inf, None
+    # subsets of the first m - 1 categories (the last always on the other side), non-empty
+    for r in range(1, m):
+        for sub in combinations(present[:-1].tolist(), r):
+            go = np.isin(cats, sub)
+            if go.sum() < min_leaf or (~go).sum() < min_leaf:
+                continue
+            p = proxy_naive(crit, y[go], w[go], y[~go], w[~go], n_classes)
+            if p > best:
+                best, best_set = p, tuple(sub)
+    return best, best_set
