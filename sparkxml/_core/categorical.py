@@ -84,13 +84,13 @@ def categorical_features(dataset, spec: dict, names, d: int) -> list:
 
 
 def feature_name(spec: dict, f: int, dataset=None) -> str:
-    """A feature's name for messages: its ``featuresCols`` column, else its ML attribute
-    name, else ``<vector column>[f]``."""
+    """A feature's name for messages: its ``featuresCols`` column ``'c'``, else
+    ``'<vector column>'[f]`` with its ML attribute name when it has one."""
     if spec["kind"] == "columns":
-        return str(spec["cols"][f])
+        return f"'{spec['cols'][f]}'"
     if dataset is not None:
         _, named = nominal_attrs(dataset, spec["col"])
         for n, i in named.items():
             if i == f:
-                return f"{spec['col']}[{f}] ('{n}')"
-    return f"{spec['col']}[{f}]"
+                return f"'{spec['col']}'[{f}] ('{n}')"
+    return f"'{spec['col']}'[{f}]"

@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.categorical import categorical_features, feature_name
 from sparkxml._core.histogram_engine import (
     check_schema,
     data_checks,
@@ -62,6 +63,7 @@ from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import check_slots, workers_for
+from sparkxml.forest.categorical import category_bins, category_checks, category_counts
 from sparkxml.forest.params import (
     HasBootstrap,
     HasCcpAlpha,
@@ -75,6 +77,7 @@ from sparkxml.forest.params import (
     HasMinWeightFractionPerNode,
     HasMonotonicConstraints,
     HasOobScore,
+    HasTreeCategoricalCols,
     HasTreeMaxBins,
     HasTreeMaxDepth,
     class_weight_map,
@@ -105,7 +108,7 @@ TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predicti
                "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
                "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
                "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
-               "ccpAlpha", "leafCol", "monotonicConstraints")
+               "ccpAlpha", "leafCol", "monotonicConstraints", "categoricalCols")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
 FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
 
@@ -115,7 +118,8 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                   HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
                   HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
                   HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
-                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol, HasMonotonicConstraints):
+                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol, HasMonotonicConstraints,
+                  HasTreeCategoricalCols):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -214,11 +218,13 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                              f"{list(allowed)}")
         return crit
 
-    def _extra_checks(self, spec, label):
+    def _extra_checks(self, spec, label, cat_ids=()):
         """Aggregates riding along with the data checks: infinite features, label range (NaN
-        and null features are missing values)."""
+        and null features are missing values), and the categorical features' ids
+        (``sparkxml.forest.categorical``)."""
         L = F.col(label).cast("double")
         extra = {"label_min": F.min(L), "label_sum": F.sum(L)}
+        extra.update(category_checks(spec, cat_ids))
         if spec["kind"] == "vector":
             arr = vector_to_array(F.col(spec["col"]))
             bad = F.filter(arr, lambda x: F.abs(x) == float("inf"))
@@ -308,6 +314,17 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                              f"{', featureSubsetStrategy' if self._forest else ''} or the "
                              f"number of features, or re-index the labels")
 
+    def _check_categorical_constraints(self, cat_ids):
+        """A categorical feature with a monotonic constraint is refused, as scikit-learn's
+        histogram trees refuse it (categories have no order)."""
+        cst = self._opt(self.monotonicConstraints) or []
+        for f in cat_ids:
+            if f < len(cst) and cst[f] != 0:
+                raise ValueError(f"monotonicConstraints: {cst[f]} on the categorical feature "
+                                 f"{feature_name(self._features_spec(), f)}; categorical "
+                                 f"features cannot have monotonic constraints (as in "
+                                 f"scikit-learn)")
+
     def _monotonic_cst(self, k, d):
         """monotonicConstraints checked against the data, as scikit-learn checks
         monotonic_cst: one per feature, and not for multiclass classification."""
@@ -353,13 +370,17 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         if n_workers is not None:
             check_slots(spark, n_workers)
         max_bins = int(self.getMaxBins())
+        cat_ids = categorical_features(dataset, spec, self._opt(self.categoricalCols), 1 << 62)
+        self._check_categorical_constraints(cat_ids)
         with FitProgress(spark, self, self.getVerbose()) as progress:
             t0 = time.perf_counter()
             with progress.phase("checks"):
                 stats = data_checks(dataset, spec, label, weight, None, self._task,
-                                     extra=self._extra_checks(spec, label))
+                                     extra=self._extra_checks(spec, label, cat_ids))
                 self._raise_on_extra(spec, label, crit, stats["extra"])
                 d = stats["d"]
+                n_categories = category_counts(dataset, spec, cat_ids, d, stats["extra"],
+                                               max_bins)
                 k = 0
                 if self._task == "classification":
                     k = inferred_classes(label, stats["label_max"], stats["label_distinct"],
@@ -380,9 +401,10 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                                              size=max(binning.SKETCH_FACTOR * n_real, 256),
                                              canonical=True)
             edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
-            vals = bin_values(sketch, edges)
+            vals = category_bins(edges, bin_values, sketch, n_categories)
             sketch_seconds = time.perf_counter() - t0
             cfg = dict(engine, split=self._split_params(crit, k, d), n_classes=k,
+                       n_categories=None if n_categories is None else n_categories.tolist(),
                        ccp_alpha=float(self.getCcpAlpha()),
                        criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
                        n_features=d, class_weights=class_weights,

@@ -127,7 +127,8 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None):
+                 leafCol=None, monotonicConstraints=None,
+                 categoricalCols=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -140,7 +141,8 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None):
+                  leafCol=None, monotonicConstraints=None,
+                  categoricalCols=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -178,7 +180,8 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None):
+                 leafCol=None, monotonicConstraints=None,
+                 categoricalCols=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -190,7 +193,8 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams):
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None):
+                  leafCol=None, monotonicConstraints=None,
+                  categoricalCols=None):
         return self._set_params(**self._input_kwargs)
 
     @property
