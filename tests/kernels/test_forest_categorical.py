@@ -8,7 +8,7 @@ from _tree_data import same_arrays as _same
 from sparkxml_kernels.collective import LocalCollective
 from sparkxml_kernels.forest import builder, criteria, forest, histogram
 from sparkxml_kernels.forest.predictor import ForestPredictor
-from sparkxml_kernels.forest.splitter import best_category_subset_naive
+from sparkxml_kernels.forest.split_naive import best_category_subset_naive
 from sparkxml_kernels.forest.tree import SplitParams, bitset_to_mask
 
 
