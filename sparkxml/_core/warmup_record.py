@@ -155,8 +155,14 @@ def profile_linear(spark):
 
 
 def profile_fm(spark):
-    from sparkxml import (FFMClassifier, FFMRegressor, FMClassifier, FMRanker, FMRegressor,
-                          GBFMClassifier)
+    from sparkxml import (
+        FFMClassifier,
+        FFMRegressor,
+        FMClassifier,
+        FMRanker,
+        FMRegressor,
+        GBFMClassifier,
+    )
 
     X, y = _dense(1000, 8)
     df = _vectors(spark, X, y).cache()

@@ -216,8 +216,8 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams, _QuantileParam
     def _engine_config(self) -> dict:
         return dict(super()._engine_config(), leaf_samples=bool(self.getQuantiles()))
 
-    def _check_sizes(self, stats, k, weight, max_bins):
-        super()._check_sizes(stats, k, weight, max_bins)
+    def _check_sizes(self, stats, k, weight, max_bins, n_labels=0):
+        super()._check_sizes(stats, k, weight, max_bins, n_labels)
         entries = int(stats["n_train"]) * int(self.getNumTrees())
         if self.getQuantiles() and entries > MAX_LEAF_SAMPLES:
             raise ValueError(f"quantiles: {stats['n_train']} rows x {self.getNumTrees()} "
