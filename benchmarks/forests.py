@@ -3,8 +3,9 @@
     python benchmarks/forests.py [--workers 2] [--repeats 3] [--trees 100]
         [--synthetic-rows 1000000] [--synthetic-features 50] [--synthetic-trees 50]
         [--synthetic-depth 10] [--mllib-synthetic-trees 5] [--extra-trees 100]
-        [--quantile-trees 100]
-        [--skip exact missing extra pendigits synthetic mllib sklearn quantile]
+        [--quantile-trees 100] [--categorical-rows 50000] [--categorical-trees 50]
+        [--skip exact missing constraints extra categorical pendigits synthetic mllib sklearn
+                quantile]
 
 Parts (each can be skipped):
 
@@ -24,6 +25,10 @@ extra      ExtraTreesClassifier, ``extra-trees`` trees, sqrt features, full dept
            pendigits: test accuracy and fit time beside scikit-learn's ExtraTreesClassifier
            (n_jobs=W, random_state=0; the random streams differ, so accuracy is compared, not
            trees) and Spark MLlib's RandomForestClassifier (maxDepth=30, maxBins=128).
+categorical  a 50-level categorical feature (``categorical-rows`` rows): test accuracy of
+           sparkxml's trees and forests (``categorical-trees`` trees) with categorical splits,
+           one-hot and ordinal encodings, and MLlib's with categorical metadata
+           (benchmarks/forests_categorical.py).
 pendigits  RandomForestClassifier, ``trees`` trees, sqrt features, full depth: test accuracy
            and fit time of scikit-learn (n_jobs=W, random_state=0), Spark MLlib
            (numTrees=trees, maxDepth=30, maxBins=128, featureSubsetStrategy='sqrt') and
@@ -62,6 +67,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import Results, session  # noqa: E402
+from forests_categorical import part_categorical  # noqa: E402
 from gbt_synthetic import make_data  # noqa: E402  (the same data as the GBT benchmark)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -536,9 +542,11 @@ def main():
     ap.add_argument("--mllib-synthetic-trees", type=int, default=5)
     ap.add_argument("--extra-trees", type=int, default=100)
     ap.add_argument("--quantile-trees", type=int, default=100)
+    ap.add_argument("--categorical-rows", type=int, default=50_000)
+    ap.add_argument("--categorical-trees", type=int, default=50)
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["exact", "missing", "constraints", "extra", "pendigits",
-                             "synthetic", "mllib", "sklearn", "quantile"])
+                    choices=["exact", "missing", "constraints", "extra", "categorical",
+                             "pendigits", "synthetic", "mllib", "sklearn", "quantile"])
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
@@ -555,6 +563,9 @@ def main():
             part_constraints(spark, args.workers, args.extra_trees, res)
         if "extra" not in args.skip:
             part_extra(spark, args.workers, args.extra_trees, "mllib" in args.skip, res)
+        if "categorical" not in args.skip:
+            part_categorical(spark, args.workers, args.categorical_trees, args.categorical_rows,
+                             "mllib" in args.skip, res, f", load {os.getloadavg()[0]:.2f}")
         if "pendigits" not in args.skip:
             part_pendigits(spark, args.workers, args.trees, args.repeats, "mllib" in args.skip,
                            args.criterion, res)

@@ -194,6 +194,13 @@ def profile_forest(spark):
         .transform(df).collect()
     RandomForestClassifier(numTrees=3, maxDepth=4, criterion="entropy", oobScore=True,
                            bootstrap=True).fit(df).transform(df).collect()
+    # categorical splits (their kernels are callees of the same entry points)
+    cats = spark.createDataFrame([(float(int(abs(a) * 3) % 10), float(b), float(v))
+                                  for a, b, v in zip(X[:, 0], X[:, 1], y)], ["c", "x", "label"])
+    for est in (DecisionTreeClassifier(maxDepth=4),
+                RandomForestClassifier(numTrees=3, maxDepth=4, oobScore=True)):
+        est.setParams(featuresCols=["c", "x"], categoricalCols=["c"])
+        est.fit(cats).transform(cats).collect()
 
 
 PROFILES = {"fastxml": profile_fastxml, "gbt": profile_gbt, "gbt_threads": profile_gbt_threads,

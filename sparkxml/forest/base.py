@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 
 from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
+from sparkxml._core.categorical import categorical_features
 from sparkxml._core.histogram_engine import (
     check_schema,
     data_checks,
@@ -63,6 +64,12 @@ from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import check_slots, workers_for
+from sparkxml.forest.categorical import (
+    category_bins,
+    category_checks,
+    category_counts,
+    check_categorical_options,
+)
 from sparkxml.forest.median import (
     label_values,
     missing_feature_counts,
@@ -81,6 +88,7 @@ from sparkxml.forest.params import (
     HasMinWeightFractionPerNode,
     HasMonotonicConstraints,
     HasOobScore,
+    HasTreeCategoricalCols,
     HasTreeMaxBins,
     HasTreeMaxDepth,
     class_weight_map,
@@ -111,7 +119,7 @@ TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predicti
                "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
                "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
                "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
-               "ccpAlpha", "leafCol", "monotonicConstraints")
+               "ccpAlpha", "leafCol", "monotonicConstraints", "categoricalCols")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
 FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
 
@@ -121,7 +129,8 @@ class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, Has
                   HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
                   HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
                   HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
-                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol, HasMonotonicConstraints):
+                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol, HasMonotonicConstraints,
+                  HasTreeCategoricalCols):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -220,12 +229,13 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                              f"{list(allowed)}")
         return crit
 
-    def _extra_checks(self, spec, label, crit=None):
+    def _extra_checks(self, spec, label, crit=None, cat_ids=()):
         """Aggregates riding along with the data checks: infinite features, label range (NaN
         and null features are missing values; absolute_error counts them, as it refuses
-        them)."""
+        them), and the categorical features' ids (``sparkxml.forest.categorical``)."""
         L = F.col(label).cast("double")
         extra = {"label_min": F.min(L), "label_sum": F.sum(L)}
+        extra.update(category_checks(spec, cat_ids))
         if spec["kind"] == "vector":
             arr = vector_to_array(F.col(spec["col"]))
             bad = F.filter(arr, lambda x: F.abs(x) == float("inf"))
@@ -370,13 +380,17 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         if n_workers is not None:
             check_slots(spark, n_workers)
         max_bins = int(self.getMaxBins())
+        cat_ids = categorical_features(dataset, spec, self._opt(self.categoricalCols), 1 << 62)
+        check_categorical_options(spec, cat_ids, crit, self._opt(self.monotonicConstraints))
         with FitProgress(spark, self, self.getVerbose()) as progress:
             t0 = time.perf_counter()
             with progress.phase("checks"):
                 stats = data_checks(dataset, spec, label, weight, None, self._task,
-                                     extra=self._extra_checks(spec, label, crit))
+                                     extra=self._extra_checks(spec, label, crit, cat_ids))
                 self._raise_on_extra(spec, label, crit, stats["extra"])
                 d = stats["d"]
+                n_categories = category_counts(dataset, spec, cat_ids, d, stats["extra"],
+                                               max_bins)
                 k = 0
                 if self._task == "classification":
                     k = inferred_classes(label, stats["label_max"], stats["label_distinct"],
@@ -399,10 +413,11 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                                              size=max(binning.SKETCH_FACTOR * n_real, 256),
                                              canonical=True)
             edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
-            vals = bin_values(sketch, edges)
+            vals = category_bins(edges, bin_values, sketch, n_categories)
             sketch_seconds = time.perf_counter() - t0
             cfg = dict(engine, split=self._split_params(crit, k, d, n_labels), n_classes=k,
                        label_values=None if yv is None else yv.tolist(),
+                       n_categories=None if n_categories is None else n_categories.tolist(),
                        ccp_alpha=float(self.getCcpAlpha()),
                        criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
                        n_features=d, class_weights=class_weights,

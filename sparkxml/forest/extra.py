@@ -73,7 +73,8 @@ class ExtraTreesClassifier(_ForestEstimator, _ETClassifierParams):
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=False,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None):
+                 leafCol=None, monotonicConstraints=None,
+                 categoricalCols=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -86,7 +87,8 @@ class ExtraTreesClassifier(_ForestEstimator, _ETClassifierParams):
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=False,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None):
+                  leafCol=None, monotonicConstraints=None,
+                  categoricalCols=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -122,7 +124,8 @@ class ExtraTreesRegressor(_ForestEstimator, _ETRegressorParams):
                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=False,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None):
+                 leafCol=None, monotonicConstraints=None,
+                 categoricalCols=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -134,7 +137,8 @@ class ExtraTreesRegressor(_ForestEstimator, _ETRegressorParams):
                   minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=False,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None):
+                  leafCol=None, monotonicConstraints=None,
+                  categoricalCols=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -139,7 +139,8 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None):
+                 leafCol=None, monotonicConstraints=None,
+                 categoricalCols=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -152,7 +153,8 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
                   featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None):
+                  leafCol=None, monotonicConstraints=None,
+                  categoricalCols=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -231,7 +233,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams, _QuantileParam
                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
                  leafCol=None, monotonicConstraints=None,
-                 quantiles=None, quantilesCol="quantiles"):
+                 quantiles=None, quantilesCol="quantiles", categoricalCols=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -244,7 +246,7 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams, _QuantileParam
                   subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
                   timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
                   leafCol=None, monotonicConstraints=None,
-                  quantiles=None, quantilesCol="quantiles"):
+                  quantiles=None, quantilesCol="quantiles", categoricalCols=None):
         return self._set_params(**self._input_kwargs)
 
     @property

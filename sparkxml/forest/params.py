@@ -8,7 +8,15 @@ import math
 
 from pyspark.ml.param import Param, Params, TypeConverters
 
-from sparkxml._core.constraints import Rule, between, ge, nonempty, one_of, zero_or_ge
+from sparkxml._core.constraints import (
+    Rule,
+    between,
+    feature_names,
+    ge,
+    nonempty,
+    one_of,
+    zero_or_ge,
+)
 from sparkxml._core.params import param
 
 SUBSET_STRATEGIES = ("auto", "all", "sqrt", "log2", "onethird")
@@ -295,3 +303,22 @@ class HasQuantilesCol(Params):
     def getQuantilesCol(self) -> str:
         """Gets the value of quantilesCol or its default value."""
         return self.getOrDefault(self.quantilesCol)
+
+
+# ---------------------------------------------------------------- categorical features
+class HasTreeCategoricalCols(Params):
+    """Mixin for param categoricalCols: features split as categories: names in featuresCols,
+    or names of the vector column's ML attributes; the vector column's nominal attributes
+    (VectorIndexer, StringIndexer + VectorAssembler) are categorical too. Values are
+    category ids, integers in [0, K) with K the attribute's number of values (else the
+    largest id + 1), K at most maxBins - 1; no missing values in training. A split sends a
+    set of categories left (Breiman's sorted-prefix search).
+    """
+
+    categoricalCols: "Param[list[str]]" = param(
+        "categoricalCols", __doc__, TypeConverters.toListString)
+    _constraints = {"categoricalCols": feature_names()}
+
+    def getCategoricalCols(self) -> list[str]:
+        """Gets the value of categoricalCols or its default value."""
+        return self.getOrDefault(self.categoricalCols)

@@ -53,6 +53,9 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
         X = tree_binned(X, vals)  # missing values to the trees' last bin slot
         edges = [np.asarray(e, np.float64) for e in cfg["edges"]]
         d = cfg["n_features"]
+        n_cat = cfg.get("n_categories")
+        is_cat = None if n_cat is None else (np.asarray(n_cat) > 0).astype(np.uint8)
+        n_cat = None if n_cat is None else np.asarray(n_cat, np.int64)
         info = {"n_train": int(n), "binned_bytes": int(X.nbytes),
                 "load_timing": state.get("timing")}
         arrays = None
@@ -60,19 +63,20 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
         try:
             if cfg["kind"] == "tree":
                 tree = builder.grow_tree(X, cls, y, ylny, rw, params, coll, vals, edges,
-                                         cfg["rand_state"], yv)
+                                         cfg["rand_state"], yv, is_cat=is_cat)
                 if rank == 0 and cfg.get("ccp_alpha", 0.0) > 0.0:
                     tree = TreeArrays(**prune_tree(tree.as_dict(), cfg["ccp_alpha"]))
                 if rank == 0:
-                    arrays = ForestPredictor.from_trees([tree], d, K,
-                                                        cfg["criterion"]).to_arrays()
+                    arrays = ForestPredictor.from_trees([tree], d, K, cfg["criterion"],
+                                                        n_categories=n_cat).to_arrays()
                     reporter.progress(1, 1, {"nodes": int(tree.node_count)}, unit="tree")
                 return arrays, info
             res, counts = forest.grow_forest(
                 X, cls, y, ylny, rw, keys, params, cfg["n_trees"], cfg["seed"],
                 cfg["bootstrap"], cfg["rate"], coll, vals, edges,
                 on_trees_done=_trees_done_callback(reporter) if reporter.enabled else None,
-                balanced_subsample=bool(cfg.get("balanced_subsample")), yv=yv)
+                balanced_subsample=bool(cfg.get("balanced_subsample")), yv=yv,
+                is_cat=is_cat)
         finally:
             reporter.close()
         info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)
@@ -81,7 +85,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             res = prune_forest(res, cfg.get("ccp_alpha", 0.0))
             arrays = ForestPredictor.from_arrays(dict(
                 {k: v for k, v in res.items() if k != "bin"}, n_features=d, n_classes=K,
-                criterion=cfg["criterion"])).to_arrays()
+                criterion=cfg["criterion"], n_categories=n_cat)).to_arrays()
         route = None
         if cfg["oob"] or cfg.get("leaf_samples"):
             packed = coll.reduce_and_decide(

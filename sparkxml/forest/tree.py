@@ -84,6 +84,11 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
         [monotonic_cst]: -1, 0 or 1 per feature (one per feature); splits that would break
         a constraint or leave a node's bounds are rejected and node values clipped to their
         bounds, as scikit-learn. Classification: binary only, on class 1's probability.
+        Refused on a categorical feature (as scikit-learn refuses it).
+    categoricalCols : list of str, optional
+        Features split as categories (see "Categorical features" below); a vector column's
+        nominal attributes (``VectorIndexer``, ``StringIndexer`` + ``VectorAssembler``) are
+        categorical without being named.
     numWorkers : int, optional
         Barrier tasks (default: the session's parallelism, one per 50,000 rows at most).
     timeoutSeconds : float, default 600
@@ -92,6 +97,26 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
         Log the phase times and "tree 1/1" when the tree is grown through the Python logger
         ``sparkxml`` (``sparkxml._core.progress``); forests log one line every ``verbose``
         trees done; 0 = silent.
+
+    Notes
+    -----
+    Categorical features: a feature's values are category ids 0..K-1 (K: the nominal
+    attribute's number of values, else the largest id + 1; ids are checked, naming the
+    column and the value, before the training job: negative, non-integer, at or above K, or
+    missing values are refused). A split sends a set of the categories present in the node
+    left: for binary classification and regression the categories are sorted by class 1's
+    weighted fraction or the weighted mean label, ties by category id, and the best of the
+    K - 1 prefixes is exactly the best of all subsets (Breiman). At prediction a NaN, a
+    category unseen in training, and a category absent from the node in training go to the
+    child that had more training rows (``missing_go_to_left``). ``treeArrays`` then holds
+    ``categories_left`` (uint64 bitsets, threshold NaN at those splits).
+
+    Differences from Spark MLlib and scikit-learn: multiclass categorical splits sort the
+    categories by their own impurity (MLlib's centroid for ordered categorical features) and
+    scan prefixes, an approximation (MLlib searches all subsets of few categories);
+    ExtraTrees draw the number of sorted categories going left uniformly; scikit-learn's
+    trees have no categorical splits; ONNX export of such a model is refused (the
+    TreeEnsemble operators have no category sets).
 
     Examples
     --------
@@ -116,7 +141,8 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                  minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                  maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
                  classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 ccpAlpha=0.0, leafCol=None, monotonicConstraints=None):
+                 ccpAlpha=0.0, leafCol=None, monotonicConstraints=None,
+                 categoricalCols=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -127,7 +153,8 @@ class DecisionTreeClassifier(TreeEstimator, _DTClassifierParams):
                   minInstancesPerNode=1, minSamplesSplit=2, minWeightFractionPerNode=0.0,
                   maxLeafNodes=0, minInfoGain=0.0, featureSubsetStrategy="auto",
                   classWeight=None, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                  ccpAlpha=0.0, leafCol=None, monotonicConstraints=None):
+                  ccpAlpha=0.0, leafCol=None, monotonicConstraints=None,
+                  categoricalCols=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -165,7 +192,8 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                  maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                  featureSubsetStrategy="auto", seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 ccpAlpha=0.0, leafCol=None, monotonicConstraints=None):
+                 ccpAlpha=0.0, leafCol=None, monotonicConstraints=None,
+                 categoricalCols=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -175,7 +203,8 @@ class DecisionTreeRegressor(TreeEstimator, _DTRegressorParams):
                   maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
                   minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
                   featureSubsetStrategy="auto", seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0, leafCol=None, monotonicConstraints=None):
+                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0, leafCol=None,
+                  monotonicConstraints=None, categoricalCols=None):
         return self._set_params(**self._input_kwargs)
 
     @property

@@ -3,7 +3,7 @@ features and sparse vector columns.
 
 * **maxBins above 256**: the sketch keeps ``8 x`` the real bins per feature and the edges
   allow up to 65535 real bins; tasks bin to uint16 (``sparkxml_kernels.gbt.binned``).
-* **Categorical features**: named by ``categoricalCols`` (names in ``featuresCols``, or the
+* **Categorical features** (which ones: ``sparkxml._core.categorical``): named by ``categoricalCols`` (names in ``featuresCols``, or the
   vector column's ML attribute names), plus the vector column's nominal attributes (what
   ``StringIndexer`` + ``VectorAssembler`` write). Their categories are the distinct values the
   sketch saw (it keeps every value of a feature with at most ``8 x`` the real bins); they
@@ -55,48 +55,6 @@ def with_sparse(dataset, spec: dict) -> dict:
     # the width rides along: the data checks take it instead of measuring every vector
     spec = dict(spec, width=d)
     return dict(spec, sparse=True) if d >= SPARSE_MIN_FEATURES else spec
-
-
-def _nominal_attrs(dataset, col):
-    """(index -> name) of the vector column's nominal ML attributes and of all named ones."""
-    try:
-        attrs = dataset.schema[col].metadata.get("ml_attr", {}).get("attrs", {})
-    except (KeyError, AttributeError):
-        return {}, {}
-    nominal, named = {}, {}
-    for kind, group in attrs.items():
-        for a in group:
-            i = a.get("idx")
-            if not isinstance(i, int):
-                continue
-            if a.get("name"):
-                named[str(a["name"])] = i
-            if kind == "nominal":
-                nominal[i] = a.get("name", f"f{i}")
-    return nominal, named
-
-
-def categorical_features(dataset, spec: dict, names, d: int) -> list:
-    """Sorted ids of the categorical features: ``categoricalCols`` ``names`` (column names
-    of ``featuresCols``, or attribute names of the vector column) and nominal attributes."""
-    names = list(names or [])
-    ids = set()
-    if spec["kind"] == "columns":
-        cols = list(spec["cols"])
-        for n in names:
-            if n not in cols:
-                raise ValueError(f"categoricalCols: '{n}' is not one of featuresCols {cols}")
-            ids.add(cols.index(n))
-    else:
-        nominal, named = _nominal_attrs(dataset, spec["col"])
-        for n in names:
-            if n not in named:
-                raise ValueError(f"categoricalCols: '{n}' is not an attribute name of the "
-                                 f"vector column '{spec['col']}' (known: "
-                                 f"{sorted(named)[:20]})")
-            ids.add(named[n])
-        ids.update(i for i in nominal if 0 <= i < d)
-    return sorted(ids)
 
 
 def sketch_args(max_bins: int) -> tuple:

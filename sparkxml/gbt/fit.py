@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 
 from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.base import SparkXMLEstimator
+from sparkxml._core.categorical import categorical_features
 
 # shared with LambdaMART, trees and forests; still importable from here
 from sparkxml._core.histogram_engine import (
@@ -250,7 +251,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         init = self._init_predictor(d, objective, k)
         load = {"missing": float(self.getMissing()), "margin_col": name or None,
                 "n_outputs": k, "init": None if init is None else init.to_arrays()}
-        cat_ids = _gbt_features.categorical_features(dataset, spec,
+        cat_ids = categorical_features(dataset, spec,
                                                      self._opt(self.categoricalCols), d)
         if cat_ids and self._opt(self.monotoneConstraints):
             mono = list(self.getMonotoneConstraints())

@@ -78,3 +78,26 @@ def test_quantile_forest_over_connect(spark_connect, tmp_path):
     pipe.write().save(ppath)
     again = PipelineModel.load(ppath).transform(df).select("quantiles").collect()
     assert again == pipe.transform(df).select("quantiles").collect()
+
+
+def test_categorical_tree_over_connect(spark_connect, tmp_path):
+    """categoricalCols over Connect: the ids checked, the left sets saved and served."""
+    from sparkxml import DecisionTreeClassifier
+    from sparkxml.forest.tree import DecisionTreeClassificationModel
+
+    rng = np.random.default_rng(1)
+    c = rng.integers(0, 12, 600)
+    x = rng.normal(size=600)
+    y = np.isin(c, [1, 4, 5, 9]).astype(float)
+    df = spark_connect.createDataFrame(
+        [(float(a), float(b), float(v)) for a, b, v in zip(c, x, y)], ["c", "x", "label"])
+    model = DecisionTreeClassifier(featuresCols=["c", "x"], categoricalCols=["c"], maxDepth=1,
+                                   numWorkers=2).fit(df)
+    assert np.isnan(model.treeArrays(0)["threshold"][0])
+    pred = [r[0] for r in model.transform(df).select("prediction").collect()]
+    assert pred == y.tolist()
+    path = str(tmp_path / "dt_cat")
+    model.write().save(path)
+    assert DecisionTreeClassificationModel.load(path).getCategoricalCols() == ["c"]
+    X = np.column_stack([c, x]).astype(float)
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(X), y)

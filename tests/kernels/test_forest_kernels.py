@@ -10,8 +10,8 @@ from sparkxml_kernels import binning
 from sparkxml_kernels.collective import LocalCollective
 from sparkxml_kernels.forest import criteria, forest, histogram
 from sparkxml_kernels.forest.predictor import ForestPredictor
+from sparkxml_kernels.forest.split_naive import best_split_naive
 from sparkxml_kernels.forest.splitter import (
-    best_split_naive,
     compact_rows,
     draw_subset,
     node_state,

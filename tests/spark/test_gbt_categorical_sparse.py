@@ -89,7 +89,7 @@ def test_wide_sparse_vectors_train_what_the_kernels_train(spark):
 def test_nominal_vector_attributes_are_categorical(spark):
     from pyspark.ml.feature import StringIndexer, VectorAssembler
 
-    from sparkxml.gbt.features import categorical_features
+    from sparkxml._core.categorical import categorical_features
 
     df = spark.createDataFrame([("a", 1.0, 0.5), ("b", 2.0, 1.5), ("a", 3.0, 2.5)],
                                ["s", "x", "z"])

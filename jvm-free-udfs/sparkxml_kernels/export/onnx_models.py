@@ -45,7 +45,13 @@ def _model(onnx, nodes, d: int, outputs, name: str, opset: int, ml_opset: int):
 
 
 def forest_to_onnx(pred, opset: int = 17, ml_opset: int = 3):
-    """The ``onnx.ModelProto`` of a ``ForestPredictor`` (see the module docstring)."""
+    """The ``onnx.ModelProto`` of a ``ForestPredictor`` (see the module docstring); trees
+    with categorical splits are refused (the operators have no category sets)."""
+    if getattr(pred, "categorical", False):
+        raise ValueError("format 'onnx' cannot hold categorical splits (the TreeEnsemble "
+                         "operators compare a feature with one threshold, they have no "
+                         "category sets); this tree model was fitted with categorical "
+                         "features (categoricalCols or nominal metadata)")
     onnx = _onnx()
     h, T = onnx.helper, onnx.TensorProto
     classify = int(pred.n_classes) > 0

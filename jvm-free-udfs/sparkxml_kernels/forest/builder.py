@@ -102,7 +102,7 @@ class TreeDriver:
     collective's ``decide``)."""
 
     def __init__(self, params: SplitParams, d: int, n_slots: int, vals: np.ndarray, edges,
-                 rand_state: int, yv=NO_VALUES):
+                 rand_state: int, yv=NO_VALUES, is_cat: np.ndarray | None = None):
         self.p = params
         self.yv = np.ascontiguousarray(yv, np.float64)
         self.d, self.n_slots = d, n_slots
@@ -125,6 +125,9 @@ class TreeDriver:
         self.max_split_nodes = params.max_leaf_nodes - 1
         self.best_first = params.max_leaf_nodes > 0
         self.cst = params.internal_cst()
+        self.is_cat = np.zeros(0, np.uint8) if is_cat is None else is_cat
+        if self.is_cat.size:
+            self.nodes.n_categories = n_slots - 1
 
     # -------------------------------------------------------------- collective entry
     def __call__(self, summed: np.ndarray) -> np.ndarray:
@@ -168,20 +171,22 @@ class TreeDriver:
                 or n < 2 * p.min_samples_leaf or w < 2 * self.min_wleaf)
 
     def _search(self, rec, total, w, n_known):
-        """Split search; returns ((feature, bl, br, missing-go-left, left sums) or None,
-        n_constant)."""
+        """Split search; returns ((feature, bl, br, missing-go-left, left sums, left set of a
+        categorical split or None) or None, n_constant)."""
         p = self.p
         out_left = np.zeros(self.S)
+        mask = np.zeros(self.n_slots, np.uint8)
         max_f = p.max_features if p.max_features > 0 else self.d
         f, bl, br, ml, n_const = split_node(
             0, p.criterion, rec.hist, self.fmap, np.zeros((1, 1), np.uint8),
             np.zeros(1, np.int32), 0, 0, np.zeros((1, self.S)), self.vals, total, w,
             self.features, self.constant, n_known, max_f, float(p.min_samples_leaf),
             self.min_wleaf, self.state, self.bins, self.st, out_left, self.cst,
-            np.asarray(rec.bounds, np.float64), self.yv)
+            np.asarray(rec.bounds, np.float64), self.yv, self.is_cat, mask)
         if f < 0:
             return None, n_const
-        return (int(f), int(bl), int(br), bool(ml), out_left), n_const
+        return (int(f), int(bl), int(br), bool(ml), out_left, mask if bl == -2 else None), \
+            n_const
 
     def _evaluate(self, rec, total, w, n_known):
         """Search, then scikit-learn's post-search leaf test; fills rec.split etc."""
@@ -190,13 +195,13 @@ class TreeDriver:
         rec.n_constant = n_const
         if found is None:
             return False
-        f, bl, br, ml, left = found
+        f, bl, br, ml, left, mask = found
         ok, right, wl, wr, il, ir, imp = split_children(
             crit, self.w_total, w, rec.impurity, total, left, self.p.min_impurity_decrease,
             self.yv)
         if not ok:
             return False
-        rec.split = (f, bl, br, il, ir, float(left[0]), float(right[0]), ml)
+        rec.split = (f, bl, br, il, ir, float(left[0]), float(right[0]), ml, mask)
         rec.improvement = imp
         if self.cst.size:  # scikit-learn's criterion.middle_value() of the chosen split
             k = 1 if is_classification(crit) else 2
@@ -211,11 +216,14 @@ class TreeDriver:
         rec.node = self.nodes.add(rec.parent, rec.is_left, n, w, rec.impurity, value)
         if split:
             f, bl, br = rec.split[:3]
-            self.nodes.set_split(rec.node, f, split_threshold(f, bl, br, self.vals, self.edges),
-                                 rec.split[7])
+            mask = rec.split[8]
+            thr = np.nan if mask is not None else \
+                split_threshold(f, bl, br, self.vals, self.edges)
+            self.nodes.set_split(rec.node, f, thr, rec.split[7],
+                                 None if mask is None else mask[:-1])
 
     def _children(self, rec):
-        f, bl, br, il, ir, nl, nr, ml = rec.split
+        f, bl, br, il, ir, nl, nr, ml, mask = rec.split
         bl_, br_ = monotonic_children(int(self.cst[f]) if self.cst.size else 0,
                                       rec.bounds[0], rec.bounds[1], rec.middle)
         left = _Record(self.n_slot_ids, rec.depth + 1, rec.node, True, il, rec.n_constant, bl_)
@@ -226,6 +234,8 @@ class TreeDriver:
         self.pending = (rec, left, right, build_left)
         dec = np.array([_SPLIT, rec.slot, f, bl, 1.0 if build_left else 0.0, left.slot,
                         right.slot, 1.0 if ml else 0.0])
+        if self.is_cat.size:  # the left set of a categorical split rides along
+            dec = np.concatenate([dec, mask if mask is not None else np.zeros(self.n_slots)])
         return left, right, dec
 
     # -------------------------------------------------------------- the two builders
@@ -278,7 +288,7 @@ class TreeDriver:
 
 
 def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, edges,
-              rand_state: int = 1, yv=NO_VALUES):
+              rand_state: int = 1, yv=NO_VALUES, is_cat=None):
     """Grow one tree over the rows of every rank (call on every rank, in lockstep).
 
     Parameters
@@ -294,6 +304,8 @@ def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, 
     rand_state : scikit-learn's splitter seed (``splitter.sklearn_seed(random_state)``)
     yv : float64 (K,) absolute_error's distinct targets, ascending (the same on every rank;
         ``params.n_classes`` = K)
+    is_cat : uint8 (d,) 1 for a categorical feature (bin b = category b, no missing rows), or
+        None for none
 
     Returns
     -------
@@ -308,7 +320,9 @@ def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, 
     counts = np.ones((1, n), np.uint8)
     feats = np.arange(d, dtype=np.int64)[None, :]
     zero = np.zeros(1, np.int64)
-    driver = TreeDriver(params, d, n_slots, vals, edges, rand_state, yv) \
+    is_cat = np.zeros(0, np.uint8) if is_cat is None or not np.any(is_cat) else \
+        np.ascontiguousarray(is_cat, np.uint8)
+    driver = TreeDriver(params, d, n_slots, vals, edges, rand_state, yv, is_cat) \
         if collective.rank == 0 else None
     # sums that do not depend on the rows' order or ranks (plain, as scikit-learn's, when
     # they are exact anyway: integer weights and targets)
@@ -330,7 +344,9 @@ def grow_tree(binned, cls, y, ylny_, rw, params: SplitParams, collective, vals, 
             break
         slot, f, b, build_left, ls, rs, ml = (int(v) for v in dec[1:8])
         s, e = starts.pop(slot), ends.pop(slot)
-        nl = int(partition_nodes(binned, part, [s], [e], [f], [b], scratch, [ml], n_slots - 1)[0])
+        masks = dec[8:].reshape(1, -1) if b == -2 else None
+        nl = int(partition_nodes(binned, part, [s], [e], [f], [b], scratch, [ml], n_slots - 1,
+                                 masks)[0])
         starts[ls], ends[ls] = s, s + nl
         starts[rs], ends[rs] = s + nl, e
         local = hist_of(ls if build_left else rs)

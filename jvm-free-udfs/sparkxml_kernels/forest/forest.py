@@ -154,7 +154,7 @@ def small_node_rows(mtry, n_slots, S, d) -> int:
 def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: int, seed: int,
                 bootstrap: bool, rate: float, collective, vals, edges, small_rows=None,
                 max_message_bytes=64 << 20, on_trees_done=None, balanced_subsample=False,
-                yv=NO_VALUES):
+                yv=NO_VALUES, is_cat=None):
     """Grow ``n_trees`` trees over the rows of every rank (call on every rank, in lockstep).
 
     Parameters as :func:`builder.grow_tree`, plus ``keys`` int64 (n,) row content keys,
@@ -165,7 +165,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     ``balanced_subsample`` (classification): each tree weighs its rows' classes by
     ``bootstrap.subsample_class_weights`` of its own sample (scikit-learn's
     ``class_weight="balanced_subsample"``), on top of ``rw``. ``yv``: absolute_error's
-    target values, as :func:`builder.grow_tree`'s.
+    target values, ``is_cat``: categorical features, as :func:`builder.grow_tree`'s.
 
     Returns
     -------
@@ -212,18 +212,23 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
           "feats": np.empty((T, mtry), np.int64), "start": offs[:-1].copy(),
           "end": offs[1:].copy(), "bounds": np.tile([-np.inf, np.inf], (T, 1))}
     cst = p.internal_cst()
+    is_cat = np.zeros(0, np.uint8) if is_cat is None or not np.any(is_cat) else \
+        np.ascontiguousarray(is_cat, np.uint8)
+    n_mask = n_slots if is_cat.size else 0  # a categorical split's left set, per record
     state = np.empty(1, np.uint32)
     for t in range(T):
         node_state(seed_u, t, np.uint64(0), state)
         draw_subset(d, mtry, state, fr["feats"][t])
-    store = NodeStore(S) if rank == 0 else None
+    store = NodeStore(S, mask_width=max(n_mask, 1)) if rank == 0 else None
     w_total = np.zeros(T)
     min_wleaf = np.zeros(T)
     width = d + 3
     target = cls.astype(np.float64) if per_label(crit) else y
     yv = np.ascontiguousarray(yv, np.float64)
     H = mtry * n_slots * Wd
-    rw_ = 7 + 2 * mtry  # [feature, bin, kinds, sizes, children's features, missing-left]
+    # [feature, bin, kinds, sizes, children's features, missing-left, categorical left set]
+    rw_ = 7 + 2 * mtry + n_mask
+    ml_col = 6 + 2 * mtry
     max_floats = max(1, int(max_message_bytes) // 8)
     # per-label sums with integer weights: every sum is an integer; while a tree's total weight
     # stays below 2**24 they are exact in float32, which halves what travels each level
@@ -281,7 +286,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                 p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
                 small_rows, cst, fr_["bounds"][lg], *store.args(), store.n, recs, c["tree"],
                 c["key"], c["depth"], c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"],
-                cf, cb, yv)
+                cf, cb, yv, is_cat, store.a["cmask"])
             t4 = clock()
             timing["split"] += t4 - t3
             if sm.size:
@@ -300,7 +305,7 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
                     fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, reps, seed_u,
                     mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
                     p.min_impurity_decrease, cst, fr_["bounds"][sm], *store.args(), store.n,
-                    yv)
+                    yv, is_cat, store.a["cmask"])
             timing["small"] += clock() - t4
             kept_children["imp"] = c["imp"][:nc]
             kept_children["parent"] = c["parent"][:nc]
@@ -334,7 +339,8 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
         js = lg[split]
         n_left = partition_nodes(binned, part, fr["start"][js], fr["end"][js],
                                  recs[split, 0].astype(np.int64), recs[split, 1].astype(np.int64),
-                                 scratch, recs[split, rw_ - 1] > 0, n_slots - 1) \
+                                 scratch, recs[split, ml_col] > 0, n_slots - 1,
+                                 recs[split, ml_col + 1:] if n_mask else None) \
             if js.size else np.zeros(0, np.int64)
         m2 = 2 * int(split.sum())
         o = {"tree": np.empty(m2, np.int64), "key": np.empty(m2, np.uint64),
@@ -356,5 +362,6 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
             on_trees_done(T - int(np.unique(fr["tree"]).size), T)
     timing["reduce"] -= timing["split"] + timing["small"]
     grow_forest.last_timing = timing
-    return (assemble(store, T, crit, p.n_classes, vals, edges, monotonic=cst.size > 0, yv=yv)
+    return (assemble(store, T, crit, p.n_classes, vals, edges, monotonic=cst.size > 0, yv=yv,
+                     categorical=bool(is_cat.size))
             if rank == 0 else None), counts

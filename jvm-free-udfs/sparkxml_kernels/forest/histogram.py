@@ -192,15 +192,17 @@ def ylny(y) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def split_slice(binned, part, scratch, s, e, f, t, ml, miss):
+def split_slice(binned, part, scratch, s, e, f, t, ml, miss, mask):
     """Reorder ``part[s:e]`` stably into [bin of f <= t, or bin == miss when ``ml`` | rest];
-    returns the left count."""
+    a categorical split (``t == -2``) sends the bins with ``mask[bin] != 0`` left instead.
+    Returns the left count."""
     nl = 0
     nr = 0
+    cat = t == -2
     for i in range(s, e):
         r = part[i]
         b = binned[r, f]
-        if b <= t or (ml and b == miss):
+        if (mask[b] != 0) if cat else (b <= t or (ml and b == miss)):
             part[s + nl] = r
             nl += 1
         else:
@@ -212,29 +214,33 @@ def split_slice(binned, part, scratch, s, e, f, t, ml, miss):
 
 
 @njit(cache=True, nogil=True)
-def _partition(binned, part, scratch, starts, ends, features, bins, mls, miss, n_left):
+def _partition(binned, part, scratch, starts, ends, features, bins, mls, miss, n_left, masks):
     for j in range(starts.shape[0]):
         n_left[j] = split_slice(binned, part, scratch, starts[j], ends[j], features[j], bins[j],
-                                mls[j], miss)
+                                mls[j], miss, masks[j if masks.shape[0] > j else 0])
 
 
 def partition_nodes(binned, part, starts, ends, features, bins, scratch=None, mls=None,
-                    miss=-1) -> np.ndarray:
+                    miss=-1, masks=None) -> np.ndarray:
     """Split node slices in place into [bin <= bins[j] (or the missing slot ``miss`` when
-    ``mls[j]``) | rest], both sides keeping their order; returns the number of rows going left
-    per node (int64 (m,))."""
+    ``mls[j]``) | rest], both sides keeping their order; a categorical split (``bins[j] ==
+    -2``) sends the bins set in ``masks[j]`` (uint8 (m, n_slots)) left. Returns the number of
+    rows going left per node (int64 (m,))."""
     starts = np.asarray(starts, np.int64)
     ends = np.asarray(ends, np.int64)
     if scratch is None:
         scratch = np.empty(int((ends - starts).max()) if starts.size else 0, part.dtype)
     n_left = np.empty(starts.size, np.int64)
     mls = np.zeros(starts.size, np.bool_) if mls is None else np.asarray(mls, np.bool_)
+    masks = np.zeros((1, 1), np.uint8) if masks is None or not starts.size else \
+        np.ascontiguousarray(masks, np.uint8).reshape(starts.size, -1)
     _partition(binned, part, scratch, starts, ends, np.asarray(features, np.int64),
-               np.asarray(bins, np.int64), mls, int(miss), n_left)
+               np.asarray(bins, np.int64), mls, int(miss), n_left, masks)
     return n_left
 
 
-def partition_nodes_naive(binned, part, starts, ends, features, bins, mls=None, miss=-1):
+def partition_nodes_naive(binned, part, starts, ends, features, bins, mls=None, miss=-1,
+                          masks=None):
     """Slow twin of :func:`partition_nodes` (returns (new part, n_left))."""
     part = np.array(part)
     n_left = np.zeros(len(starts), np.int64)
@@ -242,6 +248,8 @@ def partition_nodes_naive(binned, part, starts, ends, features, bins, mls=None, 
         rows = part[s:e]
         b = np.asarray(binned)[rows, features[j]].astype(np.int64)
         go = (b <= bins[j]) | (bool(mls is not None and mls[j]) & (b == miss))
+        if bins[j] == -2:
+            go = np.asarray(masks[j])[b] != 0
         part[s:e] = np.concatenate([rows[go], rows[~go]])
         n_left[j] = go.sum()
     return part, n_left

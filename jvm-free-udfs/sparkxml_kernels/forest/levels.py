@@ -28,14 +28,15 @@ def _is_leaf(depth, n, w, imp, max_depth, min_split, min_leaf, min_wleaf):
 def _split_and_record(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, w, subset,
                       mtry, min_leaf, min_wleaf, bins, st, out_left, reps, rstate, thr, cst,
                       bounds, w_total, imp, min_dec, node, st_feat, st_bl, st_br, st_ml,
-                      st_thr, yv):
+                      st_thr, yv, is_cat, cat_mask, st_cmask):
     """A node's split search (``splitter.split_subset``) and post-search test; an accepted
-    split is stored at ``node``. Returns (feature or -1, left bin, missing-go-left, right
-    sums, left and right weights and impurities); -1 when the node stays a leaf. ``yv``:
+    split is stored at ``node`` (a categorical one's left set ``cat_mask`` in
+    ``st_cmask[node]``). Returns (feature or -1, left bin, missing-go-left, right sums, left
+    and right weights and impurities); -1 when the node stays a leaf. ``yv``:
     absolute_error's target values (``criteria.NO_VALUES`` otherwise)."""
     f, bl, br, ml = split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total,
                                  w, subset, mtry, min_leaf, min_wleaf, bins, st, out_left, reps,
-                                 rstate, thr, cst, bounds, yv)
+                                 rstate, thr, cst, bounds, yv, is_cat, cat_mask)
     if f < 0:
         return -1, bl, ml, out_left, 0.0, 0.0, 0.0, 0.0
     ok, right, wl, wr, il, ir, _ = split_children(crit, w_total, w, imp, total, out_left,
@@ -46,7 +47,10 @@ def _split_and_record(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, tota
     st_bl[node] = bl
     st_br[node] = br
     st_ml[node] = ml
-    if reps.shape[0] > 0:  # a random split: its drawn threshold
+    if bl == -2:
+        for b in range(cat_mask.shape[0]):
+            st_cmask[node, b] = cat_mask[b]
+    elif reps.shape[0] > 0:  # a random split: its drawn threshold
         st_thr[node] = thr[0]
     return f, bl, ml, right, wl, wr, il, ir
 
@@ -72,13 +76,16 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
                  min_split, min_leaf, min_dec, small_rows, cst, n_bounds, st_tree, st_parent,
                  st_isleft, st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, st_lo, st_hi,
                  n_nodes, recs, c_tree, c_key, c_depth, c_imp, c_parent, c_isleft, c_kind, c_cap,
-                 c_feats, c_bounds, yv):
+                 c_feats, c_bounds, yv, is_cat, st_cmask):
     """Split the large nodes of one level from their summed histograms; returns
     (nodes stored, children kept for the next level). ``reps`` (d, n_slots): random splits
     (``splitter.split_subset``), (0, 0): best splits. ``cst`` int8 (d,) monotonic
     constraints (internal signs, ``tree.SplitParams.internal_cst``; (0,): none),
     ``n_bounds`` (m, 2) the nodes' value bounds, ``c_bounds`` (2m, 2) the kept children's;
-    ``yv`` absolute_error's target values (``criteria.NO_VALUES`` otherwise)."""
+    ``yv`` absolute_error's target values (``criteria.NO_VALUES`` otherwise).
+    ``is_cat`` uint8 (d,) categorical features ((0,): none); a categorical split's left set
+    goes to ``st_cmask[node]`` and to the record's last ``n_slots`` columns (after the
+    missing-go-left column ``6 + 2 * mtry``)."""
     m = hists.shape[0]
     d = vals.shape[0]
     S = hists.shape[3]
@@ -95,6 +102,8 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
     dummy_s = np.zeros((1, S))
     rstate = np.empty(1, np.uint32)
     thr = np.zeros(1)
+    cat_mask = np.zeros(n_slots, np.uint8)
+    ml_col = 6 + 2 * mtry
     nc = 0
     for j in range(m):
         t = n_tree[j]
@@ -126,14 +135,18 @@ def _split_level(crit, hists, feats, n_tree, n_key, n_depth, n_imp, n_parent, n_
         f, bl, ml, right, wl, wr, il, ir = _split_and_record(
             0, crit, h, fmap, dummy_b, dummy_r, 0, 0, dummy_s, vals, total, w, feats[j], mtry,
             min_leaf, min_wleaf[t], bins, st, out_left, reps, rstate, thr, cst, n_bounds[j],
-            w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml, st_thr, yv)
+            w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml, st_thr, yv, is_cat,
+            cat_mask, st_cmask)
         for k in range(mtry):
             fmap[feats[j, k]] = -1
         if f < 0:
             continue
         recs[j, 0] = f
         recs[j, 1] = bl
-        recs[j, recs.shape[1] - 1] = ml
+        recs[j, ml_col] = ml
+        if bl == -2:
+            for b in range(n_slots):
+                recs[j, ml_col + 1 + b] = cat_mask[b]
         for side in range(2):
             sums = out_left if side == 0 else right
             ws = wl if side == 0 else wr
@@ -178,11 +191,12 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
                  s_isleft, s_first, w_total, min_wleaf, frac, vals, reps, seed, mtry, max_depth,
                  min_split, min_leaf, min_dec, cst, s_bounds, st_tree, st_parent, st_isleft,
                  st_feat, st_bl, st_br, st_ml, st_thr, st_imp, st_sums, st_lo, st_hi, n_nodes,
-                 yv):
+                 yv, is_cat, st_cmask):
     """Grow the whole subtree of each small node from its collected rows ``buf`` (row
     [present, bins..., target, weight]; the target is the label index for per-label sums),
     depth first, left subtree first (``cst``, ``s_bounds``, ``yv``: monotonic constraints,
-    the nodes' bounds and absolute_error's target values, as :func:`_split_level`)."""
+    the nodes' bounds and absolute_error's target values; ``is_cat``, ``st_cmask``:
+    categorical features and splits; as :func:`_split_level`)."""
     d = vals.shape[0]
     S = st_sums.shape[1]
     n_slots = vals.shape[1]
@@ -196,6 +210,7 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
     total = np.empty(S)
     rstate = np.empty(1, np.uint32)
     thr = np.zeros(1)
+    cat_mask = np.zeros(n_slots, np.uint8)
     for q in range(offsets.shape[0] - 1):
         a = offsets[q]
         b = offsets[q + 1]
@@ -282,10 +297,10 @@ def _grow_smalls(crit, n_classes, buf, offsets, s_tree, s_key, s_depth, s_imp, s
                 1, crit, hist, fmap, binned, rows, s, e, rs, vals, total, w, sub, mtry,
                 min_leaf, min_wleaf[t], bins, st, out_left, reps, rstate, thr, cst,
                 k_bounds[top], w_total[t], imp, min_dec, node, st_feat, st_bl, st_br, st_ml,
-                st_thr, yv)
+                st_thr, yv, is_cat, cat_mask, st_cmask)
             if f < 0:
                 continue
-            nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1)
+            nl = split_slice(binned, rows, scratch, s, e, f, bl, ml, n_slots - 1, cat_mask)
             for side in range(2):  # right pushed first: the left subtree comes first
                 is_left = side
                 k_start[top] = s if is_left else s + nl

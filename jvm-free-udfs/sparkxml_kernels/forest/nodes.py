@@ -5,14 +5,16 @@ import numpy as np
 
 from .._jit import njit
 from .criteria import ABSOLUTE_ERROR, NO_VALUES, is_classification, median_abs_error
+from .tree import bitset_words, mask_to_bitset
 
 
 class NodeStore:
     """All trees' nodes in creation order, as flat arrays numba appends to."""
 
-    def __init__(self, S: int, cap: int = 1024):
+    def __init__(self, S: int, cap: int = 1024, mask_width: int = 1):
         self.n = 0
         self.S = S
+        self.mask_width = mask_width  # bin slots of a categorical split's left set
         self._alloc(cap)
 
     def _alloc(self, cap):
@@ -21,7 +23,8 @@ class NodeStore:
              "is_left": np.empty(cap, np.int64), "feat": np.empty(cap, np.int64),
              "bl": np.empty(cap, np.int64), "br": np.empty(cap, np.int64),
              "ml": np.empty(cap, np.uint8), "thr": np.empty(cap), "imp": np.empty(cap),
-             "sums": np.empty((cap, self.S)), "lo": np.empty(cap), "hi": np.empty(cap)}
+             "sums": np.empty((cap, self.S)), "lo": np.empty(cap), "hi": np.empty(cap),
+             "cmask": np.zeros((cap, self.mask_width), np.uint8)}
         if old is not None:
             for k in a:
                 a[k][:self.n] = old[k][:self.n]
@@ -80,13 +83,16 @@ def _preorder_ids(left, right, starts, ends, out):
 
 
 def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges,
-             monotonic: bool = False, yv=NO_VALUES):
+             monotonic: bool = False, yv=NO_VALUES, categorical: bool = False):
     """All trees in scikit-learn's layout, each renumbered depth-first: a dict of the
     ``predictor.ARRAY_KEYS`` node arrays, ``tree_offsets``, and ``bin`` (left bin per node, -1
     on leaves: rows with bin <= it go left, the same way as by the raw threshold, missing ones
     by ``missing_go_to_left``; what OOB routing of binned rows uses). ``monotonic``: values
     clipped to the nodes' bounds as scikit-learn's ``clip_node_value``; ``yv``:
-    absolute_error's target values (its nodes' values are their weighted medians)."""
+    absolute_error's target values (its nodes' values are their weighted medians).
+    ``categorical``: the dict also holds ``categories_left`` (``tree.TreeArrays``), and a
+    categorical split has threshold NaN and ``bin`` -2 (binned rows go by their category's
+    bit)."""
     N = store.n
     a = {k: v[:N] for k, v in store.a.items()}
     left = np.full(N, -1, np.int64)
@@ -159,9 +165,20 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
     route_inner[exact] = (vals[fi[exact]] <= thr[inner][exact][:, None]).sum(axis=1) - 1
     route_inner[to_inf] = miss - 1
     route[inner] = route_inner
+    extra = {}
+    if categorical:
+        cat = (bl == -2) & inner
+        thr[cat] = np.nan
+        route[cat] = -2
+        words = bitset_words(vals.shape[1] - 1)
+        cl = np.zeros((N, words), np.uint64)
+        masks = a["cmask"][order]
+        for i in np.flatnonzero(cat):
+            cl[i] = mask_to_bitset(masks[i, :vals.shape[1] - 1], words)
+        extra["categories_left"] = cl
     return {"children_left": child(left), "children_right": child(right),
             "feature": np.where(inner, feat, -2), "threshold": thr,
             "impurity": a["imp"][order], "n_node_samples": np.rint(sums[:, 0]).astype(np.int64),
             "weighted_n_node_samples": w, "value": value,
             "missing_go_to_left": np.where(inner, a["ml"][order], 0).astype(np.uint8),
-            "tree_offsets": offsets, "bin": route}
+            "tree_offsets": offsets, "bin": route, **extra}

@@ -14,6 +14,9 @@ n_node_samples             int64 (N,)          training rows in the node
 weighted_n_node_samples    float64 (N,)        their weight (bootstrap counts included)
 value                      float64 (N, K)      class fractions, or the mean (K = 1)
 missing_go_to_left         uint8 (N,)          1: a NaN goes left at this split
+categories_left            uint64 (N, W)       optional: categorical splits' left sets
+n_categories               int64 (d,)          optional: categories of each feature (0:
+                                               numeric); both present or both absent
 tree_offsets               int64 (T + 1,)      tree t is nodes [tree_offsets[t], [t+1])
 n_features                 int64 ()            width of the training vectors
 n_classes                  int64 ()            classes (0 for regression)
@@ -29,6 +32,11 @@ with more training rows). Model files without ``missing_go_to_left`` get that se
 is the mean of the trees' leaf class fractions (scikit-learn's ``predict_proba``); a
 regressor's prediction the mean of the leaf means. ``tree_arrays(i)`` gives tree i in
 scikit-learn's ``tree_`` layout (``value`` shaped (N_i, 1, K)).
+
+A split on a categorical feature (``n_categories[f] > 0``) sends the row left when its value
+is a category id whose bit is set in the node's ``categories_left`` row (``tree.TreeArrays``);
+NaN, a non-integer and an id at or above ``n_categories[f]`` (a category unseen in training)
+go the way ``missing_go_to_left`` says (the child with more training rows).
 """
 from __future__ import annotations
 
@@ -37,7 +45,7 @@ import numpy as np
 from .._jit import njit
 from ..inputs import csr_parts, dense, is_csr
 from . import quantiles as quantiles_mod
-from .tree import FIELDS, TreeArrays
+from .tree import FIELDS, TreeArrays, bitset_to_mask
 
 ARRAY_KEYS = ("children_left", "children_right", "feature", "threshold", "impurity",
               "n_node_samples", "weighted_n_node_samples", "value", "tree_offsets",
@@ -46,10 +54,14 @@ ARRAY_KEYS = ("children_left", "children_right", "feature", "threshold", "impuri
 OPTIONAL_KEYS = ("missing_go_to_left",)
 # quantile regression forests: every leaf's training labels (``quantiles``)
 SAMPLE_KEYS = quantiles_mod.SAMPLE_KEYS
+# written only by models with categorical features
+CATEGORICAL_KEYS = ("categories_left", "n_categories")
 
 
 @njit(cache=True, nogil=True)
-def _leaves(X, left, right, feature, threshold, mleft, offsets, out):
+def _leaves(X, left, right, feature, threshold, mleft, offsets, out, ncat, catl):
+    # ncat (d,) categories per feature, (0,) for a model without categorical features
+    has_cat = ncat.shape[0] > 0
     for i in range(X.shape[0]):
         for t in range(offsets.shape[0] - 1):
             base = offsets[t]
@@ -57,10 +69,16 @@ def _leaves(X, left, right, feature, threshold, mleft, offsets, out):
             while left[base + node] >= 0:
                 j = base + node
                 x = X[i, feature[j]]
-                if (mleft[j] != 0) if np.isnan(x) else (np.float32(x) <= threshold[j]):
-                    node = left[j]
+                if has_cat and ncat[feature[j]] > 0:
+                    go = mleft[j] != 0
+                    if x >= 0.0 and x < ncat[feature[j]] and x == np.floor(x):
+                        c = np.int64(x)
+                        go = ((catl[j, c >> 6] >> np.uint64(c & 63)) & np.uint64(1)) != 0
+                elif (mleft[j] != 0) if np.isnan(x) else (np.float32(x) <= threshold[j]):
+                    go = True
                 else:
-                    node = right[j]
+                    go = False
+                node = left[j] if go else right[j]
             out[i, t] = base + node
 
 
@@ -82,7 +100,7 @@ class ForestPredictor:
     def __init__(self, children_left, children_right, feature, threshold, impurity,
                  n_node_samples, weighted_n_node_samples, value, tree_offsets, n_features,
                  n_classes, criterion, missing_go_to_left=None, sample_offsets=None,
-                 sample_y=None, sample_w=None):
+                 sample_y=None, sample_w=None, categories_left=None, n_categories=None):
         self.children_left = np.ascontiguousarray(children_left, np.int64)
         self.children_right = np.ascontiguousarray(children_right, np.int64)
         self.feature = np.ascontiguousarray(feature, np.int64)
@@ -103,6 +121,11 @@ class ForestPredictor:
             "sample_offsets": np.ascontiguousarray(sample_offsets, np.int64),
             "sample_y": np.ascontiguousarray(sample_y, np.float64),
             "sample_w": np.ascontiguousarray(sample_w, np.float64)}
+        self.categories_left = None if categories_left is None else \
+            np.ascontiguousarray(np.asarray(categories_left, np.uint64).reshape(
+                self.feature.size, -1))
+        self.n_categories = None if n_categories is None else \
+            np.ascontiguousarray(n_categories, np.int64)
         self._check()
         if missing_go_to_left is None:  # a model file from before missing values were routed
             self.missing_go_to_left = default_missing_go_to_left(
@@ -118,6 +141,11 @@ class ForestPredictor:
         if self.value.shape[0] != N or self.value.shape[1] != max(self.n_classes, 1):
             raise ValueError(f"model array value has shape {self.value.shape}, expected "
                              f"({N}, {max(self.n_classes, 1)})")
+        if (self.categories_left is None) != (self.n_categories is None) or (
+                self.n_categories is not None and (
+                    self.n_categories.size != self.n_features
+                    or np.any(self.n_categories > 64 * self.categories_left.shape[1]))):
+            raise ValueError("model arrays categories_left / n_categories are inconsistent")
         off = self.tree_offsets
         if off.size < 2 or off[0] != 0 or off[-1] != N or np.any(np.diff(off) < 1):
             raise ValueError("tree_offsets are inconsistent with the node arrays")
@@ -133,14 +161,22 @@ class ForestPredictor:
             quantiles_mod.check_samples(self.samples, N, self.children_left < 0)
 
     @classmethod
-    def from_trees(cls, trees, n_features, n_classes, criterion):
-        """Concatenate ``TreeArrays``."""
+    def from_trees(cls, trees, n_features, n_classes, criterion, n_categories=None):
+        """Concatenate ``TreeArrays`` (``n_categories``: int64 (d,) for trees with
+        categorical splits)."""
         off = np.zeros(len(trees) + 1, np.int64)
         off[1:] = np.cumsum([t.node_count for t in trees])
         cat = {f: np.concatenate([getattr(t, f) for t in trees]) for f in FIELDS}
         cat["value"] = cat["value"].reshape(cat["value"].shape[0], -1)
+        if n_categories is not None:
+            cat["categories_left"] = np.concatenate([t.categories_left for t in trees])
         return cls(tree_offsets=off, n_features=n_features, n_classes=n_classes,
-                   criterion=criterion, **cat)
+                   criterion=criterion, n_categories=n_categories, **cat)
+
+    @property
+    def categorical(self) -> bool:
+        """Whether the trees were grown with categorical features."""
+        return self.n_categories is not None and bool(np.any(self.n_categories > 0))
 
     @property
     def n_trees(self) -> int:
@@ -156,13 +192,17 @@ class ForestPredictor:
                           self.impurity[a:b].copy(), self.n_node_samples[a:b].copy(),
                           self.weighted_n_node_samples[a:b].copy(),
                           v.reshape(v.shape[0], 1, v.shape[1]).copy(),
-                          self.missing_go_to_left[a:b].copy())
+                          self.missing_go_to_left[a:b].copy(),
+                          None if self.categories_left is None else
+                          self.categories_left[a:b].copy())
 
     # ------------------------------------------------------------------ persistence
     def to_arrays(self) -> dict:
         out = {k: getattr(self, k) for k in ARRAY_KEYS[:9] + OPTIONAL_KEYS}
         if self.samples is not None:
             out.update(self.samples)
+        if self.n_categories is not None:
+            out.update(categories_left=self.categories_left, n_categories=self.n_categories)
         out.update(n_features=np.asarray(self.n_features, np.int64),
                    n_classes=np.asarray(self.n_classes, np.int64),
                    criterion=np.asarray(self.criterion))
@@ -174,6 +214,7 @@ class ForestPredictor:
         if missing:
             raise ValueError(f"model arrays lack {missing}")
         kw = {k: arrays[k] for k in ARRAY_KEYS[:9] + OPTIONAL_KEYS + SAMPLE_KEYS
+              + CATEGORICAL_KEYS
               if k in arrays}
         return cls(n_features=int(arrays["n_features"]), n_classes=int(arrays["n_classes"]),
                    criterion=str(arrays["criterion"]), **kw)
@@ -206,8 +247,12 @@ class ForestPredictor:
         """Leaf node (global index) of each row in each tree: int64 (n, T)."""
         X = self._dense(X)
         out = np.empty((X.shape[0], self.n_trees), np.int64)
+        if self.n_categories is None:
+            ncat, catl = np.zeros(0, np.int64), np.zeros((1, 1), np.uint64)
+        else:
+            ncat, catl = self.n_categories, self.categories_left
         _leaves(X, self.children_left, self.children_right, self.feature, self.threshold,
-                self.missing_go_to_left, self.tree_offsets, out)
+                self.missing_go_to_left, self.tree_offsets, out, ncat, catl)
         return out
 
     def leaf_ordinals(self) -> np.ndarray:
@@ -253,9 +298,15 @@ class ForestPredictor:
                 tr = self.tree_arrays(t)
                 node = 0
                 while tr.children_left[node] >= 0:
-                    x = X[i, tr.feature[node]]
+                    f = tr.feature[node]
+                    x = X[i, f]
                     go = bool(tr.missing_go_to_left[node]) if np.isnan(x) else \
                         np.float32(x) <= tr.threshold[node]
+                    if self.n_categories is not None and self.n_categories[f] > 0:
+                        k = int(self.n_categories[f])
+                        known = x in range(k)  # an integer id in [0, k) (False for NaN)
+                        go = bool(bitset_to_mask(tr.categories_left[node], k)[int(x)]) \
+                            if known else bool(tr.missing_go_to_left[node])
                     node = tr.children_left[node] if go else tr.children_right[node]
                 acc[i] += tr.value[node, 0]
         acc /= self.n_trees

@@ -42,7 +42,7 @@ SAMPLE_KEYS = ("sample_offsets", "sample_y", "sample_w")
 # ------------------------------------------------------------------ leaf samples at fit time
 @njit(cache=True, nogil=True)
 def _leaf_entries(binned, counts, left, right, feature, bins, mleft, miss, offsets,
-                  o_node, o_row, o_count):
+                  o_node, o_row, o_count, catl):
     k = 0
     for r in range(binned.shape[0]):
         for t in range(offsets.shape[0] - 1):
@@ -51,7 +51,7 @@ def _leaf_entries(binned, counts, left, right, feature, bins, mleft, miss, offse
                 continue
             base = offsets[t]
             o_node[k] = base + route_binned(binned, r, base, left, right, feature, bins,
-                                            mleft, miss)
+                                            mleft, miss, catl)
             o_row[k] = r
             o_count[k] = c
             k += 1
@@ -67,7 +67,8 @@ def leaf_entries(binned, counts, route, miss):
     k = _leaf_entries(binned, counts, route["children_left"], route["children_right"],
                       route["feature"], route["bin"],
                       np.ascontiguousarray(route["missing_go_to_left"], np.int64), int(miss),
-                      route["tree_offsets"], node, row, cnt)
+                      route["tree_offsets"], node, row, cnt,
+                      route.get("categories_left", np.zeros((1, 1), np.uint64)))
     return node[:k], row[:k], cnt[:k]
 
 
@@ -81,9 +82,13 @@ def leaf_entries_naive(binned, counts, route, miss):
                 continue
             j = int(off[t])
             while route["children_left"][j] >= 0:
-                b = binned[r, route["feature"][j]]
-                go = route["missing_go_to_left"][j] != 0 if b == miss else \
-                    b <= route["bin"][j]
+                b = int(binned[r, route["feature"][j]])
+                if route["bin"][j] == -2:  # categorical: category b's bit
+                    cl = route["categories_left"][j]
+                    go = bool((int(cl[b // 64]) >> (b % 64)) & 1)
+                else:
+                    go = route["missing_go_to_left"][j] != 0 if b == miss else \
+                        b <= route["bin"][j]
                 j = int(off[t] + (route["children_left"][j] if go
                                   else route["children_right"][j]))
             node.append(j)

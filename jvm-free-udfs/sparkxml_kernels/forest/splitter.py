@@ -26,13 +26,15 @@ Forests use ``draw_subset``: ``mtry`` features by the same Fisher-Yates draws fr
 hashed from (seed, tree, node), evaluated in draw order; a node whose drawn features are all
 constant becomes a leaf (as in Spark MLlib), so the subset does not depend on the data and the
 same node gets the same features whether it is grown distributed or in one process.
+
+The slow twins of these searches are in ``split_naive``.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._jit import njit
-from .criteria import ENTROPY, node_weight, proxy
+from .criteria import ENTROPY, impurity, node_weight, proxy
 
 RAND_R_MAX = 0x7FFFFFFF
 FEATURE_THRESHOLD = np.float32(1e-7)
@@ -274,6 +276,95 @@ def scan_feature(crit, bins, st, m, vals, total, wn, min_leaf, min_wleaf, best, 
     return best_i, best, best_ml
 
 
+# ------------------------------------------------------------------------------ categories
+@njit(cache=True, nogil=True)
+def category_order(crit, bins, st, m, keys, yv):
+    """Order of the node's categories (compact bins ``bins[:m]``, ascending ids) for the
+    prefix scan: by class 1's weighted fraction (binary classification), the weighted mean
+    target (regression), or the category's own impurity (multiclass, Spark MLlib's centroid);
+    ties by category id (a stable sort of bins already in id order); ``yv`` as
+    :func:`_candidate`'s."""
+    S = st.shape[1]
+    for i in range(m):
+        if crit <= ENTROPY:
+            w = 0.0
+            for c in range(1, S):
+                w += st[i, c]
+            if w <= 0.0:
+                keys[i] = 0.0
+            elif S == 3:
+                keys[i] = st[i, 2] / w
+            else:
+                keys[i] = impurity(crit, st[i], w, yv)
+        else:
+            keys[i] = st[i, 2] / st[i, 1] if st[i, 1] > 0.0 else 0.0
+    return np.argsort(keys[:m], kind="mergesort")
+
+
+@njit(cache=True, nogil=True)
+def _category_mask(bins, order, n_left, ml, mask):
+    # categories absent from the node (and NaN, the last slot) go where missing values go
+    for b in range(mask.shape[0]):
+        mask[b] = 1 if ml else 0
+    for i in range(order.shape[0]):
+        mask[bins[order[i]]] = 1 if i < n_left else 0
+
+
+@njit(cache=True, nogil=True)
+def scan_categorical(crit, bins, st, m, total, wn, min_leaf, min_wleaf, best, left, right,
+                     best_left, keys, mask, yv):
+    """Best split of a categorical feature (compact sums ``st[:m]``, one bin per category,
+    no missing rows): the categories sorted by :func:`category_order`, every prefix of
+    ``1 .. m - 1`` of them a candidate left set (Breiman: for binary classification and
+    regression the best of these is the best of all ``2**(m-1) - 1`` subsets). Returns
+    (position i or -1, proxy, missing-go-left) as :func:`scan_feature`; when a split beats
+    ``best``, ``mask`` (uint8 (n_slots,)) gets its left set: 1 for a category going left, and
+    for categories absent from the node and the missing slot the side with more training
+    rows (``missing-go-left``); ``yv`` as :func:`_candidate`'s."""
+    S = st.shape[1]
+    order = category_order(crit, bins, st, m, keys, yv)
+    for t in range(S):
+        left[t] = 0.0
+    best_i = -1
+    best_ml = False
+    no_mono = np.zeros(3)
+    for i in range(m - 1):
+        for t in range(S):
+            left[t] += st[order[i], t]
+        q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, no_mono, yv)
+        if q > best:
+            best = q
+            best_i = i
+            best_ml = left[0] > total[0] - left[0]
+            for t in range(S):
+                best_left[t] = left[t]
+    if best_i >= 0:
+        _category_mask(bins, order, best_i + 1, best_ml, mask)
+    return best_i, best, best_ml
+
+
+@njit(cache=True, nogil=True)
+def random_categorical_split(crit, bins, st, m, total, wn, min_leaf, min_wleaf, state, left,
+                             right, keys, mask, yv):
+    """ExtraTrees on a categorical feature: the categories ordered as for the best split,
+    and the number of them going left drawn uniformly in 1 .. m - 1. Returns (position or -1,
+    proxy, missing-go-left); ``mask`` receives the left set (as :func:`scan_categorical`)."""
+    S = st.shape[1]
+    order = category_order(crit, bins, st, m, keys, yv)
+    p = rand_int(0, m - 1, state)
+    for t in range(S):
+        left[t] = 0.0
+    for i in range(p + 1):
+        for t in range(S):
+            left[t] += st[order[i], t]
+    ml = left[0] > total[0] - left[0]
+    q = _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, np.zeros(3), yv)
+    if q == -np.inf:
+        return -1, q, ml
+    _category_mask(bins, order, p + 1, ml, mask)
+    return p, q, ml
+
+
 # ------------------------------------------------------------------------------ node search
 @njit(cache=True, nogil=True)
 def _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st):
@@ -285,7 +376,7 @@ def _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st):
 @njit(cache=True, nogil=True)
 def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, features,
                constant_features, n_known, max_features, min_leaf, min_wleaf, state,
-               bins, st, out_left, cst, bounds, yv):
+               bins, st, out_left, cst, bounds, yv, is_cat, cat_mask):
     """scikit-learn's ``node_split_best`` over binned sums (see the module docstring).
 
     Parameters
@@ -304,19 +395,24 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
         classification), or (0,) for none; bounds : float64 (2,) the node's value bounds
     yv : float64 (K,) absolute_error's ascending target values (``criteria.NO_VALUES``
         for the other criteria)
+    is_cat : uint8 (d,) 1 for a categorical feature (split by :func:`scan_categorical`), or
+        (0,) for none; cat_mask : uint8 (n_slots,) receives a categorical winner's left set
 
     Returns
     -------
     (feature or -1, left bin, right bin, missing-go-left, n_total_constants)
         The split sends bins <= left bin of ``feature`` left, and the missing slot (the last
         of ``vals``) left when missing-go-left; ``right bin`` is the next non-empty bin (both
-        ends of the threshold's midpoint; the missing slot for the +inf threshold).
+        ends of the threshold's midpoint; the missing slot for the +inf threshold). A
+        categorical winner has left bin = right bin = -2 and sends the bins of ``cat_mask``
+        left.
     """
     d = features.shape[0]
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
     mono = np.zeros(3)
+    keys = np.empty(vals.shape[1])
     f_i = d
     n_visited = 0
     n_found = 0
@@ -351,6 +447,12 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
         t = features[f_i]
         features[f_i] = features[f_j]
         features[f_j] = t
+        if is_cat.shape[0] > 0 and is_cat[f] != 0:
+            i, best, ml = scan_categorical(crit, bins, st, m, total, wn, min_leaf, min_wleaf,
+                                           best, left, right, out_left, keys, cat_mask, yv)
+            if i >= 0:
+                best_f, best_bl, best_br, best_ml = f, -2, -2, ml
+            continue
         i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
                                    min_wleaf, best, left, right, out_left,
                                    _feature_mono(cst, f, bounds, mono), yv)
@@ -407,20 +509,23 @@ def random_feature_split(crit, bins, st, m, reps, total, wn, min_leaf, min_wleaf
 @njit(cache=True, nogil=True)
 def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, subset, k,
                  min_leaf, min_wleaf, bins, st, out_left, reps, rstate, out_thr, cst, bounds,
-                 yv):
+                 yv, is_cat, cat_mask):
     """Forest split search over the drawn ``subset[:k]`` in order (constant ones skipped).
     Returns (feature or -1, left bin, right bin, missing-go-left) as :func:`split_node`.
 
     With ``reps`` of shape (d, n_slots) the splits are random (ExtraTrees,
     :func:`random_feature_split`, draws from ``rstate``): the best of one random threshold
     per feature wins, and ``out_thr[0]`` receives its threshold; ``reps`` of shape (0, 0):
-    the best threshold of every feature. ``cst``, ``bounds``: monotonic constraints as
-    :func:`split_node`'s, ``yv`` too."""
+    the best threshold of every feature. ``cst``, ``bounds``: monotonic constraints,
+    ``yv``, ``is_cat``, ``cat_mask`` as :func:`split_node`'s (random splits of a categorical
+    feature: :func:`random_categorical_split`)."""
     S = total.shape[0]
     left = np.empty(S)
     right = np.empty(S)
     tmp = np.empty(S)
     mono = np.zeros(3)
+    keys = np.empty(vals.shape[1])
+    cand = np.empty(vals.shape[1], np.uint8)
     rand = reps.shape[0] > 0
     best = -np.inf
     best_f = -1
@@ -431,6 +536,24 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
         f = subset[j]
         m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
         if feature_constant(bins, m, vals[f]):
+            continue
+        if is_cat.shape[0] > 0 and is_cat[f] != 0:
+            if rand:
+                i, q, ml = random_categorical_split(crit, bins, st, m, total, wn, min_leaf,
+                                                    min_wleaf, rstate, tmp, right, keys,
+                                                    cand, yv)
+                if i >= 0 and q > best:
+                    best = q
+                    best_f, best_bl, best_br, best_ml = f, -2, -2, ml
+                    for t in range(S):
+                        out_left[t] = tmp[t]
+                    for t in range(cand.shape[0]):
+                        cat_mask[t] = cand[t]
+                continue
+            i, best, ml = scan_categorical(crit, bins, st, m, total, wn, min_leaf, min_wleaf,
+                                           best, left, right, out_left, keys, cat_mask, yv)
+            if i >= 0:
+                best_f, best_bl, best_br, best_ml = f, -2, -2, ml
             continue
         if rand:
             i, q, ml, thr = random_feature_split(crit, bins, st, m, reps[f], total, wn,
@@ -467,37 +590,3 @@ def bin_representatives(vals, edges) -> np.ndarray:
         row = reps[f, :nb]
         row[np.isnan(row)] = mid[np.isnan(row)]
     return reps
-
-
-# ------------------------------------------------------------------------------ naive twin
-def best_split_naive(crit, binned, rows, y, w, features_order, n_classes, min_leaf, min_wleaf,
-                     miss=-1):
-    """Slow twin of the scan: the best split over ``features_order`` (visited in that order,
-    strictly better wins) by brute force over every threshold between distinct bins, with the
-    proxy computed from the rows (``criteria.proxy_naive``); rows in bin ``miss`` are missing
-    (scikit-learn's order: missing right, then present left and missing right, then missing
-    left). Returns (feature, left bin, missing-go-left) or (-1, -1, False). No 1e-7
-    neighbour rule (bins are compared as integers)."""
-    from .criteria import proxy_naive
-
-    best, out = -np.inf, (-1, -1, False)
-    rows = np.asarray(rows)
-    for f in features_order:
-        b = np.asarray(binned)[rows, f].astype(np.int64)
-        gone = b == miss
-        present = np.unique(b[~gone])
-        cands = [(t, (~gone) & (b <= t), None) for t in present[:-1]]
-        if gone.any() and present.size:
-            cands.append((present[-1], ~gone, False))
-            cands += [(t, gone | (b <= t), True) for t in present[:-1]]
-        for t, go, ml in cands:
-            L, R = rows[go], rows[~go]
-            if len(L) < min_leaf or len(R) < min_leaf:
-                continue
-            if w[L].sum() < min_wleaf or w[R].sum() < min_wleaf:
-                continue
-            p = proxy_naive(crit, y[L], w[L], y[R], w[R], n_classes)
-            if p > best:
-                side = bool(ml) if gone.any() else len(L) > len(R)
-                best, out = p, (int(f), int(t), side)
-    return out

@@ -14,7 +14,15 @@ n_node_samples             int64 (N,)           training rows in the node (weigh
 weighted_n_node_samples    float64 (N,)         their total weight
 value                      float64 (N, 1, K)    class fractions (K classes) or the mean (K=1)
 missing_go_to_left         uint8 (N,)           1: a NaN goes left at this split (0 on leaves)
+categories_left            uint64 (N, W)        optional: the categories a categorical split
+                                                sends left, bit ``c % 64`` of word ``c // 64``
+                                                (zeros elsewhere; threshold NaN there)
 =========================  ===================  ==============================================
+
+``categories_left`` exists only for trees grown with categorical features; a split on one
+sends category ``c`` left when its bit is set, and NaN, a non-integer or a category beyond
+the bitset the way ``missing_go_to_left`` says (categories absent from the node in training
+have that same side in the bitset: the child with more training rows).
 """
 from __future__ import annotations
 
@@ -59,6 +67,26 @@ class SplitParams:
         return -c if is_classification(self.criterion) else c
 
 
+def bitset_words(n_categories: int) -> int:
+    """uint64 words of a categorical split's left set over ``n_categories`` categories."""
+    return max(1, (int(n_categories) + 63) // 64)
+
+
+def mask_to_bitset(mask, words: int) -> np.ndarray:
+    """uint64 (words,) bitset of the categories ``c`` with ``mask[c]`` set."""
+    out = np.zeros(words, np.uint64)
+    for c in np.flatnonzero(np.asarray(mask)):
+        out[c // 64] |= np.uint64(1) << np.uint64(c % 64)
+    return out
+
+
+def bitset_to_mask(bits, n: int) -> np.ndarray:
+    """bool (n,): category c in the bitset ``bits`` (uint64 (W,))."""
+    c = np.arange(n)
+    return ((np.asarray(bits, np.uint64)[c // 64] >> (c % 64).astype(np.uint64))
+            & np.uint64(1)).astype(bool)
+
+
 def monotonic_children(cst: int, lo: float, hi: float, middle: float):
     """Bounds ((lo, hi) of the left child, (lo, hi) of the right) after a split on a feature
     with constraint ``cst`` (internal sign), scikit-learn's: the middle of the children's
@@ -86,10 +114,13 @@ def clip_value(value: np.ndarray, lo: float, hi: float, classification: bool) ->
 class NodeList:
     """Nodes appended one by one (the order becomes the node ids)."""
 
-    def __init__(self, n_values: int):
+    def __init__(self, n_values: int, n_categories: int = 0):
         self.k = n_values
         self.cols = {f: [] for f in FIELDS if f != "value"}
         self.value = []
+        # categorical splits' left sets (node -> mask over category ids); 0: none possible
+        self.n_categories = n_categories
+        self.cats = {}
 
     def add(self, parent, is_left, n, w, imp, value) -> int:
         i = len(self.value)
@@ -107,7 +138,9 @@ class NodeList:
             c["children_left" if is_left else "children_right"][parent] = i
         return i
 
-    def set_split(self, i, feature, threshold, missing_go_to_left=False):
+    def set_split(self, i, feature, threshold, missing_go_to_left=False, categories=None):
+        if categories is not None:
+            self.cats[i] = np.asarray(categories)
         self.cols["feature"][i] = int(feature)
         self.cols["threshold"][i] = float(threshold)
         self.cols["missing_go_to_left"][i] = int(bool(missing_go_to_left))
@@ -127,7 +160,17 @@ class NodeList:
             np.asarray(c["impurity"], np.float64), np.asarray(c["n_node_samples"], np.int64),
             np.asarray(c["weighted_n_node_samples"], np.float64),
             np.asarray(self.value, np.float64).reshape(len(self.value), 1, self.k),
-            np.asarray(c["missing_go_to_left"], np.uint8))
+            np.asarray(c["missing_go_to_left"], np.uint8), self._categories())
+
+    def _categories(self):
+        if not self.n_categories:
+            return None
+        words = bitset_words(self.n_categories)
+        out = np.zeros((len(self.value), words), np.uint64)
+        for i, mask in self.cats.items():
+            if self.cols["children_left"][i] >= 0:
+                out[i] = mask_to_bitset(mask, words)
+        return out
 
 
 @dataclass
@@ -141,13 +184,17 @@ class TreeArrays:
     weighted_n_node_samples: np.ndarray
     value: np.ndarray
     missing_go_to_left: np.ndarray
+    categories_left: np.ndarray | None = None
 
     @property
     def node_count(self) -> int:
         return int(self.feature.size)
 
     def as_dict(self) -> dict:
-        return {f: getattr(self, f) for f in FIELDS}
+        out = {f: getattr(self, f) for f in FIELDS}
+        if self.categories_left is not None:
+            out["categories_left"] = self.categories_left
+        return out
 
     def feature_importances(self, n_features: int, normalize: bool = True) -> np.ndarray:
         """scikit-learn's ``compute_feature_importances``: Σ over splits of
@@ -185,7 +232,9 @@ class TreeArrays:
         return TreeArrays(child(L), child(R), self.feature[order], self.threshold[order],
                           self.impurity[order], self.n_node_samples[order],
                           self.weighted_n_node_samples[order], self.value[order],
-                          self.missing_go_to_left[order])
+                          self.missing_go_to_left[order],
+                          None if self.categories_left is None else
+                          self.categories_left[order])
 
 
 def node_value(crit: int, total: np.ndarray, w: float, yv=NO_VALUES) -> np.ndarray:
