@@ -24,7 +24,6 @@ weight): forests draw bootstrap counts from it, so rows with equal content share
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -44,22 +43,7 @@ from sparkxml._core.histogram_engine import (
 )
 from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
 from sparkxml._core.native_export import NativeExportMixin
-from sparkxml._core.params import (
-    HasFeaturesCol,
-    HasFeaturesCols,
-    HasLabelCol,
-    HasNumTrees,
-    HasNumWorkers,
-    HasPredictionCol,
-    HasProbabilityCol,
-    HasRawPredictionCol,
-    HasSeed,
-    HasSubsamplingRate,
-    HasTimeoutSeconds,
-    HasVerbose,
-    HasWeightCol,
-    add_setters,
-)
+from sparkxml._core.params import HasVerbose, add_setters
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.validation import inferred_classes
@@ -76,25 +60,13 @@ from sparkxml.forest.median import (
     raise_on_missing_features,
 )
 from sparkxml.forest.params import (
-    HasBootstrap,
-    HasCcpAlpha,
-    HasClassWeight,
-    HasCriterion,
-    HasFeatureSubsetStrategy,
-    HasMaxLeafNodes,
-    HasMinInfoGain,
-    HasMinInstancesPerNode,
-    HasMinSamplesSplit,
-    HasMinWeightFractionPerNode,
-    HasMonotonicConstraints,
-    HasOobScore,
-    HasTreeCategoricalCols,
-    HasTreeMaxBins,
-    HasTreeMaxDepth,
+    CLASSIFIER_PARAMS,
+    FOREST_PARAMS,
+    TREE_PARAMS,
     class_weight_map,
+    n_subset_features,
 )
 from sparkxml.forest.tasks import make_tree_predict_fn, make_tree_train_fn
-from sparkxml.gbt.params import HasLeafCol
 from sparkxml_kernels import binning
 from sparkxml_kernels.forest.bins import bin_values
 from sparkxml_kernels.forest.criteria import (
@@ -114,69 +86,6 @@ MAX_NODE_HISTOGRAM_BYTES = 1 << 30
 # rows the sketch job summarises (LightGBM bins from 200,000 rows): below this, bins are exact
 # for every feature with at most maxBins distinct values
 _TREE_SKETCH_ROWS = 200_000
-
-TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
-               "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
-               "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
-               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
-               "ccpAlpha", "leafCol", "monotonicConstraints", "categoricalCols")
-CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
-FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
-
-
-# ============================================================================ params
-class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasPredictionCol,
-                  HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
-                  HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
-                  HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
-                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol, HasMonotonicConstraints,
-                  HasTreeCategoricalCols):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
-                         maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
-                         minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                         featureSubsetStrategy="auto", seed=0, timeoutSeconds=600.0,
-                         ccpAlpha=0.0)
-
-    def _features_spec(self) -> dict:
-        if self.isSet(self.featuresCols) and self.getFeaturesCols():
-            return {"kind": "columns", "cols": list(self.getFeaturesCols())}
-        return {"kind": "vector", "col": self.getFeaturesCol()}
-
-
-class ClassifierParams(HasRawPredictionCol, HasProbabilityCol, HasClassWeight):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
-
-
-class ForestParams(HasNumTrees, HasBootstrap, HasSubsamplingRate, HasOobScore):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(numTrees=20, bootstrap=True, subsamplingRate=1.0, oobScore=False)
-
-
-def n_subset_features(strategy: str, d: int, classification: bool, forest: bool) -> int:
-    """Features drawn per node (scikit-learn's rounding: int(sqrt(d)), int(log2(d)),
-    int(fraction * d), at least 1). 'auto': all for a single tree; sqrt (classification) or
-    onethird (regression) for a forest, as Spark MLlib."""
-    if strategy == "auto":
-        strategy = "all" if not forest else ("sqrt" if classification else "onethird")
-    if strategy == "all":
-        k = d
-    elif strategy == "sqrt":
-        k = int(math.sqrt(d))
-    elif strategy == "log2":
-        k = int(math.log2(d)) if d > 0 else 1
-    elif strategy == "onethird":
-        k = int(d / 3)
-    elif "." in strategy or "e" in strategy.lower():
-        k = int(float(strategy) * d)
-    else:
-        k = min(int(strategy), d)
-    return max(1, min(k, d))
-
 
 # ============================================================================ summary
 class TreeTrainingSummary(TrainingSummary):

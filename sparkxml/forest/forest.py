@@ -23,15 +23,19 @@ from sparkxml._core.constraints import Rule
 from sparkxml._core.params import add_setters
 from sparkxml.forest.base import (
     ClassificationModelMixin,
-    ClassifierParams,
     ForestModelMixin,
-    ForestParams,
     TreeEstimator,
     TreeModel,
-    TreeParams,
     add_tree_setters,
 )
-from sparkxml.forest.params import HasQuantiles, HasQuantilesCol, _class_weight_ok
+from sparkxml.forest.params import (
+    ClassifierParams,
+    ForestParams,
+    HasQuantiles,
+    HasQuantilesCol,
+    TreeParams,
+    _class_weight_ok,
+)
 
 __all__ = ["RandomForestClassifier", "RandomForestClassificationModel",
            "RandomForestRegressor", "RandomForestRegressionModel"]

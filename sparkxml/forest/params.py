@@ -17,7 +17,22 @@ from sparkxml._core.constraints import (
     one_of,
     zero_or_ge,
 )
-from sparkxml._core.params import param
+from sparkxml._core.params import (
+    HasFeaturesCol,
+    HasFeaturesCols,
+    HasLabelCol,
+    HasNumTrees,
+    HasNumWorkers,
+    HasPredictionCol,
+    HasProbabilityCol,
+    HasRawPredictionCol,
+    HasSeed,
+    HasSubsamplingRate,
+    HasTimeoutSeconds,
+    HasWeightCol,
+    param,
+)
+from sparkxml.gbt.params import HasLeafCol
 
 SUBSET_STRATEGIES = ("auto", "all", "sqrt", "log2", "onethird")
 
@@ -322,3 +337,66 @@ class HasTreeCategoricalCols(Params):
     def getCategoricalCols(self) -> list[str]:
         """Gets the value of categoricalCols or its default value."""
         return self.getOrDefault(self.categoricalCols)
+
+
+# ============================================================================ groups
+TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predictionCol",
+               "criterion", "maxDepth", "maxBins", "minInstancesPerNode", "minSamplesSplit",
+               "minWeightFractionPerNode", "maxLeafNodes", "minInfoGain",
+               "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
+               "ccpAlpha", "leafCol", "monotonicConstraints", "categoricalCols")
+CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
+FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
+
+
+class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasPredictionCol,
+                  HasCriterion, HasTreeMaxDepth, HasTreeMaxBins, HasMinInstancesPerNode,
+                  HasMinSamplesSplit, HasMinWeightFractionPerNode, HasMaxLeafNodes,
+                  HasMinInfoGain, HasFeatureSubsetStrategy, HasSeed, HasNumWorkers,
+                  HasTimeoutSeconds, HasCcpAlpha, HasLeafCol, HasMonotonicConstraints,
+                  HasTreeCategoricalCols):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
+                         maxDepth=5, maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
+                         minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
+                         featureSubsetStrategy="auto", seed=0, timeoutSeconds=600.0,
+                         ccpAlpha=0.0)
+
+    def _features_spec(self) -> dict:
+        if self.isSet(self.featuresCols) and self.getFeaturesCols():
+            return {"kind": "columns", "cols": list(self.getFeaturesCols())}
+        return {"kind": "vector", "col": self.getFeaturesCol()}
+
+
+class ClassifierParams(HasRawPredictionCol, HasProbabilityCol, HasClassWeight):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
+
+
+class ForestParams(HasNumTrees, HasBootstrap, HasSubsamplingRate, HasOobScore):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(numTrees=20, bootstrap=True, subsamplingRate=1.0, oobScore=False)
+
+
+def n_subset_features(strategy: str, d: int, classification: bool, forest: bool) -> int:
+    """Features drawn per node (scikit-learn's rounding: int(sqrt(d)), int(log2(d)),
+    int(fraction * d), at least 1). 'auto': all for a single tree; sqrt (classification) or
+    onethird (regression) for a forest, as Spark MLlib."""
+    if strategy == "auto":
+        strategy = "all" if not forest else ("sqrt" if classification else "onethird")
+    if strategy == "all":
+        k = d
+    elif strategy == "sqrt":
+        k = int(math.sqrt(d))
+    elif strategy == "log2":
+        k = int(math.log2(d)) if d > 0 else 1
+    elif strategy == "onethird":
+        k = int(d / 3)
+    elif "." in strategy or "e" in strategy.lower():
+        k = int(float(strategy) * d)
+    else:
+        k = min(int(strategy), d)
+    return max(1, min(k, d))

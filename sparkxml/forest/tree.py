@@ -17,12 +17,11 @@ from pyspark import keyword_only
 
 from sparkxml.forest.base import (
     ClassificationModelMixin,
-    ClassifierParams,
     TreeEstimator,
     TreeModel,
-    TreeParams,
     add_tree_setters,
 )
+from sparkxml.forest.params import ClassifierParams, TreeParams
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeClassificationModel",
            "DecisionTreeRegressor", "DecisionTreeRegressionModel"]
