@@ -140,10 +140,12 @@ GOLDEN = sorted(p for p in glob.glob(os.path.join(GOLDEN_DIR, "*", "model"))
 
 @pytest.mark.skipif(not GOLDEN, reason="no golden model directories")
 def test_directories_saved_before_checksums_still_load():
-    for path in GOLDEN:
-        meta = sparkxml_kernels.load_metadata(path)
-        assert "chunkCrc32" not in meta, path
-        assert sparkxml_kernels.load_model(path) is not None
+    # golden directories of model kinds added after the checksums carry them; the older
+    # ones were saved without, and must still load
+    before = [p for p in GOLDEN if "chunkCrc32" not in sparkxml_kernels.load_metadata(p)]
+    assert len(before) >= 10, before
+    for path in before:
+        assert sparkxml_kernels.load_model(path) is not None, path
 
 
 def test_class_of_another_kind_is_refused(saved, tmp_path):
