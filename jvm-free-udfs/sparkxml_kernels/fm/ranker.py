@@ -24,7 +24,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .predictor import _Predictor
+from .predictor import _Predictor, _rows
 
 RANKER_KEYS = ("user_ids", "item_ids", "item_bias", "user_factors", "item_factors",
                "feature_factors", "n_features")
@@ -208,21 +208,12 @@ class FMRankerPredictor:
             indptr, indices, data = np.zeros(n + 1, np.int64), np.zeros(0, np.int32), \
                 np.zeros(0)
         else:
-            from ..inputs import csr_parts, dense, is_csr
-
-            if is_csr(X):
-                indptr, indices, data, rows, d = csr_parts(X)
-            else:
-                Xd = dense(X)
-                rows, d = Xd.shape
-                nz = Xd != 0
-                indptr = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int64)
-                indices, data = np.nonzero(nz)[1].astype(np.int32), Xd[nz]
-            if (rows, d) != (n, self.n_features):
-                raise ValueError(f"X has shape ({rows}, {d}); expected ({n}, "
-                                 f"{self.n_features}) (one context row a pair)")
-            if np.size(data) and not np.isfinite(data).all():
-                raise ValueError("X holds NaN or infinite values")
+            shape = tuple(np.shape(X))
+            if shape != (n, self.n_features):
+                raise ValueError(f"X has shape {shape}; expected ({n}, {self.n_features}) "
+                                 f"(one context row a pair)")
+            # the FM predictors' reading of X: dense or CSR, finiteness checked
+            indptr, indices, data = _rows(X, self.n_features)
         return self.score_csr(u, i, indptr, indices, data)
 
     def recommend_index(self, u_idx, k: int):
