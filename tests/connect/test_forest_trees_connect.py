@@ -101,3 +101,53 @@ def test_categorical_tree_over_connect(spark_connect, tmp_path):
     assert DecisionTreeClassificationModel.load(path).getCategoricalCols() == ["c"]
     X = np.column_stack([c, x]).astype(float)
     np.testing.assert_array_equal(sparkxml_kernels.load_model(path).predict(X), y)
+
+
+def test_tree_options_over_connect(spark_connect, tmp_path):
+    """absolute_error, ccpAlpha, leafCol, a classWeight dict, monotonicConstraints and NaN
+    features over Connect: fit, transform, Pipeline save/load and the JVM-free loader agree,
+    and the distributed permutation importance runs as a DataFrame job."""
+    from sparkxml import DecisionTreeRegressor, ExtraTreesClassifier
+
+    spark = spark_connect
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 30, size=(800, 4)).astype(float)
+    y = X[:, 0] + 3.0 * (X[:, 1] > 15) + rng.integers(0, 3, 800)
+    cols = ["a", "b", "c", "d"]
+    df = spark.createDataFrame([tuple(r) + (float(v),) for r, v in zip(X.tolist(), y)],
+                               cols + ["label"])
+    mae = DecisionTreeRegressor(featuresCols=cols, criterion="absolute_error", maxDepth=6,
+                                ccpAlpha=0.05, leafCol="leaf", numWorkers=2)
+    pipe = Pipeline(stages=[mae]).fit(df)
+    path = str(tmp_path / "mae_pipe")
+    pipe.write().save(path)
+    got = PipelineModel.load(path).transform(df).select("prediction", "leaf").toPandas()
+    ref = pipe.transform(df).select("prediction", "leaf").toPandas()
+    assert got.equals(ref)
+    tree = pipe.stages[0]
+    # ccpAlpha pruned the depth-6 tree; predictions are medians of the training labels
+    assert tree.treeArrays(0)["value"].size < 2 ** 7 - 1
+    assert set(ref["prediction"]) <= set(y.tolist()) | {float(v) + 0.5 for v in y}
+    tree.write().save(str(tmp_path / "mae"))
+    np.testing.assert_array_equal(
+        sparkxml_kernels.load_model(str(tmp_path / "mae")).predict(X),
+        ref["prediction"].to_numpy())
+    imp = tree.permutationImportance(df, nRepeats=2, seed=1, mode="distributed")
+    means = np.asarray(imp["importances_mean"])
+    assert means.shape == (4,) and means[0] > means[2] and means[0] > means[3]
+
+    Xn = X.copy()
+    Xn[rng.random(Xn.shape) < 0.1] = np.nan
+    lab = (X[:, 0] > 14).astype(float)
+    dfn = spark.createDataFrame([(Vectors.dense(r), float(v)) for r, v in zip(Xn.tolist(), lab)],
+                                ["features", "label"])
+    et = ExtraTreesClassifier(numTrees=8, maxDepth=6, seed=3, numWorkers=2,
+                              classWeight={0: 1.0, 1: 2.0}, monotonicConstraints=[1, 0, 0, 0],
+                              leafCol="leaves").fit(dfn)
+    rows = et.transform(dfn).select("probability", "leaves").collect()
+    proba = np.array([r[0].toArray() for r in rows])
+    assert all(len(r[1]) == 8 for r in rows)
+    ep = str(tmp_path / "et")
+    et.write().save(ep)
+    np.testing.assert_array_equal(sparkxml_kernels.load_model(ep).predict_proba(Xn), proba)
+    assert np.mean(proba.argmax(1) == lab) > 0.7  # the majority class is half the rows
