@@ -5,6 +5,9 @@ Model and priors (libFM, TIST 2012; the constants are myFM's defaults):
 * y_i ~ N(ŷ(x_i), 1 / (α w_i)) for regression (w_i: row weight, 1 by default: a row of
   integer weight w is sampled as w copies of the row); for binary
   classification a probit model: a latent z_i ~ N(ŷ(x_i), 1) with y_i = [z_i > 0], α = 1;
+  for ordinal regression (``loss`` "ordinal") an ordered probit model: class c when
+  γ_{c-1} < z_i ≤ γ_c, α = 1, the cutpoints γ and the z_i drawn after the other parameters
+  of each sweep (``ordinal``);
 * w0 ~ N(0, 1 / reg0) with reg0 = 1;
 * w_j ~ N(μ_w[g], 1/λ_w[g]) and v_jf ~ N(μ_v[g, f], 1/λ_v[g, f]), g the group of feature j
   (``fieldStarts``; one group without);
