@@ -148,7 +148,8 @@ class FMTrainingSummary(TrainingSummary):
     ----------
     history : dict
         Per sweep / epoch / stage: "train_rmse" and "alpha" (MCMC regression; "alpha" only for
-        classification), "objective" (ALS), "loss" (AdamW), "train_loss" and "valid_metric"
+        classification and ordinal regression; ordinal: "mh_accepted", the cutpoint proposals
+        accepted so far), "objective" (ALS), "loss" (AdamW), "train_loss" and "valid_metric"
         (GBFM), with "seconds" since the start of training.
     numBlocks : int
         Exclusive feature blocks the coordinate updates ran over (one all-reduce each).

@@ -149,6 +149,9 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
             pred = init._predictor
             if not isinstance(pred, FMPredictor):
                 raise ValueError(f"initModel: a {type(init).__name__} is not a fitted FM model")
+        if pred.link_name == "ordinal":
+            raise ValueError("initModel: the model is an ordinal model (loss='ordinal'); a "
+                             "warm start needs a squared-loss or classification FM model")
         regression = pred.link_name == "identity"
         if regression != (self._task == "regression"):
             kind = "regression" if regression else "classification"

@@ -1,6 +1,11 @@
 """FMRegressor(loss="ordinal") on local Spark: worker-count invariance, outputs, persistence,
 the JVM-free loader, a Pipeline and input errors."""
+import os
+import shutil
+
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.linalg import Vectors
@@ -9,6 +14,7 @@ import sparkxml_kernels
 from sparkxml import FieldEncoder, FMRegressor
 from sparkxml.fm.fm import FMRegressionModel
 from sparkxml.synthetic import make_ratings
+from sparkxml_kernels.persist import ModelFormatError
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +27,22 @@ def ordinal_ratings(spark):
     df = spark.createDataFrame(rows, names + ["stars"])
     enc = FieldEncoder(inputCols=names).fit(df)
     return enc.transform(df), enc, names, stars
+
+
+def _refuses_changed_bytes(path, dst):
+    """A copy of the model with 16 bytes of its largest array chunk changed does not load."""
+    table = pq.read_table(os.path.join(path, "data", "part-00000.parquet"))
+    data = table.column("data").to_pylist()
+    i = int(np.argmax([len(d) for d in data]))
+    raw = bytearray(data[i])
+    raw[len(raw) // 2: len(raw) // 2 + 16] = b"\xa5" * 16
+    data[i] = bytes(raw)
+    shutil.copytree(path, dst)
+    pq.write_table(table.set_column(table.schema.get_field_index("data"), "data",
+                                    pa.array(data, pa.binary())),
+                   os.path.join(dst, "data", "part-00000.parquet"))
+    with pytest.raises(ModelFormatError, match="does not match its checksum"):
+        sparkxml_kernels.load_model(dst)
 
 
 def test_ordinal_fm_workers_outputs_persistence(ordinal_ratings, tmp_path):
@@ -53,12 +75,19 @@ def test_ordinal_fm_workers_outputs_persistence(ordinal_ratings, tmp_path):
     loaded = FMRegressionModel.load(path)
     again = loaded.transform(df).select("prediction", "probability").collect()
     assert [r.prediction for r in again] == list(pred)
+    meta = sparkxml_kernels.load_metadata(path)
+    assert meta["modelKind"] == "fm" and len(meta["chunkCrc32"]) > 0
+    _refuses_changed_bytes(path, str(tmp_path / "changed"))
     served = sparkxml_kernels.load_model(path)
     X = np.array([r.features.toArray() for r in out])
     np.testing.assert_array_equal(served.predict(X), pred)
     np.testing.assert_array_equal(served.predict_proba(X), P)
 
-    pipe = Pipeline(stages=[enc, est.copy({est.numWorkers: 2, est.maxIter: 10})])
+    with pytest.raises(ValueError, match="initModel: the model is an ordinal model"):
+        FMRegressor(labelCol="stars", maxIter=3, burnIn=1, factorSize=3,
+                    initModel=one).fit(df)
+
+    pipe = Pipeline(stages=[enc, est.copy({est.numWorkers: 2, est.maxIter: 6, est.burnIn: 2})])
     raw = df.drop("features")
     pm = pipe.fit(raw)
     ppath = str(tmp_path / "pipe")
