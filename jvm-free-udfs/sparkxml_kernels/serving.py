@@ -25,6 +25,7 @@ LinearSVC               class (float64 (n,), ``threshold``)        ``predict_raw
 FM, GBFM                class (p > 0.5) or value (float64 (n,))    ``predict_proba``
                                                                    (classifiers),
                                                                    ``predict_raw`` (margins)
+FM, loss "ordinal"      expected label (float64 (n,))              ``predict_proba`` (n, K)
 ======================  =========================================  ============================
 
 ``X`` is a numpy array (n, d), a scipy.sparse matrix, a CSR tuple ``(indptr, indices, data,
@@ -308,6 +309,23 @@ class ServedFMClassifier(ServedFM):
         return np.column_stack([1.0 - pred, pred])
 
 
+class ServedFMOrdinal(ServedFM):
+    """Ordinal FM regression (``loss="ordinal"``): ``predict`` the expected label,
+    ``predict_proba`` the (n, K) class probabilities (K: the label values, ascending), as
+    the Spark model's prediction and probability columns."""
+
+    def _ordinal(self, X):
+        indptr, indices, data, _ = self._input(X)
+        return self.predictor.predict_ordinal_csr(indptr, indices, data)
+
+    def predict(self, X) -> np.ndarray:
+        return self._ordinal(X)[1]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """float64 (n, K): the class probabilities."""
+        return self._ordinal(X)[2]
+
+
 class ServedFMRanker(ServedModel):
     """FM ranker (implicit feedback): ``predict(users, items, X=None)`` the scores of
     (user id, item id) pairs (NaN for an id not seen in training; ``X``: the context rows
@@ -384,6 +402,8 @@ def serve(kind: str, predictor, meta: dict):
         return ServedLinearSVC(predictor, meta)
     if kind == "fm_ranker":
         return ServedFMRanker(predictor, meta)
+    if kind == "fm" and getattr(predictor, "link_name", "") == "ordinal":
+        return ServedFMOrdinal(predictor, meta)
     if kind in ("fm", "gbfm", "ffm"):
         classifier = "Classification" in str(meta.get("class", "")) if meta.get("class") \
             else predictor.is_classifier
@@ -392,5 +412,5 @@ def serve(kind: str, predictor, meta: dict):
 
 
 __all__ = ["ServedModel", "ServedXML", "ServedLabelTree", "ServedGBT", "ServedGBTClassifier", "ServedForest",
-           "ServedForestClassifier", "ServedLinearSVC", "ServedFM", "ServedFMClassifier",
+           "ServedForestClassifier", "ServedLinearSVC", "ServedFM", "ServedFMClassifier", "ServedFMOrdinal",
            "ServedFMRanker", "kernel_from_arrays", "model_params", "serve"]

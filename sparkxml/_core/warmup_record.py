@@ -170,6 +170,7 @@ def profile_fm(spark):
     FMRegressor(maxIter=20).fit(df).transform(df).collect()
     for solver in ("als", "adamw"):
         FMRegressor(maxIter=5, solver=solver).fit(df).transform(df).collect()
+    FMRegressor(maxIter=5, burnIn=1, loss="ordinal").fit(df).transform(df).collect()
     valid = _vectors(spark, X, y, {"v": np.arange(X.shape[0]) % 4 == 0})
     FMClassifier(maxIter=5, solver="als", validationIndicatorCol="v").fit(valid)
     GBFMClassifier(maxIter=3, fieldStarts=[0, 4]).fit(df).transform(df).collect()

@@ -148,7 +148,8 @@ class FMTrainingSummary(TrainingSummary):
     ----------
     history : dict
         Per sweep / epoch / stage: "train_rmse" and "alpha" (MCMC regression; "alpha" only for
-        classification), "objective" (ALS), "loss" (AdamW), "train_loss" and "valid_metric"
+        classification and ordinal regression; ordinal: "mh_accepted", the cutpoint proposals
+        accepted so far), "objective" (ALS), "loss" (AdamW), "train_loss" and "valid_metric"
         (GBFM), with "seconds" since the start of training.
     numBlocks : int
         Exclusive feature blocks the coordinate updates ran over (one all-reduce each).
@@ -237,6 +238,11 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
     def _check_params(self, weight, valid) -> None:
         """Checks that need no data (run before any Spark job)."""
 
+    def _label_checks(self, dataset, label: str) -> dict:
+        """Checks of the label values beyond ``data_checks`` (after it, in the checks phase);
+        what they find joins the stats ``_train_params`` receives."""
+        return {}
+
     def _check_schema(self, dataset, fcol, label, weight, valid):
         numeric = (T.NumericType,)
         check_vector_column(dataset, fcol)
@@ -265,6 +271,7 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
             with progress.phase("checks"):
                 stats = data_checks(dataset, fcol, label, weight, valid,
                                     self._task != "regression")
+                stats.update(self._label_checks(dataset, label))
             check_dense_width(fcol, stats["d"], *self._dense_per_feature())
             n_workers = cap_workers(type(self).__name__,
                                     workers_for(spark, stats, valid, n_workers))

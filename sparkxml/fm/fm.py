@@ -47,6 +47,7 @@ from sparkxml.fm.params import (
     HasFieldStarts,
     HasFitLinear,
     HasFMInitModel,
+    HasFMLoss,
     HasFMSolver,
     HasInitStd,
     HasMiniBatchFraction,
@@ -62,6 +63,9 @@ _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "factorSize"
            "timeoutSeconds", "verbose", "validationIndicatorCol", "earlyStoppingRounds",
            "initModel")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
+_REGRESSOR_PARAMS = ("loss", "probabilityCol")
+# ordinal labels: more classes than this are refused (the cutpoint step is O(K^3))
+MAX_ORDINAL_CLASSES = 100
 
 
 class _FMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFactorSize,
@@ -74,6 +78,41 @@ class _FMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, Has
                          factorSize=8, solver="mcmc", maxIter=200, regParam=0.001, initStd=0.1,
                          seed=0, burnIn=5, thinning=1, stepSize=0.003, miniBatchFraction=0.01,
                          tol=1e-6, fitIntercept=True, fitLinear=True, timeoutSeconds=600.0)
+
+
+class _FMRegressorParams(_FMParams, HasFMLoss, HasProbabilityCol):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(loss="squared", probabilityCol="probability")
+
+
+def ordinal_classes(dataset, label: str) -> list:
+    """The sorted distinct values of ``label`` (one small Spark job), checked to be at least
+    two consecutive integers (the classes of ``loss="ordinal"``); raises ValueError naming
+    labelCol and the values."""
+    from pyspark.sql import functions as F
+
+    rows = (dataset.select(F.col(label).cast("double").alias("y")).distinct().orderBy("y")
+            .limit(MAX_ORDINAL_CLASSES + 1).collect())
+    vals = [float(r["y"]) for r in rows]
+    if len(vals) > MAX_ORDINAL_CLASSES:
+        raise ValueError(f"labelCol: column '{label}' holds more than {MAX_ORDINAL_CLASSES} "
+                         f"distinct labels; loss='ordinal' supports at most "
+                         f"{MAX_ORDINAL_CLASSES} classes")
+    if len(vals) < 2:
+        raise ValueError(f"labelCol: column '{label}' holds the single label {vals!r}; "
+                         f"loss='ordinal' needs at least two classes")
+    frac = [v for v in vals if v != round(v)]
+    if frac:
+        raise ValueError(f"labelCol: column '{label}' holds the label {frac[0]!r}; "
+                         f"loss='ordinal' needs integer labels")
+    if vals[-1] - vals[0] != len(vals) - 1:
+        missing = sorted(set(range(int(vals[0]), int(vals[-1]) + 1)) - {int(v) for v in vals})
+        raise ValueError(f"labelCol: column '{label}' holds the labels "
+                         f"{[int(v) for v in vals]}, not consecutive integers (missing "
+                         f"{missing[:10]}); loss='ordinal' needs every class from "
+                         f"{int(vals[0])} to {int(vals[-1])} present")
+    return vals
 
 
 class _FMClassifierParams(_FMParams, HasRawPredictionCol, HasProbabilityCol):
@@ -110,6 +149,9 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
             pred = init._predictor
             if not isinstance(pred, FMPredictor):
                 raise ValueError(f"initModel: a {type(init).__name__} is not a fitted FM model")
+        if pred.link_name == "ordinal":
+            raise ValueError("initModel: the model is an ordinal model (loss='ordinal'); a "
+                             "warm start needs a squared-loss or classification FM model")
         regression = pred.link_name == "identity"
         if regression != (self._task == "regression"):
             kind = "regression" if regression else "classification"
@@ -135,6 +177,22 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
                 raise ValueError("weightCol is not supported by solver 'mcmc' for "
                                  "classification (the probit likelihood has no row weights); "
                                  "use solver 'als' or 'adamw'")
+        if self._ordinal():
+            if self.getSolver() != "mcmc":
+                raise ValueError(f"loss='ordinal' is trained by solver 'mcmc' only, not "
+                                 f"solver={self.getSolver()!r}")
+            for name, value in (("weightCol", weight), ("validationIndicatorCol", valid),
+                                ("initModel", self._opt(self.initModel))):
+                if value:
+                    raise ValueError(f"{name} is not supported with loss='ordinal' (the "
+                                     f"ordered probit likelihood has no row weights, "
+                                     f"validation metric or warm start)")
+
+    def _ordinal(self) -> bool:
+        return self.hasParam("loss") and self.getOrDefault("loss") == "ordinal"
+
+    def _label_checks(self, dataset, label: str) -> dict:
+        return {"classes": ordinal_classes(dataset, label)} if self._ordinal() else {}
 
     def _train_params(self, stats: dict) -> dict:
         solver = self.getSolver()
@@ -149,10 +207,12 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
                 "tol": self.getTol(), "fitIntercept": self.getFitIntercept(),
                 "fitLinear": self.getFitLinear(), "fieldStarts": fs,
                 "earlyStoppingRounds": self.getEarlyStoppingRounds(),
-                "init": self._init_arrays(stats["d"], int(self.getFactorSize()))}
+                "init": self._init_arrays(stats["d"], int(self.getFactorSize())),
+                "loss": "ordinal" if self._ordinal() else "squared",
+                "classes": stats.get("classes")}
 
 
-class FMRegressor(_FMEstimator, _FMParams):
+class FMRegressor(_FMEstimator, _FMRegressorParams):
     """Factorization machine regression (squared loss; MCMC: Gaussian likelihood with a
     Gamma prior on its precision).
 
@@ -223,10 +283,22 @@ class FMRegressor(_FMEstimator, _FMParams):
         model of the same task. MCMC starts its chain there (the hyper-parameters start
         afresh); ALS and AdamW continue from it (AdamW's moments start at zero).
 
+    loss : {"squared", "ordinal"}, default "squared"
+        "ordinal": ordered probit regression with learned cutpoints (myFM's
+        ``MyFMOrderedProbit``, ``sparkxml_kernels.fm.ordinal``), solver "mcmc" only, without
+        weightCol, validationIndicatorCol or initModel. The labels must be consecutive
+        integers m, m+1, ..., m+K-1 (2 <= K <= 100, every value present, e.g. ratings 1..5;
+        anything else is refused naming labelCol and the values): class c is label m + c.
+        The model's ``predictionCol`` is the expected label Σ_c p_c (m + c) and
+        ``probabilityCol`` the K class probabilities (argmax: myFM's ``predict``).
+    probabilityCol : str, default "probability"
+        Output of ordinal models: the class probabilities (vector of size K).
+
     Differences from myFM
     ---------------------
     myFM has no validation-based early stopping and no warm start (its ``fit`` always starts
-    from random factors); libFM has neither. MLlib's FMRegressor has neither either.
+    from random factors); libFM has neither. MLlib's FMRegressor has neither either. myFM's
+    ordinal regression takes labels 0..K-1; here any consecutive integer range.
 
     Examples
     --------
@@ -240,6 +312,20 @@ class FMRegressor(_FMEstimator, _FMParams):
     ['features', 'label', 'prediction']
     >>> RegressionEvaluator().evaluate(model.transform(df)) < 0.2 * float(y.std())   # RMSE
     True
+
+    Ordinal labels (ratings 1, 2, 3): the expected rating and the class probabilities.
+
+    >>> r = np.digitize(y, [-0.5, 0.5]) + 1.0
+    >>> df = from_dense(spark, X, columns={"label": r})
+    >>> model = FMRegressor(loss="ordinal", factorSize=2, maxIter=50, seed=0).fit(df)
+    >>> model.classes, len(model.cutpoints)
+    ([1.0, 2.0, 3.0], 2)
+    >>> out = model.transform(df)
+    >>> out.columns
+    ['features', 'label', 'prediction', 'probability']
+    >>> rows = out.collect()
+    >>> sum(int(np.argmax(row.probability)) + 1 == row.label for row in rows) >= 30   # of 40
+    True
     """
 
     _task = "regression"
@@ -250,7 +336,8 @@ class FMRegressor(_FMEstimator, _FMParams):
                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
+                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
+                 loss="squared", probabilityCol="probability"):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -260,7 +347,8 @@ class FMRegressor(_FMEstimator, _FMParams):
                   regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                   fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
+                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
+                  loss="squared", probabilityCol="probability"):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -318,7 +406,7 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
         return FMClassificationModel
 
 
-add_setters(FMRegressor, _PARAMS)
+add_setters(FMRegressor, _PARAMS + _REGRESSOR_PARAMS)
 add_setters(FMClassifier, _PARAMS + _CLASSIFIER_PARAMS)
 
 
@@ -362,11 +450,47 @@ class _FMModel(FMModelBase):
         return DenseMatrix(V.shape[0], V.shape[1], V.reshape(-1, order="F").tolist())
 
 
-class FMRegressionModel(_FMModel, _FMParams):
-    """Fitted :class:`FMRegressor`: adds ``predictionCol`` (double)."""
+class FMRegressionModel(_FMModel, _FMRegressorParams):
+    """Fitted :class:`FMRegressor`: adds ``predictionCol`` (double); an ordinal model
+    (``loss="ordinal"``) adds ``probabilityCol`` too (the K class probabilities, classes in
+    ascending label order) and its prediction is the expected label.
+    An ordinal model also saves ``cutpoints`` float64 (S, K-1) and ``classes`` float64 (K,)."""
 
     __doc__ += _FMModel.__doc__
     _task = "regression"
+
+    @property
+    def isOrdinal(self) -> bool:
+        """Whether the model is an ordered probit one (``loss="ordinal"``)."""
+        return getattr(self._predictor, "link_name", "") == "ordinal"
+
+    def _ordinal_predictor(self):
+        if not self.isOrdinal:
+            raise ValueError("this FMRegressionModel was not trained with loss='ordinal'")
+        return self._predictor
+
+    @property
+    def classes(self) -> list:
+        """Ordinal models: the label value of each class, ascending."""
+        return self._ordinal_predictor().classes.tolist()
+
+    @property
+    def numClasses(self) -> int:
+        """Ordinal models: the number of classes K."""
+        return int(self._ordinal_predictor().n_classes)
+
+    @property
+    def cutpoints(self):
+        """Ordinal models: the K-1 cutpoints as a DenseVector (the posterior mean; the
+        prediction uses each sample's)."""
+        from pyspark.ml.linalg import DenseVector
+
+        return DenseVector(self._ordinal_predictor().cutpoints.mean(axis=0))
+
+    def _outputs(self):
+        if self.isOrdinal:
+            return [(self.getPredictionCol(), "pred"), (self.getProbabilityCol(), "prob")]
+        return super()._outputs()
 
 
 class FMClassificationModel(_FMModel, _FMClassifierParams):
@@ -377,6 +501,6 @@ class FMClassificationModel(_FMModel, _FMClassifierParams):
     _task = "classification"
 
 
-add_setters(FMRegressionModel, ("featuresCol", "predictionCol"))
+add_setters(FMRegressionModel, ("featuresCol", "predictionCol", "probabilityCol"))
 add_setters(FMClassificationModel, ("featuresCol", "predictionCol", "rawPredictionCol",
                                     "probabilityCol"))

@@ -40,6 +40,20 @@ class HasFMSolver(Params):
         return self.getOrDefault(self.solver)
 
 
+class HasFMLoss(Params):
+    """Mixin for param loss: FMRegressor's likelihood: 'squared' (Gaussian noise) or 'ordinal'
+    (ordered probit with learned cutpoints, myFM's MyFMOrderedProbit; solver 'mcmc' only;
+    labels: consecutive integers).
+    """
+
+    loss: "Param[str]" = param("loss", __doc__, TypeConverters.toString)
+    _constraints = {"loss": one_of("squared", "ordinal")}
+
+    def getLoss(self) -> str:
+        """Gets the value of loss or its default value."""
+        return self.getOrDefault(self.loss)
+
+
 class HasInitStd(Params):
     """Mixin for param initStd: standard deviation of the initial factors (> 0)."""
 

@@ -182,9 +182,10 @@ def make_train_fn(kind: str, params: dict, progress: dict | None = None):
     return train_fn
 
 
-def output_arrays(raw, pred, classification: bool, kinds):
+def output_arrays(raw, pred, classification: bool, kinds, proba=None):
     """Arrow arrays of the requested outputs: 'pred' (double: value, or 0/1 class), 'raw'
-    ([-m, m]) and 'prob' ([1-p, p]) vectors."""
+    ([-m, m]) and 'prob' ([1-p, p], or ``proba`` (n, K) when given: an ordinal model's class
+    probabilities) vectors."""
     out = []
     for k in kinds:
         if k == "pred":
@@ -192,6 +193,8 @@ def output_arrays(raw, pred, classification: bool, kinds):
             out.append(pa.array(np.asarray(v, np.float64), pa.float64()))
         elif k == "raw":
             out.append(dense_vectors(np.column_stack([-raw, raw])))
+        elif proba is not None:
+            out.append(dense_vectors(proba))
         else:
             out.append(dense_vectors(np.column_stack([1.0 - pred, pred])))
     return out
@@ -217,8 +220,12 @@ def make_predict_fn(kind: str, model, fcol: str, d: int, classification: bool, k
                 bad = data[~np.isfinite(data)][0]
                 raise ValueError(f"featuresCol: column '{fcol}' holds the value {bad!r}; "
                                  f"features must be finite")
-            raw, pred = P.predict_csr(indptr, indices, data)
-            cols = list(b.columns) + output_arrays(raw, pred, classification, kinds)
+            proba = None
+            if getattr(P, "link_name", "") == "ordinal":
+                raw, pred, proba = P.predict_ordinal_csr(indptr, indices, data)
+            else:
+                raw, pred = P.predict_csr(indptr, indices, data)
+            cols = list(b.columns) + output_arrays(raw, pred, classification, kinds, proba)
             yield pa.RecordBatch.from_arrays(cols, names=list(b.schema.names) + list(names))
 
     return predict

@@ -8,7 +8,9 @@ layout     rows in key order, exclusive feature blocks, per-block entry lists
 cd         coordinate-update kernels (block sums, cache updates) shared by every solver
 solver     per-row caches, losses, the distributed exact block update
 als        coordinate descent (squared / logistic loss)
-mcmc       Gibbs sampling with Gaussian / Gamma hyper-priors (regression, probit)
+mcmc       Gibbs sampling with Gaussian / Gamma hyper-priors (regression, probit, ordinal)
+ordinal    ordered probit: truncated normals between cutpoints, the cutpoint sampler, class
+           probabilities
 adamw      mini-batch AdamW
 gbfm       GBFM: greedy field-pair selection and stage fitting
 train      entry points for one process or one Spark task

@@ -5,6 +5,9 @@ Model and priors (libFM, TIST 2012; the constants are myFM's defaults):
 * y_i ~ N(ŷ(x_i), 1 / (α w_i)) for regression (w_i: row weight, 1 by default: a row of
   integer weight w is sampled as w copies of the row); for binary
   classification a probit model: a latent z_i ~ N(ŷ(x_i), 1) with y_i = [z_i > 0], α = 1;
+  for ordinal regression (``loss`` "ordinal") an ordered probit model: class c when
+  γ_{c-1} < z_i ≤ γ_c, α = 1, the cutpoints γ and the z_i drawn after the other parameters
+  of each sweep (``ordinal``);
 * w0 ~ N(0, 1 / reg0) with reg0 = 1;
 * w_j ~ N(μ_w[g], 1/λ_w[g]) and v_jf ~ N(μ_v[g, f], 1/λ_v[g, f]), g the group of feature j
   (``fieldStarts``; one group without);
@@ -61,6 +64,34 @@ def _draw_lambda_mu(rng, values, group_of, n_groups, mu, lam):
     mu[:] = mean + rng.standard_normal(n_groups) / np.sqrt(prec)
 
 
+class _OrdinalStep:
+    """The ordered probit part of a sweep (``ordinal``): labels as class indices, the
+    cutpoint sampler, and the latent targets drawn between the cutpoints."""
+
+    def __init__(self, params, y, rids, rb, coll, seed):
+        from . import ordinal as O
+
+        self.O = O
+        self.classes = np.asarray(params["classes"], FLOAT)
+        self.cls = np.searchsorted(self.classes, y).astype(np.int64)
+        self.sampler = O.CutpointSampler(self.classes.size)
+        self.rids, self.rb, self.coll, self.seed = rids, rb, coll, seed
+        self.kept: list = []
+        self.gamma = np.zeros(self.classes.size - 1, FLOAT)
+
+    def totals(self, rows):
+        pred = rows.pred()
+        return lambda gamma: self.rb.total(self.coll, lambda lo, hi: self.O.cutpoint_sums(
+            pred[lo:hi], self.cls[lo:hi], gamma), 3 * gamma.size)
+
+    def latents(self, rows, gamma, counter: int) -> None:
+        self.gamma = gamma
+        z = np.empty(self.cls.size, FLOAT)
+        self.O.sample_ordinal_targets(rows.pred(), self.cls, gamma, uniforms(
+            self.seed, self.O.STREAM_ORDINAL, counter, self.rids), z)
+        rows.set_targets(z)
+
+
 def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int, watch=None):
     """Run the Gibbs sampler on this rank's rows; every rank returns the same samples.
 
@@ -83,6 +114,7 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     k, d = int(params["factorSize"]), data.d
     n_iter, burn, thin = int(params["maxIter"]), int(params["burnIn"]), int(params["thinning"])
     classify = params["task"] == "classification"
+    ordinal = params.get("loss") == "ordinal"
     fit_w0, fit_linear = bool(params["fitIntercept"]), bool(params["fitLinear"])
     seed = int(params["seed"])
     rng = param_rng(seed)
@@ -99,6 +131,9 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     rows = RowCache(y, weights, SQUARED, pred)
     z = np.empty(data.n, FLOAT)
     (w_total,) = data.rb.sums(coll, rows.w)
+    if ordinal:
+        ord_step = _OrdinalStep(params, y, rids, data.rb, coll, seed)
+        ord_step.latents(rows, ord_step.sampler.start(ord_step.totals(rows)), 0)
     all_blocks = range(data.n_blocks)
     samples_w0, samples_w, samples_V = [], [], []
     hist = {"train_rmse": [], "alpha": [], "seconds": []}
@@ -112,7 +147,7 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
                                   uniforms(seed, STREAM_PROBIT, it, rids), z)
             rows.set_targets(z.copy())
         sq, lin = rows.residual_sums(coll, data.rb)
-        if classify:
+        if classify or ordinal:
             alpha = 1.0
         else:
             # a row of weight w counts as w copies of the row (shape: sum of weights)
@@ -133,8 +168,13 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
         for f in range(k):
             update_blocks(data, all_blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll,
                           GibbsRule(alpha, lam_v[f][group_of], mu_v[f][group_of], rng))
+        if ordinal:  # myFM's order: the cutpoints and latents after the FM parameters
+            ord_step.latents(rows, ord_step.sampler.step(ord_step.totals(rows), rng), it + 1)
+            hist.setdefault("mh_accepted", []).append(float(ord_step.sampler.accepted))
         kept = it >= burn and (it - burn) % thin == 0
         if kept:
+            if ordinal:
+                ord_step.kept.append(ord_step.gamma.copy())
             samples_w0.append(w0)
             samples_w.append(w.astype(np.float32))
             samples_V.append(Vt.T.astype(np.float32))
@@ -154,6 +194,9 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
             [Vt.T.astype(np.float32)]
     samples = {"w0": np.asarray(samples_w0, FLOAT), "w": np.stack(samples_w),
                "V": np.stack(samples_V)}
+    if ordinal:
+        cuts = ord_step.kept[:len(samples_w0)] or [ord_step.gamma.copy()]
+        samples.update(cutpoints=np.stack(cuts), classes=ord_step.classes)
     hist.update(lambda_w=lam_w.tolist(), mu_w=mu_w.tolist(), lambda_v=lam_v.tolist(),
                 mu_v=mu_v.tolist(), n_samples=len(samples_w0))
     return samples, hist

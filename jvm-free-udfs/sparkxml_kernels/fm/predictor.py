@@ -16,9 +16,14 @@ key            dtype, shape         meaning
 w0             float64 (S,)         intercept of each sample
 w              float32 (S, d)       linear weights of each sample
 V              float32 (S, d, k)    factors of each sample (row j: feature j)
-link           str ()               "identity" | "logistic" | "probit"
+link           str ()               "identity" | "logistic" | "probit" | "ordinal"
 n_features     int64 ()             d, the width of the training vectors
+cutpoints      float64 (S, K-1)     "ordinal" only: each sample's cutpoints, ascending
+classes        float64 (K,)         "ordinal" only: the label value of each class
 =============  ===================  ===================================================
+
+An ordinal model (ordered probit, ``ordinal``) predicts the class probabilities
+mean_s [Φ(γ_{s,c} - ŷ_s) - Φ(γ_{s,c-1} - ŷ_s)] and their expected label.
 
 GBFM (``modelKind`` "gbfm")
 ---------------------------
@@ -61,7 +66,8 @@ FM_KEYS = ("w0", "w", "V", "link", "n_features")
 GBFM_KEYS = ("w0", "field_starts", "stage_fields", "stage_offsets", "stage_V", "stage_lin",
              "stage_gain", "link", "n_features")
 
-__all__ = ["FMPredictor", "GBFMPredictor", "fm_scores", "fm_scores_naive", "gbfm_scores",
+__all__ = ["FMPredictor", "FMOrdinalPredictor", "GBFMPredictor", "fm_scores", "fm_scores_naive",
+           "gbfm_scores",
            "gbfm_scores_naive", "LINKS", "FM_KEYS", "GBFM_KEYS"]
 
 
@@ -246,7 +252,74 @@ class FMPredictor(_Predictor):
 
     @classmethod
     def from_arrays(cls, a: dict) -> "FMPredictor":
+        if str(a["link"]) == "ordinal":
+            return FMOrdinalPredictor(a["w0"], a["w"], a["V"], a["cutpoints"], a["classes"],
+                                      int(a["n_features"]))
         return cls(a["w0"], a["w"], a["V"], str(a["link"]), int(a["n_features"]))
+
+
+class FMOrdinalPredictor(FMPredictor):
+    """An ordered probit FM (``link`` "ordinal", ``sparkxml_kernels.fm.ordinal``): the FM
+    arrays plus ``cutpoints`` float64 (S, K-1) (each sample's, ascending) and ``classes``
+    float64 (K,) (the label value of each class, ascending). ``predict_proba`` gives the
+    (n, K) class probabilities (the mean over the samples), ``predict`` the expected label
+    Σ_c p_c classes[c]."""
+
+    def __init__(self, w0, w, V, cutpoints, classes, n_features: int):
+        super().__init__(w0, w, V, "identity", n_features)
+        self.link_name = "ordinal"
+        self.classes = np.ascontiguousarray(classes, FLOAT).reshape(-1)
+        K = self.classes.size
+        if K < 2 or np.any(np.diff(self.classes) <= 0) or not np.isfinite(self.classes).all():
+            raise ValueError("classes must hold at least 2 finite ascending label values")
+        cut = np.ascontiguousarray(cutpoints, FLOAT)
+        if cut.shape != (self.n_samples, K - 1):
+            raise ValueError(f"cutpoints has shape {cut.shape}, expected "
+                             f"({self.n_samples}, {K - 1})")
+        if not np.isfinite(cut).all() or np.any(np.diff(cut, axis=1) < 0):
+            raise ValueError("cutpoints must be finite and ascending in every sample")
+        self.cutpoints = cut
+
+    @property
+    def is_classifier(self) -> bool:
+        return False
+
+    @property
+    def n_classes(self) -> int:
+        return self.classes.size
+
+    def _scores(self, indptr, indices, data):
+        return fm_scores(indptr, indices, data, self.w0, self.w, self.V, LINKS["identity"])
+
+    def predict_raw(self, X) -> np.ndarray:
+        """float64 (n,): the mean over the samples of ŷ_s (the latent score)."""
+        return self._scores(*_rows(X, self.n_features))[0]
+
+    def predict_ordinal_csr(self, indptr, indices, data):
+        """(raw: mean ŷ (n,), expected label (n,), class probabilities (n, K)) for validated
+        CSR arrays (the Spark transform's path)."""
+        from .ordinal import expected_values, ordinal_proba
+
+        data = np.asarray(data, FLOAT)
+        raw, _ = self._scores(indptr, indices, data)
+        proba = ordinal_proba(indptr, indices, data, self.w0, self.w, self.V, self.cutpoints)
+        return raw, expected_values(proba, self.classes), proba
+
+    def predict_csr(self, indptr, indices, data):
+        raw, expected, _ = self.predict_ordinal_csr(indptr, indices, data)
+        return raw, expected
+
+    def predict(self, X) -> np.ndarray:
+        """float64 (n,): the expected label."""
+        return self.predict_ordinal_csr(*_rows(X, self.n_features))[1]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """float64 (n, K): the class probabilities."""
+        return self.predict_ordinal_csr(*_rows(X, self.n_features))[2]
+
+    def to_arrays(self) -> dict:
+        return dict(super().to_arrays(), link=np.asarray("ordinal"),
+                    cutpoints=self.cutpoints, classes=self.classes)
 
 
 @njit(cache=True, nogil=True)

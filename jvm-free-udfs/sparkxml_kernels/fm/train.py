@@ -132,6 +132,11 @@ def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None):
         raise ValueError(f"unknown solver {solver!r}; use one of {list(SOLVERS)}")
     link = ("identity" if params["task"] != "classification"
             else "probit" if solver == "mcmc" else "logistic")
+    if params.get("loss") == "ordinal":
+        if solver != "mcmc" or params["task"] != "regression" or valid is not None:
+            raise ValueError("loss 'ordinal' needs solver 'mcmc', regression and no "
+                             "validation rows")
+        link = "ordinal"
     watch = None
     if valid is not None:
         watch = ValidationWatch(valid, link, int(params.get("earlyStoppingRounds") or 0), coll,
