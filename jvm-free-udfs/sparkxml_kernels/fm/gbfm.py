@@ -32,15 +32,16 @@ distinct pairs of the kept stages are then refitted together, with a linear term
 feature, by Gibbs sampling with hyper-priors (``gbfm_joint``), and the model holds one stage
 per distinct pair. The selection then differs in three ways, each because only the set of
 pairs is kept: boosting starts from a linear term for every feature (``maxIter`` sweeps of
-coordinate descent), as the joint model does, so that a field that is a function of another
-(the user's age band) is not paired with it for main effects alone; a pair is chosen once
-(``greedy_new_pair``: a repeat would add nothing to the joint model); and fields are scored
-by their *excess* gain (``excess_gains``), the gain less its expectation on a gradient with
-no signal, so boosting stops when no new pair explains more than noise would, instead of
-running ``numStages`` stages into pairs that only fit noise. On MovieLens 100K with context
-the selected pairs fitted jointly are at least as accurate as FM over every pair (see
-docs/benchmarks.rst). Boosting alone (``jointFit="none"``) fits each stage once, with a fixed
-shrinkage and penalty, and trails a plain FM fitted by MCMC on real rating data (see
+coordinate descent), as the joint model has, so that a field that is a function of another
+(the user's age band) is not paired with it for main effects alone; q_p is then
+field p's fitted main effect (refitting it to the gradient would give about 0), every open
+pair (p, q) is scored and the best taken; a pair is chosen once (``greedy_new_pair``: a
+repeat would add nothing to the joint model); and pairs are scored by their *excess* gain
+(``excess_gains``), the gain less its expectation on a gradient with no signal, so boosting
+stops when no new pair explains more than noise would instead of running ``numStages``
+stages. On MovieLens 100K with context the selected pairs fitted jointly are at least as
+accurate as FM over every pair (see docs/benchmarks.rst). Boosting alone
+(``jointFit="none"``) fits each stage once, with a fixed shrinkage and penalty, and trails a plain FM fitted by MCMC on real rating data (see
 docs/fm.rst); the joint fit is what makes the selected pairs as accurate as FM.
 
 Parameters are global and updated identically on every rank; each pass reduces per-feature
@@ -117,38 +118,38 @@ def excess_gains(A, G, B, field_starts, W: float, reg: float) -> np.ndarray:
     return np.add.reduceat(g, field_starts[:-1]) if g.size else np.zeros(0)
 
 
-def greedy_new_pair(data: BlockedData, field_blocks, field_starts, c1, c2, W, reg, coll, chosen):
-    """The greedy selection of a pair not in ``chosen`` (a set of (min, max) field pairs) on
-    excess gains (``excess_gains``): fields p by decreasing excess gain of q_p alone, the
-    first whose best new partner q has a positive excess gain; None when no field has one.
+def greedy_new_pair(data: BlockedData, field_blocks, field_starts, c1, c2, W, reg, coll, chosen,
+                    profile):
+    """The greedy selection of a pair not in ``chosen`` (a set of (min, max) field pairs),
+    for the joint fit: q_p is field p's main effect (``profile``, float64 (d,), the linear
+    terms fitted first), and the pair (p, q) scores the excess gain (``excess_gains``) of the
+    best multiplier of q_p by field q, fitted to the gradient. The open pair with the largest
+    score; None when no open pair scores above 0.
 
     With the joint fit boosting only chooses which pairs interact, so a pair chosen again adds
     nothing, and the selection stops where the remaining pairs explain no more than noise
-    would. Returns as ``greedy_pair``."""
+    would. The linear terms already explain what q_p alone would, so q_p is not refitted to
+    the gradient (it would be about 0) but taken from them. Returns as ``greedy_pair``."""
     m = len(field_starts) - 1
-    A, G = _feature_sums(data, c1, c2, np.ones(data.n, FLOAT), coll)
-    B, _ = _feature_sums(data, c1, c1 * c1, np.ones(data.n, FLOAT), coll)
-    g1 = excess_gains(A, G, B, field_starts, W, reg)
-    for p in np.argsort(-g1, kind="stable").tolist():
+    best = None
+    for p in range(m):
         open_ = [q for q in range(m) if q != p and (min(p, q), max(p, q)) not in chosen]
         if not open_:
             continue
         ps, pe = int(field_starts[p]), int(field_starts[p + 1])
-        theta_p = _coefs(A[ps:pe], G[ps:pe], W, reg)
+        theta_p = np.ascontiguousarray(profile[ps:pe])
         f1 = np.zeros((1, data.n), FLOAT)
         for b in field_blocks[p]:
             _, _, lo, hi = data.block(b)
             cross_cache(lo, hi, data.rows, data.feats, data.vals, ps, theta_p[None, :], f1)
-        r1 = c1 + c2 * f1[0]
-        A2, G2 = _feature_sums(data, r1, c2, f1[0], coll)
-        B2, _ = _feature_sums(data, r1, r1 * r1, f1[0], coll)
-        g2 = excess_gains(A2, G2, B2, field_starts, W, reg)
+        A, G = _feature_sums(data, c1, c2, f1[0], coll)
+        B, _ = _feature_sums(data, c1, c1 * c1, f1[0], coll)
+        g2 = excess_gains(A, G, B, field_starts, W, reg)
         q = max(open_, key=lambda c: (g2[c], -c))
-        if g2[q] > 0:
+        if g2[q] > 0 and (best is None or g2[q] > best[5]):
             qs, qe = int(field_starts[q]), int(field_starts[q + 1])
-            return (p, q, theta_p, _coefs(A2[qs:qe], G2[qs:qe], W, reg), float(g1[p]),
-                    float(g2[q]))
-    return None
+            best = (p, q, theta_p, _coefs(A[qs:qe], G[qs:qe], W, reg), 0.0, float(g2[q]))
+    return best
 
 
 def _feature_sums(data: BlockedData, c1, c2, mult, coll):
@@ -257,7 +258,8 @@ def run_gbfm(train, valid, params: dict, coll):
             vpred += vlin[0]
     for s in range(int(params["numStages"])):
         if joint:
-            found = greedy_new_pair(data, field_blocks, fs, c1, c2, W, reg, coll, chosen)
+            found = greedy_new_pair(data, field_blocks, fs, c1, c2, W, reg, coll, chosen,
+                                    lin_all)
             if found is None:
                 break  # no new pair explains more of the gradient than noise would
             p, q, theta_p, theta_q, g1, g2 = found
@@ -271,7 +273,9 @@ def run_gbfm(train, valid, params: dict, coll):
         Vp = np.ascontiguousarray(rng.normal(0.0, float(params["initStd"]), (k, np_)), FLOAT)
         Vq = np.ascontiguousarray(rng.normal(0.0, float(params["initStd"]), (k, nq)), FLOAT)
         Vp[0], Vq[0] = theta_p, theta_q
-        lin_p, lin_q = theta_p.copy(), np.zeros(nq, FLOAT)
+        # with the joint fit θ_p is p's main effect, already among the linear terms
+        lin_p = np.zeros(np_, FLOAT) if joint else theta_p.copy()
+        lin_q = np.zeros(nq, FLOAT)
         Qp, Qq, r = _stage_output(data, field_blocks, p, q, fs, Vp, Vq)
         lp = np.zeros((1, data.n), FLOAT)
         for b in field_blocks[p]:
