@@ -19,8 +19,8 @@ boosted stages alone trail a plain FM on real rating data, the joint fit does no
 ``sparkxml_kernels.fm.gbfm_joint`` and docs/fm.rst). ``jointFit="none"`` keeps the boosted
 stages as the paper does. With the joint fit, boosting only selects: it starts from a linear
 term for every feature, chooses each pair once, and stops when no new pair explains more of
-the gradient than noise would (the greedy gain less its expectation without signal), so
-``numStages`` is an upper bound.
+the gradient than noise would (the greedy gain less its expectation without signal; the
+first, best pair is always taken), so ``numStages`` is an upper bound.
 
 ``model.stages`` lists the chosen pairs and their training-loss decrease (with the joint fit:
 one entry per distinct pair, its boosting stages' gains summed). Early stopping
