@@ -32,10 +32,10 @@ MovieLens 100K with context (``--movielens DIR``: the ``ml-100k`` folder, kept o
 repository: its terms forbid redistribution), the ``ua`` split (ua.base / ua.test, 10 test
 ratings per user): six fields, user and item one-hot, the user's age band (<18, 18-24, 25-34,
 35-44, 45-49, 50-55, 56+), sex and occupation, and the item's genres (multi-hot, 19). RMSE of
-``myFM MyFMRegressor`` (rank 8, ``--iters`` sweeps, ``group_shapes`` = the fields),
-``sparkxml FMRegressor`` (mcmc, rank 8, the same sweeps, ``fieldStarts``),
-``sparkxml GBFMRegressor`` (defaults: boosting selects the pairs, at most 100 stages of rank 8,
-then the joint MCMC fit of the selected pairs, ``--iters`` sweeps; and ``jointFit="none"``, the boosted stages alone) and
+``myFM MyFMRegressor`` (rank 8, ``--iters`` sweeps, ``group_shapes`` = the fields), ``sparkxml
+FMRegressor`` (mcmc, rank 8, the same sweeps, ``fieldStarts``), ``sparkxml GBFMRegressor``
+(defaults: boosting selects the pairs, at most 100 stages of rank 8, then the joint MCMC fit of
+the selected pairs, ``--iters`` sweeps; and ``jointFit="none"``, the boosted stages alone) and
 ``Spark MLlib FMRegressor`` (as for the ratings); the pairs GBFM chose are printed.
 
 FFM part (``--skip-ffm`` leaves it out, ``--ffm-only`` runs only it): on a9a with its 14

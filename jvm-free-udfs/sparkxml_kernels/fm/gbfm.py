@@ -33,17 +33,18 @@ feature, by Gibbs sampling with hyper-priors (``gbfm_joint``), and the model hol
 per distinct pair. The selection then differs in three ways, each because only the set of
 pairs is kept: boosting starts from a linear term for every feature (``maxIter`` sweeps of
 coordinate descent), as the joint model has, so that a field that is a function of another
-(the user's age band) is not paired with it for main effects alone; q_p is then
-field p's fitted main effect (refitting it to the gradient would give about 0), every open
-pair (p, q) is scored and the best taken; a pair is chosen once (``greedy_new_pair``: a
-repeat would add nothing to the joint model); and pairs are scored by their *excess* gain
-(``excess_gains``), the gain less its expectation on a gradient with no signal, so boosting
-stops when no new pair explains more than noise would instead of running ``numStages``
-stages (the first pair is always taken, the best whatever its score: the joint fit's
-hyper-priors shrink an interaction that explains nothing). On MovieLens 100K with context the selected pairs fitted jointly are at least as
-accurate as FM over every pair (see docs/benchmarks.rst). Boosting alone
-(``jointFit="none"``) fits each stage once, with a fixed shrinkage and penalty, and trails a plain FM fitted by MCMC on real rating data (see
-docs/fm.rst); the joint fit is what makes the selected pairs as accurate as FM.
+(the user's age band) is not paired with it for main effects alone; q_p is then field p's
+fitted main effect (refitting it to the gradient would give about 0), every open pair (p, q)
+is scored and the best taken; a pair is chosen once (``greedy_new_pair``: a repeat would add
+nothing to the joint model); and pairs are scored by their *excess* gain (``excess_gains``),
+the gain less its expectation on a gradient with no signal, so boosting stops when no new
+pair explains more than noise would instead of running ``numStages`` stages (the first pair
+is always taken, the best whatever its score: the joint fit's hyper-priors shrink an
+interaction that explains nothing). On MovieLens 100K with context the selected pairs fitted
+jointly are at least as accurate as FM over every pair (see docs/benchmarks.rst). Boosting
+alone (``jointFit="none"``) fits each stage once, with a fixed shrinkage and penalty, and
+trails a plain FM fitted by MCMC on real rating data (see docs/fm.rst); the joint fit is
+what makes the selected pairs as accurate as FM.
 
 Parameters are global and updated identically on every rank; each pass reduces per-feature
 sums in a fixed order (``order``), so the model is the same bit for bit for any number of
