@@ -17,7 +17,10 @@ together, as a factorization machine restricted to them with a linear term for e
 by ``FMRegressor``'s Gibbs sampler with hyper-priors (``jointIter`` sweeps, ``burnIn``): the
 boosted stages alone trail a plain FM on real rating data, the joint fit does not (see
 ``sparkxml_kernels.fm.gbfm_joint`` and docs/fm.rst). ``jointFit="none"`` keeps the boosted
-stages as the paper does.
+stages as the paper does. With the joint fit, boosting only selects: it starts from a linear
+term for every feature, chooses each pair once, and stops when no new pair explains more of
+the gradient than noise would (the greedy gain less its expectation without signal; the
+first, best pair is always taken), so ``numStages`` is an upper bound.
 
 ``model.stages`` lists the chosen pairs and their training-loss decrease (with the joint fit:
 one entry per distinct pair, its boosting stages' gains summed). Early stopping
@@ -134,7 +137,9 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
         Start index of each field, strictly ascending from 0; the last field runs to the end
         of the vector. At least two fields.
     numStages : int, default 100
-        Boosting stages (one field pair each).
+        Boosting stages (one field pair each), at most. With ``jointFit="mcmc"`` each stage
+        adds a new pair and boosting stops earlier when no new pair explains more of the
+        gradient than noise would.
     stepSize : float, default 0.3
         Shrinkage of every stage, in (0, 1].
     factorSize : int, default 8
@@ -173,7 +178,10 @@ class GBFMRegressor(_GBFMEstimator, _GBFMParams):
     --------------------------
     The paper's model is the boosted stages (``jointFit="none"``). By default the stages
     only choose the pairs: the joint fit replaces them, so the model holds one stage per
-    distinct pair and the prediction is the posterior mean of the restricted FM.
+    distinct pair and the prediction is the posterior mean of the restricted FM. The
+    selection then starts from a linear term for every feature, never chooses a pair twice
+    and scores fields by their greedy gain less its expectation on a gradient without
+    signal (``selectionGain``).
 
     Examples
     --------

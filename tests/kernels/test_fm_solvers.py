@@ -203,7 +203,7 @@ def test_gbfm_joint_fit_beats_the_boosted_stages_and_matches_fm():
     r_boost, r_joint = rmse(GBFMPredictor.from_arrays(boosted)), rmse(
         GBFMPredictor.from_arrays(joint))
     r_fm = rmse(FMPredictor.from_arrays(fm))
-    assert r_joint < r_boost - 0.02, (r_joint, r_boost)
+    assert r_joint < r_boost - 0.01, (r_joint, r_boost)
     assert r_joint < r_fm + 0.01, (r_joint, r_fm)
 
 
@@ -325,3 +325,38 @@ def test_warm_start_continues_als():
     np.testing.assert_allclose(h2["objective"][0], hw["objective"][6], rtol=1e-5)
     np.testing.assert_allclose(more["V"], whole["V"], rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose(more["w0"], whole["w0"], rtol=1e-4)
+
+
+def test_excess_gain_is_about_zero_on_noise_where_the_greedy_gain_grows_with_the_field():
+    from sparkxml_kernels.fm.gbfm import excess_gains, field_gains
+
+    rng = np.random.default_rng(0)
+    n, sizes = 20000, [2, 500]
+    fs = np.array([0, 2, 502])
+    cols = np.stack([rng.integers(0, s, n) + f for s, f in zip(sizes, fs[:-1])], 1)
+    c1 = rng.normal(size=n)  # a gradient with no signal
+    A, G, B = np.zeros(502), np.zeros(502), np.zeros(502)
+    for j in range(2):
+        np.add.at(A, cols[:, j], 1.0)
+        np.add.at(G, cols[:, j], c1)
+        np.add.at(B, cols[:, j], c1 * c1)
+    raw = field_gains(A, G, fs, n, 1e-4)
+    excess = excess_gains(A, G, B, fs, n, 1e-4)
+    assert raw[1] > 0.8 * 0.5 * 500 / n  # about ½ σ² |C| / W: the big field looks best
+    assert raw[1] > 50 * raw[0]
+    assert abs(excess[1]) < 0.25 * raw[1] and abs(excess[0]) < 0.002
+
+
+def test_joint_selection_takes_the_planted_pairs_first_and_each_pair_once():
+    cols, rating, planted = make_ratings(3000, n_users=40, n_items=30, seed=4)
+    ip, ix, dv, d, fs = one_hot_fields(cols)
+    X = sp.csr_matrix((dv, ix, ip), shape=(len(rating), d))
+    names = list(cols)
+    params = dict(task="regression", fieldStarts=fs, numStages=20, stepSize=0.3, factorSize=3,
+                  maxIter=2, regParam=1e-4, initStd=0.01, seed=0, jointFit="mcmc",
+                  jointIter=3, burnIn=1)
+    _, hist = _fit(X[:2400], rating[:2400], params, kind="gbfm")
+    chosen = [frozenset((names[p], names[q])) for p, q in hist["boost_fields"]]
+    assert len(set(chosen)) == len(chosen) <= 15  # never a pair twice: at most m(m-1)/2
+    assert set(chosen[:2]) == {frozenset(p) for p in planted}, chosen
+    assert all(g > 0 for g in hist["selection_gain"][1:])  # later pairs need an excess gain
