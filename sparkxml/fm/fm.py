@@ -50,6 +50,8 @@ from sparkxml.fm.params import (
     HasFMSolver,
     HasInitStd,
     HasMiniBatchFraction,
+    HasRelationBlocks,
+    HasRelationCols,
     HasThinning,
 )
 from sparkxml_kernels.fm.predictor import FMPredictor
@@ -60,7 +62,7 @@ _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "factorSize"
            "maxIter", "regParam", "initStd", "seed", "burnIn", "thinning", "stepSize",
            "miniBatchFraction", "tol", "fitIntercept", "fitLinear", "fieldStarts", "numWorkers",
            "timeoutSeconds", "verbose", "validationIndicatorCol", "earlyStoppingRounds",
-           "initModel")
+           "initModel", "relationCols", "relationBlocks")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 
 
@@ -83,9 +85,10 @@ class _FMClassifierParams(_FMParams, HasRawPredictionCol, HasProbabilityCol):
 
 
 class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingRounds,
-                   HasFMInitModel):
+                   HasFMInitModel, HasRelationCols, HasRelationBlocks):
     """The fit of FMRegressor / FMClassifier: the training conveniences (validation rows,
-    early stopping, warm start) live on the estimators only, not on their models."""
+    early stopping, warm start, relation blocks) live on the estimators only, not on their
+    models."""
 
     _kind = "fm"
 
@@ -122,6 +125,15 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
                              f"factorSize {k}")
         return {"w0": float(np.mean(pred.w0)), "w": pred.w.astype(np.float64).mean(axis=0),
                 "V": pred.V.astype(np.float64).mean(axis=0)}
+
+    def _relation_cols(self) -> list:
+        return list(self._opt(self.relationCols) or [])
+
+    def _relation_spec(self, dataset):
+        from sparkxml.fm.relations import relation_spec
+
+        return relation_spec(dataset, self._opt(self.relationCols),
+                             self._opt(self.relationBlocks), self.getSolver())
 
     def _check_params(self, weight, valid):
         if self.getEarlyStoppingRounds() > 0 and not valid:
@@ -222,6 +234,24 @@ class FMRegressor(_FMEstimator, _FMParams):
         model's posterior mean). It must have the same vector size and factorSize, and be a
         model of the same task. MCMC starts its chain there (the hyper-parameters start
         afresh); ALS and AdamW continue from it (AdamW's moments start at zero).
+    relationCols : list of str, optional
+        Relation blocks (myFM's ``RelationBlock``, libFM's BS): integer columns, one per
+        block, each row's block row (0-based). With them the row's features are
+        [featuresCol, relationBlocks[0][row's index], relationBlocks[1][...], ...]; featuresCol
+        may then be absent from the DataFrame (no flat features). MCMC only; not with
+        validationIndicatorCol. The sampler uses the block structure (per-block-row caches and
+        sums), so the blocks' features cost per distinct user / item, not per row; the model
+        is the one the flat encoding gives (the same predictions to float rounding).
+    relationBlocks : list, optional
+        One block per relationCols entry, stored once: a DataFrame with an integer ``index``
+        and a vector ``features`` column (collected to the driver once; block rows no index
+        names are all zero), or a numpy 2-D array / scipy.sparse matrix (row b = block row
+        b). The blocks travel to the training tasks with the params; an estimator holding
+        them cannot be saved.
+
+    The fitted model is an ordinary FM over the concatenated features: it scores full vectors
+    (e.g. the blocks' feature columns joined on the indices and put after featuresCol with a
+    VectorAssembler).
 
     Differences from myFM
     ---------------------
@@ -250,7 +280,8 @@ class FMRegressor(_FMEstimator, _FMParams):
                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
+                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
+                 relationCols=None, relationBlocks=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -260,7 +291,8 @@ class FMRegressor(_FMEstimator, _FMParams):
                   regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                   fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
+                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
+                  relationCols=None, relationBlocks=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -299,7 +331,8 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
+                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
+                 relationCols=None, relationBlocks=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -310,7 +343,8 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
                   regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                   fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
+                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
+                  relationCols=None, relationBlocks=None):
         return self._set_params(**self._input_kwargs)
 
     @property
