@@ -214,9 +214,9 @@ def _relation_blocks(value):
         raise TypeError(f"relationBlocks must be a list of DataFrames or matrices, got "
                         f"{type(value).__name__}")
     for i, b in enumerate(value):
+        # a DataFrame first: a Connect DataFrame answers any other attribute with a Column
         is_frame = hasattr(b, "columns") and hasattr(b, "select")
-        is_matrix = hasattr(b, "shape") and len(getattr(b, "shape", ())) == 2
-        if not (is_frame or is_matrix):
+        if not is_frame and not (hasattr(b, "shape") and len(getattr(b, "shape", ())) == 2):
             raise TypeError(f"relationBlocks[{i}] must be a DataFrame (columns 'index' and "
                             f"'features') or a 2-D numpy / scipy.sparse matrix, got "
                             f"{type(b).__name__}")
