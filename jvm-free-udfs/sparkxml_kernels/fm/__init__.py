@@ -9,6 +9,7 @@ cd         coordinate-update kernels (block sums, cache updates) shared by every
 solver     per-row caches, losses, the distributed exact block update
 als        coordinate descent (squared / logistic loss)
 mcmc       Gibbs sampling with Gaussian / Gamma hyper-priors (regression, probit)
+relation   relation blocks (user / item features stored once) in the MCMC sweep
 adamw      mini-batch AdamW
 gbfm       GBFM: greedy field-pair selection and stage fitting
 train      entry points for one process or one Spark task
