@@ -53,8 +53,7 @@ NOT_WARMED = {
     # FM relation blocks (relationCols): the recorded fm profile fits flat vectors
     "sparkxml_kernels.fm.relation._gather_rows",
     "sparkxml_kernels.fm.relation._aggregates",
-    "sparkxml_kernels.fm.relation._segment_stats",
-    "sparkxml_kernels.fm.relation._segment_apply",
+    "sparkxml_kernels.fm.relation._block_update",
     "sparkxml_kernels.fm.relation._push_rows",
 }
 

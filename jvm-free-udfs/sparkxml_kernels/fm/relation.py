@@ -31,9 +31,10 @@ aggregates move in closed form, and the rows themselves once per block and facto
 features thus cost O(nnz(X_B)) per factor instead of O(rows x nnz per block row), plus O(rows)
 to build the aggregates and move the rows.
 
-The aggregates are kept per row block (``order``): the per-feature sums are taken per row
-block and added in block order, so the chain is the same for any number of workers, bit for
-bit. Against the flat encoding the sums are regrouped: the same chain up to the rounding of
+The aggregates are summed per row block and the row blocks added in block order (``order``;
+one all-reduce of 5 x n_B numbers per block and factor): every rank then holds the same
+aggregates and draws the block's features alone, so the chain is the same for any number of
+workers, bit for bit. Against the flat encoding the sums are regrouped: the same chain up to the rounding of
 those sums (tests: the same predictions to float32 rounding).
 """
 from __future__ import annotations
@@ -197,54 +198,58 @@ def _aggregates(idx, rbptr, q, r, c2, mode, out):
 
 
 @njit(cache=True, nogil=True)
-def _segment_stats(lo, hi, brows, feats, vals, base, mode, v, S, out):
-    """out[l, 0, j] = A_j, out[l, 1, j] = G_j of row block l (module docstring) over the
-    segment's block entries lo:hi (block row, feature, value; block-row order)."""
-    for lb in range(S.shape[0]):
-        o = out[lb]
-        s = S[lb]
+def _block_update(seg, ptr, brows, feats, vals, off, mode, theta, lam, mu, nrm, alpha, S, D,
+                  E):
+    """Gibbs draws of every feature of one block, segment by segment (exclusive ranges of the
+    block's features), from the aggregates S (float64 (5, n_B): W, S1, S2, SR, SRQ per block
+    row, summed over all rows); S moves with each draw and D / E collect each block row's
+    moves of q and r (module docstring). ``theta``, ``lam``, ``mu``, ``nrm``: indexed by
+    global feature id (block feature j is off + j)."""
+    for s in range(seg.shape[0] - 1):
+        fs, fe, lo, hi = seg[s], seg[s + 1], ptr[s], ptr[s + 1]
+        m = fe - fs
+        A = np.zeros(m)
+        G = np.zeros(m)
         for p in range(lo, hi):
             b = brows[p]
-            W = s[0, b]
+            W = S[0, b]
             if W == 0.0:
-                continue  # no row (or only weight-0 rows) of this row block uses b
-            j = feats[p] - base
+                continue  # no row (or only weight-0 rows) uses block row b
+            j = feats[p] - fs
             x = vals[p]
             if mode == 0:
-                o[0, j] += x * x * W
-                o[1, j] += x * s[3, b]
+                A[j] += x * x * W
+                G[j] += x * S[3, b]
             else:
-                u = v[j] * x
-                o[0, j] += x * x * (s[2, b] - 2.0 * u * s[1, b] + u * u * W)
-                o[1, j] += x * (s[4, b] - u * s[3, b])
-
-
-@njit(cache=True, nogil=True)
-def _segment_apply(lo, hi, brows, feats, vals, base, mode, vold, delta, S, D, E):
-    """Move the aggregates after the segment's parameters moved by ``delta`` (from
-    ``vold``), and accumulate each block row's row moves D (of q) and E (of r)."""
-    for p in range(lo, hi):
-        b = brows[p]
-        j = feats[p] - base
-        x = vals[p]
-        t = delta[j] * x
-        if t == 0.0:
-            continue
-        if mode == 0:
-            for lb in range(S.shape[0]):
-                S[lb, 3, b] += t * S[lb, 0, b]
-            E[b] += t
-        else:
-            u = vold[j] * x
-            for lb in range(S.shape[0]):
-                W, S1, S2 = S[lb, 0, b], S[lb, 1, b], S[lb, 2, b]
-                SR, SRQ = S[lb, 3, b], S[lb, 4, b]
-                S[lb, 4, b] = SRQ + t * SR + t * S2 + t * t * S1 - t * u * S1 - t * t * u * W
-                S[lb, 3, b] = SR + t * (S1 - u * W)
-                S[lb, 2, b] = S2 + 2.0 * t * S1 + t * t * W
-                S[lb, 1, b] = S1 + t * W
-            E[b] += t * (D[b] - u)
-            D[b] += t
+                u = theta[off + fs + j] * x
+                A[j] += x * x * (S[2, b] - 2.0 * u * S[1, b] + u * u * W)
+                G[j] += x * (S[4, b] - u * S[3, b])
+        old = theta[off + fs:off + fe].copy()
+        delta = np.empty(m)
+        for j in range(m):
+            g = off + fs + j
+            prec = alpha * A[j] + lam[g]
+            new = (alpha * (A[j] * old[j] - G[j]) + lam[g] * mu[g]) / prec \
+                + nrm[g] / np.sqrt(prec)
+            theta[g] = new
+            delta[j] = new - old[j]
+        for p in range(lo, hi):
+            b = brows[p]
+            j = feats[p] - fs
+            x = vals[p]
+            t = delta[j] * x
+            if mode == 0:
+                S[3, b] += t * S[0, b]
+                E[b] += t
+            else:
+                u = old[j] * x
+                W, S1, S2, SR, SRQ = S[0, b], S[1, b], S[2, b], S[3, b], S[4, b]
+                S[4, b] = SRQ + t * SR + t * S2 + t * t * S1 - t * u * S1 - t * t * u * W
+                S[3, b] = SR + t * (S1 - u * W)
+                S[2, b] = S2 + 2.0 * t * S1 + t * t * W
+                S[1, b] = S1 + t * W
+                E[b] += t * (D[b] - u)
+                D[b] += t
 
 
 @njit(cache=True, nogil=True)
@@ -342,25 +347,15 @@ class RelationalData:
         update_blocks(self.flat, range(self.flat.n_blocks), mode, theta, 0, q, q, rows, coll,
                       drawn)
         qa = np.zeros(1, FLOAT) if q is None else q
-        L = self.rb.n_blocks
         for b, off, idx, seg, (ptr, brows, feats, vals) in zip(
                 self.blocks, self.offsets, self.idx, self.segments, self.entries):
-            S = np.zeros((L, 5, b.n_rows), FLOAT)
-            _aggregates(idx, self.rb.ptr, qa, rows.r, rows.c2, mode, S)
+            # the aggregates of all rows, summed over the row blocks in order: every rank
+            # then draws the block's features alone, the same numbers for any world size
+            parts = np.zeros((self.rb.n_blocks, 5, b.n_rows), FLOAT)
+            _aggregates(idx, self.rb.ptr, qa, rows.r, rows.c2, mode, parts)
+            S = fixed_sum(coll, parts)
             D = np.zeros(b.n_rows, FLOAT)
             E = np.zeros(b.n_rows, FLOAT)
-            for s in range(seg.size - 1):
-                fs, fe = int(seg[s]), int(seg[s + 1])
-                lo, hi = int(ptr[s]), int(ptr[s + 1])
-                g = slice(off + fs, off + fe)
-                old = theta[g].copy()
-                parts = np.zeros((L, 2, fe - fs), FLOAT)
-                _segment_stats(lo, hi, brows, feats, vals, fs, mode, old, S, parts)
-                A, G = fixed_sum(coll, parts)
-                lam, mu, nrm = drawn.lam[g], drawn.mu[g], drawn.normals[g]
-                prec = drawn.p0 * A + lam
-                new = (drawn.p0 * (A * old - G) + lam * mu) / prec + nrm / np.sqrt(prec)
-                theta[g] = new
-                _segment_apply(lo, hi, brows, feats, vals, fs, mode, old, new - old, S, D, E)
+            _block_update(seg, ptr, brows, feats, vals, int(off), mode, theta, drawn.lam,
+                          drawn.mu, drawn.normals, float(drawn.p0), S, D, E)
             _push_rows(idx, D, E, qa, rows.r, mode)
-
