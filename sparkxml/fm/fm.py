@@ -127,6 +127,9 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
                 "V": pred.V.astype(np.float64).mean(axis=0)}
 
     def _relation_cols(self) -> list:
+        if bool(self._opt(self.relationBlocks)) != bool(self._opt(self.relationCols)):
+            raise ValueError("relationCols and relationBlocks go together: one index column "
+                             "per block")
         return list(self._opt(self.relationCols) or [])
 
     def _relation_spec(self, dataset):
@@ -134,6 +137,15 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
 
         return relation_spec(dataset, self._opt(self.relationCols),
                              self._opt(self.relationBlocks), self.getSolver())
+
+    def write(self):
+        """A writer, refused while relationBlocks holds blocks (matrices and DataFrames have
+        no place in the params metadata)."""
+        if self._opt(self.relationBlocks):
+            raise TypeError(f"{type(self).__name__}: param relationBlocks holds blocks, which "
+                            f"cannot be saved with the estimator; save the estimator without "
+                            f"them (clear relationBlocks) and set them again after loading")
+        return super().write()
 
     def _check_params(self, weight, valid):
         if self.getEarlyStoppingRounds() > 0 and not valid:

@@ -87,6 +87,10 @@ def test_relation_input_errors(rel):
     with pytest.raises(ValueError, match="relationCols needs solver 'mcmc'"):
         FMRegressor(relationCols=["userIdx"], relationBlocks=[users], solver="als",
                     **PARAMS).fit(df)
+    with pytest.raises(ValueError, match="relationCols and relationBlocks go together"):
+        FMRegressor(relationBlocks=[users], **PARAMS).fit(df)
+    with pytest.raises(TypeError, match="relationBlocks holds blocks, which cannot be saved"):
+        FMRegressor(relationCols=["userIdx"], relationBlocks=[users]).write()
     with pytest.raises(TypeError, match=r"relationBlocks\[0\] must be a DataFrame"):
         FMRegressor(relationCols=["userIdx"], relationBlocks=["users.npz"])
     with pytest.raises(TypeError, match="relationCols: column 'label' must be an integer"):
