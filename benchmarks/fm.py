@@ -5,6 +5,7 @@
                             [--generated] [--movielens DIR] [--skip-mllib] [--seed 0]
                             [--skip-ffm | --ffm-only] [--ffm-iters 15]
                             [--bpr [--skip-a9a] [--bpr-iters 30] [--bpr-negatives 1]]
+                            [--relation [--relation-rows 1000000] [--relation-spark]]
 
 a9a (LIBSVM's binarised UCI Adult, labels -1/+1 mapped to 0/1), rank 8:
 
@@ -56,6 +57,8 @@ NDCG@10 and recall@10 of ``recommendForAllUsers`` (``sparkxml.evaluation.
 recommendation_metrics``, averaged over the test users) twice: over all items (both engines
 exclude nothing by default) and with each user's training items removed from its list.
 
+Relation blocks (``--relation``): ``benchmarks/fm_relation.py`` (kernel level, no Spark).
+
 Fit time is the wall time of the ``fit`` call (sparkxml: checks job + barrier stage; MLlib:
 its jobs), after a warm-up fit on a small slice that starts the Python workers and loads the
 numba cache. Test metrics are computed here with scikit-learn for every engine.
@@ -69,6 +72,8 @@ import time
 
 import numpy as np
 from _harness import Results, session
+from fm_relation import add_arguments as add_relation_arguments
+from fm_relation import bench_relation
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 A9A = os.path.join(HERE, "..", "..", "shared", "data", "a9a")
@@ -626,7 +631,11 @@ def main():
     ap.add_argument("--bpr-negatives", type=int, default=1)
     ap.add_argument("--ordinal-only", action="store_true",
                     help="only the MovieLens ordinal rows (needs --movielens)")
+    add_relation_arguments(ap)
     args = ap.parse_args()
+    if args.relation:  # kernel level, no Spark session (benchmarks/fm_relation.py)
+        bench_relation(args)
+        return
     res = Results("fm")
     spark = session(master=f"local[{max(2, max(args.workers))}]", app="fm-bench",
                     conf={"spark.driver.memory": "4g", "spark.driver.maxResultSize": "2g",

@@ -56,8 +56,9 @@ __all__ = ["FMTrainingSummary", "FMEstimatorBase", "FMModelBase", "add_setters"]
 
 
 def data_checks(dataset, fcol, label, weight, valid, classification: bool) -> dict:
-    """The checks job (see the module docstring); raises ValueError naming the column."""
-    cols = list(dict.fromkeys([fcol, label] + [c for c in (weight, valid) if c]))
+    """The checks job (see the module docstring); raises ValueError naming the column.
+    ``fcol`` None: no feature vectors (a fit on relation blocks only), d = 0."""
+    cols = list(dict.fromkeys([c for c in (fcol, label, weight, valid) if c]))
     rows = dataset.select(*cols).mapInArrow(
         make_stats_task(fcol, label, weight, valid, classification), STATS_SCHEMA).collect()
     r = {k: sum((row[k] or 0) for row in rows) for k in ("n", "nnz", "label_null",
@@ -89,6 +90,9 @@ def data_checks(dataset, fcol, label, weight, valid, classification: bool) -> di
     if first("x_bad") is not None:
         raise ValueError(f"featuresCol: column '{fcol}' holds the value {first('x_bad')!r}; "
                          f"features must be finite")
+    if fcol is None:  # relation blocks only: no flat features
+        r.update(d=0, n_train=r["n"] - r["n_valid"])
+        return r
     sizes = sorted({row["dmin"] for row in rows if row["dmin"] >= 0}
                    | {row["dmax"] for row in rows if row["dmax"] >= 0})
     if sizes and sizes[0] == 0:  # a null vector counts as size 0: name it as null
@@ -245,7 +249,8 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
 
     def _check_schema(self, dataset, fcol, label, weight, valid):
         numeric = (T.NumericType,)
-        check_vector_column(dataset, fcol)
+        if fcol is not None:
+            check_vector_column(dataset, fcol)
         check_column(dataset, label, "labelCol", numeric, "numeric")
         if weight:
             check_column(dataset, weight, "weightCol", numeric, "numeric")
@@ -261,8 +266,14 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
         weight = self._opt(self.weightCol) or None
         valid = (self._opt(self.validationIndicatorCol) or None
                  if self.hasParam("validationIndicatorCol") else None)
+        rel_cols = self._relation_cols()
+        if rel_cols and fcol not in dataset.columns:
+            fcol = None  # relation blocks only: the flat part has no features
         self._check_schema(dataset, fcol, label, weight, valid)
         self._check_params(weight, valid)
+        rel = self._relation_spec(dataset) if rel_cols else None
+        if rel is not None and valid:
+            raise ValueError("validationIndicatorCol is not supported with relationCols")
         n_workers = self._opt(self.numWorkers)
         if n_workers is not None:
             check_slots(spark, n_workers)
@@ -272,25 +283,38 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
                 stats = data_checks(dataset, fcol, label, weight, valid,
                                     self._task != "regression")
                 stats.update(self._label_checks(dataset, label))
-            check_dense_width(fcol, stats["d"], *self._dense_per_feature())
+            d_flat = stats["d"]
+            if rel is not None:
+                stats["d"] = d_flat + rel.width  # the model's features: flat, then blocks
+            check_dense_width(fcol or "relationBlocks", stats["d"], *self._dense_per_feature())
             n_workers = cap_workers(type(self).__name__,
                                     workers_for(spark, stats, valid, n_workers))
             params = dict(self._train_params(stats), task=self._task)
+            rel_names = []
+            if rel is not None:
+                params["relations"] = rel.blocks
+                rel_names = [f"r{i}" for i in range(len(rel.cols))]
             checks_seconds = time.perf_counter() - t0
             # fixed internal names: the label may also serve as weight or be named like a param
-            key_cols = [F.col(fcol), F.col(label)] + ([F.col(weight)] if weight else [])
-            cols = [F.col(fcol).alias("f"), F.col(label).cast("double").alias("y")]
+            key_cols = (([F.col(fcol)] if fcol else []) + [F.col(label)]
+                        + ([F.col(weight)] if weight else [])
+                        + [F.col(c) for c in (rel.cols if rel is not None else [])])
+            cols = (([F.col(fcol).alias("f")] if fcol else [])
+                    + [F.col(label).cast("double").alias("y")])
             if weight:
                 cols.append(F.col(weight).cast("double").alias("w"))
             if valid:
                 cols.append(F.col(valid).alias("v"))
+            if rel is not None:
+                cols += [F.col(c).cast("long").alias(n) for c, n in zip(rel.cols, rel_names)]
             cols.append(F.xxhash64(*key_cols).alias(KEY))
             df = _block_partitions(dataset.select(*cols), int(n_workers))
             with progress.phase("train"):
                 result = run_barrier_training(
                     df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,
-                                                "v" if valid else None, stats["d"],
-                                                column="f"),
+                                                "v" if valid else None, d_flat,
+                                                column="f" if fcol else None,
+                                                relations=rel_names or None),
                     make_train_fn(self._kind, params, progress=progress.task_spec()),
                     timeout_s=self.getTimeoutSeconds(), repartition=False)
             summary = FMTrainingSummary._from_fit(result, checks_seconds)
@@ -298,6 +322,14 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
                 progress.log_rounds(summary._rows(), self._progress_total(params),
                                     unit=self._unit)
         return self._model_class._create(result.arrays, summary)
+
+    def _relation_cols(self) -> list:
+        """The relation index columns (FMRegressor / FMClassifier: relationCols)."""
+        return []
+
+    def _relation_spec(self, dataset):
+        """The checked relation blocks (``sparkxml.fm.relations.RelationSpec``), or None."""
+        return None
 
     def _progress_total(self, params: dict) -> int:
         return int(params.get("maxIter", 0))

@@ -51,6 +51,8 @@ from sparkxml.fm.params import (
     HasFMSolver,
     HasInitStd,
     HasMiniBatchFraction,
+    HasRelationBlocks,
+    HasRelationCols,
     HasThinning,
 )
 from sparkxml_kernels.fm.predictor import FMPredictor
@@ -61,7 +63,7 @@ _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "factorSize"
            "maxIter", "regParam", "initStd", "seed", "burnIn", "thinning", "stepSize",
            "miniBatchFraction", "tol", "fitIntercept", "fitLinear", "fieldStarts", "numWorkers",
            "timeoutSeconds", "verbose", "validationIndicatorCol", "earlyStoppingRounds",
-           "initModel")
+           "initModel", "relationCols", "relationBlocks")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 _REGRESSOR_PARAMS = ("loss", "probabilityCol")
 # ordinal labels: more classes than this are refused (the cutpoint step is O(K^3))
@@ -122,9 +124,10 @@ class _FMClassifierParams(_FMParams, HasRawPredictionCol, HasProbabilityCol):
 
 
 class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingRounds,
-                   HasFMInitModel):
+                   HasFMInitModel, HasRelationCols, HasRelationBlocks):
     """The fit of FMRegressor / FMClassifier: the training conveniences (validation rows,
-    early stopping, warm start) live on the estimators only, not on their models."""
+    early stopping, warm start, relation blocks) live on the estimators only, not on their
+    models."""
 
     _kind = "fm"
 
@@ -164,6 +167,27 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
                              f"factorSize {k}")
         return {"w0": float(np.mean(pred.w0)), "w": pred.w.astype(np.float64).mean(axis=0),
                 "V": pred.V.astype(np.float64).mean(axis=0)}
+
+    def _relation_cols(self) -> list:
+        if bool(self._opt(self.relationBlocks)) != bool(self._opt(self.relationCols)):
+            raise ValueError("relationCols and relationBlocks go together: one index column "
+                             "per block")
+        return list(self._opt(self.relationCols) or [])
+
+    def _relation_spec(self, dataset):
+        from sparkxml.fm.relations import relation_spec
+
+        return relation_spec(dataset, self._opt(self.relationCols),
+                             self._opt(self.relationBlocks), self.getSolver())
+
+    def write(self):
+        """A writer, refused while relationBlocks holds blocks (matrices and DataFrames have
+        no place in the params metadata)."""
+        if self._opt(self.relationBlocks):
+            raise TypeError(f"{type(self).__name__}: param relationBlocks holds blocks, which "
+                            f"cannot be saved with the estimator; save the estimator without "
+                            f"them (clear relationBlocks) and set them again after loading")
+        return super().write()
 
     def _check_params(self, weight, valid):
         if self.getEarlyStoppingRounds() > 0 and not valid:
@@ -282,7 +306,22 @@ class FMRegressor(_FMEstimator, _FMRegressorParams):
         model's posterior mean). It must have the same vector size and factorSize, and be a
         model of the same task. MCMC starts its chain there (the hyper-parameters start
         afresh); ALS and AdamW continue from it (AdamW's moments start at zero).
-
+    relationCols : list of str, optional
+        Relation blocks (myFM's ``RelationBlock``, libFM's BS): integer columns, one per
+        block, each row's block row (0-based). With them the row's features are
+        [featuresCol, relationBlocks[0][row's index], relationBlocks[1][...], ...]; featuresCol
+        may then be absent from the DataFrame (no flat features). MCMC only; not with
+        validationIndicatorCol. The sampler uses the block structure (per-block-row caches and
+        sums), so the blocks' features cost per distinct user / item, not per row; the model
+        is the one the flat encoding gives (the same predictions to float rounding).
+    relationBlocks : list, optional
+        One block per relationCols entry, stored once: a DataFrame with an integer ``index``
+        and a vector ``features`` column (collected to the driver once; block rows no index
+        names are all zero), or a numpy 2-D array / scipy.sparse matrix (row b = block row
+        b). The blocks travel to the training tasks with the params; an estimator holding
+        them cannot be saved. The fitted model is an ordinary FM over the concatenated
+        features: it scores full vectors (e.g. the blocks' feature columns joined on the
+        indices and put after featuresCol with a VectorAssembler).
     loss : {"squared", "ordinal"}, default "squared"
         "ordinal": ordered probit regression with learned cutpoints (myFM's
         ``MyFMOrderedProbit``, ``sparkxml_kernels.fm.ordinal``), solver "mcmc" only, without
@@ -337,7 +376,8 @@ class FMRegressor(_FMEstimator, _FMRegressorParams):
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
-                 loss="squared", probabilityCol="probability"):
+                 loss="squared", probabilityCol="probability", relationCols=None,
+                 relationBlocks=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -348,7 +388,8 @@ class FMRegressor(_FMEstimator, _FMRegressorParams):
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                   fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
                   validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
-                  loss="squared", probabilityCol="probability"):
+                  loss="squared", probabilityCol="probability", relationCols=None,
+                  relationBlocks=None):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -387,7 +428,8 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
+                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
+                 relationCols=None, relationBlocks=None):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -398,7 +440,8 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
                   regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
                   miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
                   fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None):
+                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
+                  relationCols=None, relationBlocks=None):
         return self._set_params(**self._input_kwargs)
 
     @property

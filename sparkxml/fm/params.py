@@ -221,6 +221,53 @@ class HasFMInitModel(Params):
         return self.getOrDefault(self.initModel)
 
 
+def _relation_blocks(value):
+    """relationBlocks: a list whose items are DataFrames or local matrices (numpy 2-D arrays,
+    scipy.sparse matrices)."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"relationBlocks must be a list of DataFrames or matrices, got "
+                        f"{type(value).__name__}")
+    for i, b in enumerate(value):
+        # a DataFrame first: a Connect DataFrame answers any other attribute with a Column
+        is_frame = hasattr(b, "columns") and hasattr(b, "select")
+        if not is_frame and not (hasattr(b, "shape") and len(getattr(b, "shape", ())) == 2):
+            raise TypeError(f"relationBlocks[{i}] must be a DataFrame (columns 'index' and "
+                            f"'features') or a 2-D numpy / scipy.sparse matrix, got "
+                            f"{type(b).__name__}")
+    return list(value)
+
+
+class HasRelationCols(Params):
+    """Mixin for param relationCols: integer columns, one per relation block: the block row
+    (0-based, < the block's rows) whose features the row takes (myFM's relation blocks)."""
+
+    relationCols: "Param[list[str]]" = param("relationCols", __doc__,
+                                             TypeConverters.toListString)
+    _constraints = {"relationCols": column_list()}
+
+    def getRelationCols(self) -> list:
+        """Gets the value of relationCols or its default value."""
+        return self.getOrDefault(self.relationCols)
+
+
+class HasRelationBlocks(Params):
+    """Mixin for param relationBlocks: the relation blocks, one per relationCols entry, each
+    stored once: a DataFrame with an integer 'index' column and a vector 'features' column
+    (collected to the driver once), or a numpy 2-D array / scipy.sparse matrix (row b = block
+    row b)."""
+
+    relationBlocks: "Param[list]" = Param(
+        Params._dummy(), "relationBlocks",
+        "the relation blocks, one per relationCols entry, each stored once: a DataFrame with "
+        "an integer 'index' column and a vector 'features' column (collected to the driver "
+        "once), or a numpy 2-D array / scipy.sparse matrix (row b = block row b)",
+        typeConverter=_relation_blocks)
+
+    def getRelationBlocks(self) -> list:
+        """Gets the value of relationBlocks or its default value."""
+        return self.getOrDefault(self.relationBlocks)
+
+
 # ---------------------------------------------------------------- field-aware FM (FFM)
 class HasFFMSolver(Params):
     """Mixin for param solver: FFM training algorithm: 'adagrad' (libffm's adagrad SGD, one

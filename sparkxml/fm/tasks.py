@@ -37,16 +37,20 @@ def make_stats_task(fcol, label, weight, valid, classification: bool):
         for b in batches:
             if b.num_rows == 0:
                 continue
-            n, nnz, dmin, dmax = arrow_io.vector_stats(column_of(b, fcol), fcol)
-            acc["n"] += n
-            acc["nnz"] += nnz
-            if n and dmin >= 0:
-                acc["dmin"] = dmin if acc["dmin"] is None else min(acc["dmin"], dmin)
-                acc["dmax"] = dmax if acc["dmax"] is None else max(acc["dmax"], dmax)
-            col = column_of(b, fcol)
-            vals = col.field("values").flatten().to_numpy(zero_copy_only=False)
-            if acc["x_bad"] is None:
-                acc["x_bad"] = _first(vals, ~np.isfinite(vals))
+            if fcol is None:  # relation blocks only: no vectors
+                n = b.num_rows
+                acc["n"] += n
+            else:
+                n, nnz, dmin, dmax = arrow_io.vector_stats(column_of(b, fcol), fcol)
+                acc["n"] += n
+                acc["nnz"] += nnz
+                if n and dmin >= 0:
+                    acc["dmin"] = dmin if acc["dmin"] is None else min(acc["dmin"], dmin)
+                    acc["dmax"] = dmax if acc["dmax"] is None else max(acc["dmax"], dmax)
+                col = column_of(b, fcol)
+                vals = col.field("values").flatten().to_numpy(zero_copy_only=False)
+                if acc["x_bad"] is None:
+                    acc["x_bad"] = _first(vals, ~np.isfinite(vals))
             lab = column_of(b, label)
             acc["label_null"] += lab.null_count
             y = lab.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
@@ -77,21 +81,30 @@ def make_stats_task(fcol, label, weight, valid, classification: bool):
     return stats
 
 
-def make_load_fn(fcol, label, weight, valid, d: int, column=None):
+def make_load_fn(fcol, label, weight, valid, d: int, column=None, relations=None):
     """The barrier task's loader: Arrow batches -> CSR (float64 values), labels, weights,
     content keys and the validation flags, all in arrival order. ``column``: the name of the
-    vector column in the batches when it differs from ``fcol`` (used in messages)."""
+    vector column in the batches when it differs from ``fcol`` (used in messages); ``fcol``
+    None: no vectors (empty rows, d = 0). ``relations``: the relation index columns, read into
+    ``rel`` int64 (n, R)."""
     column = column or fcol
 
     def load(batches, rank, world):
-        ip, ix, dv, ys, ws, ks, vs = [], [], [], [], [], [], []
+        ip, ix, dv, ys, ws, ks, vs, rs = [], [], [], [], [], [], [], []
         offset = 0
         for b in batches:
             if b.num_rows == 0:
                 continue
-            indptr, indices, data, _ = arrow_io.vectors_to_csr(column_of(b, column), fcol,
-                                                               num_features=d,
-                                                               value_dtype=np.float64)
+            if fcol is None:
+                indptr = np.zeros(b.num_rows + 1, np.int64)
+                indices, data = np.zeros(0, np.int32), np.zeros(0, np.float64)
+            else:
+                indptr, indices, data, _ = arrow_io.vectors_to_csr(
+                    column_of(b, column), fcol, num_features=d, value_dtype=np.float64)
+            if relations:
+                rs.append(np.column_stack([
+                    np.asarray(column_of(b, c).to_numpy(zero_copy_only=False), np.int64)
+                    for c in relations]))
             ip.append(indptr[1:] + offset)
             offset += int(indptr[-1])
             ix.append(indices)
@@ -110,7 +123,9 @@ def make_load_fn(fcol, label, weight, valid, d: int, column=None):
                 "indices": cat(ix, np.int32), "data": cat(dv, np.float64),
                 "y": cat(ys, np.float64), "w": cat(ws, np.float64) if weight else None,
                 "valid": cat(vs, bool) if valid else None, "keys": cat(ks, np.int64),
-                "d": int(d), "fcol": fcol}
+                "d": int(d), "fcol": fcol or "relationBlocks",
+                "rel": (np.concatenate(rs) if rs else np.zeros((0, len(relations)), np.int64))
+                if relations else None}
 
     return load
 
@@ -140,11 +155,18 @@ def make_train_fn(kind: str, params: dict, progress: dict | None = None):
         from sparkxml_kernels.fm import train as T
         from sparkxml_kernels.progress import ProgressReporter
 
-        valid = state["valid"]
+        valid, rel = state["valid"], state.get("rel")
         prep = T.prepare(state["indptr"], state["indices"], state["data"], state["y"],
                          state["w"], state["keys"], state["d"], coll, rank, world,
-                         column=state["fcol"], extra=valid)
-        if valid is not None:
+                         column=state["fcol"], extra=valid if rel is None else rel)
+        relations = None
+        if rel is not None:  # the relation blocks (validation rows are refused with them)
+            from sparkxml_kernels.fm.relation import RelationBlock
+
+            prep, rel = prep
+            relations = ([RelationBlock(b["indptr"], b["indices"], b["data"], b["d"], b["name"])
+                          for b in params["relations"]], np.ascontiguousarray(rel.T))
+        elif valid is not None:
             prep, valid = prep
         state.clear()
         reporter = ProgressReporter(progress if rank == 0 else None, rank)
@@ -163,7 +185,7 @@ def make_train_fn(kind: str, params: dict, progress: dict | None = None):
             tr = prep if valid is None else prep.subset(~valid)
             va = None if valid is None else prep.subset(valid)
             if kind == "fm":
-                arrays, hist = T.train_fm(tr, p, coll, valid=va)
+                arrays, hist = T.train_fm(tr, p, coll, valid=va, relations=relations)
             elif kind == "ffm":
                 arrays, hist = T.train_ffm(tr, p, coll)
             else:

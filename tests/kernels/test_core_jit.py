@@ -50,6 +50,11 @@ NOT_WARMED = {
     # LambdaMART's xendcg and map objectives: the recorded ranking profile trains lambdarank
     "sparkxml_kernels.gbt.ranking_xendcg._xendcg_kernel",
     "sparkxml_kernels.gbt.ranking_map._map_kernel",
+    # FM relation blocks (relationCols): the recorded fm profile fits flat vectors
+    "sparkxml_kernels.fm.relation._gather_rows",
+    "sparkxml_kernels.fm.relation._aggregates",
+    "sparkxml_kernels.fm.relation._block_update",
+    "sparkxml_kernels.fm.relation._push_rows",
 }
 
 

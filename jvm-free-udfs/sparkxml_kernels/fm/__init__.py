@@ -11,6 +11,7 @@ als        coordinate descent (squared / logistic loss)
 mcmc       Gibbs sampling with Gaussian / Gamma hyper-priors (regression, probit, ordinal)
 ordinal    ordered probit: truncated normals between cutpoints, the cutpoint sampler, class
            probabilities
+relation   relation blocks (user / item features stored once) in the MCMC sweep
 adamw      mini-batch AdamW
 gbfm       GBFM: greedy field-pair selection and stage fitting
 train      entry points for one process or one Spark task

@@ -33,6 +33,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .cd import FACTOR, LINEAR, factor_cache
+from .relation import RelationalData
 from .rng import STREAM_PROBIT, param_rng, sample_probit_targets, uniforms
 from .solver import (
     SQUARED,
@@ -92,12 +93,31 @@ class _OrdinalStep:
         rows.set_targets(z)
 
 
+def _caches(data, w0, w, Vt):
+    """(Q float64 (k, n), pred float64 (n,)): the factor caches and the prediction."""
+    if isinstance(data, RelationalData):
+        return data.caches(w0, w, Vt)
+    Q = np.zeros((Vt.shape[0], data.n), FLOAT)
+    factor_cache(data.indptr, data.indices, data.data, Vt, Q)
+    pred = np.empty(data.n, FLOAT)
+    fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
+    return Q, pred
+
+
+def _update(data, mode, theta, q, rows, coll, rule):
+    """One Gibbs update of theta (w, or a row of Vt with its cache q) over every feature."""
+    if isinstance(data, RelationalData):
+        data.update(mode, theta, q, rows, coll, rule)
+    else:
+        update_blocks(data, range(data.n_blocks), mode, theta, 0, q, q, rows, coll, rule)
+
+
 def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int, watch=None):
     """Run the Gibbs sampler on this rank's rows; every rank returns the same samples.
 
     Parameters
     ----------
-    data : layout.BlockedData
+    data : layout.BlockedData, or relation.RelationalData (relation blocks)
     y, weights : float64 (n,) labels (0/1 for classification) and row weights (or None)
     rids : int64 (n,) row identities (per-row random streams)
     params : dict with factorSize, maxIter, burnIn, thinning, initStd, seed, task,
@@ -124,17 +144,13 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     alpha = 1.0
     lam_w, mu_w = np.full(n_groups, LAMBDA_INIT), np.zeros(n_groups)
     lam_v, mu_v = np.full((k, n_groups), LAMBDA_INIT), np.zeros((k, n_groups))
-    Q = np.zeros((k, data.n), FLOAT)
-    factor_cache(data.indptr, data.indices, data.data, Vt, Q)
-    pred = np.empty(data.n, FLOAT)
-    fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
+    Q, pred = _caches(data, w0, w, Vt)
     rows = RowCache(y, weights, SQUARED, pred)
     z = np.empty(data.n, FLOAT)
     (w_total,) = data.rb.sums(coll, rows.w)
     if ordinal:
         ord_step = _OrdinalStep(params, y, rids, data.rb, coll, seed)
         ord_step.latents(rows, ord_step.sampler.start(ord_step.totals(rows)), 0)
-    all_blocks = range(data.n_blocks)
     samples_w0, samples_w, samples_V = [], [], []
     hist = {"train_rmse": [], "alpha": [], "seconds": []}
     if watch is not None:
@@ -161,13 +177,13 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
             w0 = float(new)
         if fit_linear:
             _draw_lambda_mu(rng, w, group_of, n_groups, mu_w, lam_w)
-            update_blocks(data, all_blocks, LINEAR, w, 0, None, None, rows, coll,
-                          GibbsRule(alpha, lam_w[group_of], mu_w[group_of], rng))
+            _update(data, LINEAR, w, None, rows, coll,
+                    GibbsRule(alpha, lam_w[group_of], mu_w[group_of], rng))
         for f in range(k):
             _draw_lambda_mu(rng, Vt[f], group_of, n_groups, mu_v[f], lam_v[f])
         for f in range(k):
-            update_blocks(data, all_blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll,
-                          GibbsRule(alpha, lam_v[f][group_of], mu_v[f][group_of], rng))
+            _update(data, FACTOR, Vt[f], Q[f], rows, coll,
+                    GibbsRule(alpha, lam_v[f][group_of], mu_v[f][group_of], rng))
         if ordinal:  # myFM's order: the cutpoints and latents after the FM parameters
             ord_step.latents(rows, ord_step.sampler.step(ord_step.totals(rows), rng), it + 1)
             hist.setdefault("mh_accepted", []).append(float(ord_step.sampler.accepted))

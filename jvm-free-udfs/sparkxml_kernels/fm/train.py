@@ -104,7 +104,8 @@ def groups_from_field_starts(field_starts, d: int):
     return np.repeat(np.arange(fs.size - 1), np.diff(fs)), fs.size - 1
 
 
-def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None):
+def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None,
+             relations=None):
     """Train a factorization machine on this worker's prepared rows.
 
     Parameters
@@ -118,6 +119,10 @@ def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None):
     valid : Prepared, optional
         This worker's validation rows: scored after every sweep (``watch.ValidationWatch``,
         history "valid_metric"), and early stopping when earlyStoppingRounds > 0.
+    relations : (list of relation.RelationBlock, int64 (R, n)), optional
+        Relation blocks and each row's block row (rows in ``prep``'s order); ``prep`` then
+        holds the flat features only and the model has d_flat + sum of the blocks' widths
+        features (``relation``). MCMC only; not with ``valid``.
 
     Returns
     -------
@@ -130,6 +135,14 @@ def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None):
     solver = params["solver"]
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; use one of {list(SOLVERS)}")
+    if relations is not None:
+        from .relation import RelationalData
+
+        if solver != "mcmc":
+            raise ValueError(f"relation blocks need solver 'mcmc', got {solver!r}")
+        if valid is not None:
+            raise ValueError("relation blocks do not take validation rows")
+        data = RelationalData(data, *relations)
     link = ("identity" if params["task"] != "classification"
             else "probit" if solver == "mcmc" else "logistic")
     if params.get("loss") == "ordinal":
@@ -142,14 +155,14 @@ def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None):
         watch = ValidationWatch(valid, link, int(params.get("earlyStoppingRounds") or 0), coll,
                                 average=solver == "mcmc")
     if solver == "mcmc":
-        group_of, n_groups = groups_from_field_starts(params.get("fieldStarts"), prep.d)
+        group_of, n_groups = groups_from_field_starts(params.get("fieldStarts"), data.d)
         samples, hist = mcmc.run_mcmc(data, prep.y, prep.w, prep.rids, params, coll, group_of,
                                       n_groups, watch)
     elif solver == "als":
         samples, hist = als.run_als(data, prep.y, prep.w, params, coll, watch)
     else:
         samples, hist = adamw.run_adamw(data, prep.y, prep.w, prep.rids, params, coll, watch)
-    arrays = dict(samples, link=np.asarray(link), n_features=np.asarray(prep.d, np.int64))
+    arrays = dict(samples, link=np.asarray(link), n_features=np.asarray(data.d, np.int64))
     hist["n_blocks"] = int(data.n_blocks)
     return arrays, hist
 
