@@ -95,3 +95,25 @@ def test_relation_input_errors(rel):
         FMRegressor(relationCols=["userIdx"], relationBlocks=["users.npz"])
     with pytest.raises(TypeError, match="relationCols: column 'label' must be an integer"):
         FMRegressor(relationCols=["label"], relationBlocks=[users], **PARAMS).fit(df)
+
+
+def test_relation_ordinal_matches_flat_encoding(rel):
+    """Ordered probit (loss="ordinal") over relation blocks: the cutpoints and latents are
+    drawn per row, so the block structure changes nothing but the sums' rounding."""
+    df, users, item_df, flat, X, y = rel
+    levels = np.digitize(y, np.quantile(y, [0.25, 0.5, 0.75])) + 1  # ratings 1..4
+    spark = df.sparkSession
+    df4 = spark.createDataFrame([(int(r["userIdx"]), int(r["itemIdx"]), int(levels[k]))
+                                 for k, r in enumerate(df.collect())],
+                                ["userIdx", "itemIdx", "label"])
+    flat4 = from_csr(spark, X.indptr, X.indices, X.data, X.shape[1],
+                     columns={"label": levels.astype(float)})
+    model = FMRegressor(loss="ordinal", relationCols=["userIdx", "itemIdx"],
+                        relationBlocks=[users, item_df], numWorkers=1, **PARAMS).fit(df4)
+    ref = FMRegressor(loss="ordinal", numWorkers=1, **PARAMS).fit(flat4)
+    assert model.classes == ref.classes == [1.0, 2.0, 3.0, 4.0]
+    np.testing.assert_allclose(model.cutpoints.toArray(), ref.cutpoints.toArray(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(_pred(model, flat4), _pred(ref, flat4), rtol=1e-5, atol=1e-6)
+    proba = np.array([v.toArray() for v in _pred(model, flat4, "probability")])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-9)
