@@ -3,6 +3,7 @@ runs of omikuji's and napkinXC's defaults: accuracy only (P@1/3/5 in %, mean and
 
     .venv/bin/python benchmarks/labeltree_settings.py [--seeds 4] [--anchor-runs 3]
                                                       [--only NAME ...] [--holdout 0.2]
+                                                      [--arff DIR/NAME]
 
 Every sparkxml setting trains 3 trees (unless its name says otherwise) in this process with
 ``sparkxml_kernels.labeltree`` (one core, no Spark; the model Parabel's Spark fit trains with
@@ -10,12 +11,16 @@ the same params and seed) and predicts with ``LabelTreePredictor``. omikuji and 
 their defaults unseeded on 2 threads (``pip install -e '.[bench]'``): their spread over runs
 is the random tree building, as the seeds' spread is for sparkxml. ``--holdout`` scores the
 sparkxml settings on a held-out part of the training split instead, to compare settings
-without reading the test split.
+without reading the test split. ``--arff DIR/NAME`` reads a Mulan split instead
+(``NAME-train.arff``, ``NAME-test.arff``, ``NAME.xml``, e.g. ``../shared/data/enron/enron`` or
+``../shared/data/bibtex/mulan_split/bibtex``); omikuji then reads the training rows from a
+temporary XC file.
 """
 import argparse
 import os
 import re
 import statistics
+import tempfile
 
 from fastxml_bibtex import DATA, precision_at, run_napkinxc, run_omikuji
 
@@ -62,6 +67,8 @@ def main():
                     help="score on this fraction of the training split (a random draw, seed "
                          "0) after training on the rest, instead of on the test split; the "
                          "anchors are not run")
+    ap.add_argument("--arff", help="DIR/NAME of a Mulan split (NAME-train.arff, "
+                                   "NAME-test.arff, NAME.xml) instead of --data")
     args = ap.parse_args()
     import numpy as np
     import scipy.sparse as sp
@@ -70,9 +77,19 @@ def main():
     from sparkxml_kernels.labeltree.forest import train_forest
     from sparkxml_kernels.labeltree.predictor import LabelTreePredictor
 
-    train_path = os.path.join(args.data, "bibtex_train.txt")
-    train = formats.read_xc(train_path)
-    te = formats.read_xc(os.path.join(args.data, "bibtex_test.txt"))
+    tmp = tempfile.TemporaryDirectory()
+    if args.arff:
+        xml = args.arff + ".xml"
+        tr = formats.read_arff_multilabel(args.arff + "-train.arff", xml)
+        ts = formats.read_arff_multilabel(args.arff + "-test.arff", xml)
+        n_labels = len(tr[6])
+        train, te = tr[:6] + (n_labels,), ts[:6] + (n_labels,)
+        train_path = os.path.join(tmp.name, "train.txt")
+        formats.write_xc(train_path, *train)
+    else:
+        train_path = os.path.join(args.data, "bibtex_train.txt")
+        train = formats.read_xc(train_path)
+        te = formats.read_xc(os.path.join(args.data, "bibtex_test.txt"))
     Xtr = sp.csr_matrix((train[2], train[1], train[0]), shape=(len(train[0]) - 1, train[5]))
     Xte = sp.csr_matrix((te[2], te[1], te[0]), shape=(len(te[0]) - 1, te[5]))
     Ytr, Yte = (train[3], train[4]), (te[3], te[4])
