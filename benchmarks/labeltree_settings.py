@@ -4,6 +4,7 @@ runs of omikuji's and napkinXC's defaults: accuracy only (P@1/3/5 in %, mean and
     .venv/bin/python benchmarks/labeltree_settings.py [--seeds 4] [--anchor-runs 3]
                                                       [--only NAME ...] [--holdout 0.2]
                                                       [--arff DIR/NAME]
+                                                      [--generated N D L]
 
 Every sparkxml setting trains 3 trees (unless its name says otherwise) in this process with
 ``sparkxml_kernels.labeltree`` (one core, no Spark; the model Parabel's Spark fit trains with
@@ -14,7 +15,9 @@ sparkxml settings on a held-out part of the training split instead, to compare s
 without reading the test split. ``--arff DIR/NAME`` reads a Mulan split instead
 (``NAME-train.arff``, ``NAME-test.arff``, ``NAME.xml``, e.g. ``../shared/data/enron/enron`` or
 ``../shared/data/bibtex/mulan_split/bibtex``); omikuji then reads the training rows from a
-temporary XC file.
+temporary XC file. ``--generated N D L`` uses Delicious-shaped generated data instead
+(``fastxml_distributed.delicious_like``: N training rows and N/10 test rows, D features, L
+labels).
 """
 import argparse
 import os
@@ -39,6 +42,11 @@ SETTINGS = [
     ("logistic C=5", dict(loss="logistic", C=5.0), 10),
     ("logistic C=20", dict(loss="logistic", C=20.0), 10),
     ("squared_hinge C=0.5", dict(loss="squared_hinge", C=0.5), 10),
+    # Bonsai's trees (16-way unbalanced k-means, depth <= 3) with the same node classifiers
+    ("Bonsai squared_hinge C=1", dict(loss="squared_hinge", C=1.0, branch=16, balanced=False,
+                                      max_depth=3), 10),
+    ("Bonsai squared_hinge C=0.5", dict(loss="squared_hinge", C=0.5, branch=16, balanced=False,
+                                        max_depth=3), 10),
 ]
 
 
@@ -69,6 +77,9 @@ def main():
                          "anchors are not run")
     ap.add_argument("--arff", help="DIR/NAME of a Mulan split (NAME-train.arff, "
                                    "NAME-test.arff, NAME.xml) instead of --data")
+    ap.add_argument("--generated", nargs=3, type=int, metavar=("N", "D", "L"),
+                    help="Delicious-shaped generated data: N train rows (and N/10 test rows), "
+                         "D features, L labels")
     args = ap.parse_args()
     import numpy as np
     import scipy.sparse as sp
@@ -78,7 +89,18 @@ def main():
     from sparkxml_kernels.labeltree.predictor import LabelTreePredictor
 
     tmp = tempfile.TemporaryDirectory()
-    if args.arff:
+    if args.generated:
+        from fastxml_distributed import delicious_like
+
+        from sparkxml.synthetic import csr_rows
+
+        n, d, n_labels = args.generated
+        X, Y = delicious_like(n + n // 10, d, n_labels)
+        parts = [csr_rows(X, Y, 0, n), csr_rows(X, Y, n, n + n // 10)]
+        train, te = ((*x, *y, d, n_labels) for x, y in parts)
+        train_path = os.path.join(tmp.name, "train.txt")
+        formats.write_xc(train_path, *train)
+    elif args.arff:
         xml = args.arff + ".xml"
         tr = formats.read_arff_multilabel(args.arff + "-train.arff", xml)
         ts = formats.read_arff_multilabel(args.arff + "-test.arff", xml)

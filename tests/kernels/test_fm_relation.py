@@ -90,12 +90,15 @@ def test_expand_matches_dense_concatenation():
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("task", ["regression", "classification"])
+@pytest.mark.parametrize("task", ["regression", "classification", "ordinal"])
 def test_relational_sampler_matches_flat_twin(task):
     flat, blocks, idx, y = _data()
     if task == "classification":
         y = (y > np.median(y)).astype(float)
     params = dict(PARAMS, task=task)
+    if task == "ordinal":  # ordered probit: the latents and cutpoints join the chain
+        y = np.digitize(y, np.quantile(y, [0.25, 0.5, 0.75])).astype(float)
+        params = dict(PARAMS, task="regression", loss="ordinal", classes=[0.0, 1.0, 2.0, 3.0])
     rel, hist = _fit(flat, blocks, idx, y, params)
     ref, _ = _fit(flat, blocks, idx, y, params, relational=False)
     assert rel["w"].shape == ref["w"].shape == (10, 1 + 42 + 34)
@@ -106,6 +109,8 @@ def test_relational_sampler_matches_flat_twin(task):
     p_ref = _predict(ref, flat, blocks, idx)
     np.testing.assert_allclose(p_rel, p_ref, rtol=1e-5, atol=1e-5)
     assert hist["n_blocks"] > 2  # flat + the blocks' segments
+    if task == "ordinal":
+        np.testing.assert_allclose(rel["cutpoints"], ref["cutpoints"], rtol=1e-5, atol=1e-6)
 
 
 def test_relational_weights_match_flat_twin():

@@ -156,8 +156,10 @@ def test_bibtex_parabel_precision(spark):
     pred = Parabel(numWorkers=2).fit(train).transform(test).cache()
     p = {k: XMLEvaluator(metricName="precisionAtK", k=k).evaluate(pred) for k in (1, 3, 5)}
     print("Bibtex Parabel", " ".join(f"P@{k} {v:.4f}" for k, v in p.items()))
-    # omikuji 0.5.2 defaults measured 0.6358/0.3889/0.2853 on this split (data README)
-    assert p[1] >= 0.6328 and p[3] >= 0.3859 and p[5] >= 0.2823, p
+    # the anchors' defaults on this split: omikuji 0.5.2 0.6358/0.3889/0.2853 (data README),
+    # napkinXC 0.7.2 PLT 0.6290/0.3924/0.2904 (docs/benchmarks.rst); within 0.003 of the
+    # better of the two at every k
+    assert p[1] >= 0.6328 and p[3] >= 0.3894 and p[5] >= 0.2874, p
 
 
 def test_verbose_fit_logs_trees_per_task(synth, caplog):

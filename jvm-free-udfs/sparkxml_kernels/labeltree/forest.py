@@ -34,8 +34,9 @@ _CSR = (("child_indptr", ("child_index",)), ("leaf_indptr", ("leaf_label",)),
         ("wf_indptr", ("wf_feature",)), ("we_indptr", ("we_slot", "we_value")))
 FOREST_KEYS = tuple(FOREST_DTYPES)
 
+# Parabel's, except C (0.5, as the Spark estimators: see sparkxml.labeltree.params)
 DEFAULTS = dict(branch=2, balanced=True, max_leaf=100, max_depth=64, cluster_eps=1e-4,
-                loss="squared_hinge", C=1.0, tol=0.1, max_iter=20, weight_threshold=0.1,
+                loss="squared_hinge", C=0.5, tol=0.1, max_iter=20, weight_threshold=0.1,
                 bias=1.0, seed=0)
 
 
@@ -123,7 +124,7 @@ def train_forest(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
     **params
         ``branch``, ``balanced``, ``max_leaf``, ``max_depth``, ``cluster_eps``, ``loss``,
         ``C``, ``tol``, ``max_iter``, ``weight_threshold``, ``bias``, ``seed`` (defaults:
-        ``DEFAULTS``, Parabel's).
+        ``DEFAULTS``: Parabel's, with C 0.5).
     """
     p = check_params(params)
     prep = Prepared(xptr, xidx, xval, yptr, yidx, n_features, n_labels, float(p["bias"]))
