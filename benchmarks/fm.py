@@ -397,11 +397,9 @@ def read_movielens(folder):
     return Xtr, ytr, Xte, yte, [int(x) for x in fs]
 
 
-def bench_movielens(args, spark, res=None):
-    import myfm
-    from pyspark.ml.regression import FMRegressor as MLlibFMR
-
-    from sparkxml import FMRegressor, GBFMRegressor
+def movielens_frames(args, spark):
+    """MovieLens 100K ua with context (``read_movielens``) and its train / test DataFrames
+    (vector ``features``, ``rating``), cached and counted."""
     from sparkxml.datasets import from_csr
 
     Xtr, ytr, Xte, yte, fs = read_movielens(args.movielens)
@@ -411,6 +409,17 @@ def bench_movielens(args, spark, res=None):
     test = from_csr(spark, Xte.indptr, Xte.indices, Xte.data, d,
                     columns={"rating": yte}).cache()
     train.count(), test.count()
+    return Xtr, ytr, Xte, yte, fs, train, test
+
+
+def bench_movielens(args, spark, res=None):
+    import myfm
+    from pyspark.ml.regression import FMRegressor as MLlibFMR
+
+    from sparkxml import FMRegressor, GBFMRegressor
+
+    Xtr, ytr, Xte, yte, fs, train, test = movielens_frames(args, spark)
+    d = Xtr.shape[1]
     rows = []
     add = functools.partial(row, res=res, what="test RMSE", data="MovieLens 100K ua context: ")
 
@@ -463,15 +472,9 @@ def bench_movielens_ordinal(args, spark, res=None):
     import myfm
 
     from sparkxml import FMRegressor
-    from sparkxml.datasets import from_csr
 
-    Xtr, ytr, Xte, yte, fs = read_movielens(args.movielens)
+    Xtr, ytr, Xte, yte, fs, train, test = movielens_frames(args, spark)
     d = Xtr.shape[1]
-    train = from_csr(spark, Xtr.indptr, Xtr.indices, Xtr.data, d,
-                     columns={"rating": ytr}).cache()
-    test = from_csr(spark, Xte.indptr, Xte.indices, Xte.data, d,
-                    columns={"rating": yte}).cache()
-    train.count(), test.count()
     stars = np.arange(1.0, 6.0)
     out = []
 
