@@ -171,6 +171,33 @@ class SparkXMLReader(MLReader):
         return inst
 
 
+def keywords_of(template, *, drop=(), add=None, **defaults):
+    """Decorator giving a ``**kwargs`` ``__init__`` / ``setParams`` the keyword-only
+    signature of ``template`` (another class's method), less the names in ``drop``, with
+    ``defaults`` replacing some defaults and ``add`` (name -> default, in order) appended.
+
+    For a class whose params are another's but for a few: one keyword list for both, so
+    they cannot drift apart. ``inspect.signature``, ``help()``, the unknown-keyword check
+    and pyspark's ``keyword_only`` (apply it outside this decorator) see the full list.
+    """
+    sig = inspect.signature(template)
+    unknown = (set(drop) | set(defaults)) - set(sig.parameters)
+    taken = set(add or {}) & (set(sig.parameters) - set(drop))
+    if unknown or taken:
+        raise TypeError(f"keywords_of: {sorted(unknown)} are not keywords of "
+                        f"{template.__qualname__}, {sorted(taken)} already are")
+    params = [p.replace(default=defaults.get(name, p.default))
+              for name, p in sig.parameters.items() if name not in drop]
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=value)
+               for name, value in (add or {}).items()]
+
+    def decorate(fn):
+        fn.__signature__ = sig.replace(parameters=params)
+        return fn
+
+    return decorate
+
+
 def _known_kwargs_only(fn, method: str):
     """Wrap ``__init__`` / ``setParams`` so that an unknown keyword fails the same way in
     every sparkxml class: a TypeError naming it and listing the class's params (whether the

@@ -86,6 +86,11 @@ class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol
         return self.getOrDefault(self.bias)
 
 
+# the defaults of the params PfastreXML adds to FastXML's
+PFASTRE_DEFAULTS = dict(propensityA=0.55, propensityB=1.5, tailClassifiers=True, gamma=30.0,
+                        alpha=0.8, numCandidates=1000)
+
+
 class PfastreXMLParams(FastXMLParams):
     propensityA = Param(Params._dummy(), "propensityA", "A of the inverse label propensities "
                         "1 + C (N_l + B)^-A, C = (ln N - 1)(B + 1)^A (finite; 0.55 as the XC "
@@ -112,8 +117,7 @@ class PfastreXMLParams(FastXMLParams):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(propensityA=0.55, propensityB=1.5, tailClassifiers=True, gamma=30.0,
-                         alpha=0.8, numCandidates=1000)
+        self._setDefault(**PFASTRE_DEFAULTS)
 
     def getPropensityA(self) -> float:
         return self.getOrDefault(self.propensityA)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from pyspark import keyword_only
 
+from sparkxml._core.base import keywords_of
 from sparkxml._core.params import add_setters
 from sparkxml._core.validation import check_int_array_column, check_vector_column
 from sparkxml.fastxml.fastxml import FastXML, FastXMLModel, FastXMLTrainingSummary
 from sparkxml.fastxml.fit import fit_forest
-from sparkxml.fastxml.params import PfastreXMLParams
+from sparkxml.fastxml.params import PFASTRE_DEFAULTS, PfastreXMLParams
 from sparkxml_kernels.fastxml.pfastre import TAIL_KEYS, PfastreXMLPredictor
 
 
@@ -72,23 +73,14 @@ class PfastreXML(FastXML, PfastreXMLParams):
     _model_kind = "pfastrexml"
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelsCol="labels",
-                 predictionCol="prediction", scoresCol="scores", topK=5, numTrees=50,
-                 maxLeaf=10, labelsPerLeaf=100, logLossCoeff=1.0, bias=1.0, seed=0,
-                 numWorkers=None, rowOrder="content", trainingMode="auto", propensityA=0.55,
-                 propensityB=1.5, tailClassifiers=True, gamma=30.0, alpha=0.8,
-                 numCandidates=1000, verbose=0):
-        kwargs = self._input_kwargs
-        super().__init__()
+    @keywords_of(FastXML.__init__, add=PFASTRE_DEFAULTS)
+    def __init__(self, **kwargs):
+        super().__init__()  # FastXML's keyword_only resets _input_kwargs: set ours after it
         self._set_params(**kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", labelsCol="labels",
-                  predictionCol="prediction", scoresCol="scores", topK=5, numTrees=50,
-                  maxLeaf=10, labelsPerLeaf=100, logLossCoeff=1.0, bias=1.0, seed=0,
-                  numWorkers=None, rowOrder="content", trainingMode="auto", propensityA=0.55,
-                  propensityB=1.5, tailClassifiers=True, gamma=30.0, alpha=0.8,
-                  numCandidates=1000, verbose=0):
+    @keywords_of(FastXML.setParams, add=PFASTRE_DEFAULTS)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
 
     def _fit_validated(self, dataset):

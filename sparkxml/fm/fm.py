@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from pyspark import keyword_only
 
+from sparkxml._core.base import keywords_of
 from sparkxml._core.params import (
     HasEarlyStoppingRounds,
     HasFeaturesCol,
@@ -42,6 +43,7 @@ from sparkxml._core.params import (
 )
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
 from sparkxml.fm.params import (
+    CLASSIFIER_OUTPUTS,
     HasBurnIn,
     HasFactorSize,
     HasFieldStarts,
@@ -64,8 +66,8 @@ _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "factorSize"
            "miniBatchFraction", "tol", "fitIntercept", "fitLinear", "fieldStarts", "numWorkers",
            "timeoutSeconds", "verbose", "validationIndicatorCol", "earlyStoppingRounds",
            "initModel", "relationCols", "relationBlocks")
-_CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 _REGRESSOR_PARAMS = ("loss", "probabilityCol")
+_RAW_PREDICTION = {"rawPredictionCol": CLASSIFIER_OUTPUTS["rawPredictionCol"]}
 # ordinal labels: more classes than this are refused (the cutpoint step is O(K^3))
 MAX_ORDINAL_CLASSES = 100
 
@@ -120,7 +122,7 @@ def ordinal_classes(dataset, label: str) -> list:
 class _FMClassifierParams(_FMParams, HasRawPredictionCol, HasProbabilityCol):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
+        self._setDefault(**CLASSIFIER_OUTPUTS)
 
 
 class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingRounds,
@@ -421,27 +423,16 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
 
     _task = "classification"
 
+    # the regressor's keywords (probabilityCol among them) but its loss, and rawPredictionCol
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None,
-                 predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", factorSize=8, solver="mcmc", maxIter=200,
-                 regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
-                 miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                 fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                 validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
-                 relationCols=None, relationBlocks=None):
+    @keywords_of(FMRegressor.__init__, drop=("loss",), add=_RAW_PREDICTION)
+    def __init__(self, **kwargs):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", labelCol="label", weightCol=None,
-                  predictionCol="prediction", rawPredictionCol="rawPrediction",
-                  probabilityCol="probability", factorSize=8, solver="mcmc", maxIter=200,
-                  regParam=0.001, initStd=0.1, seed=0, burnIn=5, thinning=1, stepSize=0.003,
-                  miniBatchFraction=0.01, tol=1e-6, fitIntercept=True, fitLinear=True,
-                  fieldStarts=None, numWorkers=None, timeoutSeconds=600.0, verbose=0,
-                  validationIndicatorCol=None, earlyStoppingRounds=0, initModel=None,
-                  relationCols=None, relationBlocks=None):
+    @keywords_of(FMRegressor.setParams, drop=("loss",), add=_RAW_PREDICTION)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -450,7 +441,7 @@ class FMClassifier(_FMEstimator, _FMClassifierParams):
 
 
 add_setters(FMRegressor, _PARAMS + _REGRESSOR_PARAMS)
-add_setters(FMClassifier, _PARAMS + _CLASSIFIER_PARAMS)
+add_setters(FMClassifier, _PARAMS + tuple(CLASSIFIER_OUTPUTS))
 
 
 class _FMModel(FMModelBase):

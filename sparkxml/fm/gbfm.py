@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from pyspark import keyword_only
 
+from sparkxml._core.base import keywords_of
 from sparkxml._core.params import (
     HasEarlyStoppingRounds,
     HasFeaturesCol,
@@ -50,6 +51,7 @@ from sparkxml._core.params import (
 )
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
 from sparkxml.fm.params import (
+    CLASSIFIER_OUTPUTS,
     HasBurnIn,
     HasFactorSize,
     HasFieldStarts,
@@ -66,7 +68,6 @@ _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts
            "stepSize", "factorSize", "maxIter", "regParam", "initStd", "seed", "numWorkers",
            "validationIndicatorCol", "earlyStoppingRounds", "timeoutSeconds",
            "verbose", "jointFit", "jointIter", "burnIn")
-_CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 
 
 class _GBFMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFieldStarts,
@@ -84,7 +85,7 @@ class _GBFMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, H
 class _GBFMClassifierParams(_GBFMParams, HasRawPredictionCol, HasProbabilityCol):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
+        self._setDefault(**CLASSIFIER_OUTPUTS)
 
 
 class _GBFMEstimator(FMEstimatorBase):
@@ -248,25 +249,16 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
 
     _task = "classification"
 
+    # the regressor's keywords and the classifier's outputs
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None,
-                 predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", fieldStarts=None, numStages=100, stepSize=0.3,
-                 factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
-                 numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                 timeoutSeconds=600.0, verbose=0, jointFit="mcmc", jointIter=200,
-                 burnIn=5):
+    @keywords_of(GBFMRegressor.__init__, add=CLASSIFIER_OUTPUTS)
+    def __init__(self, **kwargs):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", labelCol="label", weightCol=None,
-                  predictionCol="prediction", rawPredictionCol="rawPrediction",
-                  probabilityCol="probability", fieldStarts=None, numStages=100, stepSize=0.3,
-                  factorSize=8, maxIter=3, regParam=1e-4, initStd=0.01, seed=0,
-                  numWorkers=None, validationIndicatorCol=None, earlyStoppingRounds=0,
-                  timeoutSeconds=600.0, verbose=0, jointFit="mcmc", jointIter=200,
-                  burnIn=5):
+    @keywords_of(GBFMRegressor.setParams, add=CLASSIFIER_OUTPUTS)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -275,7 +267,7 @@ class GBFMClassifier(_GBFMEstimator, _GBFMClassifierParams):
 
 
 add_setters(GBFMRegressor, _PARAMS)
-add_setters(GBFMClassifier, _PARAMS + _CLASSIFIER_PARAMS)
+add_setters(GBFMClassifier, _PARAMS + tuple(CLASSIFIER_OUTPUTS))
 
 
 class _GBFMModel(FMModelBase):

@@ -16,6 +16,10 @@ def field_starts() -> Rule:
                 "must be a non-empty strictly ascending list of ints starting at 0")
 
 
+# the classifiers' output columns beyond predictionCol, with their defaults
+CLASSIFIER_OUTPUTS = {"rawPredictionCol": "rawPrediction", "probabilityCol": "probability"}
+
+
 class HasFactorSize(Params):
     """Mixin for param factorSize: dimensionality of the factors (>= 1)."""
 

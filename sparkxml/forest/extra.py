@@ -19,16 +19,27 @@ from __future__ import annotations
 
 from pyspark import keyword_only
 
+from sparkxml._core.base import keywords_of
 from sparkxml.forest.base import (
     ClassificationModelMixin,
     ForestModelMixin,
     TreeModel,
     add_tree_setters,
 )
-from sparkxml.forest.forest import _ForestEstimator, _RFClassifierParams, _RFRegressorParams
+from sparkxml.forest.forest import (
+    RandomForestClassifier,
+    RandomForestRegressor,
+    _ForestEstimator,
+    _RFClassifierParams,
+    _RFRegressorParams,
+)
 
 __all__ = ["ExtraTreesClassifier", "ExtraTreesClassificationModel", "ExtraTreesRegressor",
            "ExtraTreesRegressionModel"]
+
+
+# extra trees keep no leaf samples: no quantile forest
+_QUANTILE_KEYWORDS = ("quantiles", "quantilesCol")
 
 
 class _ETClassifierParams(_RFClassifierParams):
@@ -65,30 +76,14 @@ class ExtraTreesClassifier(_ForestEstimator, _ETClassifierParams):
     _random_splits = True
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
-                 weightCol=None, predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", criterion="gini", numTrees=20, maxDepth=5,
-                 maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
-                 minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                 featureSubsetStrategy="auto", classWeight=None, bootstrap=False,
-                 subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None,
-                 categoricalCols=None):
+    @keywords_of(RandomForestClassifier.__init__, bootstrap=False)
+    def __init__(self, **kwargs):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", featuresCols=None, labelCol="label",
-                  weightCol=None, predictionCol="prediction", rawPredictionCol="rawPrediction",
-                  probabilityCol="probability", criterion="gini", numTrees=20, maxDepth=5,
-                  maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
-                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                  featureSubsetStrategy="auto", classWeight=None, bootstrap=False,
-                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None,
-                  categoricalCols=None):
+    @keywords_of(RandomForestClassifier.setParams, bootstrap=False)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -99,8 +94,8 @@ class ExtraTreesClassifier(_ForestEstimator, _ETClassifierParams):
 class ExtraTreesRegressor(_ForestEstimator, _ETRegressorParams):
     """Extremely randomized regression trees, trained in one barrier stage.
 
-    Takes the parameters of :class:`sparkxml.forest.forest.RandomForestRegressor`, with
-    ``bootstrap`` False by default.
+    Takes the parameters of :class:`sparkxml.forest.forest.RandomForestRegressor` but
+    ``quantiles`` and ``quantilesCol``, with ``bootstrap`` False by default.
 
     Examples
     --------
@@ -117,28 +112,14 @@ class ExtraTreesRegressor(_ForestEstimator, _ETRegressorParams):
     _random_splits = True
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
-                 weightCol=None, predictionCol="prediction", criterion="squared_error",
-                 numTrees=20, maxDepth=5, maxBins=256, minInstancesPerNode=1,
-                 minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
-                 minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=False,
-                 subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None,
-                 categoricalCols=None):
+    @keywords_of(RandomForestRegressor.__init__, bootstrap=False, drop=_QUANTILE_KEYWORDS)
+    def __init__(self, **kwargs):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", featuresCols=None, labelCol="label",
-                  weightCol=None, predictionCol="prediction", criterion="squared_error",
-                  numTrees=20, maxDepth=5, maxBins=256, minInstancesPerNode=1,
-                  minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
-                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=False,
-                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None,
-                  categoricalCols=None):
+    @keywords_of(RandomForestRegressor.setParams, bootstrap=False, drop=_QUANTILE_KEYWORDS)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
 
     @property

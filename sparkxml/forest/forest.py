@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pyspark import keyword_only
 
+from sparkxml._core.base import keywords_of
 from sparkxml._core.constraints import Rule
 from sparkxml._core.params import add_setters
 from sparkxml.forest.base import (
@@ -36,6 +37,7 @@ from sparkxml.forest.params import (
     TreeParams,
     _class_weight_ok,
 )
+from sparkxml.forest.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = ["RandomForestClassifier", "RandomForestClassificationModel",
            "RandomForestRegressor", "RandomForestRegressionModel"]
@@ -67,6 +69,11 @@ class _QuantileParams(HasQuantiles, HasQuantilesCol):
         super().__init__(*args)
         self._setDefault(quantiles=[], quantilesCol="quantiles")
 
+
+# the keywords a forest takes beyond its tree's (defaults: the params' defaults)
+_FOREST_KEYWORDS = {"numTrees": 20, "bootstrap": True, "subsamplingRate": 1.0,
+                    "oobScore": False}
+_QUANTILE_FOREST_KEYWORDS = dict(_FOREST_KEYWORDS, quantiles=None, quantilesCol="quantiles")
 
 # quantile forests keep rows x trees leaf samples (16 bytes each in the model; 24-32 bytes
 # per entry on every task while they are gathered): refused above this many
@@ -135,30 +142,14 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
     _task = "classification"
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
-                 weightCol=None, predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", criterion="gini", numTrees=20, maxDepth=5,
-                 maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
-                 minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                 featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
-                 subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None,
-                 categoricalCols=None):
+    @keywords_of(DecisionTreeClassifier.__init__, add=_FOREST_KEYWORDS)
+    def __init__(self, **kwargs):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", featuresCols=None, labelCol="label",
-                  weightCol=None, predictionCol="prediction", rawPredictionCol="rawPrediction",
-                  probabilityCol="probability", criterion="gini", numTrees=20, maxDepth=5,
-                  maxBins=256, minInstancesPerNode=1, minSamplesSplit=2,
-                  minWeightFractionPerNode=0.0, maxLeafNodes=0, minInfoGain=0.0,
-                  featureSubsetStrategy="auto", classWeight=None, bootstrap=True,
-                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None,
-                  categoricalCols=None):
+    @keywords_of(DecisionTreeClassifier.setParams, add=_FOREST_KEYWORDS)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -229,28 +220,14 @@ class RandomForestRegressor(_ForestEstimator, _RFRegressorParams, _QuantileParam
                              f"{MAX_LEAF_SAMPLES}: lower numTrees or sample the rows")
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", featuresCols=None, labelCol="label",
-                 weightCol=None, predictionCol="prediction", criterion="squared_error",
-                 numTrees=20, maxDepth=5, maxBins=256, minInstancesPerNode=1,
-                 minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
-                 minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
-                 subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                 leafCol=None, monotonicConstraints=None,
-                 quantiles=None, quantilesCol="quantiles", categoricalCols=None):
+    @keywords_of(DecisionTreeRegressor.__init__, add=_QUANTILE_FOREST_KEYWORDS)
+    def __init__(self, **kwargs):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", featuresCols=None, labelCol="label",
-                  weightCol=None, predictionCol="prediction", criterion="squared_error",
-                  numTrees=20, maxDepth=5, maxBins=256, minInstancesPerNode=1,
-                  minSamplesSplit=2, minWeightFractionPerNode=0.0, maxLeafNodes=0,
-                  minInfoGain=0.0, featureSubsetStrategy="auto", bootstrap=True,
-                  subsamplingRate=1.0, oobScore=False, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0, ccpAlpha=0.0,
-                  leafCol=None, monotonicConstraints=None,
-                  quantiles=None, quantilesCol="quantiles", categoricalCols=None):
+    @keywords_of(DecisionTreeRegressor.setParams, add=_QUANTILE_FOREST_KEYWORDS)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
 
     @property

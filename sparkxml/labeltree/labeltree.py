@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from pyspark import keyword_only
 
-from sparkxml._core.base import SparkXMLEstimator
+from sparkxml._core.base import SparkXMLEstimator, keywords_of
 from sparkxml._core.params import HasVerbose, add_setters
 from sparkxml._core.validation import check_int_array_column, check_vector_column
 from sparkxml.fastxml.fastxml import FastXMLTrainingSummary, LabelForestModel
@@ -228,21 +228,14 @@ class Bonsai(_LabelTree):
     _model_class = BonsaiModel
     _defaults = BONSAI_DEFAULTS
 
+    # Parabel's keywords, with Bonsai's defaults
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelsCol="labels",
-                 predictionCol="prediction", scoresCol="scores", topK=5, numTrees=3,
-                 maxLeafLabels=100, branchFactor=16, maxDepth=3, balancedClusters=False,
-                 clusterEps=1e-4, loss="squared_hinge", C=0.5, tol=0.1, maxIter=20,
-                 weightThreshold=0.1, bias=1.0, beamWidth=10, seed=0, numWorkers=None,
-                 trainingMode="replicated", verbose=0):
+    @keywords_of(Parabel.__init__, **BONSAI_DEFAULTS)
+    def __init__(self, **kwargs):
         super().__init__()
         self._init(self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", labelsCol="labels",
-                  predictionCol="prediction", scoresCol="scores", topK=5, numTrees=3,
-                  maxLeafLabels=100, branchFactor=16, maxDepth=3, balancedClusters=False,
-                  clusterEps=1e-4, loss="squared_hinge", C=0.5, tol=0.1, maxIter=20,
-                  weightThreshold=0.1, bias=1.0, beamWidth=10, seed=0, numWorkers=None,
-                  trainingMode="replicated", verbose=0):
+    @keywords_of(Parabel.setParams, **BONSAI_DEFAULTS)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
