@@ -41,6 +41,15 @@ def needs_repartition(sketch_infos, n_workers) -> bool:
     return bool(counts.max() > 1.25 * counts.mean())
 
 
+def requested_workers(spark, est):
+    """``est``'s numWorkers, or None where it is unset (the fit then picks, ``workers_for``);
+    a count above a local master's slots is refused here, before any Spark job."""
+    n_workers = est._opt(est.numWorkers)
+    if n_workers is not None:
+        check_slots(spark, n_workers)
+    return n_workers
+
+
 def check_slots(spark, n_workers):
     """Barrier stages need all tasks at once: refuse more workers than a local master has."""
     try:

@@ -41,7 +41,7 @@ from sparkxml._core.validation import (
     check_vector_column,
     refuse_null_vectors,
 )
-from sparkxml._core.workers import check_slots, workers_for
+from sparkxml._core.workers import requested_workers, workers_for
 from sparkxml.fm.tasks import (
     KEY,
     STATS_SCHEMA,
@@ -274,9 +274,7 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
         rel = self._relation_spec(dataset) if rel_cols else None
         if rel is not None and valid:
             raise ValueError("validationIndicatorCol is not supported with relationCols")
-        n_workers = self._opt(self.numWorkers)
-        if n_workers is not None:
-            check_slots(spark, n_workers)
+        n_workers = requested_workers(spark, self)
         with FitProgress(spark, self, self.getVerbose()) as progress:
             t0 = time.perf_counter()
             with progress.phase("checks"):

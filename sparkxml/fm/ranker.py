@@ -39,7 +39,7 @@ from sparkxml._core.params import (
 )
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.validation import check_column, check_output_columns, check_vector_column
-from sparkxml._core.workers import check_slots, workers_for
+from sparkxml._core.workers import requested_workers, workers_for
 from sparkxml.fm.base import (
     FMTrainingSummary,
     _block_partitions,
@@ -216,9 +216,7 @@ class FMRanker(SparkXMLEstimator, _FMRankerParams, HasVerbose):
         for name in (KEY, USER_KEY):
             if name in dataset.columns:
                 raise ValueError(f"column name '{name}' is reserved")
-        n_workers = self._opt(self.numWorkers)
-        if n_workers is not None:
-            check_slots(spark, n_workers)
+        n_workers = requested_workers(spark, self)
         with FitProgress(spark, self, self.getVerbose()) as progress:
             t0 = time.perf_counter()
             with progress.phase("checks"):

@@ -47,7 +47,7 @@ from sparkxml._core.params import HasVerbose, add_setters
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
 from sparkxml._core.validation import inferred_classes
-from sparkxml._core.workers import check_slots, workers_for
+from sparkxml._core.workers import requested_workers, workers_for
 from sparkxml.forest.categorical import (
     category_bins,
     category_checks,
@@ -285,9 +285,7 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
             raise ValueError("maxLeafNodes: forests grow level-wise; best-first growth "
                              "(maxLeafNodes > 0) is for DecisionTreeClassifier/Regressor")
         engine = self._engine_config()
-        n_workers = self._opt(self.numWorkers)
-        if n_workers is not None:
-            check_slots(spark, n_workers)
+        n_workers = requested_workers(spark, self)
         max_bins = int(self.getMaxBins())
         cat_ids = categorical_features(dataset, spec, self._opt(self.categoricalCols), 1 << 62)
         check_categorical_options(spec, cat_ids, crit, self._opt(self.monotonicConstraints))

@@ -34,7 +34,7 @@ from sparkxml._core.params import (
     HasVerbose,
 )
 from sparkxml._core.progress import FitProgress
-from sparkxml._core.workers import check_slots, needs_repartition, workers_for
+from sparkxml._core.workers import needs_repartition, requested_workers, workers_for
 from sparkxml.gbt import features as _gbt_features
 from sparkxml.gbt.models import feature_names
 from sparkxml.gbt.params import (
@@ -108,9 +108,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         if self.getEarlyStoppingRounds() > 0 and valid is None:
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
         self._check_policy()
-        n_workers = self._opt(self.numWorkers)
-        if n_workers is not None:
-            check_slots(spark, n_workers)
+        n_workers = requested_workers(spark, self)
         max_bins = self.getMaxBins()
         with FitProgress(spark, self, self.getVerbose()) as progress:
             t0 = time.perf_counter()

@@ -57,7 +57,7 @@ from sparkxml._core.histogram_engine import (
 from sparkxml._core.histogram_tasks import make_load_fn, spec_columns
 from sparkxml._core.params import HasGroupCol, add_setters
 from sparkxml._core.progress import FitProgress
-from sparkxml._core.workers import check_slots, workers_for
+from sparkxml._core.workers import requested_workers, workers_for
 from sparkxml.gbt.estimators import COMMON_PARAMS, GBTParams
 from sparkxml.gbt.evaluation import GBTRankingEvaluation
 from sparkxml.gbt.fit import GBTEstimator, _task_sketch
@@ -253,9 +253,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
         valid = self._opt(self.validationIndicatorCol) or None
         self._check_schema(dataset, spec, label, weight, valid)
         self._check_group_schema(dataset, group, spec, label, weight, valid)
-        n_workers = self._opt(self.numWorkers)
-        if n_workers is not None:
-            check_slots(spark, n_workers)
+        n_workers = requested_workers(spark, self)
         if self.getEarlyStoppingRounds() > 0 and valid is None:
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
         self._check_policy()

@@ -30,7 +30,7 @@ from sparkxml._core.arrow import batch_features, bool_column, float_column, marg
 from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.histogram_engine import data_checks, training_columns
 from sparkxml._core.histogram_tasks import ROW_ID, task_threads
-from sparkxml._core.workers import check_slots, workers_for
+from sparkxml._core.workers import requested_workers, workers_for
 from sparkxml.gbt.models import feature_names
 from sparkxml.gbt.summary import GBTTrainingSummary
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
@@ -60,9 +60,7 @@ def fit_update(est, dataset):
     est._check_schema(dataset, spec, label, weight, valid)
     if est.getEarlyStoppingRounds() > 0 and valid is None:
         raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
-    n_workers = est._opt(est.numWorkers)
-    if n_workers is not None:
-        check_slots(spark, n_workers)
+    n_workers = requested_workers(spark, est)
     t0 = time.perf_counter()
     stats = data_checks(dataset, spec, label, weight, valid, est._task,
                         dict(est._margin_checks(dataset), **est._label_checks(label)))
