@@ -25,33 +25,21 @@ from pyspark import keyword_only
 from sparkxml._core.base import keywords_of
 from sparkxml._core.params import (
     HasEarlyStoppingRounds,
-    HasFeaturesCol,
     HasFitIntercept,
-    HasLabelCol,
-    HasMaxIter,
-    HasNumWorkers,
-    HasPredictionCol,
     HasProbabilityCol,
     HasRawPredictionCol,
-    HasRegParam,
-    HasSeed,
-    HasStepSize,
-    HasTimeoutSeconds,
     HasTol,
     HasValidationIndicatorCol,
-    HasWeightCol,
 )
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
 from sparkxml.fm.params import (
     CLASSIFIER_OUTPUTS,
-    HasBurnIn,
-    HasFactorSize,
-    HasFieldStarts,
+    FM_CORE_PARAMS,
+    FMCoreParams,
     HasFitLinear,
     HasFMInitModel,
     HasFMLoss,
     HasFMSolver,
-    HasInitStd,
     HasMiniBatchFraction,
     HasRelationBlocks,
     HasRelationCols,
@@ -61,27 +49,22 @@ from sparkxml_kernels.fm.predictor import FMPredictor
 
 __all__ = ["FMRegressor", "FMRegressionModel", "FMClassifier", "FMClassificationModel"]
 
-_PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "factorSize", "solver",
-           "maxIter", "regParam", "initStd", "seed", "burnIn", "thinning", "stepSize",
-           "miniBatchFraction", "tol", "fitIntercept", "fitLinear", "fieldStarts", "numWorkers",
-           "timeoutSeconds", "verbose", "validationIndicatorCol", "earlyStoppingRounds",
-           "initModel", "relationCols", "relationBlocks")
+_PARAMS = FM_CORE_PARAMS + ("solver", "thinning", "miniBatchFraction", "tol", "fitIntercept",
+                            "fitLinear", "validationIndicatorCol", "earlyStoppingRounds",
+                            "initModel", "relationCols", "relationBlocks")
 _REGRESSOR_PARAMS = ("loss", "probabilityCol")
 _RAW_PREDICTION = {"rawPredictionCol": CLASSIFIER_OUTPUTS["rawPredictionCol"]}
 # ordinal labels: more classes than this are refused (the cutpoint step is O(K^3))
 MAX_ORDINAL_CLASSES = 100
 
 
-class _FMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFactorSize,
-                HasFMSolver, HasMaxIter, HasRegParam, HasInitStd, HasSeed, HasBurnIn,
-                HasThinning, HasStepSize, HasMiniBatchFraction, HasTol, HasFitIntercept,
-                HasFitLinear, HasFieldStarts, HasNumWorkers, HasTimeoutSeconds):
+class _FMParams(FMCoreParams, HasFMSolver, HasThinning, HasMiniBatchFraction, HasTol,
+                HasFitIntercept, HasFitLinear):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
-                         factorSize=8, solver="mcmc", maxIter=200, regParam=0.001, initStd=0.1,
-                         seed=0, burnIn=5, thinning=1, stepSize=0.003, miniBatchFraction=0.01,
-                         tol=1e-6, fitIntercept=True, fitLinear=True, timeoutSeconds=600.0)
+        self._setDefault(solver="mcmc", maxIter=200, regParam=0.001, initStd=0.1, thinning=1,
+                         stepSize=0.003, miniBatchFraction=0.01, tol=1e-6, fitIntercept=True,
+                         fitLinear=True)
 
 
 class _FMRegressorParams(_FMParams, HasFMLoss, HasProbabilityCol):

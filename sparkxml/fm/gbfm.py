@@ -35,27 +35,15 @@ from pyspark import keyword_only
 from sparkxml._core.base import keywords_of
 from sparkxml._core.params import (
     HasEarlyStoppingRounds,
-    HasFeaturesCol,
-    HasLabelCol,
-    HasMaxIter,
-    HasNumWorkers,
-    HasPredictionCol,
     HasProbabilityCol,
     HasRawPredictionCol,
-    HasRegParam,
-    HasSeed,
-    HasStepSize,
-    HasTimeoutSeconds,
     HasValidationIndicatorCol,
-    HasWeightCol,
 )
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
 from sparkxml.fm.params import (
     CLASSIFIER_OUTPUTS,
-    HasBurnIn,
-    HasFactorSize,
-    HasFieldStarts,
-    HasInitStd,
+    FM_CORE_PARAMS,
+    FMCoreParams,
     HasJointFit,
     HasJointIter,
     HasNumStages,
@@ -64,22 +52,16 @@ from sparkxml_kernels.fm.predictor import GBFMPredictor
 
 __all__ = ["GBFMRegressor", "GBFMRegressionModel", "GBFMClassifier", "GBFMClassificationModel"]
 
-_PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts", "numStages",
-           "stepSize", "factorSize", "maxIter", "regParam", "initStd", "seed", "numWorkers",
-           "validationIndicatorCol", "earlyStoppingRounds", "timeoutSeconds",
-           "verbose", "jointFit", "jointIter", "burnIn")
+_PARAMS = FM_CORE_PARAMS + ("numStages", "validationIndicatorCol", "earlyStoppingRounds",
+                            "jointFit", "jointIter")
 
 
-class _GBFMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFieldStarts,
-                  HasNumStages, HasStepSize, HasFactorSize, HasMaxIter, HasRegParam, HasInitStd,
-                  HasSeed, HasNumWorkers, HasValidationIndicatorCol, HasEarlyStoppingRounds,
-                  HasTimeoutSeconds, HasJointFit, HasJointIter, HasBurnIn):
+class _GBFMParams(FMCoreParams, HasNumStages, HasValidationIndicatorCol, HasEarlyStoppingRounds,
+                  HasJointFit, HasJointIter):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
-                         numStages=100, stepSize=0.3, factorSize=8, maxIter=3, regParam=1e-4,
-                         initStd=0.01, seed=0, earlyStoppingRounds=0, timeoutSeconds=600.0,
-                         jointFit="mcmc", jointIter=200, burnIn=5)
+        self._setDefault(numStages=100, stepSize=0.3, maxIter=3, regParam=1e-4, initStd=0.01,
+                         earlyStoppingRounds=0, jointFit="mcmc", jointIter=200)
 
 
 class _GBFMClassifierParams(_GBFMParams, HasRawPredictionCol, HasProbabilityCol):

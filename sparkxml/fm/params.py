@@ -6,7 +6,19 @@ from __future__ import annotations
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import Rule, column_list, ge, gt, nonempty, one_of, open_closed
-from sparkxml._core.params import param
+from sparkxml._core.params import (
+    HasFeaturesCol,
+    HasLabelCol,
+    HasMaxIter,
+    HasNumWorkers,
+    HasPredictionCol,
+    HasRegParam,
+    HasSeed,
+    HasStepSize,
+    HasTimeoutSeconds,
+    HasWeightCol,
+    param,
+)
 
 
 def field_starts() -> Rule:
@@ -273,6 +285,24 @@ class HasRelationBlocks(Params):
 
 
 # ---------------------------------------------------------------- field-aware FM (FFM)
+class FMCoreParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol,
+                   HasFieldStarts, HasFactorSize, HasMaxIter, HasRegParam, HasStepSize,
+                   HasInitStd, HasSeed, HasBurnIn, HasNumWorkers, HasTimeoutSeconds):
+    """The params FMRegressor / FMClassifier and GBFMRegressor / GBFMClassifier share, with
+    the defaults they share (each family sets the others)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
+                         factorSize=8, seed=0, burnIn=5, timeoutSeconds=600.0)
+
+
+# FMCoreParams' names and verbose (every estimator's), for add_setters
+FM_CORE_PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts",
+                  "factorSize", "maxIter", "regParam", "stepSize", "initStd", "seed", "burnIn",
+                  "numWorkers", "timeoutSeconds", "verbose")
+
+
 class HasFFMSolver(Params):
     """Mixin for param solver: FFM training algorithm: 'adagrad' (libffm's adagrad SGD, one
     row at a time, every worker count giving the same model).
