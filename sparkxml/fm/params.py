@@ -285,22 +285,30 @@ class HasRelationBlocks(Params):
 
 
 # ---------------------------------------------------------------- field-aware FM (FFM)
-class FMCoreParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol,
-                   HasFieldStarts, HasFactorSize, HasMaxIter, HasRegParam, HasStepSize,
-                   HasInitStd, HasSeed, HasBurnIn, HasNumWorkers, HasTimeoutSeconds):
-    """The params FMRegressor / FMClassifier and GBFMRegressor / GBFMClassifier share, with
-    the defaults they share (each family sets the others)."""
+class FactorParams(HasFeaturesCol, HasPredictionCol, HasFactorSize, HasMaxIter, HasRegParam,
+                   HasStepSize, HasInitStd, HasSeed, HasNumWorkers, HasTimeoutSeconds):
+    """The params of every factorization model here (FM, GBFM, FMRanker): columns, factor
+    size, optimisation, seed and workers, with the defaults they share (each family sets the
+    others)."""
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
-                         factorSize=8, seed=0, burnIn=5, timeoutSeconds=600.0)
+        self._setDefault(predictionCol="prediction", seed=0, timeoutSeconds=600.0)
 
 
-# FMCoreParams' names and verbose (every estimator's), for add_setters
-FM_CORE_PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts",
-                  "factorSize", "maxIter", "regParam", "stepSize", "initStd", "seed", "burnIn",
-                  "numWorkers", "timeoutSeconds", "verbose")
+class FMCoreParams(FactorParams, HasLabelCol, HasWeightCol, HasFieldStarts, HasBurnIn):
+    """FactorParams and the params FMRegressor / FMClassifier and GBFMRegressor /
+    GBFMClassifier add (labels, weights, fields, the MCMC burn-in)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(featuresCol="features", labelCol="label", factorSize=8, burnIn=5)
+
+
+# the names of the params above and verbose (every estimator's), for add_setters
+FACTOR_PARAMS = ("featuresCol", "predictionCol", "factorSize", "maxIter", "regParam",
+                 "stepSize", "initStd", "seed", "numWorkers", "timeoutSeconds", "verbose")
+FM_CORE_PARAMS = FACTOR_PARAMS + ("labelCol", "weightCol", "fieldStarts", "burnIn")
 
 
 class HasFFMSolver(Params):

@@ -26,14 +26,6 @@ from pyspark.sql import types as T
 from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
 from sparkxml._core.params import (
-    HasFeaturesCol,
-    HasMaxIter,
-    HasNumWorkers,
-    HasPredictionCol,
-    HasRegParam,
-    HasSeed,
-    HasStepSize,
-    HasTimeoutSeconds,
     HasTol,
     HasVerbose,
 )
@@ -48,9 +40,9 @@ from sparkxml.fm.base import (
     data_checks,
 )
 from sparkxml.fm.params import (
+    FACTOR_PARAMS,
+    FactorParams,
     HasColdStartStrategy,
-    HasFactorSize,
-    HasInitStd,
     HasItemCol,
     HasMiniBatchFraction,
     HasNumNegatives,
@@ -70,21 +62,17 @@ from sparkxml_kernels.fm.ranker import RANKER_KEYS, FMRankerPredictor
 __all__ = ["FMRanker", "FMRankerModel"]
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-_PARAMS = ("userCol", "itemCol", "featuresCol", "predictionCol", "factorSize", "maxIter",
-           "regParam", "stepSize", "miniBatchFraction", "numNegatives", "initStd", "seed",
-           "tol", "numWorkers", "timeoutSeconds", "verbose", "coldStartStrategy")
+_PARAMS = FACTOR_PARAMS + ("userCol", "itemCol", "miniBatchFraction", "numNegatives", "tol",
+                           "coldStartStrategy")
 
 
-class _FMRankerParams(HasUserCol, HasItemCol, HasFeaturesCol, HasPredictionCol, HasFactorSize,
-                      HasMaxIter, HasRegParam, HasStepSize, HasMiniBatchFraction,
-                      HasNumNegatives, HasInitStd, HasSeed, HasTol, HasNumWorkers,
-                      HasTimeoutSeconds, HasColdStartStrategy):
+class _FMRankerParams(HasUserCol, HasItemCol, FactorParams, HasMiniBatchFraction,
+                      HasNumNegatives, HasTol, HasColdStartStrategy):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(userCol="user", itemCol="item", predictionCol="prediction",
-                         factorSize=10, maxIter=30, regParam=1e-4, stepSize=0.01,
-                         miniBatchFraction=0.05, numNegatives=1, initStd=0.1, seed=0, tol=0.0,
-                         timeoutSeconds=600.0, coldStartStrategy="nan")
+        self._setDefault(userCol="user", itemCol="item", factorSize=10, maxIter=30,
+                         regParam=1e-4, stepSize=0.01, miniBatchFraction=0.05, numNegatives=1,
+                         initStd=0.1, tol=0.0, coldStartStrategy="nan")
 
     def _context_col(self):
         """featuresCol, or None: the context vector is optional (no default)."""
