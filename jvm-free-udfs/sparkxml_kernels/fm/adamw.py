@@ -21,7 +21,7 @@ from .als import init_params
 from .order import fixed_sum
 from .rng import STREAM_BATCH, uniforms
 from .solver import LOGISTIC, SQUARED, logistic_parts
-from .watch import init_from
+from .watch import end_iteration, init_from
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
@@ -111,6 +111,23 @@ def adamw_step(theta, g, m, v, t, lr, decay, decay_from):
         theta[i] -= lr * step
 
 
+def batch_step(coll, parts, theta, mom, vel, step: int, lr: float, decay: float,
+               decay_from: int, mask=None):
+    """A mini-batch's AdamW step in place: ``parts`` float64 (row blocks, P + 2), each row
+    block's gradient sums then its weight and loss sums, summed over the ranks in a fixed
+    order (``order.fixed_sum``); the step takes the gradient over the batch weight (times
+    ``mask``, if given), none for an empty batch. Returns (batch weight, batch loss, the
+    number of steps taken so far)."""
+    g = fixed_sum(coll, parts)
+    bw, bl = g[-2], g[-1]
+    if bw <= 0:
+        return bw, bl, step
+    step += 1
+    grad = g[:-2] / bw if mask is None else g[:-2] * mask / bw
+    adamw_step(theta, grad, mom, vel, step, lr, decay, decay_from)
+    return bw, bl, step
+
+
 def minibatches(seed: int, epoch: int, rids, n_batches: int, rb):
     """An epoch's mini-batches, rows dealt by a uniform of (seed, epoch, row id): per batch,
     its rows (ascending, so row block by row block) and where each of this rank's row blocks
@@ -157,31 +174,22 @@ def run_adamw(data, y, weights, rids, params: dict, coll, watch=None):
                 batch_gradient(batch[sub[r]:sub[r + 1]], data.indptr, data.indices,
                                data.data, y, weights, loss, theta[0], theta[1:1 + d],
                                theta[1 + d:].reshape(k, d), parts[r])
-            g = fixed_sum(coll, parts)
-            bw, bl = g[-2], g[-1]
+            bw, bl, step = batch_step(coll, parts, theta, mom, vel, step, lr, reg, 1, mask)
             ep_w += bw
             ep_l += bl
-            if bw <= 0:
-                continue
-            step += 1
-            adamw_step(theta, g[:-2] * mask / bw, mom, vel, step, lr, reg, 1)
         mean_loss = ep_l / max(ep_w, 1e-300)
         hist["loss"].append(float(mean_loss))
         stop = watch is not None and watch.observe(
             epoch, theta[0], theta[1:1 + d], np.ascontiguousarray(theta[1 + d:].reshape(k, d)))
-        hist["seconds"].append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(hist)
+        end_iteration(hist, t0, on_iteration)
         if stop:
             break
         if prev is not None and abs(prev - mean_loss) <= tol * max(abs(prev), 1e-300):
             break
         prev = mean_loss
-    if watch is not None:
-        watch.record(hist)
-        if watch.truncate:
-            b0, bw, bVt = watch.best_state
-            theta = np.concatenate([[b0], bw, bVt.ravel()])
+    if watch is not None and watch.finish(hist):
+        b0, bw, bVt = watch.best_state
+        theta = np.concatenate([[b0], bw, bVt.ravel()])
     samples = {"w0": np.array([theta[0]], FLOAT),
                "w": theta[1:1 + d].astype(np.float32)[None, :],
                "V": theta[1 + d:].reshape(k, d).T.astype(np.float32)[None, :, :]}

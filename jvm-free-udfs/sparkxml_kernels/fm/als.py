@@ -32,7 +32,7 @@ from .solver import (
     seq_sum,
     update_blocks,
 )
-from .watch import init_from
+from .watch import end_iteration, init_from
 
 __all__ = ["run_als", "init_params"]
 
@@ -97,15 +97,11 @@ def run_als(data, y, weights, params: dict, coll, watch=None):
         for f in range(k):
             update_blocks(data, blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll, rule)
         stop = watch is not None and watch.observe(len(hist["seconds"]), w0, w, Vt)
-        hist["seconds"].append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(hist)
+        end_iteration(hist, t0, on_iteration)
         if stop:
             break
-    if watch is not None:
-        watch.record(hist)
-        if watch.truncate:
-            w0, w, Vt = watch.best_state
+    if watch is not None and watch.finish(hist):
+        w0, w, Vt = watch.best_state
     samples = {"w0": np.array([w0], FLOAT), "w": w.astype(np.float32)[None, :],
                "V": Vt.T.astype(np.float32)[None, :, :]}
     return samples, hist

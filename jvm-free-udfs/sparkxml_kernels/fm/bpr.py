@@ -34,9 +34,10 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .adamw import adamw_step, minibatches
-from .order import RowBlocks, fixed_sum
+from .adamw import batch_step, minibatches
+from .order import RowBlocks
 from .rng import occurrences, param_rng, row_ids, uniforms
+from .watch import end_iteration
 
 __all__ = ["sample_negatives", "sample_negatives_naive", "bpr_gradient", "bpr_gradient_naive",
            "prepare_bpr", "run_bpr", "MAX_TRIES"]
@@ -268,19 +269,12 @@ def run_bpr(data: BPRData, params: dict, coll):
             for r in range(rb.n_blocks):
                 bpr_gradient(batch[sub[r]:sub[r + 1]], data.users, data.items, neg,
                              data.indptr, data.indices, data.data, theta, U, I, d, k, parts[r])
-            g = fixed_sum(coll, parts)
-            bn, bl = g[-2], g[-1]
+            bn, bl, step = batch_step(coll, parts, theta, mom, vel, step, lr, reg, 0)
             ep_n += bn
             ep_l += bl
-            if bn <= 0:
-                continue
-            step += 1
-            adamw_step(theta, g[:-2] / bn, mom, vel, step, lr, reg, 0)
         mean_loss = ep_l / max(ep_n, 1e-300)
         hist["loss"].append(float(mean_loss))
-        hist["seconds"].append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(hist)
+        end_iteration(hist, t0, on_iteration)
         if prev is not None and abs(prev - mean_loss) <= tol * max(abs(prev), 1e-300):
             break
         prev = mean_loss

@@ -34,9 +34,9 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .cd import CROSS, LINEAR, cross_cache
-from .mcmc import ALPHA_0, BETA_0, LAMBDA_INIT, REG_0, _draw_lambda_mu
+from .mcmc import ALPHA_0, BETA_0, LAMBDA_INIT, REG_0, _draw_lambda_mu, probit_targets_step
 from .order import row_dots
-from .rng import STREAM_PROBIT, param_rng, sample_probit_targets, uniforms
+from .rng import param_rng
 from .solver import SQUARED, GibbsRule, RowCache, update_blocks
 
 __all__ = ["joint_pairs", "run_joint_mcmc", "compress_factors"]
@@ -136,9 +136,7 @@ def run_joint_mcmc(data, y, weights, rids, pairs, fs, field_blocks, params: dict
     alpha = 1.0
     for it in range(n_iter):
         if classify:
-            sample_probit_targets(rows.pred(), rows.y,
-                                  uniforms(seed, STREAM_PROBIT, it, rids), z)
-            rows.set_targets(z.copy())
+            probit_targets_step(rows, seed, it, rids, z)
         sq, lin = rows.residual_sums(coll, data.rb)
         if not classify:
             alpha = float(rng.gamma((ALPHA_0 + w_total) / 2.0, 2.0 / (BETA_0 + sq)))

@@ -42,7 +42,7 @@ from .solver import (
     fm_predict_cached,
     update_blocks,
 )
-from .watch import init_from
+from .watch import end_iteration, init_from
 
 ALPHA_0 = BETA_0 = GAMMA_0 = 1.0
 MU_0 = 0.0
@@ -63,6 +63,14 @@ def _draw_lambda_mu(rng, values, group_of, n_groups, mu, lam):
     prec = lam * (GAMMA_0 + counts)
     mean = lam * (GAMMA_0 * MU_0 + sums) / prec
     mu[:] = mean + rng.standard_normal(n_groups) / np.sqrt(prec)
+
+
+def probit_targets_step(rows, seed: int, it: int, rids, z) -> None:
+    """The probit likelihood's Gibbs step of sweep ``it``: latent targets ``z`` (float64 (n,))
+    drawn around the rows' current predictions from the rows' own uniforms, then made the
+    targets of ``rows`` (a solver.RowCache)."""
+    sample_probit_targets(rows.pred(), rows.y, uniforms(seed, STREAM_PROBIT, it, rids), z)
+    rows.set_targets(z.copy())
 
 
 class _OrdinalStep:
@@ -159,9 +167,7 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     t0 = time.perf_counter()
     for it in range(n_iter):
         if classify:
-            sample_probit_targets(rows.pred(), rows.y,
-                                  uniforms(seed, STREAM_PROBIT, it, rids), z)
-            rows.set_targets(z.copy())
+            probit_targets_step(rows, seed, it, rids, z)
         sq, lin = rows.residual_sums(coll, data.rb)
         if classify or ordinal:
             alpha = 1.0
@@ -195,16 +201,12 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
             samples_w.append(w.astype(np.float32))
             samples_V.append(Vt.T.astype(np.float32))
         stop = watch is not None and watch.observe(it, w0, w, Vt, kept)
-        hist["seconds"].append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(hist)
+        end_iteration(hist, t0, on_iteration)
         if stop:
             break
-    if watch is not None:
-        watch.record(hist)
-        if watch.truncate:
-            n = watch.best_count
-            samples_w0, samples_w, samples_V = samples_w0[:n], samples_w[:n], samples_V[:n]
+    if watch is not None and watch.finish(hist):
+        n = watch.best_count
+        samples_w0, samples_w, samples_V = samples_w0[:n], samples_w[:n], samples_V[:n]
     if not samples_w0:  # burnIn >= maxIter is refused by the params; keep the last state
         samples_w0, samples_w, samples_V = [w0], [w.astype(np.float32)], \
             [Vt.T.astype(np.float32)]

@@ -10,10 +10,12 @@ sweeps and the model is the one at the best sweep (MCMC: the samples kept up to 
 
 The sums over the validation rows are fixed-order sums (``order``) as every other sum, so
 every rank sees the same metric and stops at the same sweep, whatever the number of ranks.
+:func:`end_iteration` is the rest of what every solver records after a sweep or epoch.
 """
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -22,7 +24,8 @@ from .._jit import njit
 from .cd import factor_cache
 from .solver import fm_predict_cached
 
-__all__ = ["ValidationWatch", "link_values", "init_from", "log_losses", "log_losses_naive"]
+__all__ = ["ValidationWatch", "link_values", "init_from", "log_losses", "log_losses_naive",
+           "end_iteration"]
 
 _EPS = 1e-15
 
@@ -40,6 +43,14 @@ def log_losses_naive(p, y, w):
     """Slow twin of :func:`log_losses`."""
     q = np.clip(np.asarray(p, FLOAT), _EPS, 1.0 - _EPS)
     return -np.asarray(w) * (y * np.log(q) + (1.0 - y) * np.log1p(-q))
+
+
+def end_iteration(hist: dict, t0: float, on_iteration) -> None:
+    """After a sweep or epoch: the seconds since ``t0`` (``time.perf_counter()``) appended
+    to ``hist["seconds"]``, then the progress callback ``on_iteration(hist)``, if any."""
+    hist["seconds"].append(time.perf_counter() - t0)
+    if on_iteration is not None:
+        on_iteration(hist)
 
 
 def link_values(link: str, raw: np.ndarray) -> np.ndarray:
@@ -134,3 +145,9 @@ class ValidationWatch:
         """Add the curve and the best sweep to a solver's history."""
         hist["valid_metric"] = list(self.history)
         hist["best_iteration"] = int(self.best_at)
+
+    def finish(self, hist: dict) -> bool:
+        """At the end of a fit: :meth:`record` into ``hist``, then whether to keep the best
+        sweep's model (:attr:`truncate`)."""
+        self.record(hist)
+        return self.truncate
