@@ -51,18 +51,56 @@ class HasTrainingMode(Params):
         return self.getOrDefault(self.trainingMode)
 
 
+class HasMaxLeaf(Params):
+    """Mixin for param maxLeaf: a node with at most this many training points is a leaf (>= 1).
+    """
+
+    maxLeaf: "Param[int]" = param("maxLeaf", __doc__, TypeConverters.toInt)
+
+    def getMaxLeaf(self) -> int:
+        """Gets the value of maxLeaf or its default value."""
+        return self.getOrDefault(self.maxLeaf)
+
+
+class HasLabelsPerLeaf(Params):
+    """Mixin for param labelsPerLeaf: labels kept in each leaf's distribution, highest mean first
+    (>= 1).
+    """
+
+    labelsPerLeaf: "Param[int]" = param("labelsPerLeaf", __doc__, TypeConverters.toInt)
+
+    def getLabelsPerLeaf(self) -> int:
+        """Gets the value of labelsPerLeaf or its default value."""
+        return self.getOrDefault(self.labelsPerLeaf)
+
+
+class HasLogLossCoeff(Params):
+    """Mixin for param logLossCoeff: C of the per-node L1-regularised logistic regression,
+    class-balanced as C/fraction (> 0).
+    """
+
+    logLossCoeff: "Param[float]" = param("logLossCoeff", __doc__, TypeConverters.toFloat)
+
+    def getLogLossCoeff(self) -> float:
+        """Gets the value of logLossCoeff or its default value."""
+        return self.getOrDefault(self.logLossCoeff)
+
+
+class HasBias(Params):
+    """Mixin for param bias: value of the bias feature appended to every point (finite; 0 disables
+    it).
+    """
+
+    bias: "Param[float]" = param("bias", __doc__, TypeConverters.toFloat)
+
+    def getBias(self) -> float:
+        """Gets the value of bias or its default value."""
+        return self.getOrDefault(self.bias)
+
+
 class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
-                     HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode):
-    maxLeaf = Param(Params._dummy(), "maxLeaf", "a node with at most this many training points "
-                    "is a leaf (>= 1)", typeConverter=TypeConverters.toInt)
-    labelsPerLeaf = Param(Params._dummy(), "labelsPerLeaf", "labels kept in each leaf's "
-                          "distribution, highest mean first (>= 1)",
-                          typeConverter=TypeConverters.toInt)
-    logLossCoeff = Param(Params._dummy(), "logLossCoeff", "C of the per-node L1-regularised "
-                         "logistic regression, class-balanced as C/fraction (> 0)",
-                         typeConverter=TypeConverters.toFloat)
-    bias = Param(Params._dummy(), "bias", "value of the bias feature appended to every point "
-                 "(finite; 0 disables it)", typeConverter=TypeConverters.toFloat)
+                     HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode, HasMaxLeaf,
+                     HasLabelsPerLeaf, HasLogLossCoeff, HasBias):
     _constraints = {"maxLeaf": ge(1), "labelsPerLeaf": ge(1), "logLossCoeff": gt(0.0),
                     "bias": finite()}
 
@@ -73,17 +111,79 @@ class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol
                          logLossCoeff=1.0, bias=1.0, seed=0, rowOrder="content",
                          trainingMode="auto")
 
-    def getMaxLeaf(self) -> int:
-        return self.getOrDefault(self.maxLeaf)
 
-    def getLabelsPerLeaf(self) -> int:
-        return self.getOrDefault(self.labelsPerLeaf)
+class HasPropensityA(Params):
+    """Mixin for param propensityA: A of the inverse label propensities 1 + C (N_l + B)^-A,
+    C = (ln N - 1)(B + 1)^A (finite; 0.55 as the XC repository for most data sets, 0.5 Wikipedia,
+    0.6 Amazon).
+    """
 
-    def getLogLossCoeff(self) -> float:
-        return self.getOrDefault(self.logLossCoeff)
+    propensityA: "Param[float]" = param("propensityA", __doc__, TypeConverters.toFloat)
 
-    def getBias(self) -> float:
-        return self.getOrDefault(self.bias)
+    def getPropensityA(self) -> float:
+        """Gets the value of propensityA or its default value."""
+        return self.getOrDefault(self.propensityA)
+
+
+class HasPropensityB(Params):
+    """Mixin for param propensityB: B of the inverse label propensities (finite, > -1; 1.5 for
+    most data sets, 0.4 Wikipedia, 2.6 Amazon).
+    """
+
+    propensityB: "Param[float]" = param("propensityB", __doc__, TypeConverters.toFloat)
+
+    def getPropensityB(self) -> float:
+        """Gets the value of propensityB or its default value."""
+        return self.getOrDefault(self.propensityB)
+
+
+class HasTailClassifiers(Params):
+    """Mixin for param tailClassifiers: rerank the trees' labels with the tail classifiers
+    (PfastreXML); false keeps the trees' propensity-weighted scores alone (PfastXML, the
+    authors' -S 1).
+    """
+
+    tailClassifiers: "Param[bool]" = param("tailClassifiers", __doc__, TypeConverters.toBoolean)
+
+    def getTailClassifiers(self) -> bool:
+        """Gets the value of tailClassifiers or its default value."""
+        return self.getOrDefault(self.tailClassifiers)
+
+
+class HasGamma(Params):
+    """Mixin for param gamma: steepness of the tail classifiers' score
+    1 / (1 + exp(gamma |x - w_l|^2)) (finite, > 0).
+    """
+
+    gamma: "Param[float]" = param("gamma", __doc__, TypeConverters.toFloat)
+
+    def getGamma(self) -> float:
+        """Gets the value of gamma or its default value."""
+        return self.getOrDefault(self.gamma)
+
+
+class HasAlpha(Params):
+    """Mixin for param alpha: weight of the trees in the final score tree^alpha * tail^(1 - alpha)
+    (in [0, 1]).
+    """
+
+    alpha: "Param[float]" = param("alpha", __doc__, TypeConverters.toFloat)
+
+    def getAlpha(self) -> float:
+        """Gets the value of alpha or its default value."""
+        return self.getOrDefault(self.alpha)
+
+
+class HasNumCandidates(Params):
+    """Mixin for param numCandidates: labels of highest tree score per row that the tail
+    classifiers rerank (>= 1).
+    """
+
+    numCandidates: "Param[int]" = param("numCandidates", __doc__, TypeConverters.toInt)
+
+    def getNumCandidates(self) -> int:
+        """Gets the value of numCandidates or its default value."""
+        return self.getOrDefault(self.numCandidates)
 
 
 # the defaults of the params PfastreXML adds to FastXML's
@@ -91,51 +191,14 @@ PFASTRE_DEFAULTS = dict(propensityA=0.55, propensityB=1.5, tailClassifiers=True,
                         alpha=0.8, numCandidates=1000)
 
 
-class PfastreXMLParams(FastXMLParams):
-    propensityA = Param(Params._dummy(), "propensityA", "A of the inverse label propensities "
-                        "1 + C (N_l + B)^-A, C = (ln N - 1)(B + 1)^A (finite; 0.55 as the XC "
-                        "repository for most data sets, 0.5 Wikipedia, 0.6 Amazon)",
-                        typeConverter=TypeConverters.toFloat)
-    propensityB = Param(Params._dummy(), "propensityB", "B of the inverse label propensities "
-                        "(finite, > -1; 1.5 for most data sets, 0.4 Wikipedia, 2.6 Amazon)",
-                        typeConverter=TypeConverters.toFloat)
-    tailClassifiers = Param(Params._dummy(), "tailClassifiers", "rerank the trees' labels with "
-                            "the tail classifiers (PfastreXML); false keeps the trees' "
-                            "propensity-weighted scores alone (PfastXML, the authors' -S 1)",
-                            typeConverter=TypeConverters.toBoolean)
-    gamma = Param(Params._dummy(), "gamma", "steepness of the tail classifiers' score "
-                  "1 / (1 + exp(gamma |x - w_l|^2)) (finite, > 0)",
-                  typeConverter=TypeConverters.toFloat)
-    alpha = Param(Params._dummy(), "alpha", "weight of the trees in the final score "
-                  "tree^alpha * tail^(1 - alpha) (in [0, 1])",
-                  typeConverter=TypeConverters.toFloat)
-    numCandidates = Param(Params._dummy(), "numCandidates", "labels of highest tree score "
-                          "per row that the tail classifiers rerank (>= 1)",
-                          typeConverter=TypeConverters.toInt)
+class PfastreXMLParams(FastXMLParams, HasPropensityA, HasPropensityB, HasTailClassifiers,
+                       HasGamma, HasAlpha, HasNumCandidates):
     _constraints = {"propensityA": finite(), "propensityB": finite(), "gamma": finite_positive(),
                     "alpha": between(0.0, 1.0), "numCandidates": ge(1)}
 
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(**PFASTRE_DEFAULTS)
-
-    def getPropensityA(self) -> float:
-        return self.getOrDefault(self.propensityA)
-
-    def getPropensityB(self) -> float:
-        return self.getOrDefault(self.propensityB)
-
-    def getTailClassifiers(self) -> bool:
-        return self.getOrDefault(self.tailClassifiers)
-
-    def getGamma(self) -> float:
-        return self.getOrDefault(self.gamma)
-
-    def getAlpha(self) -> float:
-        return self.getOrDefault(self.alpha)
-
-    def getNumCandidates(self) -> int:
-        return self.getOrDefault(self.numCandidates)
 
 
 add_setters(PfastreXMLParams, ("gamma", "alpha", "numCandidates", "tailClassifiers"))

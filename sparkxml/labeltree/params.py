@@ -15,80 +15,149 @@ from sparkxml._core.params import (
     HasSeed,
     HasTol,
     HasTopK,
+    param,
 )
 
 
-def _param(name: str, doc: str, conv):
-    return Param(Params._dummy(), name, doc, typeConverter=conv)
+class HasMaxLeafLabels(Params):
+    """Mixin for param maxLeafLabels: a node with at most this many labels is a leaf (>= 1).
+    """
+
+    maxLeafLabels: "Param[int]" = param("maxLeafLabels", __doc__, TypeConverters.toInt)
+
+    def getMaxLeafLabels(self) -> int:
+        """Gets the value of maxLeafLabels or its default value."""
+        return self.getOrDefault(self.maxLeafLabels)
+
+
+class HasBranchFactor(Params):
+    """Mixin for param branchFactor: children of an internal node: the k of the spherical k-means
+    that splits its labels (>= 2).
+    """
+
+    branchFactor: "Param[int]" = param("branchFactor", __doc__, TypeConverters.toInt)
+
+    def getBranchFactor(self) -> int:
+        """Gets the value of branchFactor or its default value."""
+        return self.getOrDefault(self.branchFactor)
+
+
+class HasMaxDepth(Params):
+    """Mixin for param maxDepth: depth at which a node is a leaf whatever its labels (root depth
+    0; >= 1).
+    """
+
+    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt)
+
+    def getMaxDepth(self) -> int:
+        """Gets the value of maxDepth or its default value."""
+        return self.getOrDefault(self.maxDepth)
+
+
+class HasBalancedClusters(Params):
+    """Mixin for param balancedClusters: split a node's labels into clusters of equal size
+    (Parabel) or to the nearest centroid (Bonsai).
+    """
+
+    balancedClusters: "Param[bool]" = param("balancedClusters", __doc__, TypeConverters.toBoolean)
+
+    def getBalancedClusters(self) -> bool:
+        """Gets the value of balancedClusters or its default value."""
+        return self.getOrDefault(self.balancedClusters)
+
+
+class HasClusterEps(Params):
+    """Mixin for param clusterEps: k-means stops when the mean cosine of labels to their centroid
+    improves by less than this (>= 0).
+    """
+
+    clusterEps: "Param[float]" = param("clusterEps", __doc__, TypeConverters.toFloat)
+
+    def getClusterEps(self) -> float:
+        """Gets the value of clusterEps or its default value."""
+        return self.getOrDefault(self.clusterEps)
+
+
+class HasLoss(Params):
+    """Mixin for param loss: loss of the node classifiers: 'squared_hinge' (L2-loss SVM,
+    liblinear -s 1) or 'logistic' (liblinear -s 7).
+    """
+
+    loss: "Param[str]" = param("loss", __doc__, TypeConverters.toString)
+
+    def getLoss(self) -> str:
+        """Gets the value of loss or its default value."""
+        return self.getOrDefault(self.loss)
+
+
+class HasC(Params):
+    """Mixin for param C: penalty of the node classifiers' loss: 0.5|w|^2 + C sum_i loss_i (> 0).
+    """
+
+    C: "Param[float]" = param("C", __doc__, TypeConverters.toFloat)
+
+    def getC(self) -> float:
+        """Gets the value of C or its default value."""
+        return self.getOrDefault(self.C)
+
+
+class HasWeightThreshold(Params):
+    """Mixin for param weightThreshold: trained weights with |w| below this are dropped (>= 0).
+    """
+
+    weightThreshold: "Param[float]" = param("weightThreshold", __doc__, TypeConverters.toFloat)
+
+    def getWeightThreshold(self) -> float:
+        """Gets the value of weightThreshold or its default value."""
+        return self.getOrDefault(self.weightThreshold)
+
+
+class HasBias(Params):
+    """Mixin for param bias: value of the bias feature appended to every normalised row (finite; 0
+    disables it).
+    """
+
+    bias: "Param[float]" = param("bias", __doc__, TypeConverters.toFloat)
+
+    def getBias(self) -> float:
+        """Gets the value of bias or its default value."""
+        return self.getOrDefault(self.bias)
+
+
+class HasBeamWidth(Params):
+    """Mixin for param beamWidth: nodes kept per tree level by the beam search (>= 1).
+    """
+
+    beamWidth: "Param[int]" = param("beamWidth", __doc__, TypeConverters.toInt)
+
+    def getBeamWidth(self) -> int:
+        """Gets the value of beamWidth or its default value."""
+        return self.getOrDefault(self.beamWidth)
+
+
+class HasTrainingMode(Params):
+    """Mixin for param trainingMode: how trees are trained: 'replicated' (each task holds the
+    whole training set and trains whole trees) or 'distributed' (level by level, each task
+    holding the rows of its nodes only; the same model).
+    """
+
+    trainingMode: "Param[str]" = param("trainingMode", __doc__, TypeConverters.toString)
+
+    def getTrainingMode(self) -> str:
+        """Gets the value of trainingMode or its default value."""
+        return self.getOrDefault(self.trainingMode)
 
 
 class LabelTreeParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
-                      HasNumTrees, HasNumWorkers, HasSeed, HasTol, HasMaxIter):
+                      HasNumTrees, HasNumWorkers, HasSeed, HasTol, HasMaxIter, HasMaxLeafLabels,
+                      HasBranchFactor, HasMaxDepth, HasBalancedClusters, HasClusterEps, HasLoss,
+                      HasC, HasWeightThreshold, HasBias, HasBeamWidth, HasTrainingMode):
     """The params of ``Parabel`` and ``Bonsai`` (their defaults are set by each class)."""
 
-    maxLeafLabels = _param("maxLeafLabels", "a node with at most this many labels is a leaf "
-                           "(>= 1)", TypeConverters.toInt)
-    branchFactor = _param("branchFactor", "children of an internal node: the k of the "
-                          "spherical k-means that splits its labels (>= 2)",
-                          TypeConverters.toInt)
-    maxDepth = _param("maxDepth", "depth at which a node is a leaf whatever its labels "
-                      "(root depth 0; >= 1)", TypeConverters.toInt)
-    balancedClusters = _param("balancedClusters", "split a node's labels into clusters of "
-                              "equal size (Parabel) or to the nearest centroid (Bonsai)",
-                              TypeConverters.toBoolean)
-    clusterEps = _param("clusterEps", "k-means stops when the mean cosine of labels to their "
-                        "centroid improves by less than this (>= 0)", TypeConverters.toFloat)
-    loss = _param("loss", "loss of the node classifiers: 'squared_hinge' (L2-loss SVM, "
-                  "liblinear -s 1) or 'logistic' (liblinear -s 7)", TypeConverters.toString)
-    C = _param("C", "penalty of the node classifiers' loss: 0.5|w|^2 + C sum_i loss_i (> 0)",
-               TypeConverters.toFloat)
-    weightThreshold = _param("weightThreshold", "trained weights with |w| below this are "
-                             "dropped (>= 0)", TypeConverters.toFloat)
-    bias = _param("bias", "value of the bias feature appended to every normalised row "
-                  "(finite; 0 disables it)", TypeConverters.toFloat)
-    beamWidth = _param("beamWidth", "nodes kept per tree level by the beam search (>= 1)",
-                       TypeConverters.toInt)
-    trainingMode = _param("trainingMode", "how trees are trained: 'replicated' (each task "
-                          "holds the whole training set and trains whole trees) or "
-                          "'distributed' (level by level, each task holding the rows of its "
-                          "nodes only; the same model)", TypeConverters.toString)
     _constraints = {"maxLeafLabels": ge(1), "branchFactor": ge(2), "maxDepth": ge(1),
                     "clusterEps": ge(0.0), "loss": one_of("squared_hinge", "logistic"),
                     "C": gt(0.0), "tol": gt(0.0), "weightThreshold": ge(0.0),
                     "bias": finite(), "beamWidth": ge(1), "trainingMode": one_of("replicated", "distributed")}
-
-    def getMaxLeafLabels(self) -> int:
-        return self.getOrDefault(self.maxLeafLabels)
-
-    def getBranchFactor(self) -> int:
-        return self.getOrDefault(self.branchFactor)
-
-    def getMaxDepth(self) -> int:
-        return self.getOrDefault(self.maxDepth)
-
-    def getBalancedClusters(self) -> bool:
-        return self.getOrDefault(self.balancedClusters)
-
-    def getClusterEps(self) -> float:
-        return self.getOrDefault(self.clusterEps)
-
-    def getLoss(self) -> str:
-        return self.getOrDefault(self.loss)
-
-    def getC(self) -> float:
-        return self.getOrDefault(self.C)
-
-    def getWeightThreshold(self) -> float:
-        return self.getOrDefault(self.weightThreshold)
-
-    def getBias(self) -> float:
-        return self.getOrDefault(self.bias)
-
-    def getBeamWidth(self) -> int:
-        return self.getOrDefault(self.beamWidth)
-
-    def getTrainingMode(self) -> str:
-        return self.getOrDefault(self.trainingMode)
 
     def kernel_params(self) -> dict:
         """The keyword arguments of ``sparkxml_kernels.labeltree.forest.train_forest``."""
