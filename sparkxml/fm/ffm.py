@@ -159,8 +159,8 @@ class FFMRegressor(_FFMEstimator, _FFMParams):
     solver : {"adagrad", "als", "mcmc"}, default "adagrad"
         "adagrad": libffm's adagrad SGD: per row, for every feature pair and factor,
         g = λ v + κ v' x x' r, G += g², v -= stepSize g / √G (G starts at 1,
-        v ~ U(0, 1/√k)). "als": coordinate descent on (1/W) Σ w_i ℓ_i + regParam/2 (|w|² +
-        |V|²), each parameter set by its exact Newton step (the model is linear in each
+        v ~ U(0, 1/√k)). "als": coordinate descent on (1/W) Σ w_i ℓ_i + regParam/2 (‖w‖² +
+        ‖V‖²), each parameter set by its exact Newton step (the model is linear in each
         parameter), as ``FMRegressor``'s "als". "mcmc": Gibbs sampling with hyper-priors, as
         ``FMRegressor``'s "mcmc" (no regularisation to tune). ALS and MCMC keep m² k float64
         caches per row (m fields).

@@ -9,7 +9,7 @@ row scaled by libffm's normalisation r = 1/||x||², or r = 1) and j in field g =
 * V[j, f, c]: h_i = x̃_ij Σ_{b ≠ j in row i, f(b) = f} V[b, g, c] x̃_ib
 
 so every per-coordinate step of FM's solvers is exact here too: a Newton step on (1/W) Σ w_i
-ℓ_i + regParam/2 (|w|² + |V|²) (``als``: libFM's ALS for squared loss, GLMNET's re-expanded
+ℓ_i + regParam/2 (‖w‖² + ‖V‖²) (``als``: libFM's ALS for squared loss, GLMNET's re-expanded
 quadratic for logistic loss, ``FMClassifier``'s route) and a draw from the Gaussian full
 conditional (``mcmc``: libFM's / myFM's Gibbs sampler, probit latents for classification).
 
