@@ -4,6 +4,7 @@
                             [--ratings PATH [--test-fraction 0.1] [--rank 10]]
                             [--generated] [--movielens DIR] [--skip-mllib] [--seed 0]
                             [--skip-ffm | --ffm-only] [--ffm-iters 15]
+                            [--ffm-solver adagrad [als mcmc]] [--ffm-reg 0.001]
                             [--bpr [--skip-a9a] [--bpr-iters 30] [--bpr-negatives 1]]
                             [--relation [--relation-rows 1000000] [--relation-spark]]
 
@@ -45,8 +46,10 @@ adagrad, k 4, eta 0.2, lambda 2e-5, instance normalisation, ``--ffm-iters`` epoc
 without the intercept and linear terms, the latter being libffm's model) for each
 ``--workers`` (the models are compared bit for bit), beside ``sparkxml FMClassifier`` (mcmc,
 rank 8, ``--iters`` sweeps, the same 14 fields as its hyper-prior groups); on the ratings
-(``--ratings`` / ``--generated``), test RMSE of ``FFMRegressor`` (defaults, the user and item
-fields) beside ``FMRegressor`` (mcmc, rank ``--rank``).
+(``--ratings`` / ``--generated``), test RMSE of ``FFMRegressor`` (the user and item fields;
+for each ``--ffm-solver``: adagrad with its defaults and ``--ffm-iters`` epochs, als with
+``regParam`` ``--ffm-reg`` and mcmc, both k 4 and ``--iters`` sweeps) beside ``FMRegressor``
+(mcmc, rank ``--rank``).
 Implicit feedback (``--bpr``): ``sparkxml FMRanker`` (BPR loss) beside ``Spark MLlib ALS``
 (``implicitPrefs=True``, rank ``--rank``, its defaults otherwise: maxIter 10, regParam 0.1,
 alpha 1.0) on the same split, every positive as a (user, item) pair with rating 1. Data: the
@@ -227,15 +230,19 @@ def bench_ffm_ratings(args, spark, train, test, enc, res=None, src=""):
         return float(np.sqrt(np.mean((out["prediction"] - out["rating"]) ** 2)))
 
     lines = []
-    for name, est in (
-            (f"sparkxml FFMRegressor adagrad k 4, {args.ffm_iters} epochs",
-             FFMRegressor(labelCol="rating", fieldStarts=enc.fieldStarts,
-                          maxIter=args.ffm_iters, numWorkers=args.workers[0],
-                          seed=args.seed)),
+    ffm = {"adagrad": (f"adagrad k 4, {args.ffm_iters} epochs", {"maxIter": args.ffm_iters}),
+           "als": (f"als k 4, regParam {args.ffm_reg}, {args.iters} sweeps",
+                   {"maxIter": args.iters, "regParam": args.ffm_reg}),
+           "mcmc": (f"mcmc k 4, {args.iters} sweeps", {"maxIter": args.iters})}
+    runs = [(f"sparkxml FFMRegressor {ffm[s][0]}",
+             FFMRegressor(labelCol="rating", fieldStarts=enc.fieldStarts, solver=s,
+                          numWorkers=args.workers[0], seed=args.seed, **ffm[s][1]))
+            for s in args.ffm_solver]
+    for name, est in runs + [
             (f"sparkxml FMRegressor mcmc rank {args.rank}, {args.iters} sweeps",
              FMRegressor(labelCol="rating", factorSize=args.rank, maxIter=args.iters,
                          fieldStarts=enc.fieldStarts, numWorkers=args.workers[0],
-                         seed=args.seed))):
+                         seed=args.seed))]:
         m, t = timed(lambda: est.fit(train))
         r = rmse(m)
         if res is not None:
@@ -627,6 +634,11 @@ def main():
     ap.add_argument("--skip-ffm", action="store_true")
     ap.add_argument("--ffm-only", action="store_true", help="only the FFM part")
     ap.add_argument("--ffm-iters", type=int, default=15, help="FFM epochs (libffm's -t)")
+    ap.add_argument("--ffm-solver", nargs="+", default=["adagrad"],
+                    choices=["adagrad", "als", "mcmc"],
+                    help="FFMRegressor solvers on the ratings (als, mcmc: --iters sweeps)")
+    ap.add_argument("--ffm-reg", type=float, default=0.001,
+                    help="FFMRegressor regParam for solver als (FMRegressor's default)")
     ap.add_argument("--bpr", action="store_true", help="implicit feedback: FMRanker vs ALS")
     ap.add_argument("--bpr-iters", type=int, default=30)
     ap.add_argument("--bpr-step", type=float, default=0.01)

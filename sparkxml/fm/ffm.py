@@ -6,12 +6,23 @@ factor vector per field: with f(j) the field of feature j (``fieldStarts``, e.g.
 
     ŷ(x) = w0 + Σ_j w_j x_j √r + Σ_{a<b} ⟨v_{j_a, f(j_b)}, v_{j_b, f(j_a)}⟩ x_a x_b r.
 
-``solver="adagrad"``: libffm's adagrad SGD (learning rate ``stepSize`` = 0.2, L2 ``regParam``
-= 2e-5, ``factorSize`` = 4, 15 epochs: libffm's defaults). Training is ONE barrier stage, as
-for ``FMRegressor`` (``sparkxml.fm.base``); the pass over the rows is sequential: the model
-and its adagrad sums travel from worker to worker in row-block order (see
-``sparkxml_kernels.fm.ffm``), so the model is the same, bit for bit, for any ``numWorkers``
-and input partitioning, and more workers do not train faster.
+Solvers:
+
+* ``solver="adagrad"`` (default): libffm's adagrad SGD (learning rate ``stepSize`` = 0.2, L2
+  ``regParam`` = 2e-5, ``factorSize`` = 4, 15 epochs: libffm's defaults). The pass over the
+  rows is sequential: the model and its adagrad sums travel from worker to worker in
+  row-block order (see ``sparkxml_kernels.fm.ffm``), so more workers do not train faster;
+* ``solver="als"``: coordinate descent, ``FMRegressor``'s ALS: the model is multilinear, so
+  every per-parameter step is exact (squared loss; logistic loss by GLMNET-style re-expansion
+  each sweep) with L2 ``regParam`` on the mean loss;
+* ``solver="mcmc"``: Gibbs sampling with Gaussian / Gamma hyper-priors (libFM's, myFM's
+  scheme; one prior per (feature field, target field, factor)), probit latents for
+  classification; the prediction averages the samples kept after ``burnIn``.
+
+Training is ONE barrier stage, as for ``FMRegressor`` (``sparkxml.fm.base``). ALS and MCMC
+update the parameters of an exclusive feature block at once, the workers in lockstep
+(``sparkxml_kernels.fm.ffm_cd``). For every solver the model is the same, bit for bit, for
+any ``numWorkers`` and input partitioning.
 """
 from __future__ import annotations
 
@@ -31,16 +42,20 @@ from sparkxml._core.params import (
     HasSeed,
     HasStepSize,
     HasTimeoutSeconds,
+    HasTol,
     HasWeightCol,
 )
 from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
 from sparkxml.fm.fields import field_starts_of
 from sparkxml.fm.params import (
+    HasBurnIn,
     HasFactorSize,
     HasFFMSolver,
     HasFieldStarts,
     HasFitLinear,
+    HasInitStd,
     HasNormalize,
+    HasThinning,
 )
 from sparkxml_kernels.fm.ffm import FFMPredictor
 
@@ -48,20 +63,22 @@ __all__ = ["FFMRegressor", "FFMRegressionModel", "FFMClassifier", "FFMClassifica
 
 _PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts", "factorSize",
            "solver", "maxIter", "stepSize", "regParam", "normalize", "fitIntercept",
-           "fitLinear", "seed", "numWorkers", "timeoutSeconds", "verbose")
+           "fitLinear", "seed", "numWorkers", "timeoutSeconds", "verbose", "initStd", "burnIn",
+           "thinning", "tol")
 _CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
 
 
 class _FFMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFieldStarts,
                  HasFactorSize, HasFFMSolver, HasMaxIter, HasStepSize, HasRegParam,
                  HasNormalize, HasFitIntercept, HasFitLinear, HasSeed, HasNumWorkers,
-                 HasTimeoutSeconds):
+                 HasTimeoutSeconds, HasInitStd, HasBurnIn, HasThinning, HasTol):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
                          factorSize=4, solver="adagrad", maxIter=15, stepSize=0.2,
                          regParam=2e-5, normalize=True, fitIntercept=True, fitLinear=True,
-                         seed=0, timeoutSeconds=600.0)
+                         seed=0, timeoutSeconds=600.0, initStd=0.1, burnIn=5, thinning=1,
+                         tol=1e-6)
 
 
 class _FFMClassifierParams(_FFMParams, HasRawPredictionCol, HasProbabilityCol):
@@ -87,10 +104,28 @@ class _FFMEstimator(FMEstimatorBase):
         return super()._fit_validated(dataset)
 
     def _dense_per_feature(self):
-        # V (d x fields x factorSize), w, and an adagrad sum for each of them
         m, k = len(self.getFieldStarts()), int(self.getFactorSize())
-        n = 2 * (m * k + 1)
-        return n, f"2 x (fields x factorSize + 1) = {n} values (parameters and adagrad sums)"
+        solver = self.getSolver()
+        if solver == "adagrad":  # V (d x fields x factorSize), w, and their adagrad sums
+            n = 2 * (m * k + 1)
+            return n, f"2 x (fields x factorSize + 1) = {n} values (parameters and adagrad sums)"
+        if solver == "als":
+            n = m * k + 1
+            return n, f"fields x factorSize + 1 = {n} values"
+        s = len(range(self.getBurnIn(), self.getMaxIter(), self.getThinning()))
+        n = s * (m * k + 1)
+        return n, (f"{s} kept MCMC samples x (fields x factorSize + 1) = {n} values (raise "
+                   f"thinning for fewer)")
+
+    def _check_params(self, weight, valid):
+        if self.getSolver() == "mcmc":
+            if self.getBurnIn() >= self.getMaxIter():
+                raise ValueError(f"burnIn={self.getBurnIn()} must be below maxIter="
+                                 f"{self.getMaxIter()}: no MCMC sample would be kept")
+            if weight and self._task == "classification":
+                raise ValueError("weightCol is not supported by solver 'mcmc' for "
+                                 "classification (the probit likelihood has no row weights); "
+                                 "use solver 'als' or 'adagrad'")
 
     def _train_params(self, stats: dict) -> dict:
         return {"solver": self.getSolver(),
@@ -98,7 +133,9 @@ class _FFMEstimator(FMEstimatorBase):
                 "factorSize": self.getFactorSize(), "maxIter": self.getMaxIter(),
                 "stepSize": self.getStepSize(), "regParam": self.getRegParam(),
                 "normalize": self.getNormalize(), "fitIntercept": self.getFitIntercept(),
-                "fitLinear": self.getFitLinear(), "seed": int(self.getSeed())}
+                "fitLinear": self.getFitLinear(), "seed": int(self.getSeed()),
+                "initStd": self.getInitStd(), "burnIn": self.getBurnIn(),
+                "thinning": self.getThinning(), "tol": self.getTol()}
 
 
 class FFMRegressor(_FFMEstimator, _FFMParams):
@@ -119,15 +156,23 @@ class FFMRegressor(_FFMEstimator, _FFMParams):
         FFMRegressor()])`` works); one of the two is required.
     factorSize : int, default 4
         k: the model holds d x fields x k factors (libffm's default 4).
-    solver : {"adagrad"}, default "adagrad"
-        libffm's adagrad SGD: per row, for every feature pair and factor, g = λ v + κ v' x x' r,
-        G += g², v -= stepSize g / √G (G starts at 1, v ~ U(0, 1/√k)).
+    solver : {"adagrad", "als", "mcmc"}, default "adagrad"
+        "adagrad": libffm's adagrad SGD: per row, for every feature pair and factor,
+        g = λ v + κ v' x x' r, G += g², v -= stepSize g / √G (G starts at 1,
+        v ~ U(0, 1/√k)). "als": coordinate descent on (1/W) Σ w_i ℓ_i + regParam/2 (‖w‖² +
+        ‖V‖²), each parameter set by its exact Newton step (the model is linear in each
+        parameter), as ``FMRegressor``'s "als". "mcmc": Gibbs sampling with hyper-priors, as
+        ``FMRegressor``'s "mcmc" (no regularisation to tune). ALS and MCMC keep m² k float64
+        caches per row (m fields).
     maxIter : int, default 15
-        Epochs (libffm's ``-t``).
+        Epochs (adagrad, libffm's ``-t``) or sweeps over the parameters (als, mcmc; MCMC
+        usually wants 100 or more).
     stepSize : float, default 0.2
-        Adagrad learning rate η, in (0, 1] (libffm's ``-r``).
+        Adagrad learning rate η, in (0, 1] (libffm's ``-r``); unused by als and mcmc.
     regParam : float, default 2e-5
-        L2 λ, added to the gradient of every parameter a row touches (libffm's ``-l``).
+        adagrad: L2 λ, added to the gradient of every parameter a row touches (libffm's
+        ``-l``). als: L2 on the mean loss, as ``FMRegressor``'s (whose default is 0.001; the
+        default here is libffm's, too small for als on most data). Unused by mcmc.
     normalize : bool, default True
         Instance-wise normalisation: each row scaled to unit L2 norm (libffm's default; its
         ``--no-norm`` is False).
@@ -135,14 +180,26 @@ class FFMRegressor(_FFMEstimator, _FFMParams):
         Learn w0 (started at the mean label, or its log-odds) / the linear weights w, by the
         same adagrad steps (w with λ). libffm has neither: both False is libffm's model.
     seed : int, default 0
-        Seeds the initial factors and every epoch's row order.
+        Seeds the initial factors and every epoch's row order (adagrad) or the draws (mcmc).
+    initStd : float, default 0.1
+        als, mcmc: standard deviation of the initial factors (adagrad starts them at
+        U(0, 1/√k), as libffm).
+    burnIn : int, default 5
+        mcmc: sweeps discarded before samples are kept (below maxIter).
+    thinning : int, default 1
+        mcmc: keep every thinning-th sweep after burn-in. The model stores every kept sample
+        (S x d x (m k + 1) float64): raise it to bound the model size.
+    tol : float, default 1e-6
+        als: stop when the objective changed by less than this fraction over one sweep.
     numWorkers : int, optional
-        Barrier tasks holding the rows. The pass is sequential (the model goes from worker
-        to worker), so more workers spread memory, not time. Default: the session's
-        parallelism, capped at one worker per 50,000 rows.
+        Barrier tasks holding the rows. The adagrad pass is sequential (the model goes from
+        worker to worker), so there more workers spread memory, not time; als and mcmc run
+        all workers at once. Default: the session's parallelism, capped at one worker per
+        50,000 rows.
     timeoutSeconds : float, default 600
     verbose : int, default 0
-        Log one line every ``verbose`` epochs with the epoch's mean training loss.
+        Log one line every ``verbose`` epochs (sweeps) with the training curve: the mean
+        training loss (adagrad), the objective (als), the training RMSE (mcmc regression).
 
     Differences from libffm
     -----------------------
@@ -151,6 +208,8 @@ class FFMRegressor(_FFMEstimator, _FFMParams):
     blocks (by a content hash of the row) in order and shuffles within each, so the model
     depends only on the data and ``seed``. The linear terms and intercept (on by default) are
     an addition. There is no validation-based early stopping (libffm's ``--auto-stop``).
+    libffm has no ALS or MCMC solver: those follow libFM / myFM for FMs, carried over to
+    the field-aware model (classification by MCMC is probit, not logistic, as in libFM).
 
     Examples
     --------
@@ -169,6 +228,14 @@ class FFMRegressor(_FFMEstimator, _FFMParams):
     >>> from pyspark.ml.evaluation import RegressionEvaluator
     >>> RegressionEvaluator().evaluate(model.transform(df)) < 0.3   # RMSE; y has std 1
     True
+
+    The same model by Gibbs sampling: the prediction averages the kept samples.
+
+    >>> mc = FFMRegressor(fieldStarts=[0, s, 2 * s], solver="mcmc", maxIter=30, seed=0).fit(df)
+    >>> mc.numSamples                            # maxIter - burnIn
+    25
+    >>> RegressionEvaluator().evaluate(mc.transform(df)) < 0.3
+    True
     """
 
     _task = "regression"
@@ -177,7 +244,8 @@ class FFMRegressor(_FFMEstimator, _FFMParams):
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None,
                  predictionCol="prediction", fieldStarts=None, factorSize=4, solver="adagrad",
                  maxIter=15, stepSize=0.2, regParam=2e-5, normalize=True, fitIntercept=True,
-                 fitLinear=True, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0):
+                 fitLinear=True, seed=0, numWorkers=None, timeoutSeconds=600.0, verbose=0,
+                 initStd=0.1, burnIn=5, thinning=1, tol=1e-6):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -186,7 +254,8 @@ class FFMRegressor(_FFMEstimator, _FFMParams):
                   predictionCol="prediction", fieldStarts=None, factorSize=4,
                   solver="adagrad", maxIter=15, stepSize=0.2, regParam=2e-5, normalize=True,
                   fitIntercept=True, fitLinear=True, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0,
+                  initStd=0.1, burnIn=5, thinning=1, tol=1e-6):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -200,7 +269,10 @@ class FFMClassifier(_FFMEstimator, _FFMClassifierParams):
 
     Takes every parameter of :class:`FFMRegressor`, plus ``rawPredictionCol`` (default
     "rawPrediction": [-ŷ, ŷ]) and ``probabilityCol`` (default "probability": [1 - p, p],
-    p = σ(ŷ)).
+    p = σ(ŷ)). With ``solver="mcmc"`` the model is probit (latent z ~ N(ŷ, 1), label
+    [z > 0], as ``FMClassifier``'s MCMC): p is the mean over the samples of Φ(ŷ_s) and the
+    raw margin Φ⁻¹(p); it takes no ``weightCol``. ``solver="als"`` minimises the logistic
+    loss, as ``FMClassifier``'s ALS.
 
     Examples
     --------
@@ -226,7 +298,8 @@ class FFMClassifier(_FFMEstimator, _FFMClassifierParams):
                  probabilityCol="probability", fieldStarts=None, factorSize=4,
                  solver="adagrad", maxIter=15, stepSize=0.2, regParam=2e-5, normalize=True,
                  fitIntercept=True, fitLinear=True, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0):
+                 timeoutSeconds=600.0, verbose=0,
+                 initStd=0.1, burnIn=5, thinning=1, tol=1e-6):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -236,7 +309,8 @@ class FFMClassifier(_FFMEstimator, _FFMClassifierParams):
                   probabilityCol="probability", fieldStarts=None, factorSize=4,
                   solver="adagrad", maxIter=15, stepSize=0.2, regParam=2e-5, normalize=True,
                   fitIntercept=True, fitLinear=True, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0):
+                  timeoutSeconds=600.0, verbose=0,
+                  initStd=0.1, burnIn=5, thinning=1, tol=1e-6):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -252,22 +326,29 @@ class _FFMModel(FMModelBase):
     """Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "ffm") and ``path/data/``
     (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with ``w0`` float64 (),
     ``w`` float64 (d,), ``V`` float64 (d, m, k), ``field_starts`` int64 (m + 1,),
-    ``normalize``, ``link`` ("identity" | "logistic"), ``n_features`` (see
+    ``normalize``, ``link`` ("identity" | "logistic" | "probit"), ``n_features`` (see
     ``sparkxml_kernels.fm.ffm``), plus ``summary.*`` training history ("loss": the mean
-    training loss of each epoch)."""
+    training loss of each epoch (adagrad); "objective" (als); "train_rmse", "alpha" (mcmc)).
+    An MCMC model holds its S kept samples: ``w0`` (S,), ``w`` (S, d), ``V`` (S, d, m, k);
+    the prediction is the mean over the samples of link(ŷ_s)."""
 
     _model_kind = "ffm"
     _predictor_class = FFMPredictor
     _required_arrays = FFMPredictor.keys
 
     @property
+    def numSamples(self) -> int:
+        """Parameter sets averaged at prediction (MCMC samples kept; 1 otherwise)."""
+        return int(self._predictor.n_samples)
+
+    @property
     def intercept(self) -> float:
-        """w0."""
+        """w0 (MCMC: the posterior mean over the kept samples)."""
         return float(self._predictor.w0)
 
     @property
     def linear(self):
-        """Linear weights w as a DenseVector (d,)."""
+        """Linear weights w as a DenseVector (d,) (MCMC: posterior mean)."""
         from pyspark.ml.linalg import DenseVector
 
         return DenseVector(self._predictor.w)
@@ -275,7 +356,7 @@ class _FFMModel(FMModelBase):
     @property
     def factors(self) -> np.ndarray:
         """float64 (d, m, k): ``factors[j, f]`` is feature j's factor vector against field f
-        (a copy)."""
+        (a copy; MCMC: the posterior mean, while the prediction uses the samples)."""
         return self._predictor.V.copy()
 
     @property

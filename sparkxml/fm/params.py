@@ -313,11 +313,12 @@ FM_CORE_PARAMS = FACTOR_PARAMS + ("labelCol", "weightCol", "fieldStarts", "burnI
 
 class HasFFMSolver(Params):
     """Mixin for param solver: FFM training algorithm: 'adagrad' (libffm's adagrad SGD, one
-    row at a time, every worker count giving the same model).
+    row at a time), 'als' (exact coordinate descent, as FMRegressor's) or 'mcmc' (Gibbs
+    sampling with hyper-priors, as FMRegressor's); every worker count gives the same model.
     """
 
     solver: "Param[str]" = param("solver", __doc__, TypeConverters.toString)
-    _constraints = {"solver": one_of("adagrad")}
+    _constraints = {"solver": one_of("adagrad", "als", "mcmc")}
 
     def getSolver(self) -> str:
         """Gets the value of solver or its default value."""

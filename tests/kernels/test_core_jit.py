@@ -55,6 +55,8 @@ NOT_WARMED = {
     "sparkxml_kernels.fm.relation._aggregates",
     "sparkxml_kernels.fm.relation._block_update",
     "sparkxml_kernels.fm.relation._push_rows",
+    # FFM's coordinate solvers (solver "als" / "mcmc"): the recorded ffm profile trains adagrad
+    "sparkxml_kernels.fm.ffm_cd.ffm_factor_cache",
 }
 
 

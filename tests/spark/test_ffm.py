@@ -77,8 +77,8 @@ def test_ffm_input_errors(spark, a9a_small):
         FFMClassifier(fieldStarts=[5, 60]).fit(small)
     with pytest.raises(ValueError, match=r"fieldStarts=\[0, 60, 30\] is invalid"):
         FFMClassifier(fieldStarts=[0, 60, 30]).fit(small)
-    with pytest.raises(ValueError, match="param solver='als' is invalid"):
-        FFMClassifier(fieldStarts=[0], solver="als").fit(small)
+    with pytest.raises(ValueError, match="param solver='sgd' is invalid"):
+        FFMClassifier(fieldStarts=[0], solver="sgd").fit(small)
     with pytest.raises(ValueError, match="holds the label 2.0"):
         FFMClassifier(fieldStarts=[0]).fit(small.withColumn("label", F.lit(2.0)))
 

@@ -13,6 +13,8 @@ ordinal    ordered probit: truncated normals between cutpoints, the cutpoint sam
            probabilities
 relation   relation blocks (user / item features stored once) in the MCMC sweep
 adamw      mini-batch AdamW
+ffm        field-aware FMs: the model, its prediction, libffm's adagrad SGD
+ffm_cd     field-aware FMs by exact coordinate descent (als) and Gibbs sampling (mcmc)
 gbfm       GBFM: greedy field-pair selection and stage fitting
 train      entry points for one process or one Spark task
 predictor  prediction kernels and model arrays (FM, GBFM)

@@ -1,5 +1,6 @@
 """Field-aware factorization machines (Juan et al., RecSys 2016; libffm): the model, its
-prediction, and adagrad SGD in a worker-count independent order.
+prediction, and adagrad SGD in a worker-count independent order (coordinate descent and
+Gibbs sampling: ``ffm_cd``).
 
 Model (``modelKind`` "ffm"), features split into m fields by ``field_starts``, f(j) the field
 of feature j, r = 1 / ||x||² with instance-wise normalisation (libffm's default), else 1:
@@ -306,9 +307,14 @@ class FFMPredictor(_Predictor):
     V              float64 (d, m, k)    V[j, f]: feature j's factors against field f
     field_starts   int64 (m + 1,)       field c is features [field_starts[c], [c + 1])
     normalize      bool ()              instance-wise L2 normalisation of each row
-    link           str ()               "identity" | "logistic"
+    link           str ()               "identity" | "logistic" | "probit"
     n_features     int64 ()             d
     =============  ===================  ===================================================
+
+    An MCMC model (``ffm_cd``) holds S posterior samples: w0 (S,), w (S, d), V (S, d, m, k).
+    Its prediction is the mean over the samples of link(ŷ_s), as ``FMPredictor``'s (ŷ for
+    regression, Φ(ŷ_s) for probit classification); ``w0``, ``w`` and ``V`` as attributes are
+    then the posterior means.
     """
 
     keys = FFM_KEYS
@@ -316,25 +322,41 @@ class FFMPredictor(_Predictor):
     def __init__(self, w0, w, V, field_starts, normalize: bool, link: str, n_features: int):
         self.n_features = int(n_features)
         d = self.n_features
-        self.w0 = float(w0)
-        self.w = np.ascontiguousarray(w, FLOAT).reshape(-1)
         self.field_starts = np.ascontiguousarray(field_starts, np.int64).reshape(-1)
         fs = self.field_starts
         if fs.size < 2 or fs[0] != 0 or fs[-1] != d or np.any(np.diff(fs) <= 0):
             raise ValueError("field_starts must rise strictly from 0 to n_features")
         m = fs.size - 1
-        self.V = np.ascontiguousarray(V, FLOAT)
-        if self.w.size != d or self.V.ndim != 3 or self.V.shape[:2] != (d, m):
-            raise ValueError(f"w has shape {self.w.shape} and V {self.V.shape}; expected "
-                             f"({d},) and ({d}, {m}, k)")
-        if str(link) not in ("identity", "logistic"):
+        w0 = np.asarray(w0, FLOAT)
+        self._sampled = w0.ndim == 1  # MCMC: a leading sample axis on w0, w and V
+        self.w0s = w0.reshape(-1)
+        S = self.w0s.size
+        self.ws = np.ascontiguousarray(w, FLOAT)
+        self.Vs = np.ascontiguousarray(V, FLOAT)
+        lead = (S,) if self._sampled else ()
+        if S < 1 or w0.ndim > 1 or self.ws.shape != lead + (d,) or self.Vs.ndim != len(lead) + 3 \
+                or self.Vs.shape[:len(lead) + 2] != lead + (d, m):
+            raise ValueError(f"w0 has shape {w0.shape}, w {self.ws.shape} and V "
+                             f"{self.Vs.shape}; expected (), ({d},), ({d}, {m}, k) or, "
+                             f"for S samples, (S,), (S, {d}), (S, {d}, {m}, k)")
+        self.ws, self.Vs = self.ws.reshape(S, d), self.Vs.reshape((S, d, m) + self.Vs.shape[-1:])
+        if str(link) not in ("identity", "logistic", "probit"):
             raise ValueError(f"unknown FFM link {link!r}")
-        if not (math.isfinite(self.w0) and np.isfinite(self.w).all()
-                and np.isfinite(self.V).all()):
+        if not (np.isfinite(self.w0s).all() and np.isfinite(self.ws).all()
+                and np.isfinite(self.Vs).all()):
             raise ValueError("FFM parameters hold NaN or infinite values")
+        # the parameters (MCMC: their posterior mean; the prediction averages the samples')
+        self.w0 = float(self.w0s[0]) if S == 1 else float(np.mean(self.w0s))
+        self.w = self.ws[0] if S == 1 else self.ws.mean(axis=0)
+        self.V = self.Vs[0] if S == 1 else self.Vs.mean(axis=0)
         self.link_name = str(link)
         self.normalize = bool(normalize)
         self.field_of = field_of_features(fs[:-1].tolist(), d)
+
+    @property
+    def n_samples(self) -> int:
+        """Parameter sets the prediction averages over (MCMC samples; 1 otherwise)."""
+        return int(self.w0s.size)
 
     @property
     def factor_size(self) -> int:
@@ -345,17 +367,30 @@ class FFMPredictor(_Predictor):
         return self.V.shape[1]
 
     def _scores(self, indptr, indices, data):
-        raw = ffm_scores(indptr, indices, data, self.field_of, self.w0, self.w, self.V,
-                         self.normalize)
-        return raw, _link_array(raw, LINKS[self.link_name])
+        """(mean of ŷ_s, mean of link(ŷ_s)) over the samples (one sample: ŷ, link(ŷ))."""
+        link = LINKS[self.link_name]
+        mean = mean_link = None
+        for s in range(self.n_samples):
+            raw = ffm_scores(indptr, indices, data, self.field_of, self.w0s[s], self.ws[s],
+                             self.Vs[s], self.normalize)
+            lk = _link_array(raw, link)
+            if mean is None:
+                mean, mean_link = raw, lk
+            else:
+                mean, mean_link = mean + raw, mean_link + lk
+        S = self.n_samples
+        return (mean, mean_link) if S == 1 else (mean / S, mean_link / S)
 
     def to_arrays(self) -> dict:
-        return {"w0": np.asarray(self.w0, FLOAT), "w": self.w, "V": self.V,
-                "field_starts": self.field_starts, "normalize": np.asarray(self.normalize),
-                "link": np.asarray(self.link_name),
+        if self._sampled:
+            w0, w, V = self.w0s, self.ws, self.Vs
+        else:
+            w0, w, V = np.asarray(self.w0, FLOAT), self.w, self.V
+        return {"w0": w0, "w": w, "V": V, "field_starts": self.field_starts,
+                "normalize": np.asarray(self.normalize), "link": np.asarray(self.link_name),
                 "n_features": np.asarray(self.n_features, np.int64)}
 
     @classmethod
     def from_arrays(cls, a: dict) -> "FFMPredictor":
-        return cls(float(a["w0"]), a["w"], a["V"], a["field_starts"], bool(a["normalize"]),
+        return cls(a["w0"], a["w"], a["V"], a["field_starts"], bool(a["normalize"]),
                    str(a["link"]), int(a["n_features"]))

@@ -29,9 +29,11 @@ from .order import RowBlocks, row_block_of
 from .rng import occurrences, row_ids
 from .solver import allreduce_min
 
-__all__ = ["prepare", "train_fm", "train_ffm", "groups_from_field_starts", "SOLVERS"]
+__all__ = ["prepare", "train_fm", "train_ffm", "groups_from_field_starts", "SOLVERS",
+           "FFM_SOLVERS"]
 
 SOLVERS = ("mcmc", "als", "adamw")
+FFM_SOLVERS = ("adagrad", "als", "mcmc")
 
 
 class Prepared:
@@ -168,8 +170,9 @@ def train_fm(prep: Prepared, params: dict, coll, valid: Prepared | None = None,
 
 
 def train_ffm(prep: Prepared, params: dict, coll):
-    """Train a field-aware FM (``ffm``: adagrad SGD, one pass over all rows in a fixed order
-    whatever the number of workers) on this worker's prepared rows.
+    """Train a field-aware FM on this worker's prepared rows: solver "adagrad" (``ffm``: one
+    pass over all rows in a fixed order whatever the number of workers), "als" or "mcmc"
+    (``ffm_cd``: exact coordinate updates over exclusive feature blocks, as ``train_fm``).
 
     Returns
     -------
@@ -177,6 +180,14 @@ def train_ffm(prep: Prepared, params: dict, coll):
     """
     from .ffm import run_ffm
 
-    if params.get("solver", "adagrad") != "adagrad":
-        raise ValueError(f"unknown FFM solver {params['solver']!r}; use 'adagrad'")
-    return run_ffm(prep, prep.y, prep.w, prep.rids, params, coll)
+    solver = params.get("solver", "adagrad")
+    if solver not in FFM_SOLVERS:
+        raise ValueError(f"unknown FFM solver {solver!r}; use one of {list(FFM_SOLVERS)}")
+    if solver == "adagrad":
+        return run_ffm(prep, prep.y, prep.w, prep.rids, params, coll)
+    from .ffm_cd import ffm_blocked, run_ffm_als, run_ffm_mcmc
+
+    data = ffm_blocked(prep, params["fieldStarts"], bool(params["normalize"]))
+    if solver == "als":
+        return run_ffm_als(data, prep.y, prep.w, params, coll)
+    return run_ffm_mcmc(data, prep.y, prep.w, prep.rids, params, coll)
