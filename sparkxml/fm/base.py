@@ -365,3 +365,14 @@ class FMModelBase(SparkXMLPredictorModel):
                              self.numFeatures, self._task != "regression",
                              [k for _, k in outs], [n for n, _ in outs])
         return dataset.mapInArrow(fn, schema)
+
+
+class SampledFMModel(FMModelBase):
+    """An FM or FFM model whose prediction may average several parameter sets (the samples
+    an MCMC fit keeps; one set for the other solvers)."""
+
+    @property
+    def numSamples(self) -> int:
+        """Parameter sets averaged at prediction (MCMC samples kept; 1 otherwise)."""
+        return int(self._predictor.n_samples)
+

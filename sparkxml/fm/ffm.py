@@ -29,31 +29,16 @@ from __future__ import annotations
 import numpy as np
 from pyspark import keyword_only
 
-from sparkxml._core.params import (
-    HasFeaturesCol,
-    HasFitIntercept,
-    HasLabelCol,
-    HasMaxIter,
-    HasNumWorkers,
-    HasPredictionCol,
-    HasProbabilityCol,
-    HasRawPredictionCol,
-    HasRegParam,
-    HasSeed,
-    HasStepSize,
-    HasTimeoutSeconds,
-    HasTol,
-    HasWeightCol,
-)
-from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
+from sparkxml._core.base import keywords_of
+from sparkxml._core.params import HasFitIntercept, HasProbabilityCol, HasRawPredictionCol, HasTol
+from sparkxml.fm.base import FMEstimatorBase, SampledFMModel, add_setters, check_field_starts
 from sparkxml.fm.fields import field_starts_of
 from sparkxml.fm.params import (
-    HasBurnIn,
-    HasFactorSize,
+    CLASSIFIER_OUTPUTS,
+    FM_CORE_PARAMS,
+    FMCoreParams,
     HasFFMSolver,
-    HasFieldStarts,
     HasFitLinear,
-    HasInitStd,
     HasNormalize,
     HasThinning,
 )
@@ -61,30 +46,23 @@ from sparkxml_kernels.fm.ffm import FFMPredictor
 
 __all__ = ["FFMRegressor", "FFMRegressionModel", "FFMClassifier", "FFMClassificationModel"]
 
-_PARAMS = ("featuresCol", "labelCol", "weightCol", "predictionCol", "fieldStarts", "factorSize",
-           "solver", "maxIter", "stepSize", "regParam", "normalize", "fitIntercept",
-           "fitLinear", "seed", "numWorkers", "timeoutSeconds", "verbose", "initStd", "burnIn",
-           "thinning", "tol")
-_CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol")
+_PARAMS = FM_CORE_PARAMS + ("solver", "normalize", "fitIntercept", "fitLinear", "thinning",
+                           "tol")
 
 
-class _FFMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasFieldStarts,
-                 HasFactorSize, HasFFMSolver, HasMaxIter, HasStepSize, HasRegParam,
-                 HasNormalize, HasFitIntercept, HasFitLinear, HasSeed, HasNumWorkers,
-                 HasTimeoutSeconds, HasInitStd, HasBurnIn, HasThinning, HasTol):
+class _FFMParams(FMCoreParams, HasFFMSolver, HasNormalize, HasFitIntercept, HasFitLinear,
+                 HasThinning, HasTol):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
-                         factorSize=4, solver="adagrad", maxIter=15, stepSize=0.2,
+        self._setDefault(factorSize=4, solver="adagrad", maxIter=15, stepSize=0.2,
                          regParam=2e-5, normalize=True, fitIntercept=True, fitLinear=True,
-                         seed=0, timeoutSeconds=600.0, initStd=0.1, burnIn=5, thinning=1,
-                         tol=1e-6)
+                         initStd=0.1, thinning=1, tol=1e-6)
 
 
 class _FFMClassifierParams(_FFMParams, HasRawPredictionCol, HasProbabilityCol):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
+        self._setDefault(**CLASSIFIER_OUTPUTS)
 
 
 class _FFMEstimator(FMEstimatorBase):
@@ -292,25 +270,16 @@ class FFMClassifier(_FFMEstimator, _FFMClassifierParams):
 
     _task = "classification"
 
+    # the regressor's keywords and the classifier's two output columns
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None,
-                 predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", fieldStarts=None, factorSize=4,
-                 solver="adagrad", maxIter=15, stepSize=0.2, regParam=2e-5, normalize=True,
-                 fitIntercept=True, fitLinear=True, seed=0, numWorkers=None,
-                 timeoutSeconds=600.0, verbose=0,
-                 initStd=0.1, burnIn=5, thinning=1, tol=1e-6):
+    @keywords_of(FFMRegressor.__init__, add=CLASSIFIER_OUTPUTS)
+    def __init__(self, **kwargs):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", labelCol="label", weightCol=None,
-                  predictionCol="prediction", rawPredictionCol="rawPrediction",
-                  probabilityCol="probability", fieldStarts=None, factorSize=4,
-                  solver="adagrad", maxIter=15, stepSize=0.2, regParam=2e-5, normalize=True,
-                  fitIntercept=True, fitLinear=True, seed=0, numWorkers=None,
-                  timeoutSeconds=600.0, verbose=0,
-                  initStd=0.1, burnIn=5, thinning=1, tol=1e-6):
+    @keywords_of(FFMRegressor.setParams, add=CLASSIFIER_OUTPUTS)
+    def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -319,10 +288,10 @@ class FFMClassifier(_FFMEstimator, _FFMClassifierParams):
 
 
 add_setters(FFMRegressor, _PARAMS)
-add_setters(FFMClassifier, _PARAMS + _CLASSIFIER_PARAMS)
+add_setters(FFMClassifier, _PARAMS + tuple(CLASSIFIER_OUTPUTS))
 
 
-class _FFMModel(FMModelBase):
+class _FFMModel(SampledFMModel):
     """Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "ffm") and ``path/data/``
     (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with ``w0`` float64 (),
     ``w`` float64 (d,), ``V`` float64 (d, m, k), ``field_starts`` int64 (m + 1,),
@@ -335,11 +304,6 @@ class _FFMModel(FMModelBase):
     _model_kind = "ffm"
     _predictor_class = FFMPredictor
     _required_arrays = FFMPredictor.keys
-
-    @property
-    def numSamples(self) -> int:
-        """Parameter sets averaged at prediction (MCMC samples kept; 1 otherwise)."""
-        return int(self._predictor.n_samples)
 
     @property
     def intercept(self) -> float:

@@ -31,7 +31,7 @@ from sparkxml._core.params import (
     HasTol,
     HasValidationIndicatorCol,
 )
-from sparkxml.fm.base import FMEstimatorBase, FMModelBase, add_setters, check_field_starts
+from sparkxml.fm.base import FMEstimatorBase, SampledFMModel, add_setters, check_field_starts
 from sparkxml.fm.params import (
     CLASSIFIER_OUTPUTS,
     FM_CORE_PARAMS,
@@ -427,7 +427,7 @@ add_setters(FMRegressor, _PARAMS + _REGRESSOR_PARAMS)
 add_setters(FMClassifier, _PARAMS + tuple(CLASSIFIER_OUTPUTS))
 
 
-class _FMModel(FMModelBase):
+class _FMModel(SampledFMModel):
     """Save format: ``path/metadata`` (Spark ML params, ``modelKind`` "fm") and ``path/data/``
     (the arrays as parquet chunk rows, ``sparkxml_kernels.persist``) with ``w0`` float64 (S,),
     ``w`` float32 (S, d), ``V`` float32 (S, d, k), ``link`` ("identity" | "probit" |
@@ -439,11 +439,6 @@ class _FMModel(FMModelBase):
     _model_kind = "fm"
     _predictor_class = FMPredictor
     _required_arrays = FMPredictor.keys
-
-    @property
-    def numSamples(self) -> int:
-        """Parameter sets averaged at prediction (MCMC samples kept; 1 otherwise)."""
-        return int(self._predictor.n_samples)
 
     @property
     def intercept(self) -> float:
