@@ -63,3 +63,87 @@ def best_category_subset_naive(crit, cats, y, w, n_classes, min_leaf=1):
             if p > best:
                 best, best_set = p, tuple(sub)
     return best, best_set
+
+
+def split_node_ordered_naive(crit, X, cls, w, samples, start, end, n_classes, features,
+                             constant_features, n_known, max_features, min_leaf, min_wleaf,
+                             state, sort):
+    """Slow twin of ``ordered.split_node_ordered`` in plain Python floats, with the sort
+    passed in (``sort(values, idx)`` sorts float32 ``values`` in place and permutes ``idx``
+    alongside; a test passes scikit-learn's own), lists for the sums and no preallocated
+    scratch. Mutates ``samples``, ``features``, ``constant_features`` and ``state`` as the
+    kernel does. Returns (feature or -1, position, n_total_constants, threshold)."""
+    from .criteria import proxy
+    from .splitter import FEATURE_THRESHOLD, rand_int
+
+    def sums(order):
+        t = [0.0] * (n_classes + 1)
+        for i in order:
+            t[1 + int(cls[i])] += float(w[i])
+        return t
+
+    node = [int(i) for i in samples[start:end]]
+    total = sums(node)
+    wn = 0.0
+    for i in node:
+        wn += float(w[i])
+    d = len(features)
+    f_i, n_visited, n_found, n_drawn, n_total = d, 0, 0, 0, n_known
+    best, best_f, best_pos, best_thr = -np.inf, -1, end, 0.0
+    while f_i > n_total and (n_visited < max_features or n_visited <= n_found + n_drawn):
+        n_visited += 1
+        f_j = int(rand_int(n_drawn, f_i - n_found, state))
+        if f_j < n_known:
+            features[[n_drawn, f_j]] = features[[f_j, n_drawn]]
+            n_drawn += 1
+            continue
+        f_j += n_found
+        f = int(features[f_j])
+        vals = np.array([X[i, f] for i in samples[start:end]], np.float32)
+        idx = np.array(samples[start:end], np.intp)
+        sort(vals, idx)
+        samples[start:end] = idx
+        if vals[-1] <= vals[0] + FEATURE_THRESHOLD:
+            features[[f_j, n_total]] = features[[n_total, f_j]]
+            n_found += 1
+            n_total += 1
+            continue
+        f_i -= 1
+        features[[f_i, f_j]] = features[[f_j, f_i]]
+        # the criterion: left sums carried from the position it last stopped at (pos)
+        left, wl, pos = [0.0] * (n_classes + 1), 0.0, 0
+        for k in range(1, end - start):
+            if vals[k] <= vals[k - 1] + FEATURE_THRESHOLD:
+                continue
+            if k < min_leaf or end - start - k < min_leaf:
+                continue
+            if k - pos <= end - start - k:  # forwards: add the rows pos..k-1 in order
+                for i in idx[pos:k]:
+                    left[1 + int(cls[i])] += float(w[i])
+                    wl += float(w[i])
+            else:  # from the totals, removing the rows from the end down to k
+                left, wl = list(total), wn
+                for i in idx[k:][::-1]:
+                    left[1 + int(cls[i])] -= float(w[i])
+                    wl -= float(w[i])
+            pos = k
+            wr = wn - wl
+            if wl < min_wleaf or wr < min_wleaf:
+                continue
+            lt = np.array(left)
+            rt = np.array(total) - lt
+            q = proxy(crit, lt, rt, wl, wr, np.zeros(0))
+            if q > best:
+                best, best_f, best_pos = q, f, start + k
+                best_thr = float(vals[k - 1]) / 2.0 + float(vals[k]) / 2.0
+    if best_pos < end:
+        a, b = start, end
+        while a < b:
+            if float(X[samples[a], best_f]) <= best_thr:
+                a += 1
+            else:
+                b -= 1
+                samples[[a, b]] = samples[[b, a]]
+    features[:n_known] = constant_features[:n_known]
+    constant_features[n_known:n_known + n_found] = features[n_known:n_known + n_found]
+    return best_f, best_pos, n_total, best_thr
