@@ -55,6 +55,18 @@ NOT_WARMED = {
     "sparkxml_kernels.fm.relation._aggregates",
     "sparkxml_kernels.fm.relation._block_update",
     "sparkxml_kernels.fm.relation._push_rows",
+    # the tree grown in scikit-learn's summation order (kernel-level API; no estimator
+    # calls it)
+    "sparkxml_kernels.forest.ordered._sift_down",
+    "sparkxml_kernels.forest.ordered._heapsort",
+    "sparkxml_kernels.forest.ordered._median3",
+    "sparkxml_kernels.forest.ordered._insertion",
+    "sparkxml_kernels.forest.ordered.introsort3",
+    "sparkxml_kernels.forest.ordered.node_sums",
+    "sparkxml_kernels.forest.ordered._update",
+    "sparkxml_kernels.forest.ordered._reset",
+    "sparkxml_kernels.forest.ordered.split_node_ordered",
+    "sparkxml_kernels.forest.ordered._sequential_sum",
 }
 
 
