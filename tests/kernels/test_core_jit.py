@@ -65,6 +65,8 @@ NOT_WARMED = {
     "sparkxml_kernels.forest.ordered.node_sums",
     "sparkxml_kernels.forest.ordered._update",
     "sparkxml_kernels.forest.ordered._reset",
+    "sparkxml_kernels.forest.ordered._gather_sorted",
+    "sparkxml_kernels.forest.ordered._rotate",
     "sparkxml_kernels.forest.ordered.split_node_ordered",
     "sparkxml_kernels.forest.ordered._sequential_sum",
 }

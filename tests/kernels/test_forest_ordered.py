@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 sklearn = pytest.importorskip("sklearn")
-from _tree_data import assert_same_tree, pendigits  # noqa: E402
+from _tree_data import assert_same_tree, pen_small_data, pendigits, with_nan  # noqa: E402
 from sklearn.utils._sorting import _py_simultaneous_sort  # noqa: E402
 
 from sparkxml_kernels.forest.ordered import (  # noqa: E402
@@ -60,20 +60,22 @@ DEEP = [30, 27, 27, 26, 10, 14, 2, 29, 22, 19, 21, 20, 14, 10, 17, 3, 12, 1, 23,
         21, 22, 3, 5, 17, 6, 5, 3, 12, 19, 0, 23, 2, 30, 25, 29, 31]
 
 
-def _pen_weighted(n=3000):
+def _pen_weighted(n=3000, nan=False):
     X, y = pendigits()
     X, y = X[:n], y[:n]
+    if nan:
+        X = with_nan(X, 0.1, range(4))
     # class weights that are not integers, as class_weight="balanced" gives
     cw = len(y) / (10 * np.bincount(y, minlength=10))
     return X.astype(np.float32), y.astype(np.int32), cw[y]
 
 
-@pytest.mark.parametrize("crit,min_leaf", [(0, 1), (1, 7)])
-def test_split_node_ordered_equals_naive_twin(crit, min_leaf):
+@pytest.mark.parametrize("crit,min_leaf,nan", [(0, 1, False), (1, 7, False), (0, 2, True)])
+def test_split_node_ordered_equals_naive_twin(crit, min_leaf, nan):
     """The kernel and its twin (plain Python, scikit-learn's sort) give the same split and
     leave the samples, feature arrays and random state the same, node after node down the
-    left spine and its right siblings."""
-    X, y, w = _pen_weighted()
+    left spine and its right siblings (with missing values: 10% in features 0-3)."""
+    X, y, w = _pen_weighted(nan=nan)
     d = X.shape[1]
     fs = [np.arange(d, dtype=np.int64) for _ in range(2)]
     cs = [np.zeros(d, np.int64) for _ in range(2)]
@@ -88,16 +90,18 @@ def test_split_node_ordered_equals_naive_twin(crit, min_leaf):
         f, pos, nt = split_node_ordered(crit, X, y, w, sm[0], fv, s, e, total, wn, w.sum(),
                                         0.5, fs[0], cs[0], nk, 4, float(min_leaf), 0.0, st[0],
                                         out)
-        g, pos2, nt2, thr = split_node_ordered_naive(crit, X, y, w, sm[1], s, e, 10, fs[1],
+        g, pos2, nt2, thr, ml = split_node_ordered_naive(crit, X, y, w, sm[1], s, e, 10, fs[1],
                                                      cs[1], nk, 4, min_leaf, 0.0, st[1],
                                                      _sk_sort)
         assert (f, pos, nt) == (g, pos2, nt2)
         for pair in (sm, fs, cs, st):
             np.testing.assert_array_equal(pair[0], pair[1])
         if f >= 0:
-            assert out[0] == thr
+            assert out[0] == thr and bool(out[4]) == ml
             n_split += 1
-            assert (X[sm[0][s:pos], f] <= thr).all() and (X[sm[0][pos:e], f] > thr).all()
+            go = X[sm[0][s:e], f]
+            go = np.where(np.isnan(go), ml, go <= thr)
+            assert go[:pos - s].all() and not go[pos - s:].any()
             nodes += [(pos, e, nt), (s, pos, nt)]
     assert n_split == 8
 
@@ -114,6 +118,23 @@ def _balanced_subsample_forest(X, y, crit, **kw):
         idx = _generate_sample_indices(est.random_state, len(y), len(y), None)
         counts = np.bincount(idx, minlength=len(y))
         yield est, counts * subsample_class_weights(y, counts[None], 10)[0, y]
+
+
+def test_weighted_tree_with_missing_values_equals_sklearns():
+    """Missing values (pendigits with 10% NaN in features 0-3): the rows missing a feature
+    move to the end before its sort and to the front for the second scan, as in
+    scikit-learn, and the weighted tree is its tree node for node, missing sides included."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = pen_small_data()[:2]
+    w = (len(y) / (10 * np.bincount(y, minlength=10)))[y]
+    for seed, mf in ((0, None), (1, 4)):
+        sk = DecisionTreeClassifier(random_state=seed, max_features=mf).fit(X, y,
+                                                                         sample_weight=w)
+        p = SplitParams(0, n_classes=10, max_features=mf or 0)
+        ours = grow_tree_ordered(X, y, w, p, sklearn_seed(seed))
+        assert_same_tree(ours, sk.tree_)
+        assert np.isinf(ours.threshold).any() and ours.missing_go_to_left.any()
 
 
 @pytest.mark.parametrize("crit", ["gini", "entropy"])
@@ -148,8 +169,8 @@ def test_grow_tree_ordered_refuses_what_it_does_not_replay():
     X, y, w = _pen_weighted(50)
     p = SplitParams(0, n_classes=10)
     bad = X.copy()
-    bad[3, 2] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
+    bad[3, 2] = np.inf
+    with pytest.raises(ValueError, match="infinite"):
         grow_tree_ordered(bad, y, w, p)
     with pytest.raises(ValueError, match="criterion=2"):
         grow_tree_ordered(X, y, w, SplitParams(2))

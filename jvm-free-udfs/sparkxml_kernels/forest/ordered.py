@@ -24,12 +24,16 @@ The order, as scikit-learn's ``BestSplitter`` with its ``DensePartitioner`` make
   forward, or -- when the end is nearer -- restarted from the node totals and reduced by the
   samples from the end backwards (the criterion's ``update`` / ``reverse_reset``); the right
   sums are the totals minus the left.
+* a row missing the feature (NaN) is swapped to the end of the range before the sort; with
+  missing rows, the candidates are scanned twice, first with them at the end (the last
+  candidate sends every present value left, threshold +inf), then with the two blocks
+  swapped (missing rows first, each block in its order) so the left side starts with them.
 * after the search, the range is partitioned in place on the best split (a two-pointer swap
   partition of the order the last visited feature's sort left), the left sums are rebuilt in
   that order for the children's impurities, and the children inherit those sub-ranges.
 
 Features are drawn as in ``splitter.split_node`` (same xorshift, constant-feature
-bookkeeping). Supported: gini / entropy, depth-first growth, no missing values, no monotonic
+bookkeeping). Supported: gini / entropy, depth-first growth, missing values, no monotonic
 constraints; :func:`grow_tree_ordered` refuses the rest.
 """
 from __future__ import annotations
@@ -213,13 +217,49 @@ def _reset(left, right, total):
     right[:] = total
 
 
+@njit(cache=True, nogil=True)
+def _gather_sorted(X, f, samples, fv, start, end):
+    """scikit-learn's ``sort_samples_and_feature_values``: the rows with a missing value of
+    ``f`` swapped to the end of the range (a two-pointer pass), the others' values copied to
+    ``fv`` and sorted with :func:`introsort3`; returns the number missing."""
+    n_miss = 0
+    i = start
+    cur = end - 1
+    while i <= cur:
+        if np.isnan(X[samples[cur], f]):
+            n_miss += 1
+            cur -= 1
+            continue
+        if np.isnan(X[samples[i], f]):
+            t = samples[i]
+            samples[i] = samples[cur]
+            samples[cur] = t
+            n_miss += 1
+            cur -= 1
+        fv[i] = X[samples[i], f]
+        i += 1
+    introsort3(fv, samples, start, end - start - n_miss)
+    return n_miss
+
+
+@njit(cache=True, nogil=True)
+def _rotate(samples, fv, start, end, k):
+    """[start, start + k) and [start + k, end) swap places, each keeping its order."""
+    n = end - start
+    s2 = samples[start:end].copy()
+    v2 = fv[start:end].copy()
+    for j in range(n):
+        samples[start + j] = s2[(j + k) % n]
+        fv[start + j] = v2[(j + k) % n]
+
+
 # ------------------------------------------------------------------------------ node split
 @njit(cache=True, nogil=True)
 def split_node_ordered(crit, X, cls, w, samples, fv, start, end, total, wn, w_total, imp,
                        features, constant_features, n_known, max_features, min_leaf,
                        min_wleaf, state, out):
-    """scikit-learn's ``node_split_best`` on ``samples[start:end]`` (dense, no missing
-    values), permuting ``samples`` as it does.
+    """scikit-learn's ``node_split_best`` on ``samples[start:end]`` (dense; NaN: missing),
+    permuting ``samples`` as it does.
 
     Parameters
     ----------
@@ -264,10 +304,10 @@ def split_node_ordered(crit, X, cls, w, samples, fv, start, end, total, wn, w_to
             continue
         f_j += n_found
         f = features[f_j]
-        for p in range(start, end):
-            fv[p] = X[samples[p], f]
-        introsort3(fv, samples, start, end - start)
-        if end == start or fv[end - 1] <= fv[start] + FEATURE_THRESHOLD:
+        n_miss = _gather_sorted(X, f, samples, fv, start, end)
+        end_nm = end - n_miss
+        if end_nm == start or (n_miss == 0
+                               and fv[end_nm - 1] <= fv[start] + FEATURE_THRESHOLD):
             t = features[f_j]
             features[f_j] = features[n_total]
             features[n_total] = t
@@ -278,37 +318,55 @@ def split_node_ordered(crit, X, cls, w, samples, fv, start, end, total, wn, w_to
         t = features[f_i]
         features[f_i] = features[f_j]
         features[f_j] = t
-        _reset(left, right, total)
-        wl = 0.0
-        pos = start
-        p = start
-        while p < end:
-            p += 1
-            while p < end and fv[p] <= fv[p - 1] + FEATURE_THRESHOLD:
+        for search in range(2 if n_miss > 0 else 1):
+            ml = search == 1
+            if ml:  # the missing rows to the front, both blocks keeping their order
+                _rotate(samples, fv, start, end, end_nm - start)
+            _reset(left, right, total)
+            wl = 0.0
+            pos = start
+            p = start
+            while p < end:
+                # scikit-learn's next_p: the next position past ties (within 1e-7); with
+                # missing rows on the right, end_nm (present left, missing right) is the
+                # last candidate; on the left, the positions start past them
+                if not ml and p == end_nm:
+                    p = end
+                    continue
+                if ml and p == start:
+                    p = start + n_miss
                 p += 1
-            if p == end:
-                continue
-            n_left = p - start
-            n_right = end - p
-            if n_left < min_leaf or n_right < min_leaf:
-                continue
-            wl = _update(cls, w, samples, start, end, pos, p, total, wn, left, right, wl)
-            pos = p
-            wr = wn - wl
-            if wl < min_wleaf or wr < min_wleaf:
-                continue
-            q = proxy(crit, left, right, wl, wr, novals)
-            if q > best:
-                best = q
-                best_f = f
-                best_pos = p
-                best_thr = np.float64(fv[p - 1]) / 2.0 + np.float64(fv[p]) / 2.0
-                best_ml = n_left > n_right
+                lim = end if ml else end_nm
+                while p < lim and fv[p] <= fv[p - 1] + FEATURE_THRESHOLD:
+                    p += 1
+                if p == end:
+                    continue
+                n_left = p - start
+                n_right = end - p
+                if n_left < min_leaf or n_right < min_leaf:
+                    continue
+                wl = _update(cls, w, samples, start, end, pos, p, total, wn, left, right, wl)
+                pos = p
+                wr = wn - wl
+                if wl < min_wleaf or wr < min_wleaf:
+                    continue
+                q = proxy(crit, left, right, wl, wr, novals)
+                if q > best:
+                    best = q
+                    best_f = f
+                    best_pos = p
+                    if p == end_nm and not ml:
+                        best_thr = np.inf
+                    else:
+                        best_thr = np.float64(fv[p - 1]) / 2.0 + np.float64(fv[p]) / 2.0
+                    best_ml = n_left > n_right if n_miss == 0 else ml
     if best_pos < end:
         a = start
         b = end
         while a < b:
-            if np.float64(X[samples[a], best_f]) <= best_thr:
+            x = X[samples[a], best_f]
+            go_left = best_ml if np.isnan(x) else np.float64(x) <= best_thr
+            if go_left:
                 a += 1
             else:
                 b -= 1
@@ -346,9 +404,9 @@ def _checked(X, cls, rw, params: SplitParams):
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}")
     X = np.ascontiguousarray(X, np.float32)
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X has NaN or infinite values: grow_tree_ordered needs finite "
-                         "float32 rows (use builder.grow_tree for missing values)")
+    if np.any(np.isinf(X)):
+        raise ValueError("X has infinite values (or values beyond float32's range): "
+                         "grow_tree_ordered takes finite values and NaN for missing ones")
     n = X.shape[0]
     cls = np.asarray(cls)
     rw = np.asarray(rw, np.float64)
@@ -376,7 +434,7 @@ def grow_tree_ordered(X, cls, rw, params: SplitParams, rand_state: int = 1) -> T
 
     Parameters
     ----------
-    X : float (n, d), finite; compared in float32 as scikit-learn does
+    X : float (n, d), finite or NaN (missing); compared in float32 as scikit-learn does
     cls : int (n,) class ids in [0, params.n_classes)
     rw : float64 (n,) non-negative row weights (rows with 0 take no part)
     params : SplitParams with a gini / entropy criterion, no max_leaf_nodes, no monotonic
