@@ -165,6 +165,21 @@ def test_weighted_decision_tree_with_leaf_rules_equals_sklearns():
     assert_same_tree(grow_tree_ordered(X, y, w, p, sklearn_seed(5)), sk.tree_)
 
 
+@pytest.mark.parametrize("nan", [False, True])
+def test_weighted_best_first_tree_equals_sklearns(nan):
+    """max_leaf_nodes: scikit-learn's best-first builder (children searched as they are
+    added, a max-heap on improvement) over the ordered splits."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y, w = _pen_weighted(nan=nan)
+    sk = DecisionTreeClassifier(random_state=2, max_leaf_nodes=60, max_features=6,
+                                criterion="entropy").fit(X, y, sample_weight=w)
+    p = SplitParams(1, n_classes=10, max_leaf_nodes=60, max_features=6)
+    ours = grow_tree_ordered(X, y, w, p, sklearn_seed(2))
+    assert (ours.children_left < 0).sum() == 60
+    assert_same_tree(ours, sk.tree_)
+
+
 def test_grow_tree_ordered_refuses_what_it_does_not_replay():
     X, y, w = _pen_weighted(50)
     p = SplitParams(0, n_classes=10)
@@ -178,8 +193,8 @@ def test_grow_tree_ordered_refuses_what_it_does_not_replay():
         grow_tree_ordered(X, y, w, SplitParams(0, n_classes=3))
     with pytest.raises(ValueError, match="class ids"):
         grow_tree_ordered(X, y + 0.5, w, p)
-    with pytest.raises(ValueError, match="max_leaf_nodes"):
-        grow_tree_ordered(X, y, w, SplitParams(0, n_classes=10, max_leaf_nodes=5))
+    with pytest.raises(ValueError, match="monotonic_cst"):
+        grow_tree_ordered(X, y, w, SplitParams(0, n_classes=10, monotonic_cst=[1] * 16))
     with pytest.raises(ValueError, match="non-negative"):
         grow_tree_ordered(X, y, -w, p)
     with pytest.raises(ValueError, match="shape"):

@@ -33,8 +33,9 @@ The order, as scikit-learn's ``BestSplitter`` with its ``DensePartitioner`` make
   that order for the children's impurities, and the children inherit those sub-ranges.
 
 Features are drawn as in ``splitter.split_node`` (same xorshift, constant-feature
-bookkeeping). Supported: gini / entropy, depth-first growth, missing values, no monotonic
-constraints; :func:`grow_tree_ordered` refuses the rest.
+bookkeeping). Supported: gini / entropy, depth-first and best-first (``max_leaf_nodes``)
+growth, missing values; :func:`grow_tree_ordered` refuses monotonic constraints and random
+splits.
 """
 from __future__ import annotations
 
@@ -422,14 +423,14 @@ def _checked(X, cls, rw, params: SplitParams):
         raise ValueError("rw must hold finite non-negative weights")
     if not np.any(rw > 0):
         raise ValueError("rw has no positive weight: nothing to grow")
-    if params.max_leaf_nodes > 0 or params.random_splits or params.monotonic_cst is not None:
-        raise ValueError("grow_tree_ordered grows depth-first best-split trees: "
-                         "max_leaf_nodes, random_splits and monotonic_cst are invalid here")
+    if params.random_splits or params.monotonic_cst is not None:
+        raise ValueError("grow_tree_ordered grows best-split trees without constraints: "
+                         "random_splits and monotonic_cst are invalid here")
     return X, np.ascontiguousarray(cls, np.int32), rw
 
 
 def grow_tree_ordered(X, cls, rw, params: SplitParams, rand_state: int = 1) -> TreeArrays:
-    """scikit-learn's ``DecisionTreeClassifier`` (splitter="best", depth-first) on the rows
+    """scikit-learn's ``DecisionTreeClassifier`` (splitter="best") on the rows
     of ``X`` in their order, with its float64 rounding for any weights.
 
     Parameters
@@ -437,8 +438,8 @@ def grow_tree_ordered(X, cls, rw, params: SplitParams, rand_state: int = 1) -> T
     X : float (n, d), finite or NaN (missing); compared in float32 as scikit-learn does
     cls : int (n,) class ids in [0, params.n_classes)
     rw : float64 (n,) non-negative row weights (rows with 0 take no part)
-    params : SplitParams with a gini / entropy criterion, no max_leaf_nodes, no monotonic
-        constraints
+    params : SplitParams with a gini / entropy criterion, no monotonic constraints, no
+        random splits (``max_leaf_nodes`` > 0: best-first growth)
     rand_state : scikit-learn's splitter seed (``splitter.sklearn_seed(random_state)``)
 
     Returns
@@ -456,43 +457,99 @@ def grow_tree_ordered(X, cls, rw, params: SplitParams, rand_state: int = 1) -> T
     ([0, -2, -2], [1.5, -2.0, -2.0], [4, 2, 2])
     """
     X, cls, rw = _checked(X, cls, rw, params)
-    p = params
-    crit = p.criterion
-    d = X.shape[1]
-    K1 = p.n_classes + 1
-    samples = np.flatnonzero(rw != 0.0).astype(np.int64)
-    fv = np.empty(samples.size, np.float32)
-    w_total = float(_sequential_sum(rw))
-    min_wleaf = p.min_weight_fraction * float(np.sum(rw))
-    max_f = p.max_features if p.max_features > 0 else d
-    state = np.array([rand_state], np.uint32)
-    features = np.arange(d, dtype=np.int64)
-    constant = np.zeros(d, np.int64)
-    nodes = NodeList(p.n_classes)
-    total = np.empty(K1)
-    out = np.zeros(5)
-    stack = [(0, samples.size, 0, -1, False, np.inf, 0)]
-    first = True
-    while stack:
-        start, end, depth, parent, is_left, imp, n_const = stack.pop()
+    g = _Grower(X, cls, rw, params, rand_state)
+    root = g.add_node(0, g.samples.size, 0, -1, False, np.inf, 0)
+    if params.max_leaf_nodes > 0:
+        g.best_first(root)
+    else:
+        g.depth_first(root)
+    return g.nodes.arrays()
+
+
+class _Record:
+    """A node added to the tree with its split found (scikit-learn's stack / frontier
+    record): ``pos`` = ``end`` when it is a leaf."""
+
+    __slots__ = ("node", "start", "end", "pos", "depth", "improvement", "il", "ir",
+                 "n_const", "is_leaf")
+
+    def __init__(self, node, start, end, pos, depth, improvement, il, ir, n_const, is_leaf):
+        self.node, self.start, self.end, self.pos, self.depth = node, start, end, pos, depth
+        self.improvement, self.il, self.ir = improvement, il, ir
+        self.n_const, self.is_leaf = n_const, is_leaf
+
+
+class _Grower:
+    """scikit-learn's tree builders over :func:`split_node_ordered`: ``add_node`` is the
+    part both builders share (node sums, leaf rules, split search, the node appended)."""
+
+    def __init__(self, X, cls, rw, p: SplitParams, rand_state):
+        self.X, self.cls, self.rw, self.p = X, cls, rw, p
+        self.samples = np.flatnonzero(rw != 0.0).astype(np.int64)
+        self.fv = np.empty(self.samples.size, np.float32)
+        self.w_total = float(_sequential_sum(rw))  # the splitter's running sum over rows
+        self.min_wleaf = p.min_weight_fraction * float(np.sum(rw))  # numpy's, as sklearn
+        self.max_f = p.max_features if p.max_features > 0 else X.shape[1]
+        self.state = np.array([rand_state], np.uint32)
+        self.features = np.arange(X.shape[1], dtype=np.int64)
+        self.constant = np.zeros(X.shape[1], np.int64)
+        self.nodes = NodeList(p.n_classes)
+        self.total = np.empty(p.n_classes + 1)
+        self.out = np.zeros(5)
+
+    def add_node(self, start, end, depth, parent, is_left, imp, n_const) -> _Record:
+        """``imp`` inf for the root (computed here); the best-first builder passes
+        ``n_const`` 0 (its splitter forgets the parent's constant features)."""
+        p, total, out = self.p, self.total, self.out
         n = end - start
-        wn = float(node_sums(cls, rw, samples, start, end, total))
+        wn = float(node_sums(self.cls, self.rw, self.samples, start, end, total))
+        if parent < 0:
+            imp = float(impurity(p.criterion, total, wn, np.zeros(0)))
         is_leaf = (depth >= p.max_depth or n < p.min_samples_split
-                   or n < 2 * p.min_samples_leaf or wn < 2 * min_wleaf)
-        if first:
-            imp = float(impurity(crit, total, wn, np.zeros(0)))
-            first = False
-        is_leaf = is_leaf or imp <= EPSILON
+                   or n < 2 * p.min_samples_leaf or wn < 2 * self.min_wleaf
+                   or imp <= EPSILON)
         f, pos = -1, end
         if not is_leaf:
             f, pos, n_const = split_node_ordered(
-                crit, X, cls, rw, samples, fv, start, end, total, wn, w_total, imp, features,
-                constant, n_const, max_f, float(p.min_samples_leaf), min_wleaf, state, out)
+                p.criterion, self.X, self.cls, self.rw, self.samples, self.fv, start, end,
+                total, wn, self.w_total, imp, self.features, self.constant, n_const,
+                self.max_f, float(p.min_samples_leaf), self.min_wleaf, self.state, out)
             is_leaf = pos >= end or out[3] + EPSILON < p.min_impurity_decrease
-        node = nodes.add(parent, is_left, n, wn, imp, total[1:] / wn)
-        if not is_leaf:
-            nodes.set_split(node, f, out[0], bool(out[4]))
-            il, ir = float(out[1]), float(out[2])
-            stack.append((int(pos), end, depth + 1, node, False, ir, n_const))
-            stack.append((start, int(pos), depth + 1, node, True, il, n_const))
-    return nodes.arrays()
+        node = self.nodes.add(parent, is_left, n, wn, imp, total[1:] / wn)
+        if is_leaf:
+            return _Record(node, start, end, end, depth, 0.0, imp, imp, n_const, True)
+        self.nodes.set_split(node, f, out[0], bool(out[4]))
+        return _Record(node, start, end, int(pos), depth, float(out[3]), float(out[1]),
+                       float(out[2]), n_const, False)
+
+    def depth_first(self, root):
+        """``DepthFirstTreeBuilder``: a stack; the right child pushed first, so the left
+        subtree is grown (and numbered) first."""
+        stack = [root]
+        while stack:
+            r = stack.pop()
+            if not isinstance(r, _Record):  # a child, added (numbered) when popped
+                r = self.add_node(*r)
+            if not r.is_leaf:
+                stack.append((r.pos, r.end, r.depth + 1, r.node, False, r.ir, r.n_const))
+                stack.append((r.start, r.pos, r.depth + 1, r.node, True, r.il, r.n_const))
+
+    def best_first(self, root):
+        """``BestFirstTreeBuilder``: a max-heap on improvement (libstdc++'s order among
+        equals); a popped node splits while ``max_leaf_nodes - 1`` splits remain, its two
+        children added (left, then right) with their splits searched."""
+        from .builder import _pop_heap, _push_heap
+
+        heap = []
+        _push_heap(heap, root)
+        budget = self.p.max_leaf_nodes - 1
+        while heap:
+            r = _pop_heap(heap)
+            if r.is_leaf or budget <= 0:
+                self.nodes.set_leaf(r.node)
+                continue
+            budget -= 1
+            left = self.add_node(r.start, r.pos, r.depth + 1, r.node, True, r.il, 0)
+            right = self.add_node(r.pos, r.end, r.depth + 1, r.node, False, r.ir, 0)
+            _push_heap(heap, left)
+            _push_heap(heap, right)
