@@ -1,6 +1,7 @@
 """Slow twins of the split searches in ``splitter``: brute force over every threshold of
 every feature (``best_split_naive``) and over every subset of a categorical feature's
-categories (``best_category_subset_naive``), proxies computed from the rows."""
+categories (``best_category_subset_naive``), proxies computed from the rows; and of
+``ordered.split_node_ordered`` in plain Python (``split_node_ordered_naive``)."""
 from __future__ import annotations
 
 import numpy as np
