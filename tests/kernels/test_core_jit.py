@@ -57,6 +57,20 @@ NOT_WARMED = {
     "sparkxml_kernels.fm.relation._push_rows",
     # FFM's coordinate solvers (solver "als" / "mcmc"): the recorded ffm profile trains adagrad
     "sparkxml_kernels.fm.ffm_cd.ffm_factor_cache",
+    # the tree grown in scikit-learn's summation order (kernel-level API; no estimator
+    # calls it)
+    "sparkxml_kernels.forest.ordered._sift_down",
+    "sparkxml_kernels.forest.ordered._heapsort",
+    "sparkxml_kernels.forest.ordered._median3",
+    "sparkxml_kernels.forest.ordered._insertion",
+    "sparkxml_kernels.forest.ordered.introsort3",
+    "sparkxml_kernels.forest.ordered.node_sums",
+    "sparkxml_kernels.forest.ordered._update",
+    "sparkxml_kernels.forest.ordered._reset",
+    "sparkxml_kernels.forest.ordered._gather_sorted",
+    "sparkxml_kernels.forest.ordered._rotate",
+    "sparkxml_kernels.forest.ordered.split_node_ordered",
+    "sparkxml_kernels.forest.ordered._sequential_sum",
 }
 
 

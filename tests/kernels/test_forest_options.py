@@ -18,6 +18,7 @@ from sklearn.utils.class_weight import compute_sample_weight  # noqa: E402
 from sparkxml_kernels.collective import LocalCollective  # noqa: E402
 from sparkxml_kernels.forest import builder, histogram  # noqa: E402
 from sparkxml_kernels.forest.bootstrap import subsample_class_weights  # noqa: E402
+from sparkxml_kernels.forest.ordered import grow_tree_ordered  # noqa: E402
 from sparkxml_kernels.forest.splitter import sklearn_seed  # noqa: E402
 from sparkxml_kernels.forest.tree import SplitParams  # noqa: E402
 
@@ -31,15 +32,19 @@ def pen_small():
 def test_balanced_subsample_weights_and_trees_equal_sklearns_forest():
     """Given scikit-learn's bootstrap sample of each tree, the weights are its forest's bit
     for bit, and the tree grown with them and the tree's splitter seed is scikit-learn's
-    node for node. Depth 4: the weights are not integers, so deeper down candidate splits
-    within rounding of each other occur, and scikit-learn's summation order picks one."""
+    node for node: the binned grower to depth 4 (the weights are not integers, so deeper
+    down candidate splits within rounding of each other occur, and scikit-learn's summation
+    order picks one), ``ordered.grow_tree_ordered`` (that order replayed) to the last leaf,
+    every float bit for bit."""
     X, y = pendigits()
     n = len(y)
     Xb, edges, vals = binned(X)
     rf = RandomForestClassifier(n_estimators=4, class_weight="balanced_subsample",
                                 max_depth=4, random_state=0).fit(X, y)
+    full = RandomForestClassifier(n_estimators=4, class_weight="balanced_subsample",
+                                  random_state=0).fit(X, y)
     yy = y.astype(np.float64)
-    for est in rf.estimators_:
+    for est, deep in zip(rf.estimators_, full.estimators_):
         idx = _generate_sample_indices(est.random_state, n, n, None)
         counts = np.bincount(idx, minlength=n)
         w = counts * subsample_class_weights(y, counts[None], 10)[0, y]
@@ -49,6 +54,10 @@ def test_balanced_subsample_weights_and_trees_equal_sklearns_forest():
         ours = builder.grow_tree(Xb, y.astype(np.int32), yy, histogram.ylny(yy), w, p,
                                  LocalCollective(), vals, edges, sklearn_seed(est.random_state))
         assert_same_tree(ours, est.tree_, rtol=1e-12)
+        ordered = grow_tree_ordered(X, y, w, SplitParams(0, n_classes=10, max_features=4),
+                                    sklearn_seed(deep.random_state))
+        assert deep.tree_.max_depth > 12
+        assert_same_tree(ordered, deep.tree_)
     # a class missing from a sample weighs 0 there, as in scikit-learn
     c = np.array([[1, 0, 2, 3], [0, 0, 1, 1]])
     got = subsample_class_weights(np.array([0, 1, 1, 2]), c, 3)

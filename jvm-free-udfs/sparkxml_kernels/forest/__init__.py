@@ -5,6 +5,7 @@ histogram    per-node statistic histograms (uint8/uint16 bins), node partitionin
 splitter     scikit-learn's BestSplitter replayed on binned sums; forest feature draws
 tree         scikit-learn ``tree_`` arrays, split settings
 builder      one tree grown through a collective, exactly as scikit-learn grows it
+ordered      one classification tree on its raw rows in scikit-learn's summation order
 forest       many trees grown level-wise through a collective (the driver)
 bootstrap    per-tree row counts from row content hashes
 levels       a level's node splits from summed histograms; small subtrees from their rows
