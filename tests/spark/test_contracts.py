@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+from _jobs import group_descriptions
 from pyspark.ml import Estimator, Model
 from pyspark.ml.linalg import Vectors
 
@@ -192,21 +193,6 @@ def _lines(caplog, word):
             if f" {word} " in r.getMessage() and "could not reach" not in r.getMessage()]
 
 
-def _descriptions(spark, name, uid):
-    sc = spark.sparkContext  # tests only: the library never touches the SparkContext
-    store = sc._jsc.sc().statusStore()
-    out = set()
-    for j in range(max(sc.statusTracker().getJobIdsForGroup(None) + [0]) + 500):
-        try:
-            job = store.job(j)
-        except Exception:  # noqa: BLE001 - no such job
-            continue
-        g = job.jobGroup()
-        if g.isDefined() and g.get().startswith(f"sparkxml-{name}-{uid}-"):
-            out.add(job.description().get())
-    return out
-
-
 @pytest.mark.parametrize("family,unit,phases", [
     ("linear", "round", ("checks", "train")),
     ("fm", "iteration", ("checks", "train")),
@@ -238,7 +224,7 @@ def test_verbose_fit_logs_progress_and_labels_its_jobs(spark, binary, fields, mu
         assert got == want, got
     for phase in phases:
         assert any(r.getMessage().startswith(f"{name} {phase}: ") for r in caplog.records)
-    assert _descriptions(spark, name, est.uid) == {f"sparkxml {name} {est.uid}: {p}"
+    assert group_descriptions(spark.sparkContext, f"sparkxml-{name}-{est.uid}-") == {f"sparkxml {name} {est.uid}: {p}"
                                                    for p in phases}
     sc = spark.sparkContext
     assert sc.getLocalProperty("spark.jobGroup.id") is None

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _data import data_path
+from _jobs import job_ids
 from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.sql import types as T
@@ -18,22 +19,14 @@ from sparkxml import GBTClassifier, GBTRegressor, LambdaMART, LinearSVC
 FCOLS = [f"f{i}" for i in range(1, 29)]
 
 
-def _job_ids(sc):
-    store = sc._jsc.sc().statusStore()  # tests only: the library never touches the context
-    it, ids = store.jobsList(None).iterator(), []
-    while it.hasNext():
-        ids.append(it.next().jobId())
-    return set(ids)
-
-
 def _fit_jobs(spark, est, df):
     """(model, [(phase, stages run) per job]) of ``est.fit(df)``."""
     sc = spark.sparkContext
     store = sc._jsc.sc().statusStore()
-    before = _job_ids(sc)
+    before = job_ids(sc)
     model = est.fit(df)
     jobs = []
-    for j in sorted(_job_ids(sc) - before):
+    for j in sorted(job_ids(sc) - before):
         data = store.job(j)
         desc = data.description().get() if data.description().isDefined() else "-"
         jobs.append((desc.rsplit(": ", 1)[-1], data.numCompletedStages()))

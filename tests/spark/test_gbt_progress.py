@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from _jobs import job_groups
 
 from sparkxml import GBTClassifier
 
@@ -51,7 +52,7 @@ def test_300_round_fit_logs_progress_and_labels_its_jobs(spark, small, caplog):
 
     # Spark UI: one job group per fit, a description per phase, tags
     sc = spark.sparkContext  # tests only: the library never touches the SparkContext
-    groups = [g for g in _groups(sc) if g.startswith(f"sparkxml-GBTClassifier-{est.uid}-")]
+    groups = [g for g in job_groups(sc) if g.startswith(f"sparkxml-GBTClassifier-{est.uid}-")]
     assert len(groups) == 1
     store = sc._jsc.sc().statusStore()
     jobs = sc.statusTracker().getJobIdsForGroup(groups[0])
@@ -72,22 +73,9 @@ def test_300_round_fit_logs_progress_and_labels_its_jobs(spark, small, caplog):
     # evaluate() runs its jobs under its own description
     caplog.clear()
     model.evaluate(small)
-    after = [g for g in _groups(sc) if g.startswith("sparkxml-GBTClassificationModel-")]
+    after = [g for g in job_groups(sc) if g.startswith("sparkxml-GBTClassificationModel-")]
     assert after and all(store.job(j).description().get().endswith(": evaluate")
                          for j in sc.statusTracker().getJobIdsForGroup(after[-1]))
-
-
-def _groups(sc):
-    store = sc._jsc.sc().statusStore()
-    out = set()
-    for j in range(max(sc.statusTracker().getJobIdsForGroup(None) + [0]) + 200):
-        try:
-            g = store.job(j).jobGroup()
-        except Exception:  # noqa: BLE001 - no such job
-            continue
-        if g.isDefined():
-            out.add(g.get())
-    return sorted(out)
 
 
 def test_silent_by_default(small, caplog):
@@ -110,7 +98,7 @@ def test_fastxml_reports_trees_done(spark, caplog):
                    if " tree " in r.getMessage())
     assert lines == [f"FastXML task {t} tree {i}/2" for t in (0, 1) for i in (1, 2)]
     sc = spark.sparkContext
-    groups = [g for g in _groups(sc) if g.startswith(f"sparkxml-FastXML-{est.uid}-")]
+    groups = [g for g in job_groups(sc) if g.startswith(f"sparkxml-FastXML-{est.uid}-")]
     store = sc._jsc.sc().statusStore()
     assert {store.job(j).description().get()
             for j in sc.statusTracker().getJobIdsForGroup(groups[0])} == \
