@@ -45,8 +45,14 @@ from sparkxml._core.compat import to_arrow
 from sparkxml_kernels.array_chunks import array_from_bytes, binary_array, iter_chunks
 from sparkxml_kernels.memory import rss_bytes
 
-CHUNK_BYTES = 64 << 20
-BATCH_BYTES = 512 << 20  # data a result batch carries at most (Arrow: < 2 GB a column)
+# a model array travels in chunks of this size: small enough that the chunks of a large model
+# spread over the reduce tasks of ``collect_chunk_rows``
+CHUNK_BYTES = 8 << 20
+# data a result batch carries at most (Arrow: < 2 GB a column); small, because in local mode
+# the JVM that converts a task's batches to rows is the driver, whose heap (1 GB by default)
+# holds a batch several times over while it does
+BATCH_BYTES = 64 << 20
+RESULT_PARTITIONS = 16  # reduce tasks of collect_chunk_rows
 
 RESULT_SCHEMA = T.StructType([
     T.StructField("rank", T.IntegerType(), False),
@@ -119,6 +125,22 @@ def decode_arrays(table: pa.Table) -> tuple[dict, list]:
     # task's rows were filtered to
     first = min(arrays) if arrays else None
     return (arrays[first] if arrays else {}), [infos[r] for r in sorted(infos)]
+
+
+def collect_chunk_rows(df) -> pa.Table:
+    """Collect ``df``'s ``RESULT_SCHEMA`` rows to the driver through a shuffle by (rank, name,
+    part).
+
+    A task's result reaches the driver as one block, which the driver's JVM holds several
+    copies of while it collects (the fetched block, its deserialised rows, the Arrow batches
+    it sends Python): one task with a model part of a few hundred MB exhausts a default 1 GB
+    driver heap. After the shuffle its chunks (``CHUNK_BYTES`` each) arrive spread over
+    ``RESULT_PARTITIONS`` reduce tasks instead. A fixed count, not
+    ``spark.sql.shuffle.partitions``: a session with few shuffle partitions would bring the
+    single large result back. The rows' order does not matter: ``decode_ranks`` orders the
+    chunks by ``part``.
+    """
+    return to_arrow(df.repartition(RESULT_PARTITIONS, "rank", "name", "part"))
 
 
 def decode_ranks(table: pa.Table) -> tuple[dict, dict]:

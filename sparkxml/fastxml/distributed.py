@@ -21,7 +21,7 @@ job of two stages, with DataFrame operations only (Spark Connect works):
 
 The driver splices the subtrees into the tops (breadth-first node order, as the kernel's).
 Everything comes back as chunked binary rows (``_barrier.encode_array_batches``): no cell
-over 64 MB, no batch over 512 MB. The barrier stage is a ShuffleMapStage (its output is
+over 8 MB, no batch over 64 MB. The barrier stage is a ShuffleMapStage (its output is
 repartitioned), so Spark retries it as a whole; the stages are deterministic.
 
 ``threshold`` = min(ceil(rows / numWorkers), the most rows one task's memory holds for a

@@ -23,8 +23,9 @@ Which training runs (``trainingMode``): the data pass measures the rows, and
 :func:`estimate_task_bytes` says what a task holding all of them needs. "auto" replicates when
 that fits a task's memory (:func:`task_memory`) and otherwise trains data-parallel
 (``sparkxml.fastxml.distributed``); "replicated" fails early with the figures when it does not fit.
-Trees come back as chunked binary rows (``_barrier.encode_array_batches``: no cell over 64 MB,
-no Arrow batch over 512 MB), so a forest of any size reaches the driver (within
+Trees come back as chunked binary rows (``_barrier.encode_array_batches``: no cell over 8 MB,
+no Arrow batch over 64 MB), shuffled by (rank, name, part) before the collect
+(``_barrier.collect_chunk_rows``), so a forest of any size reaches the driver in pieces (within
 ``spark.driver.maxResultSize``).
 """
 from __future__ import annotations
@@ -35,8 +36,13 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from sparkxml._core.barrier import RESULT_SCHEMA, TaskMemory, decode_ranks, encode_array_batches
-from sparkxml._core.compat import to_arrow
+from sparkxml._core.barrier import (
+    RESULT_SCHEMA,
+    TaskMemory,
+    collect_chunk_rows,
+    decode_ranks,
+    encode_array_batches,
+)
 from sparkxml._core.memory import parse_bytes, physical_memory_bytes
 from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.progress import FitProgress
@@ -336,8 +342,8 @@ def replicated_job(spark, data, workers: int, make_train):
     info}) as ``decode_ranks`` does."""
     keys = partition_keys(workers)
     groups = spark.createDataFrame([(k,) for k in keys], "_g long")
-    table = to_arrow(data.crossJoin(groups).repartition(workers, "_g")
-                     .mapInArrow(make_train(keys), RESULT_SCHEMA))
+    table = collect_chunk_rows(data.crossJoin(groups).repartition(workers, "_g")
+                               .mapInArrow(make_train(keys), RESULT_SCHEMA))
     return decode_ranks(table)
 
 

@@ -170,3 +170,32 @@ def test_results_travel_in_bounded_chunks(monkeypatch):
     assert infos == {3: {"x": 1}} and str(got[3]["name"]) == "fastxml"
     np.testing.assert_array_equal(got[3]["big"], arrays["big"])
     np.testing.assert_array_equal(got[3]["small"], arrays["small"])
+
+
+def test_one_tasks_large_result_reaches_the_driver_in_pieces(spark):
+    """A task's model part (here 40 MB from one task) is shuffled by chunk before the collect:
+    no reduce partition holds more than a fraction of it, and it decodes unchanged."""
+    from pyspark.sql import functions as F
+
+    import sparkxml._core.barrier as barrier
+
+    n = 5 << 20  # 5 Mi float64: 40 MB, five chunks of 8 MB
+
+    def emit(batches):
+        import numpy as np
+
+        from sparkxml._core.barrier import encode_array_batches
+
+        for _ in batches:
+            pass
+        yield from encode_array_batches(0, {"w": np.arange(n, dtype=np.float64)}, {"r": 0})
+
+    out = spark.range(1, numPartitions=1).mapInArrow(emit, barrier.RESULT_SCHEMA)
+    shuffled = out.repartition(barrier.RESULT_PARTITIONS, "rank", "name", "part")
+    per_partition = [r[0] for r in shuffled.groupBy(F.spark_partition_id())
+                     .agg(F.sum(F.length("data"))).collect()]
+    assert len(per_partition) >= 3 and max(per_partition) <= 2 * barrier.CHUNK_BYTES + 1024, \
+        per_partition
+    arrays, infos = barrier.decode_ranks(barrier.collect_chunk_rows(out))
+    assert infos == {0: {"r": 0}}
+    np.testing.assert_array_equal(arrays[0]["w"], np.arange(n, dtype=np.float64))
