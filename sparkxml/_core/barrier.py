@@ -135,9 +135,9 @@ def collect_chunk_rows(df) -> pa.Table:
     copies of while it collects (the fetched block, its deserialised rows, the Arrow batches
     it sends Python): one task with a model part of a few hundred MB exhausts a default 1 GB
     driver heap. After the shuffle its chunks (``CHUNK_BYTES`` each) arrive spread over
-    ``RESULT_PARTITIONS`` reduce tasks instead. A fixed count, not
-    ``spark.sql.shuffle.partitions``: a session with few shuffle partitions would bring the
-    single large result back. The rows' order does not matter: ``decode_ranks`` orders the
+    ``RESULT_PARTITIONS`` reduce tasks instead. A fixed count: with the session's
+    ``spark.sql.shuffle.partitions`` (8 in a test), a 315 MB model still came back in pieces
+    too large for a 1 GB heap. The rows' order does not matter: ``decode_ranks`` orders the
     chunks by ``part``.
     """
     return to_arrow(df.repartition(RESULT_PARTITIONS, "rank", "name", "part"))

@@ -43,6 +43,7 @@ from sparkxml._core.barrier import (
     decode_ranks,
     encode_array_batches,
 )
+from sparkxml._core.compat import to_arrow
 from sparkxml._core.memory import parse_bytes, physical_memory_bytes
 from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.progress import FitProgress
@@ -289,7 +290,8 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
             with progress.phase("train"):
                 forest, extra, tasks = _fit_replicated(
                     spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
-                    propensity, tail, who, progress.task_spec(per_task=True))
+                    propensity, tail, who, progress.task_spec(per_task=True),
+                    spread_results(stats, num_trees))
             info.update(workers=workers, tasks=tasks, train_seconds=time.perf_counter() - t0)
             unit = "tree"
         info["checks_seconds"] = checks_seconds
@@ -300,13 +302,13 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
 
 
 def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
-                    propensity, tail, who, progress=None):
+                    propensity, tail, who, progress=None, spread=True):
     def make_train(keys):
         extra_key = keys[0] if propensity is not None else None
         return _make_train_fn(trees_by_task(keys, num_trees), keys, n_features, n_labels,
                               params, fcol, lcol, propensity, tail, extra_key, progress)
 
-    per_task, infos = replicated_job(spark, data, workers, make_train)
+    per_task, infos = replicated_job(spark, data, workers, make_train, spread)
     parts = [{name: a[name] for name in FOREST_DTYPES} for a in per_task.values()]
     forest = kforest.sort_forest(kforest.concat_forests(parts))
     if len(forest["tree_ids"]) != num_trees:
@@ -335,16 +337,30 @@ def trees_by_task(keys: list, num_trees: int) -> dict:
     return {k: np.arange(p, num_trees, len(keys), dtype=np.int32) for p, k in enumerate(keys)}
 
 
-def replicated_job(spark, data, workers: int, make_train):
+# rows x trees, or labels x trees, from which a replicated fit's model may be large enough
+# (hundreds of MB) to need collect_chunk_rows' shuffle; below both, the model comes back
+# directly, as the shuffle costs a small fit about 0.18 s (benchmarks/collect_cost.py)
+SPREAD_ROWS_TREES = 200_000
+SPREAD_LABELS_TREES = 3_000
+
+
+def spread_results(stats: dict, num_trees: int) -> bool:
+    """Whether a replicated fit's results go through :func:`collect_chunk_rows`."""
+    return (stats["rows"] * num_trees >= SPREAD_ROWS_TREES
+            or stats["n_labels"] * num_trees >= SPREAD_LABELS_TREES)
+
+
+def replicated_job(spark, data, workers: int, make_train, spread: bool = True):
     """Run replicated training: the rows of ``data`` copied to ``workers`` tasks (a cross
     join with one group key a task, ``repartition`` by it) and ``make_train(keys)`` applied
-    to each with ``mapInArrow`` (``RESULT_SCHEMA`` rows). Returns ({rank: arrays}, {rank:
-    info}) as ``decode_ranks`` does."""
+    to each with ``mapInArrow`` (``RESULT_SCHEMA`` rows), collected through
+    ``collect_chunk_rows`` when ``spread``. Returns ({rank: arrays}, {rank: info}) as
+    ``decode_ranks`` does."""
     keys = partition_keys(workers)
     groups = spark.createDataFrame([(k,) for k in keys], "_g long")
-    table = collect_chunk_rows(data.crossJoin(groups).repartition(workers, "_g")
-                               .mapInArrow(make_train(keys), RESULT_SCHEMA))
-    return decode_ranks(table)
+    out = (data.crossJoin(groups).repartition(workers, "_g")
+           .mapInArrow(make_train(keys), RESULT_SCHEMA))
+    return decode_ranks(collect_chunk_rows(out) if spread else to_arrow(out))
 
 
 def task_csr(table, fcol: str, lcol: str, n_features: int):

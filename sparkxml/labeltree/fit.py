@@ -28,6 +28,7 @@ from sparkxml.fastxml.fit import (
     replicated_bytes,
     replicated_job,
     requested_workers,
+    spread_results,
     task_csr,
     task_memory,
     trees_by_task,
@@ -68,7 +69,8 @@ def fit_label_trees(est, dataset, who: str):
         with progress.phase("train"):
             forest, tasks = _fit_replicated(spark, data, params, num_trees, workers,
                                             n_features, n_labels, fcol, lcol, who,
-                                            progress.task_spec(per_task=True))
+                                            progress.task_spec(per_task=True),
+                                            spread_results(stats, num_trees))
         info.update(tasks=tasks, train_seconds=time.perf_counter() - t0)
         if progress.verbose > 0 and not progress.live_lines:
             progress.log_rounds([(i, {}) for i in range(1, num_trees + 1)], num_trees,
@@ -77,12 +79,12 @@ def fit_label_trees(est, dataset, who: str):
 
 
 def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
-                    who, progress=None):
+                    who, progress=None, spread=True):
     def make_train(keys):
         return _make_train_fn(trees_by_task(keys, num_trees), keys, n_features, n_labels,
                               params, fcol, lcol, progress)
 
-    per_task, infos = replicated_job(spark, data, workers, make_train)
+    per_task, infos = replicated_job(spark, data, workers, make_train, spread)
     parts = [{name: a[name] for name in kforest.FOREST_KEYS} for a in per_task.values()]
     forest = kforest.sort_forest(kforest.concat_forests(parts))
     if len(forest["tree_ids"]) != num_trees:
