@@ -376,3 +376,15 @@ class SampledFMModel(FMModelBase):
         """Parameter sets averaged at prediction (MCMC samples kept; 1 otherwise)."""
         return int(self._predictor.n_samples)
 
+
+def check_mcmc_params(est, weight: bool, other_solvers: str) -> None:
+    """The MCMC solver's checks shared by FM and FFM, before any Spark job: a sample must be
+    kept (``burnIn < maxIter``), and the probit classifier takes no row weights."""
+    if est.getBurnIn() >= est.getMaxIter():
+        raise ValueError(f"burnIn={est.getBurnIn()} must be below maxIter="
+                         f"{est.getMaxIter()}: no MCMC sample would be kept")
+    if weight and est._task == "classification":
+        raise ValueError("weightCol is not supported by solver 'mcmc' for "
+                         "classification (the probit likelihood has no row weights); "
+                         f"use solver {other_solvers}")
+

@@ -31,7 +31,13 @@ from pyspark import keyword_only
 
 from sparkxml._core.base import keywords_of
 from sparkxml._core.params import HasFitIntercept, HasProbabilityCol, HasRawPredictionCol, HasTol
-from sparkxml.fm.base import FMEstimatorBase, SampledFMModel, add_setters, check_field_starts
+from sparkxml.fm.base import (
+    FMEstimatorBase,
+    SampledFMModel,
+    add_setters,
+    check_field_starts,
+    check_mcmc_params,
+)
 from sparkxml.fm.fields import field_starts_of
 from sparkxml.fm.params import (
     CLASSIFIER_OUTPUTS,
@@ -97,13 +103,7 @@ class _FFMEstimator(FMEstimatorBase):
 
     def _check_params(self, weight, valid):
         if self.getSolver() == "mcmc":
-            if self.getBurnIn() >= self.getMaxIter():
-                raise ValueError(f"burnIn={self.getBurnIn()} must be below maxIter="
-                                 f"{self.getMaxIter()}: no MCMC sample would be kept")
-            if weight and self._task == "classification":
-                raise ValueError("weightCol is not supported by solver 'mcmc' for "
-                                 "classification (the probit likelihood has no row weights); "
-                                 "use solver 'als' or 'adagrad'")
+            check_mcmc_params(self, weight, "'als' or 'adagrad'")
 
     def _train_params(self, stats: dict) -> dict:
         return {"solver": self.getSolver(),

@@ -31,7 +31,13 @@ from sparkxml._core.params import (
     HasTol,
     HasValidationIndicatorCol,
 )
-from sparkxml.fm.base import FMEstimatorBase, SampledFMModel, add_setters, check_field_starts
+from sparkxml.fm.base import (
+    FMEstimatorBase,
+    SampledFMModel,
+    add_setters,
+    check_field_starts,
+    check_mcmc_params,
+)
 from sparkxml.fm.params import (
     CLASSIFIER_OUTPUTS,
     FM_CORE_PARAMS,
@@ -179,13 +185,7 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
             raise ValueError(f"earlyStoppingRounds={self.getEarlyStoppingRounds()} needs "
                              f"validationIndicatorCol (the rows early stopping watches)")
         if self.getSolver() == "mcmc":
-            if self.getBurnIn() >= self.getMaxIter():
-                raise ValueError(f"burnIn={self.getBurnIn()} must be below maxIter="
-                                 f"{self.getMaxIter()}: no MCMC sample would be kept")
-            if weight and self._task == "classification":
-                raise ValueError("weightCol is not supported by solver 'mcmc' for "
-                                 "classification (the probit likelihood has no row weights); "
-                                 "use solver 'als' or 'adamw'")
+            check_mcmc_params(self, weight, "'als' or 'adamw'")
         if self._ordinal():
             if self.getSolver() != "mcmc":
                 raise ValueError(f"loss='ordinal' is trained by solver 'mcmc' only, not "
