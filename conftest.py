@@ -26,6 +26,8 @@ def _doctest_spark():
     session = (SparkSession.builder.master("local[2]").appName("sparkxml-doctests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4")
+               # C1 only, as every JVM of tests/ (tests/_jvm.py says why)
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
                .getOrCreate())
     yield session
     session.stop()

@@ -12,12 +12,14 @@ import sys
 
 import pytest
 from _data import data_path as _data_path
+from _jvm import JVM_OPTIONS
 
 # the settings every classic test session runs with
 SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.driver.memory": "2g",
+    "spark.driver.extraJavaOptions": JVM_OPTIONS,  # C1 only: see tests/_jvm.py
 }
 
 

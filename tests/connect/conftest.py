@@ -29,10 +29,13 @@ def spark_connect():
     # As Spark's own test suites do: the local server then binds an ephemeral port instead of
     # 15002, so a Connect server already running on this machine does not break the tests.
     os.environ["SPARK_TESTING"] = "1"
+    from _jvm import JVM_OPTIONS
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.remote(os.environ.get("SPARK_REMOTE") or "local[2]")
                .appName("sparkxml-connect-tests")
-               .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+               .config("spark.sql.shuffle.partitions", "4")
+               # the local server's JVM (no effect on a remote one): see tests/_jvm.py
+               .config("spark.driver.extraJavaOptions", JVM_OPTIONS).getOrCreate())
     yield session
     session.stop()

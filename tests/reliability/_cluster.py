@@ -25,6 +25,8 @@ import sys
 import time
 import urllib.request
 
+from _jvm import JVM_OPTIONS
+
 START_S = 240  # the JVMs' start on a loaded 2-core machine (seconds, not minutes, when quiet)
 MARKER_LOGGER = "sparkxml.clustertest"
 
@@ -102,6 +104,7 @@ class Cluster:
         self.env = dict(os.environ, SPARK_HOME=self.home, PYSPARK_PYTHON=sys.executable,
                         PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
                         SPARK_NO_DAEMONIZE="1", SPARK_DAEMON_MEMORY="384m",
+                        SPARK_DAEMON_JAVA_OPTS=JVM_OPTIONS,
                         SPARK_LOCAL_DIRS=str(tmp / "local"))
         self.port, self.webui = free_port(), free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
@@ -191,7 +194,8 @@ class Cluster:
     def submit(self, script, args, log, conf=None, ui_port=None) -> "Submission":
         """Start ``spark-submit script args`` on the cluster (client mode); its output (the
         driver's log, this module's log4j2 configuration) goes to ``tmp/log``."""
-        java_opts = f"-Dlog4j2.configurationFile=file:{self.tmp / 'log4j2.properties'}"
+        java_opts = (f"-Dlog4j2.configurationFile=file:{self.tmp / 'log4j2.properties'} "
+                     f"{JVM_OPTIONS}")
         settings = {"spark.executor.memory": "768m", "spark.driver.memory": "1g",
                     "spark.executor.cores": "1", "spark.cores.max": str(self.n_workers),
                     "spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false",
