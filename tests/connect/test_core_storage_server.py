@@ -18,6 +18,7 @@ import sys
 import time
 
 import pytest
+from _jvm import JVM_OPTIONS
 
 CLIENT = os.path.join(os.path.dirname(__file__), "_storage_client.py")
 
@@ -61,7 +62,9 @@ def connect_server(tmp_path_factory):
                     "--driver-memory", "1g",
                     "--conf", f"spark.connect.grpc.binding.port={port}",
                     "--conf", "spark.ui.enabled=false",
-                    "--conf", "spark.sql.shuffle.partitions=4"],
+                    "--conf", "spark.sql.shuffle.partitions=4",
+                    # C1 only, as every test JVM (tests/_jvm.py)
+                    "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}"],
                    cwd=server_dir, env=env, check=True, timeout=120,
                    stdout=subprocess.DEVNULL)
     try:
