@@ -200,11 +200,3 @@ def test_grow_tree_ordered_refuses_what_it_does_not_replay():
     with pytest.raises(ValueError, match="shape"):
         grow_tree_ordered(X, y[:10], w, p)
 
-
-def test_ordered_docstring_examples_run():
-    import doctest
-
-    from sparkxml_kernels.forest import ordered
-
-    res = doctest.testmod(ordered, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert res.attempted >= 3 and res.failed == 0
