@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 MARKER_LOGGER = "sparkxml.clustertest"  # _cluster.MARKER_LOGGER
-BIG_ROWS, BIG_PARTS = 80_000, 8
+BIG_ROWS, BIG_PARTS = 24_000, 8
 
 
 def frames(spark):
