@@ -3,7 +3,7 @@ frozen rank, and strangers connecting to the ranks' ports. Each fault must end i
 model as a clean fit, or in a clear error, in bounded time.
 
 Faults are injected through GBT's private test hook ``_fault_injection`` (see
-``sparkxml._gbt_tasks``): "kill" SIGKILLs the rank's Python worker after round 1, "stop"
+``sparkxml.gbt.tasks``): "kill" SIGKILLs the rank's Python worker after round 1, "stop"
 SIGSTOPs it (it never answers again until Spark kills it), "stray" makes every rank open
 silent connections to the other ranks' listeners before they connect. A marker file makes a
 fault happen once, so the retried stage runs clean.
@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from sparkxml import GBTRegressor
+from sparkxml_kernels.collective.sockets import HANDSHAKE_SECONDS
 
 FEATURES = [f"x{i}" for i in range(5)]
 
@@ -104,23 +105,21 @@ def test_stopped_rank_fails_the_attempt_within_timeout_and_the_retry_gives_the_s
     assert _stopped_descendants() == []  # the frozen worker was killed, not left behind
 
 
-def test_silent_connections_do_not_slow_a_fit_or_change_the_model(data, clean):
-    """3 silent connections to each rank's port, queued ahead of the real peer: they are
-    dropped after their own handshake deadline while the peers connect at once. The fit
-    takes within 10 % of a clean fit and gives the same model. Times are the fastest of
-    interleaved clean and stray fits (other load only ever slows a fit down, so the minimum
-    is what the fit itself costs): at least 2 pairs, more (up to 6) while the machine's
-    noise still hides the answer. Before, each silent connection held the accept loop for
-    30 s, and three made the attempt fail."""
+def test_silent_connections_do_not_hold_a_fit_or_change_the_model(data, clean):
+    """3 silent connections to each rank's port, queued ahead of the real peer: each is
+    dropped after its own handshake deadline (``HANDSHAKE_SECONDS``, 5 s) on its own thread
+    while the peers connect at once, so the fit waits for none of them and gives the same
+    model. An accept loop that served the silent connections first would hold the fit for at
+    least one deadline (with the former 30 s deadline, three made the attempt fail): the
+    fastest of two stray fits must stay below the fastest clean fit plus that deadline. This
+    is a bound on waiting, not a speed claim: the fits' own times are a few seconds."""
     clean_s, stray_s = [], []
-    for _ in range(6):
+    for _ in range(2):
         clean_s.append(_fit(_est(), data)[1])
         model, seconds = _fit(_est({"kind": "stray", "count": 3}), data)
         stray_s.append(seconds)
         _assert_same_model(model, clean)
-        if len(stray_s) >= 2 and min(stray_s) <= 1.10 * min(clean_s):
-            break
-    assert min(stray_s) <= 1.10 * min(clean_s), (stray_s, clean_s)
+    assert min(stray_s) < min(clean_s) + HANDSHAKE_SECONDS, (stray_s, clean_s)
 
 
 def test_garbage_connections_do_not_change_the_model(data, clean):
