@@ -306,7 +306,11 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
             if rel is not None:
                 cols += [F.col(c).cast("long").alias(n) for c, n in zip(rel.cols, rel_names)]
             cols.append(F.xxhash64(*key_cols).alias(KEY))
-            df = _block_partitions(dataset.select(*cols), int(n_workers))
+            # one worker reads the input partitions in turn (no shuffle): the task puts the
+            # rows in their canonical (content key) order whatever order they arrive in
+            df = dataset.select(*cols)
+            if int(n_workers) > 1:
+                df = _block_partitions(df, int(n_workers))
             with progress.phase("train"):
                 result = run_barrier_training(
                     df, n_workers, make_load_fn(fcol, "y", "w" if weight else None,
@@ -314,7 +318,8 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
                                                 column="f" if fcol else None,
                                                 relations=rel_names or None),
                     make_train_fn(self._kind, params, progress=progress.task_spec()),
-                    timeout_s=self.getTimeoutSeconds(), repartition=False)
+                    timeout_s=self.getTimeoutSeconds(), repartition=False,
+                    coalesce_single=True)
             summary = FMTrainingSummary._from_fit(result, checks_seconds)
             if progress.verbose > 0 and not progress.live_lines:
                 progress.log_rounds(summary._rows(), self._progress_total(params),

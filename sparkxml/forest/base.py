@@ -335,7 +335,10 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 result = run_barrier_training(
                     df, n_workers, make_load_fn(spec32, label, weight, None, edges, d),
                     make_tree_train_fn(cfg, progress=progress.task_spec()),
-                    timeout_s=self.getTimeoutSeconds(), repartition=True)
+                    # the trees' sums are exact and their draws keyed by row content, so
+                    # one worker may read the input partitions in turn (no shuffle)
+                    timeout_s=self.getTimeoutSeconds(), repartition=True,
+                    coalesce_single=True)
             arrays = dict(result.arrays)
             oob = arrays.pop("oob_score", None)
             predictor = ForestPredictor.from_arrays(arrays)
