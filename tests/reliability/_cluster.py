@@ -195,9 +195,9 @@ class Cluster:
         """Start ``spark-submit script args`` on the cluster (client mode); its output (the
         driver's log, this module's log4j2 configuration) goes to ``tmp/log``."""
         # The driver and executors keep HotSpot's full JIT, unlike the master and workers
-        # (tests/_jvm.py): they convert the 80,000-row prediction frame to and from Arrow,
-        # hot code that C1 alone ran 3-4x slower (one model's transform of that frame on
-        # local[2]: 2.0-2.6 s with C2, 7.5-8.0 s with C1 only).
+        # (tests/_jvm.py): they convert the prediction frame (_cluster_driver.BIG_ROWS rows)
+        # to and from Arrow, hot code that C1 alone ran 3-4x slower (one model's transform
+        # of 80,000 rows on local[2]: 2.0-2.6 s with C2, 7.5-8.0 s with C1 only).
         java_opts = f"-Dlog4j2.configurationFile=file:{self.tmp / 'log4j2.properties'}"
         settings = {"spark.executor.memory": "768m", "spark.driver.memory": "1g",
                     "spark.executor.cores": "1", "spark.cores.max": str(self.n_workers),
