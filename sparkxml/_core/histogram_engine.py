@@ -30,6 +30,7 @@ _SKETCH_SAMPLE_ROWS = 100_000
 # number, since the merged summary depends on it (Spark keeps a repartition's explicit count)
 _CANONICAL_SKETCH_PARTS = 8
 _SKETCH_KEY = "__sparkxml_sketch_key"
+_SKETCH_PART = "__sparkxml_sketch_part"
 
 # values a sketch task holds before it summarises them (64 MiB of float64)
 _SKETCH_CHUNK_VALUES = 8 << 20
@@ -152,8 +153,7 @@ def sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
     src = src.select(*cols)
     fraction = sample_rows / max(stats["n_train"], 1)
     if canonical:
-        h = F.xxhash64(*[F.col(c) for c in src.columns], F.lit(int(seed)))
-        src = src.withColumn(_SKETCH_KEY, h)
+        src = src.withColumn(_SKETCH_KEY, canonical_sketch_key(src.columns, seed))
         if fraction < 1.0:
             src = src.filter(F.pmod(F.col(_SKETCH_KEY), F.lit(1 << 30))
                              < F.lit(int(fraction * (1 << 30))))
@@ -179,21 +179,52 @@ def sketch_pass(dataset, spec, weight, valid, stats, max_bins, seed,
     return merged, infos
 
 
-def sketch_in_task(stats, n_workers) -> bool:
+def canonical_sketch_key(columns, seed):
+    """The int64 content key of a canonical sketch (:func:`sketch_pass` with ``canonical``):
+    ``xxhash64`` of ``columns`` (the features and the weight, as the sketch projects them)
+    and the seed. It samples the rows and orders them within a hashed partition."""
+    return F.xxhash64(*[F.col(c) for c in columns], F.lit(int(seed)))
+
+
+def canonical_sketch_columns(columns, seed) -> list:
+    """``(name, Column)`` pairs that carry a canonical sketch's grouping into a training
+    frame: the content key (:func:`canonical_sketch_key`) and the partition that
+    ``repartition(_CANONICAL_SKETCH_PARTS, key)`` sends the row to (Spark's hash
+    partitioning: ``pmod(murmur3 hash, n)``, which ``F.hash`` computes with the same seed).
+    A one-task fit groups and sorts its rows by them (``make_sketch_load_fn``) to summarise
+    what the sketch job would."""
+    key = canonical_sketch_key(columns, seed)
+    return [(_SKETCH_KEY, key),
+            (_SKETCH_PART, F.pmod(F.hash(key), F.lit(_CANONICAL_SKETCH_PARTS)))]
+
+
+def sketch_in_task(stats, n_workers, sample_rows=_SKETCH_SAMPLE_ROWS) -> bool:
     """Whether a fit's one training task can compute the bin edges itself
     (``histogram_tasks.make_sketch_load_fn``) instead of a sketch job: one worker, and an
-    input the sketch job would neither sample (at most ``_SKETCH_SAMPLE_ROWS`` training
-    rows) nor summarise in several chunks (fewer values than ``_SKETCH_CHUNK_VALUES``), so
-    the edges are the sketch job's and the fit runs no job between the checks and the
-    training."""
-    return (int(n_workers) == 1 and stats["n_train"] <= _SKETCH_SAMPLE_ROWS
+    input the sketch job would neither sample (at most ``sample_rows`` training rows, the
+    fit's :func:`sketch_pass` argument) nor summarise in several chunks (fewer values than
+    ``_SKETCH_CHUNK_VALUES``), so the edges are the sketch job's and the fit runs no job
+    between the checks and the training."""
+    return (int(n_workers) == 1 and stats["n_train"] <= sample_rows
             and stats["n_train"] * stats["d"] < _SKETCH_CHUNK_VALUES)
 
 
-def sketch_options(max_bins, size, missing, by_partition) -> dict:
-    """``make_sketch_load_fn``'s ``sketch`` argument: the summaries the sketch job makes."""
+def sketch_options(max_bins, size, missing, by_partition, canonical=False) -> dict:
+    """``make_sketch_load_fn``'s ``sketch`` argument: the summaries the sketch job makes
+    (``canonical``: :func:`sketch_pass`'s, over the frame's :func:`canonical_sketch_columns`)."""
     return {"max_bins": max_bins, "chunk_values": _SKETCH_CHUNK_VALUES, "size": size,
-            "missing": missing, "by_partition": by_partition}
+            "missing": missing, "by_partition": by_partition,
+            "canonical": (_SKETCH_PART, _SKETCH_KEY) if canonical else None}
+
+
+def task_sketch(result):
+    """(sketch infos, seconds) that a training task which computed its bin edges reports
+    (``make_sketch_load_fn``, its train function copying them into rank 0's info); bad input
+    its summaries met as a ValueError."""
+    info = result.infos[0]
+    if info.get("error"):
+        raise ValueError(info["error"])
+    return info.pop("sketch_info"), float(info.pop("sketch_seconds"))
 
 
 def training_columns(spec, label, weight, valid, extra=()) -> list:

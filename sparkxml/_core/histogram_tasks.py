@@ -214,40 +214,35 @@ _PARTITION_SHIFT = 33
 
 
 def make_sketch_load_fn(spec, label, weight, valid, n_features, sketch, make_edges,
-                        id_col=ROW_ID, group=None, options=None):
+                        id_col=ROW_ID, group=None, options=None, extra_state=None):
     """The loader of a small single-task fit that computes its own bin edges: the rows the
     sketch job would have summarised, summarised here, then :func:`make_load_fn`'s binning,
     so that the fit needs no sketch job.
 
     ``sketch``: :func:`summarise_batches`' ``max_bins``, ``chunk_values``, ``size`` and
-    ``missing``, and ``by_partition``: one summary per input partition (the partition
-    read from ``id_col``, a ``monotonically_increasing_id``), merged in partition order, as
-    the sketch job over the input does; else one summary of all rows, as over a frame
-    already in one partition. Only for inputs the sketch job would not sample, whose
-    partitions it would summarise in one chunk: the edges are then the sketch job's.
+    ``missing``; ``canonical``: None, or the (partition, key) columns of a canonical sketch
+    (``histogram_engine.canonical_sketch_columns``): the rows grouped by that partition, each
+    group sorted by the key, as the canonical sketch job's hashed partitions are. Otherwise
+    ``by_partition``: one summary per input partition (the partition read from ``id_col``, a
+    ``monotonically_increasing_id``), merged in partition order, as the sketch job over the
+    input does; else one summary of all rows, as over a frame already in one partition. Only
+    for inputs the sketch job would not sample, whose partitions it would summarise in one
+    chunk: the edges are then the sketch job's.
     ``make_edges(sketch) -> (edges, categories)``; a ValueError from it, a bad row or no
     training rows give a state ``{"error": message}`` (the driver raises it).
+    ``extra_state(sketch, edges) -> dict``: more the train function needs, added to the state.
     """
     sk_opts = dict(sketch)
     by_partition = bool(sk_opts.pop("by_partition"))
+    canonical = sk_opts.pop("canonical", None)
 
     def load(batches, rank, world):
         t0 = time.perf_counter()
         held = [b for b in batches if b.num_rows]
-        parts: dict = {}  # input partition -> its training rows, in order
-        for b in held:
-            rows = b
-            if valid is not None:
-                rows = rows.filter(pa.array(~bool_column(rows, valid)))
-            if not by_partition:
-                parts.setdefault(0, []).append(rows)
-                continue
-            pid = np.asarray(column_of(rows, id_col).to_numpy(zero_copy_only=False),
-                             np.int64) >> _PARTITION_SHIFT
-            cut = np.flatnonzero(np.diff(pid)) + 1
-            for lo, hi in zip(np.r_[0, cut], np.r_[cut, pid.size]):
-                if hi > lo:
-                    parts.setdefault(int(pid[lo]), []).append(rows.slice(lo, hi - lo))
+        if canonical is not None:
+            parts = _canonical_groups(held, valid, *canonical)
+        else:
+            parts = _input_partitions(held, valid, by_partition, id_col)
         sketches, infos = [], []
         for p in sorted(parts):
             t = time.perf_counter()
@@ -264,11 +259,52 @@ def make_sketch_load_fn(spec, label, weight, valid, n_features, sketch, make_edg
             edges, categories = make_edges(merged)
         except ValueError as e:
             return {"error": str(e)}
+        more = {} if extra_state is None else extra_state(merged, edges)
         sketch_seconds = time.perf_counter() - t0
         inner = make_load_fn(spec, label, weight, valid, edges, n_features, id_col, group,
                              dict(options or {}, categories=categories))
         state = inner(iter(held), rank, world)
-        state.update(edges=edges, sketch_info=infos, sketch_seconds=sketch_seconds)
+        state.update(more, edges=edges, sketch_info=infos, sketch_seconds=sketch_seconds)
         return state
 
     return load
+
+
+def _training_rows(b, valid):
+    return b if valid is None else b.filter(pa.array(~bool_column(b, valid)))
+
+
+def _input_partitions(held, valid, by_partition, id_col) -> dict:
+    """Input partition -> its training rows (batches, in order); all under 0 unless
+    ``by_partition``."""
+    parts: dict = {}
+    for b in held:
+        rows = _training_rows(b, valid)
+        if not by_partition:
+            parts.setdefault(0, []).append(rows)
+            continue
+        pid = np.asarray(column_of(rows, id_col).to_numpy(zero_copy_only=False),
+                         np.int64) >> _PARTITION_SHIFT
+        cut = np.flatnonzero(np.diff(pid)) + 1
+        for lo, hi in zip(np.r_[0, cut], np.r_[cut, pid.size]):
+            if hi > lo:
+                parts.setdefault(int(pid[lo]), []).append(rows.slice(lo, hi - lo))
+    return parts
+
+
+def _canonical_groups(held, valid, part_col, key_col) -> dict:
+    """Hashed partition -> its training rows sorted by the content key (one batch): what
+    ``repartition(n, key).sortWithinPartitions(key)`` gives each sketch task. Rows with equal
+    keys have equal features and weight, so their order among themselves changes nothing."""
+    rows = [_training_rows(b, valid) for b in held]
+    rows = [b for b in rows if b.num_rows]
+    if not rows:
+        return {}
+    table = pa.Table.from_batches(rows)
+    part = np.asarray(table.column(part_col).to_numpy(), np.int64)
+    key = np.asarray(table.column(key_col).to_numpy(), np.int64)
+    order = np.lexsort((key, part))
+    table, part = table.take(pa.array(order)), part[order]
+    cut = np.flatnonzero(np.diff(part)) + 1
+    return {int(part[lo]): table.slice(lo, hi - lo).combine_chunks().to_batches()
+            for lo, hi in zip(np.r_[0, cut], np.r_[cut, part.size])}

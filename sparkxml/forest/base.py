@@ -1,7 +1,8 @@
 """What decision trees and random forests share on the Spark side: params, the fit flow and
 the model base (outputs, persistence, scikit-learn's ``tree_`` arrays).
 
-A fit runs three Spark jobs, whatever the number of trees:
+A fit runs three Spark jobs, whatever the number of trees (two with one worker and at most
+200,000 rows, whose training task summarises its rows as the sketch job would):
 
 1. one SQL aggregate over every row (JVM only): row count, label range, weights, vector sizes,
    and infinite features (trees refuse inf; NaN and nulls are missing values, routed as
@@ -24,6 +25,7 @@ weight): forests draw bootstrap counts from it, so rows with equal content share
 """
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -35,13 +37,22 @@ from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.base import SparkXMLEstimator, SparkXMLPredictorModel
 from sparkxml._core.categorical import categorical_features
 from sparkxml._core.histogram_engine import (
+    canonical_sketch_columns,
     check_schema,
     data_checks,
+    sketch_in_task,
+    sketch_options,
     sketch_pass,
+    task_sketch,
     training_columns,
     transform_with,
 )
-from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn
+from sparkxml._core.histogram_tasks import (
+    ROW_ID,
+    make_load_fn,
+    make_sketch_load_fn,
+    spec_columns,
+)
 from sparkxml._core.native_export import NativeExportMixin
 from sparkxml._core.params import HasVerbose, add_setters
 from sparkxml._core.progress import FitProgress
@@ -86,6 +97,17 @@ MAX_NODE_HISTOGRAM_BYTES = 1 << 30
 # rows the sketch job summarises (LightGBM bins from 200,000 rows): below this, bins are exact
 # for every feature with at most maxBins distinct values
 _TREE_SKETCH_ROWS = 200_000
+
+
+def _tree_edges(sketch, max_bins, wide):
+    """``make_sketch_load_fn``'s ``make_edges`` for trees: their edges, no GBT categories."""
+    return binning.edges_from_sketch(sketch, max_bins, wide=wide), None
+
+
+def _tree_bin_values(sketch, edges, n_categories):
+    """The per-bin values the tree builders split at, as a task's state entry."""
+    return {"vals": category_bins(edges, bin_values, sketch, n_categories)}
+
 
 # ============================================================================ summary
 class TreeTrainingSummary(TrainingSummary):
@@ -308,37 +330,52 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                 n_workers = workers_for(spark, stats, None, n_workers)
                 class_weights = self._class_weights(dataset, label, k)
             checks_seconds = time.perf_counter() - t0
-            t0 = time.perf_counter()
             spec32 = dict(spec, float32=True)
             # up to 256 as GBT counts it (255 bins, uint8); above, one bin per maxBins (uint16)
             wide = max_bins > 256
             n_real = binning.n_real_bins(max_bins, wide=wide)
-            with progress.phase("sketch"):
-                sketch, _ = sketch_pass(dataset, spec32, weight, None, stats,
-                                             min(max_bins, 256), self.getSeed(),
-                                             sample_rows=_TREE_SKETCH_ROWS,
-                                             size=max(binning.SKETCH_FACTOR * n_real, 256),
-                                             canonical=True)
-            edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
-            vals = category_bins(edges, bin_values, sketch, n_categories)
-            sketch_seconds = time.perf_counter() - t0
+            sketch_bins, size = min(max_bins, 256), max(binning.SKETCH_FACTOR * n_real, 256)
+            in_task = sketch_in_task(stats, n_workers, _TREE_SKETCH_ROWS)
+            edges, vals, sketch_seconds = None, None, 0.0
+            if not in_task:
+                t0 = time.perf_counter()
+                with progress.phase("sketch"):
+                    sketch, _ = sketch_pass(dataset, spec32, weight, None, stats, sketch_bins,
+                                            self.getSeed(), sample_rows=_TREE_SKETCH_ROWS,
+                                            size=size, canonical=True)
+                edges = binning.edges_from_sketch(sketch, max_bins, wide=wide)
+                vals = category_bins(edges, bin_values, sketch, n_categories)
+                sketch_seconds = time.perf_counter() - t0
             cfg = dict(engine, split=self._split_params(crit, k, d, n_labels), n_classes=k,
                        label_values=None if yv is None else yv.tolist(),
                        n_categories=None if n_categories is None else n_categories.tolist(),
-                       ccp_alpha=float(self.getCcpAlpha()),
-                       criterion=crit, vals=vals.tolist(), edges=[e.tolist() for e in edges],
+                       ccp_alpha=float(self.getCcpAlpha()), criterion=crit,
+                       vals=None if vals is None else vals.tolist(),
+                       edges=None if edges is None else [e.tolist() for e in edges],
                        n_features=d, class_weights=class_weights,
                        balanced_subsample=self._balanced_subsample())
             df = dataset.select(*training_columns(spec, label, weight, None))
             df = df.withColumn(ROW_ID, F.xxhash64(*[F.col(c) for c in df.columns]))
+            if in_task:  # the one task summarises the rows as the sketch job would
+                hashed = spec_columns(spec) + ([weight] if weight is not None else [])
+                for name, col in canonical_sketch_columns(hashed, self.getSeed()):
+                    df = df.withColumn(name, col)
+                load = make_sketch_load_fn(
+                    spec32, label, weight, None, d,
+                    sketch_options(sketch_bins, size, float("nan"), False, canonical=True),
+                    functools.partial(_tree_edges, max_bins=max_bins, wide=wide),
+                    extra_state=functools.partial(_tree_bin_values, n_categories=n_categories))
+            else:
+                load = make_load_fn(spec32, label, weight, None, edges, d)
             with progress.phase("train"):
                 result = run_barrier_training(
-                    df, n_workers, make_load_fn(spec32, label, weight, None, edges, d),
-                    make_tree_train_fn(cfg, progress=progress.task_spec()),
+                    df, n_workers, load, make_tree_train_fn(cfg, progress=progress.task_spec()),
                     # the trees' sums are exact and their draws keyed by row content, so
                     # one worker may read the input partitions in turn (no shuffle)
                     timeout_s=self.getTimeoutSeconds(), repartition=True,
                     coalesce_single=True)
+            if in_task:
+                _, sketch_seconds = task_sketch(result)
             arrays = dict(result.arrays)
             oob = arrays.pop("oob_score", None)
             predictor = ForestPredictor.from_arrays(arrays)

@@ -1,7 +1,7 @@
 """The code trees and forests run inside Spark tasks: the barrier-stage training function
-and the predict function (loading and sketching are GBT's, ``sparkxml._gbt_tasks``).
+and the predict function (loading and sketching are ``sparkxml._core.histogram_tasks``').
 
-Like ``_gbt_tasks``, this module imports no ``pyspark.ml`` (a fresh Python worker unpickling
+Like ``histogram_tasks``, this module imports no ``pyspark.ml`` (a fresh Python worker unpickling
 these closures stays cheap) and its functions capture plain values only.
 """
 from __future__ import annotations
@@ -19,7 +19,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
     rank 0 reports trees done to the driver.
 
     ``cfg`` (plain values): kind ("tree" | "forest"), split (``SplitParams`` fields), n_classes,
-    criterion (name), vals (list of lists), edges (list of lists), n_features, class_weights
+    criterion (name), vals (list of lists), edges (list of lists; vals and edges None when
+    the loader computed them), n_features, class_weights
     (list or None), label_values (absolute_error: the distinct labels, ascending; the split
     params' n_classes is their number), rand_state (trees), n_trees / seed / bootstrap /
     rate / oob / balanced_subsample (forests).
@@ -34,6 +35,8 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
         from sparkxml_kernels.forest.tree import SplitParams, TreeArrays
         from sparkxml_kernels.progress import ProgressReporter
 
+        if state.get("error"):  # bad input found by the task's own sketch
+            return None, {"error": state["error"]}
         X, y, keys = state["X"], state["y"], state["ids"]
         n = y.size
         rw = np.ones(n) if state["w"] is None else np.asarray(state["w"], np.float64)
@@ -49,15 +52,19 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
             yv = np.asarray(cfg["label_values"], np.float64)
             cls = np.searchsorted(yv, y).astype(np.int32)
         ylny = histogram.ylny(y) if cfg["criterion"] == "poisson" else np.zeros(n)
-        vals = np.asarray(cfg["vals"], np.float64)
+        # None in cfg: the loader computed them (``make_sketch_load_fn``)
+        vals = np.asarray(state["vals"] if cfg["vals"] is None else cfg["vals"], np.float64)
         X = tree_binned(X, vals)  # missing values to the trees' last bin slot
-        edges = [np.asarray(e, np.float64) for e in cfg["edges"]]
+        edges = [np.asarray(e, np.float64)
+                 for e in (state["edges"] if cfg["edges"] is None else cfg["edges"])]
         d = cfg["n_features"]
         n_cat = cfg.get("n_categories")
         is_cat = None if n_cat is None else (np.asarray(n_cat) > 0).astype(np.uint8)
         n_cat = None if n_cat is None else np.asarray(n_cat, np.int64)
         info = {"n_train": int(n), "binned_bytes": int(X.nbytes),
                 "load_timing": state.get("timing")}
+        if "sketch_info" in state:
+            info.update(sketch_info=state["sketch_info"], sketch_seconds=state["sketch_seconds"])
         arrays = None
         reporter = ProgressReporter(progress if rank == 0 else None, rank)
         try:

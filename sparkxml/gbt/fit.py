@@ -27,6 +27,7 @@ from sparkxml._core.histogram_engine import (
     sketch_in_task,
     sketch_options,
     sketch_pass,
+    task_sketch,
     training_columns,
 )
 from sparkxml._core.histogram_tasks import ROW_ID, make_load_fn, make_sketch_load_fn
@@ -48,14 +49,6 @@ from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
 from sparkxml_kernels.gbt.splitting import check_monotone
 
 _REGRESSION_METRICS = ("rmse",)
-
-def _task_sketch(result):
-    """(sketch infos, seconds) a training task that computed its bin edges reports; its
-    error (bad input met by the summaries) as a ValueError."""
-    info = result.infos[0]
-    if info.get("error"):
-        raise ValueError(info["error"])
-    return info.pop("sketch_info"), float(info.pop("sketch_seconds"))
 
 
 class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
@@ -151,7 +144,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                                  or needs_repartition(infos, n_workers)),
                     on_addresses=address_hook(fault), coalesce_single=True)
             if in_task:
-                infos, sketch_seconds = _task_sketch(result)
+                infos, sketch_seconds = task_sketch(result)
             summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds,
                                                    infos)
             return self._model_from(result, engine, summary, progress)

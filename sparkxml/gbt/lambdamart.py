@@ -52,6 +52,7 @@ from sparkxml._core.histogram_engine import (
     data_checks,
     finite_col,
     sketch_in_task,
+    task_sketch,
     training_columns,
 )
 from sparkxml._core.histogram_tasks import make_load_fn, spec_columns
@@ -60,7 +61,7 @@ from sparkxml._core.progress import FitProgress
 from sparkxml._core.workers import requested_workers, workers_for
 from sparkxml.gbt.estimators import COMMON_PARAMS, GBTParams
 from sparkxml.gbt.evaluation import GBTRankingEvaluation
-from sparkxml.gbt.fit import GBTEstimator, _task_sketch
+from sparkxml.gbt.fit import GBTEstimator
 from sparkxml.gbt.metric_params import (
     RANKING_DEFAULTS,
     evaluation_metrics,
@@ -316,7 +317,7 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                 timeout_s=self.getTimeoutSeconds(), repartition=False,
                 on_addresses=address_hook(fault), coalesce_single=True)
         if in_task:
-            _, sketch_seconds = _task_sketch(result)
+            _, sketch_seconds = task_sketch(result)
         summary = GBTTrainingSummary._from_fit(result, checks_seconds, sketch_seconds)
         return self._model_from(result, engine, summary, progress)
 

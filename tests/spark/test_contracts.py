@@ -197,8 +197,8 @@ def _lines(caplog, word):
     ("linear", "round", ("checks", "train")),
     ("fm", "iteration", ("checks", "train")),
     ("gbfm", "stage", ("checks", "train")),
-    ("tree", "tree", ("checks", "sketch", "train")),
-    ("forest", "tree", ("checks", "sketch", "train")),
+    ("tree", "tree", ("checks", "train")),
+    ("forest", "tree", ("checks", "train")),
 ])
 def test_verbose_fit_logs_progress_and_labels_its_jobs(spark, binary, fields, multilabel,
                                                        caplog, family, unit, phases):

@@ -1,8 +1,8 @@
 """How many Spark jobs a small fit runs, read back through the status store: a new job (or a
 shuffle inside one) fails here, not only as a slower fit. Small one-worker fits of GBT,
-LambdaMART and LinearSVC run two jobs, each of one stage (no shuffle): the data checks (one
-observed-metrics job) and the training task, which computes the bin edges itself; their
-models are the ones the sketch job's edges give."""
+LambdaMART, LinearSVC, trees and forests run two jobs, each of one stage (no shuffle): the
+data checks (one observed-metrics job) and the training task, which computes the bin edges
+itself; their models are the ones the sketch job's edges give."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,9 +12,23 @@ from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.sql import types as T
 
+import sparkxml.forest.base as forest_base
 import sparkxml.gbt.fit as gbt_fit
 import sparkxml.gbt.lambdamart as lambdamart
-from sparkxml import GBTClassifier, GBTRegressor, LambdaMART, LinearSVC
+from sparkxml import (
+    DecisionTreeRegressor,
+    GBTClassifier,
+    GBTRegressor,
+    LambdaMART,
+    LinearSVC,
+    RandomForestClassifier,
+)
+from sparkxml._core.histogram_engine import (
+    _CANONICAL_SKETCH_PARTS,
+    _SKETCH_KEY,
+    _SKETCH_PART,
+    canonical_sketch_columns,
+)
 
 FCOLS = [f"f{i}" for i in range(1, 29)]
 
@@ -124,3 +138,54 @@ def test_lambdamart_and_linear_svc_small_fits_are_two_jobs(spark, monkeypatch):
     svm = df.withColumn("label", (df["label"] > 1).cast("double"))
     _, jobs = _fit_jobs(spark, LinearSVC(maxIter=20, numWorkers=1), svm)
     assert jobs == [("checks", 1), ("train", 1)], jobs
+
+
+def _tree_frame(spark, n=6000, seed=5):
+    rng = np.random.default_rng(seed)
+    pdf = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    pdf["cat"] = rng.integers(0, 5, n).astype(float)
+    pdf["y"] = pdf["a"] - pdf["b"] ** 2 + (pdf["cat"] == 2) + 0.3 * rng.normal(size=n)
+    pdf["label"] = (pdf["y"] > pdf["y"].median()).astype(float)
+    pdf["w"] = rng.random(n) + 0.5
+    df = spark.createDataFrame(pdf).repartition(3).cache()
+    df.count()
+    return df
+
+
+def test_tree_and_forest_edges_in_the_task_are_the_sketch_jobs(spark, monkeypatch):
+    """6,000 rows of continuous features, weights, a categorical feature, maxBins 16: every
+    hashed partition's summary is lossy, so the edges depend on which rows each summary
+    sees and in what order; the training task's own edges give the sketch job's model."""
+    df = _tree_frame(spark)
+    feats = dict(featuresCols=["a", "b", "c", "cat"], categoricalCols=["cat"], weightCol="w",
+                 maxBins=16, seed=7, numWorkers=1)
+    ests = [DecisionTreeRegressor(labelCol="y", maxDepth=6, **feats),
+            RandomForestClassifier(numTrees=4, maxDepth=4, **feats)]
+    fast = []
+    for est in ests:
+        model, jobs = _fit_jobs(spark, est, df)
+        assert jobs == [("checks", 1), ("train", 1)], jobs
+        fast.append(model)
+    monkeypatch.setattr(forest_base, "sketch_in_task", lambda *a, **k: False)
+    for est, model in zip(ests, fast):
+        slow, jobs = _fit_jobs(spark, est, df)
+        # the sketch job's shuffle of its hashed sample: a map job and a result job
+        assert [p for p, _ in jobs] == ["checks", "sketch", "sketch", "train"], jobs
+        _models_equal(model, slow)
+    # more than maxBins distinct values in every summary: the sketch did drop values
+    assert len(np.unique(fast[0].treeArrays()["threshold"])) > 4
+
+
+def test_canonical_sketch_partition_is_sparks_hash_partitioning(spark):
+    """The partition a one-task fit computes for each row is the one the sketch job's
+    ``repartition`` sends it to."""
+    df = _tree_frame(spark, n=2000)
+    cols = ["a", "b", "c", "cat", "w"]
+    for name, col in canonical_sketch_columns(cols, 7):
+        df = df.withColumn(name, col)
+    from pyspark.sql import functions as F
+
+    pdf = (df.repartition(_CANONICAL_SKETCH_PARTS, F.col(_SKETCH_KEY))
+           .select(F.spark_partition_id().alias("p"), _SKETCH_PART).toPandas())
+    assert pdf["p"].nunique() == _CANONICAL_SKETCH_PARTS
+    np.testing.assert_array_equal(pdf["p"], pdf[_SKETCH_PART])
