@@ -21,7 +21,7 @@ from .als import init_params
 from .order import fixed_sum
 from .rng import STREAM_BATCH, uniforms
 from .solver import LOGISTIC, SQUARED, logistic_parts
-from .watch import end_iteration, init_from
+from .watch import end_iteration, init_from, stalled
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
@@ -184,7 +184,7 @@ def run_adamw(data, y, weights, rids, params: dict, coll, watch=None):
         end_iteration(hist, t0, on_iteration)
         if stop:
             break
-        if prev is not None and abs(prev - mean_loss) <= tol * max(abs(prev), 1e-300):
+        if stalled(prev, mean_loss, tol):
             break
         prev = mean_loss
     if watch is not None and watch.finish(hist):

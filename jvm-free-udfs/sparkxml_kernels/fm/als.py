@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from .._dtypes import FLOAT
-from .cd import FACTOR, LINEAR, factor_cache, newton_update
+from .cd import FACTOR, LINEAR, factor_cache
 from .rng import param_rng
 from .solver import (
     LOGISTIC,
@@ -28,11 +28,9 @@ from .solver import (
     NewtonRule,
     RowCache,
     fm_predict_cached,
-    residual_sums,
-    seq_sum,
     update_blocks,
 )
-from .watch import end_iteration, init_from
+from .watch import end_iteration, init_from, stalled
 
 __all__ = ["run_als", "init_params"]
 
@@ -76,22 +74,13 @@ def run_als(data, y, weights, params: dict, coll, watch=None):
     t0 = time.perf_counter()
     prev = None
     for _ in range(int(params["maxIter"])):
-        obj = rows.relinearize(coll, rb)
-        obj = obj / max(W, 1e-300) + 0.5 * reg * (float(np.sum(w * w)) + float(np.sum(Vt * Vt)))
+        obj = rows.objective(coll, rb, W, reg, w, Vt)
         hist["objective"].append(float(obj))
-        if prev is not None and abs(prev - obj) <= tol * max(abs(prev), 1e-300):
+        if stalled(prev, obj, tol):
             break
         prev = obj
         if fit_w0:
-            c2 = rows.w if rows.c2 is None else rows.c2
-            c1, r = rows.c1, rows.r
-            A, G = rb.total(coll, lambda lo, hi: [
-                seq_sum(c2[lo:hi]), (0.0 if c1 is None else seq_sum(c1[lo:hi]))
-                + residual_sums(r[lo:hi], c2[lo:hi])[1]], 2)
-            new = float(newton_update(np.array([w0]), np.array([A]), np.array([G]), W,
-                                      0.0)[0])
-            rows.r += new - w0
-            w0 = new
+            w0 = rows.newton_intercept(coll, rb, w0, W)
         if fit_linear:
             update_blocks(data, blocks, LINEAR, w, 0, None, None, rows, coll, rule)
         for f in range(k):

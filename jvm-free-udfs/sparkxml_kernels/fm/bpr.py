@@ -37,7 +37,7 @@ from .._jit import njit
 from .adamw import batch_step, minibatches
 from .order import RowBlocks
 from .rng import occurrences, param_rng, row_ids, uniforms
-from .watch import end_iteration
+from .watch import end_iteration, stalled
 
 __all__ = ["sample_negatives", "sample_negatives_naive", "bpr_gradient", "bpr_gradient_naive",
            "prepare_bpr", "run_bpr", "MAX_TRIES"]
@@ -275,7 +275,7 @@ def run_bpr(data: BPRData, params: dict, coll):
         mean_loss = ep_l / max(ep_n, 1e-300)
         hist["loss"].append(float(mean_loss))
         end_iteration(hist, t0, on_iteration)
-        if prev is not None and abs(prev - mean_loss) <= tol * max(abs(prev), 1e-300):
+        if stalled(prev, mean_loss, tol):
             break
         prev = mean_loss
     ou, oi, ox = I, I + U * k, I + (U + I) * k

@@ -42,6 +42,7 @@ from .order import seq_sum
 from .predictor import LINKS, _link_array, _Predictor
 from .rng import param_rng, uniforms
 from .solver import logistic_parts
+from .watch import end_iteration
 
 __all__ = ["FFMPredictor", "FFM_KEYS", "ffm_scores", "ffm_scores_naive", "ffm_sgd_rows",
            "ffm_sgd_rows_naive", "run_ffm", "field_of_features", "STREAM_FFM_ORDER"]
@@ -284,9 +285,7 @@ def run_ffm(data, y, weights, rids, params: dict, coll):
         theta = np.asarray(coll.ordered_fold(theta, run_mine), FLOAT)
         head = theta[:4]
         hist["loss"].append(float(head[2] / max(head[3], 1e-300)))
-        hist["seconds"].append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(hist)
+        end_iteration(hist, t0, on_iteration)
     head, w, gw, V, GV = lay.views(theta)
     arrays = {"w0": np.asarray(head[0], FLOAT), "w": w.copy(), "V": V.copy(),
               "field_starts": np.asarray(fs + [d], np.int64),

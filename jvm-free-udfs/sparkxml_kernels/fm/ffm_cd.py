@@ -43,11 +43,19 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .cd import CROSS, FACTOR, LINEAR, block_finish, block_stats_split, newton_update
+from .cd import CROSS, FACTOR, LINEAR, block_finish, block_stats_split
 from .ffm import ffm_scores, field_of_features
 from .layout import BlockedData, refine_blocks
-from .mcmc import ALPHA_0, BETA_0, LAMBDA_INIT, REG_0, _draw_lambda_mu
-from .order import fixed_sum, seq_sum
+from .mcmc import (
+    ALPHA_0,
+    BETA_0,
+    LAMBDA_INIT,
+    REG_0,
+    _draw_lambda_mu,
+    draw_intercept,
+    draw_noise_precision,
+)
+from .order import fixed_sum
 from .rng import STREAM_PROBIT, param_rng, sample_probit_targets, uniforms
 from .solver import (
     LOGISTIC,
@@ -55,9 +63,9 @@ from .solver import (
     GibbsRule,
     NewtonRule,
     RowCache,
-    residual_sums,
     update_blocks,
 )
+from .watch import end_iteration, stalled
 
 __all__ = ["ffm_factor_cache", "ffm_factor_cache_naive", "scaled_values", "ffm_blocked",
            "init_ffm_params", "run_ffm_als", "run_ffm_mcmc", "run_ffm_cd_naive"]
@@ -197,31 +205,20 @@ def run_ffm_als(data: BlockedData, y, weights, params: dict, coll):
     t0 = time.perf_counter()
     prev = None
     for _ in range(int(params["maxIter"])):
-        obj = rows.relinearize(coll, rb) / max(W, 1e-300) \
-            + 0.5 * reg * (float(np.sum(w * w)) + float(np.sum(Vt * Vt)))
+        obj = rows.objective(coll, rb, W, reg, w, Vt)
         hist["objective"].append(float(obj))
-        if prev is not None and abs(prev - obj) <= tol * max(abs(prev), 1e-300):
+        if stalled(prev, obj, tol):
             break
         prev = obj
         if fit_w0:
-            c2 = rows.w if rows.c2 is None else rows.c2
-            c1, r = rows.c1, rows.r
-            A, G = rb.total(coll, lambda lo, hi: [
-                seq_sum(c2[lo:hi]), (0.0 if c1 is None else seq_sum(c1[lo:hi]))
-                + residual_sums(r[lo:hi], c2[lo:hi])[1]], 2)
-            new = float(newton_update(np.array([w0]), np.array([A]), np.array([G]), W,
-                                      0.0)[0])
-            rows.r += new - w0
-            w0 = new
+            w0 = rows.newton_intercept(coll, rb, w0, W)
         if fit_linear:
             update_blocks(data, range(data.n_blocks), LINEAR, w, 0, None, None, rows, coll,
                           rule)
         for f in range(st.m):
             for c in range(st.k):
                 st.update_factor(Vt, f, c, P, rows, coll, rule)
-        hist["seconds"].append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(hist)
+        end_iteration(hist, t0, on_iteration)
     hist["n_blocks"] = int(data.n_blocks)
     return st.arrays(w0, w, _as_V(Vt), "logistic" if classify else "identity",
                      params["normalize"]), hist
@@ -258,14 +255,10 @@ def run_ffm_mcmc(data: BlockedData, y, weights, rids, params: dict, coll):
             rows.set_targets(z.copy())
         sq, lin = rows.residual_sums(coll, data.rb)
         if not classify:
-            alpha = float(rng.gamma((ALPHA_0 + w_total) / 2.0, 2.0 / (BETA_0 + sq)))
-            hist["train_rmse"].append(float(np.sqrt(sq / max(w_total, 1e-300))))
+            alpha = draw_noise_precision(rng, w_total, sq, hist["train_rmse"])
         hist["alpha"].append(alpha)
         if fit_w0:
-            prec = alpha * w_total + REG_0
-            new = alpha * (w0 * w_total - lin) / prec + rng.standard_normal() / np.sqrt(prec)
-            rows.r += new - w0
-            w0 = float(new)
+            w0 = draw_intercept(rows, rng, w0, alpha, w_total, lin)
         if fit_linear:
             _draw_lambda_mu(rng, w, fo, m, mu_w, lam_w)
             update_blocks(data, range(data.n_blocks), LINEAR, w, 0, None, None, rows, coll,
@@ -279,9 +272,7 @@ def run_ffm_mcmc(data: BlockedData, y, weights, rids, params: dict, coll):
                                  GibbsRule(alpha, lam_v[f, c][fo], mu_v[f, c][fo], rng))
         if it >= burn and (it - burn) % thin == 0:
             kept.append((w0, w.copy(), _as_V(Vt)))
-        hist["seconds"].append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(hist)
+        end_iteration(hist, t0, on_iteration)
     if not kept:  # burnIn >= maxIter is refused by the params; keep the last state
         kept.append((w0, w.copy(), _as_V(Vt)))
     hist.update(lambda_w=lam_w.tolist(), mu_w=mu_w.tolist(), n_samples=len(kept),

@@ -27,14 +27,19 @@ and the exact average).
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from .._dtypes import FLOAT
 from .cd import CROSS, LINEAR, cross_cache
-from .mcmc import ALPHA_0, BETA_0, LAMBDA_INIT, REG_0, _draw_lambda_mu, probit_targets_step
+from .mcmc import (
+    LAMBDA_INIT,
+    _draw_lambda_mu,
+    draw_intercept,
+    draw_noise_precision,
+    probit_targets_step,
+)
 from .order import row_dots
 from .rng import param_rng
 from .solver import SQUARED, GibbsRule, RowCache, update_blocks
@@ -139,12 +144,8 @@ def run_joint_mcmc(data, y, weights, rids, pairs, fs, field_blocks, params: dict
             probit_targets_step(rows, seed, it, rids, z)
         sq, lin = rows.residual_sums(coll, data.rb)
         if not classify:
-            alpha = float(rng.gamma((ALPHA_0 + w_total) / 2.0, 2.0 / (BETA_0 + sq)))
-            hist["joint_train_rmse"].append(float(math.sqrt(sq / max(w_total, 1e-300))))
-        prec = alpha * w_total + REG_0
-        new = alpha * (w0 * w_total - lin) / prec + rng.standard_normal() / math.sqrt(prec)
-        rows.r += new - w0
-        w0 = float(new)
+            alpha = draw_noise_precision(rng, w_total, sq, hist["joint_train_rmse"])
+        w0 = draw_intercept(rows, rng, w0, alpha, w_total, lin)
         _draw_lambda_mu(rng, w, field_of, m, mu_w, lam_w)
         update_blocks(data, all_blocks, LINEAR, w, 0, None, None, rows, coll,
                       GibbsRule(alpha, lam_w[field_of], mu_w[field_of], rng))

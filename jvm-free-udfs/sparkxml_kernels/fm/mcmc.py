@@ -65,6 +65,23 @@ def _draw_lambda_mu(rng, values, group_of, n_groups, mu, lam):
     mu[:] = mean + rng.standard_normal(n_groups) / np.sqrt(prec)
 
 
+def draw_noise_precision(rng, w_total: float, sq: float, rmse: list) -> float:
+    """Gibbs draw of the noise precision alpha from its Gamma posterior, given the weighted
+    residual sum of squares ``sq``; a row of weight w counts as w copies of the row (shape:
+    the sum of weights ``w_total``). The training RMSE is appended to ``rmse``."""
+    rmse.append(float(np.sqrt(sq / max(w_total, 1e-300))))
+    return float(rng.gamma((ALPHA_0 + w_total) / 2.0, 2.0 / (BETA_0 + sq)))
+
+
+def draw_intercept(rows, rng, w0: float, alpha: float, w_total: float, lin: float) -> float:
+    """Gibbs draw of the intercept from its Normal posterior (prior precision ``REG_0``),
+    given ``lin`` = sum w r at the current one; the rows' residuals move with it."""
+    prec = alpha * w_total + REG_0
+    new = alpha * (w0 * w_total - lin) / prec + rng.standard_normal() / np.sqrt(prec)
+    rows.r += new - w0
+    return float(new)
+
+
 def probit_targets_step(rows, seed: int, it: int, rids, z) -> None:
     """The probit likelihood's Gibbs step of sweep ``it``: latent targets ``z`` (float64 (n,))
     drawn around the rows' current predictions from the rows' own uniforms, then made the
@@ -172,15 +189,10 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
         if classify or ordinal:
             alpha = 1.0
         else:
-            # a row of weight w counts as w copies of the row (shape: sum of weights)
-            alpha = float(rng.gamma((ALPHA_0 + w_total) / 2.0, 2.0 / (BETA_0 + sq)))
-            hist["train_rmse"].append(float(np.sqrt(sq / max(w_total, 1e-300))))
+            alpha = draw_noise_precision(rng, w_total, sq, hist["train_rmse"])
         hist["alpha"].append(alpha)
         if fit_w0:
-            prec = alpha * w_total + REG_0
-            new = alpha * (w0 * w_total - lin) / prec + rng.standard_normal() / np.sqrt(prec)
-            rows.r += new - w0
-            w0 = float(new)
+            w0 = draw_intercept(rows, rng, w0, alpha, w_total, lin)
         if fit_linear:
             _draw_lambda_mu(rng, w, group_of, n_groups, mu_w, lam_w)
             _update(data, LINEAR, w, None, rows, coll,

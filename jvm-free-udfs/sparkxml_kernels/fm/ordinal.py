@@ -28,6 +28,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
+from .predictor import sample_score
 from .rng import ndtri, norm_cdf
 
 __all__ = ["truncated_normal_between", "truncated_normal_between_naive",
@@ -302,20 +303,7 @@ def _ordinal_proba(indptr, indices, data, w0, W, V, cut, out):
         for c in range(K1 + 1):
             out[i, c] = 0.0
         for s in range(S):
-            y = w0[s]
-            for f in range(k):
-                q[f] = 0.0
-                q2[f] = 0.0
-            for p in range(lo, hi):
-                j = indices[p]
-                x = data[p]
-                y += W[s, j] * x
-                for f in range(k):
-                    vx = V[s, j, f] * x
-                    q[f] += vx
-                    q2[f] += vx * vx
-            for f in range(k):
-                y += 0.5 * (q[f] * q[f] - q2[f])
+            y = sample_score(indices, data, lo, hi, w0, W, V, s, q, q2)
             prev = 0.0
             for c in range(K1):
                 cdf = norm_cdf(cut[s, c] - y)

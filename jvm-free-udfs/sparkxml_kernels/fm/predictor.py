@@ -80,6 +80,28 @@ def _link(y, link):
     return norm_cdf(y)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def sample_score(indices, data, lo, hi, w0, W, V, s, q, q2):
+    """The FM score of the CSR row held in ``[lo, hi)`` of ``indices``/``data`` under sample
+    ``s`` of ``w0`` (S,), ``W`` (S, d), ``V`` (S, d, k); ``q``, ``q2`` float64 (k,) scratch."""
+    k = V.shape[2]
+    y = w0[s]
+    for f in range(k):
+        q[f] = 0.0
+        q2[f] = 0.0
+    for p in range(lo, hi):
+        j = indices[p]
+        x = data[p]
+        y += W[s, j] * x
+        for f in range(k):
+            vx = V[s, j, f] * x
+            q[f] += vx
+            q2[f] += vx * vx
+    for f in range(k):
+        y += 0.5 * (q[f] * q[f] - q2[f])
+    return y
+
+
 @njit(cache=True, nogil=True)
 def _fm_scores(indptr, indices, data, w0, W, V, link, out_mean, out_link):
     S, _, k = V.shape
@@ -89,20 +111,7 @@ def _fm_scores(indptr, indices, data, w0, W, V, link, out_mean, out_link):
         lo, hi = indptr[i], indptr[i + 1]
         acc, acc_link = 0.0, 0.0
         for s in range(S):
-            y = w0[s]
-            for f in range(k):
-                q[f] = 0.0
-                q2[f] = 0.0
-            for p in range(lo, hi):
-                j = indices[p]
-                x = data[p]
-                y += W[s, j] * x
-                for f in range(k):
-                    vx = V[s, j, f] * x
-                    q[f] += vx
-                    q2[f] += vx * vx
-            for f in range(k):
-                y += 0.5 * (q[f] * q[f] - q2[f])
+            y = sample_score(indices, data, lo, hi, w0, W, V, s, q, q2)
             acc += y
             acc_link += _link(y, link)
         out_mean[i] = acc / S

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .cd import GIBBS, NEWTON, block_finish, block_stats_split
+from .cd import GIBBS, NEWTON, block_finish, block_stats_split, newton_update
 from .layout import BlockedData
 from .order import ROW_BLOCKS, RowBlocks, fixed_sum, row_block_of, seq_sum
 
@@ -151,6 +151,26 @@ class RowCache:
         """New regression targets (MCMC's latent draws): the residual moves by t_old - t."""
         self.r += self.t - t
         self.t = t
+
+    def objective(self, coll, rb: RowBlocks, total_weight: float, reg: float, w,
+                  Vt) -> float:
+        """The coordinate-descent solvers' objective, relinearising first: (1/W) sum w loss
+        + reg/2 (|w|^2 + |V|^2), W the rows' total weight on every rank."""
+        return self.relinearize(coll, rb) / max(total_weight, 1e-300) \
+            + 0.5 * reg * (float(np.sum(w * w)) + float(np.sum(Vt * Vt)))
+
+    def newton_intercept(self, coll, rb: RowBlocks, w0: float, total_weight: float) -> float:
+        """The intercept after one unpenalised Newton step on every rank's rows (fixed-order
+        sums); the residuals move with it."""
+        c2 = self.w if self.c2 is None else self.c2
+        c1, r = self.c1, self.r
+        A, G = rb.total(coll, lambda lo, hi: [
+            seq_sum(c2[lo:hi]), (0.0 if c1 is None else seq_sum(c1[lo:hi]))
+            + residual_sums(r[lo:hi], c2[lo:hi])[1]], 2)
+        new = float(newton_update(np.array([w0]), np.array([A]), np.array([G]), total_weight,
+                                  0.0)[0])
+        self.r += new - w0
+        return new
 
 
 _EMPTY = np.zeros(1, FLOAT)

@@ -53,6 +53,12 @@ def end_iteration(hist: dict, t0: float, on_iteration) -> None:
         on_iteration(hist)
 
 
+def stalled(prev, value: float, tol: float) -> bool:
+    """Whether an iterative solver stops: its objective (or mean loss) ``value`` moved by at
+    most ``tol`` relative to the previous one (``prev``; None on the first iteration)."""
+    return prev is not None and abs(prev - value) <= tol * max(abs(prev), 1e-300)
+
+
 def link_values(link: str, raw: np.ndarray) -> np.ndarray:
     """The prediction a model of this link gives for raw scores (float64 (n,)): the
     predictor's own link function."""

@@ -237,28 +237,38 @@ def _sq_sum(g, w, weighted):
     return s, ws
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _logistic_row(x, yi, wi):
+    # (gradient, hessian, e = exp(-|x|)) of the log loss at score x: p = sigmoid(x) with exp
+    # of a negative argument only
+    e = np.exp(-abs(x))
+    p = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+    hh = p * (1.0 - p)
+    return (p - yi) * wi, (hh if hh > _EPS_HESS else _EPS_HESS) * wi, e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _log_likelihood(x, e, yi):
+    # y log p + (1 - y) log(1 - p) at score x: log p and log(1 - p) from _logistic_row's e,
+    # clipped as metrics.py clips them
+    l1pe = np.log1p(e)
+    lp = -l1pe if x >= 0.0 else x - l1pe          # log p
+    lq = -x - l1pe if x >= 0.0 else -l1pe         # log(1 - p)
+    lp = min(max(lp, _LOG_EPS), _LOG_1MEPS)
+    lq = min(max(lq, _LOG_EPS), _LOG_1MEPS)
+    return yi * lp + (1.0 - yi) * lq
+
+
 @njit(cache=True, nogil=True)
 def _logistic(y, raw, w, wm, weighted, g, h, want):
-    # p = sigmoid(raw) with exp of a negative argument only; with ``want``, also the log
-    # loss of these scores: log p and log(1 - p) from the same exp, clipped as metrics.py
+    # gradients and hessians; with ``want``, also the log loss of these scores
     s = 0.0
     ws = 0.0
     for i in range(y.shape[0]):
-        x = raw[i]
-        e = np.exp(-abs(x))
-        p = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
-        wi = w[i] if weighted else 1.0
-        g[i] = (p - y[i]) * wi
-        hh = p * (1.0 - p)
-        h[i] = (hh if hh > _EPS_HESS else _EPS_HESS) * wi
+        g[i], h[i], e = _logistic_row(raw[i], y[i], w[i] if weighted else 1.0)
         if want:
-            l1pe = np.log1p(e)
-            lp = -l1pe if x >= 0.0 else x - l1pe          # log p
-            lq = -x - l1pe if x >= 0.0 else -l1pe         # log(1 - p)
-            lp = min(max(lp, _LOG_EPS), _LOG_1MEPS)
-            lq = min(max(lq, _LOG_EPS), _LOG_1MEPS)
             mi = wm[i] if weighted else 1.0
-            s -= mi * (y[i] * lp + (1.0 - y[i]) * lq)
+            s -= mi * _log_likelihood(raw[i], e, y[i])
             ws += mi
     return s, ws
 
@@ -269,20 +279,9 @@ def _logistic_parallel(y, raw, w, weighted, g, h, want, terms):
     # the same expressions (so the same bits); the terms are summed in row order afterwards
     # (_ordered_loss_sum), so the metric is _logistic's too, whatever the threads
     for i in prange(y.shape[0]):
-        x = raw[i]
-        e = np.exp(-abs(x))
-        p = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
-        wi = w[i] if weighted else 1.0
-        g[i] = (p - y[i]) * wi
-        hh = p * (1.0 - p)
-        h[i] = (hh if hh > _EPS_HESS else _EPS_HESS) * wi
+        g[i], h[i], e = _logistic_row(raw[i], y[i], w[i] if weighted else 1.0)
         if want:
-            l1pe = np.log1p(e)
-            lp = -l1pe if x >= 0.0 else x - l1pe
-            lq = -x - l1pe if x >= 0.0 else -l1pe
-            lp = min(max(lp, _LOG_EPS), _LOG_1MEPS)
-            lq = min(max(lq, _LOG_EPS), _LOG_1MEPS)
-            terms[i] = y[i] * lp + (1.0 - y[i]) * lq
+            terms[i] = _log_likelihood(raw[i], e, y[i])
 
 
 @njit(cache=True, nogil=True)

@@ -70,6 +70,46 @@ def _goes_left(b, t, dl, miss_code):
     return dl if b == miss_code else b <= t
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _pieces(starts, ends, chunk):
+    # the parallel partitions' fixed pieces: node j's slice [starts[j], ends[j]) cut into
+    # pieces of ``chunk`` rows, pieces first[j] to first[j + 1] - 1; node_of[q]: q's node
+    m = starts.shape[0]
+    first = np.empty(m + 1, np.int64)
+    first[0] = 0
+    for j in range(m):
+        first[j + 1] = first[j] + (ends[j] - starts[j] + chunk - 1) // chunk
+    node_of = np.empty(first[m], np.int64)
+    for j in range(m):
+        for q in range(first[j], first[j + 1]):
+            node_of[q] = j
+    return first, node_of
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _piece_offsets(starts, ends, chunk, first, n_left_piece, n_left_out):
+    # prefix sums of the pieces' left counts: where each piece's left and right rows go
+    # (left_at, right_at), and each node's left count into n_left_out
+    n_pieces = first[starts.shape[0]]
+    left_at = np.empty(n_pieces, np.int64)
+    right_at = np.empty(n_pieces, np.int64)
+    for j in range(starts.shape[0]):
+        nl = 0
+        for q in range(first[j], first[j + 1]):
+            nl += n_left_piece[q]
+        n_left_out[j] = nl
+        lp = starts[j]
+        rp = starts[j] + nl
+        for q in range(first[j], first[j + 1]):
+            a = starts[j] + (q - first[j]) * chunk
+            z = min(a + chunk, ends[j])
+            left_at[q] = lp
+            right_at[q] = rp
+            lp += n_left_piece[q]
+            rp += (z - a) - n_left_piece[q]
+    return left_at, right_at
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features, bins,
                               default_left, miss_code, chunk, flags, n_left_out):
@@ -79,15 +119,8 @@ def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features
     #    them; 2. prefix sums give each piece its place on both sides; 3. pieces scatter into
     #    scratch, which is copied back.
     m = starts.shape[0]
-    first = np.empty(m + 1, np.int64)  # first piece of node j
-    first[0] = 0
-    for j in range(m):
-        first[j + 1] = first[j] + (ends[j] - starts[j] + chunk - 1) // chunk
+    first, node_of = _pieces(starts, ends, chunk)
     n_pieces = first[m]
-    node_of = np.empty(n_pieces, np.int64)
-    for j in range(m):
-        for q in range(first[j], first[j + 1]):
-            node_of[q] = j
     n_left_piece = np.zeros(n_pieces, np.int64)
     bflat = binned.reshape(-1)
     d = np.uint64(binned.shape[1])
@@ -106,22 +139,7 @@ def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features
             flags[i] = left
             nl += left
         n_left_piece[q] = nl
-    left_at = np.empty(n_pieces, np.int64)
-    right_at = np.empty(n_pieces, np.int64)
-    for j in range(m):
-        nl = 0
-        for q in range(first[j], first[j + 1]):
-            nl += n_left_piece[q]
-        n_left_out[j] = nl
-        lp = starts[j]
-        rp = starts[j] + nl
-        for q in range(first[j], first[j + 1]):
-            a = starts[j] + (q - first[j]) * chunk
-            z = min(a + chunk, ends[j])
-            left_at[q] = lp
-            right_at[q] = rp
-            lp += n_left_piece[q]
-            rp += (z - a) - n_left_piece[q]
+    left_at, right_at = _piece_offsets(starts, ends, chunk, first, n_left_piece, n_left_out)
     for q in prange(n_pieces):
         j = node_of[q]
         a = starts[j] + (q - first[j]) * chunk
@@ -175,15 +193,8 @@ def _partition_cols_parallel(columns, partition, scratch, starts, ends, features
                              default_left, miss_code, chunk, flags, n_left_out):
     # _partition_nodes_parallel's three passes over fixed pieces, reading the column copy
     m = starts.shape[0]
-    first = np.empty(m + 1, np.int64)
-    first[0] = 0
-    for j in range(m):
-        first[j + 1] = first[j] + (ends[j] - starts[j] + chunk - 1) // chunk
+    first, node_of = _pieces(starts, ends, chunk)
     n_pieces = first[m]
-    node_of = np.empty(n_pieces, np.int64)
-    for j in range(m):
-        for q in range(first[j], first[j + 1]):
-            node_of[q] = j
     n_left_piece = np.zeros(n_pieces, np.int64)
     for q in prange(n_pieces):
         j = node_of[q]
@@ -198,22 +209,7 @@ def _partition_cols_parallel(columns, partition, scratch, starts, ends, features
             flags[i] = go
             nl += go
         n_left_piece[q] = nl
-    left_at = np.empty(n_pieces, np.int64)
-    right_at = np.empty(n_pieces, np.int64)
-    for j in range(m):
-        nl = 0
-        for q in range(first[j], first[j + 1]):
-            nl += n_left_piece[q]
-        n_left_out[j] = nl
-        lp = starts[j]
-        rp = starts[j] + nl
-        for q in range(first[j], first[j + 1]):
-            a = starts[j] + (q - first[j]) * chunk
-            z = min(a + chunk, ends[j])
-            left_at[q] = lp
-            right_at[q] = rp
-            lp += n_left_piece[q]
-            rp += (z - a) - n_left_piece[q]
+    left_at, right_at = _piece_offsets(starts, ends, chunk, first, n_left_piece, n_left_out)
     for q in prange(n_pieces):
         j = node_of[q]
         a = starts[j] + (q - first[j]) * chunk
