@@ -1,6 +1,6 @@
-"""Small fits on local Spark, warm: GBTClassifier on lightgbm_binary and LambdaMART on
-lightgbm_rank, each beside XGBoost on the same rows (one thread), with the Spark jobs each
-fit runs.
+"""Small fits on local Spark, warm: GBTClassifier on lightgbm_binary (its vectors from
+``array_to_vector``, then from ``VectorAssembler``) and LambdaMART on lightgbm_rank, each beside
+XGBoost on the same rows (one thread), with the Spark jobs each fit runs.
 
     .venv/bin/python benchmarks/small_fits.py [--data ../shared/data] [--repeats 5]
                                               [--workers 1]
@@ -40,14 +40,27 @@ def _load_rank(data):
     return X.toarray(), y, np.repeat(np.arange(q.size), q), q
 
 
-def _frame(spark, X, y, group=None):
+def _frame(spark, X, y, group=None, assembled=False):
+    """A cached frame of ``features`` (a vector column) and ``label`` (and ``qid``). The
+    vectors come from ``array_to_vector``, which gives the column no size metadata (a fit then
+    reads the width from the first row: one more Spark job), or, with ``assembled``, from
+    ``VectorAssembler`` over one column per feature, as a frame read from a table would be
+    assembled (the column then carries its size)."""
     import pandas as pd
+    from pyspark.ml.feature import VectorAssembler
     from pyspark.ml.functions import array_to_vector
 
-    pdf = pd.DataFrame({"label": y, "f": list(X)})
-    if group is not None:
-        pdf["qid"] = group
-    df = spark.createDataFrame(pdf).withColumn("features", array_to_vector("f")).drop("f")
+    if assembled:
+        cols = [f"f{j}" for j in range(X.shape[1])]
+        pdf = pd.DataFrame(X, columns=cols)
+        pdf.insert(0, "label", y)
+        df = VectorAssembler(inputCols=cols, outputCol="features").transform(
+            spark.createDataFrame(pdf)).select("label", "features")
+    else:
+        pdf = pd.DataFrame({"label": y, "f": list(X)})
+        if group is not None:
+            pdf["qid"] = group
+        df = spark.createDataFrame(pdf).withColumn("features", array_to_vector("f")).drop("f")
     df = df.cache()
     df.count()
     return df
@@ -98,6 +111,10 @@ def main():
     _case(res, spark, args, GBTClassifier(**params), _frame(spark, X, y),
           xgb.DMatrix(X, label=y), {**xgb_params, "objective": "binary:logistic"},
           "GBTClassifier, lightgbm_binary 7000 rows", "XGBoost binary:logistic, lightgbm_binary")
+    _case(res, spark, args, GBTClassifier(**params), _frame(spark, X, y, assembled=True),
+          xgb.DMatrix(X, label=y), {**xgb_params, "objective": "binary:logistic"},
+          "GBTClassifier, lightgbm_binary 7000 rows, VectorAssembler input",
+          "XGBoost binary:logistic, lightgbm_binary")
     Xr, yr, g, q = _load_rank(args.data)
     dr = xgb.DMatrix(Xr, label=yr)
     dr.set_group(q)
