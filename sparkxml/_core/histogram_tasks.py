@@ -270,6 +270,15 @@ def make_sketch_load_fn(spec, label, weight, valid, n_features, sketch, make_edg
     return load
 
 
+def task_sketch_info(state) -> dict:
+    """What a training function adds to its info when its loader computed the bin edges
+    (:func:`make_sketch_load_fn`): the sketch infos and seconds that
+    ``histogram_engine.task_sketch`` reads back on the driver; {} otherwise."""
+    if "sketch_info" not in state:
+        return {}
+    return {"sketch_info": state["sketch_info"], "sketch_seconds": state["sketch_seconds"]}
+
+
 def _training_rows(b, valid):
     return b if valid is None else b.filter(pa.array(~bool_column(b, valid)))
 

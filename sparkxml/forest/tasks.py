@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml._core.arrow import batch_features, dense_vectors
+from sparkxml._core.histogram_tasks import task_sketch_info
 from sparkxml_kernels.forest.predictor import ForestPredictor
 from sparkxml_kernels.model_cache import as_handle
 
@@ -63,8 +64,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
         n_cat = None if n_cat is None else np.asarray(n_cat, np.int64)
         info = {"n_train": int(n), "binned_bytes": int(X.nbytes),
                 "load_timing": state.get("timing")}
-        if "sketch_info" in state:
-            info.update(sketch_info=state["sketch_info"], sketch_seconds=state["sketch_seconds"])
+        info.update(task_sketch_info(state))
         arrays = None
         reporter = ProgressReporter(progress if rank == 0 else None, rank)
         try:

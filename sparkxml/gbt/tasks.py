@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml._core.arrow import batch_features, dense_vectors, margin_column
-from sparkxml._core.histogram_tasks import task_threads
+from sparkxml._core.histogram_tasks import task_sketch_info, task_threads
 from sparkxml_kernels.gbt.objectives import LOG_LINK
 from sparkxml_kernels.gbt.outputs import (
     CLASSIFIER_OBJECTIVES,
@@ -93,9 +93,7 @@ def make_train_fn(edges, params: dict, fault, ranking: dict | None = None,
                 "binned_bytes": int(state["X"].nbytes + (evals[0][0].nbytes if evals else 0)),
                 # what the booster holds per row in float64: y, w, raw, grad, hess (+ eval raw)
                 "float_bytes": int(8 * (n * (2 + 3 * K) + nv * (2 + K)))}
-        if "sketch_info" in state:  # the task computed the bin edges itself
-            info.update(sketch_info=state["sketch_info"],
-                        sketch_seconds=state["sketch_seconds"])
+        info.update(task_sketch_info(state))  # when the task computed the bin edges itself
         if group_ptr is not None:
             info["n_queries"] = int(group_ptr.size - 1)
             info["n_valid_queries"] = int(evals[0][3].size - 1) if evals else 0
