@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from .cluster import build_tree
 from .data import label_matrix, label_representations, normalised_rows
 from .forest import concat_forests, tree_arrays
-from .nodes import labels_under, node_groups, train_node
+from .nodes import labels_under, node_groups, node_rows, train_node
 
 
 def representations_part(xptr, xidx, xval, lab, n_features: int):
@@ -144,8 +144,7 @@ def train_level(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, sp
     Yt = Y.T.tocsr()
     out = []
     for tree, g, under, groups in spec:
-        rows = np.unique(Yt[under].indices) if len(under) else np.zeros(0, np.int64)
-        out.append((tree, g, train_node(X, Y, rows, groups, params, tree, g)))
+        out.append((tree, g, train_node(X, Y, node_rows(Yt, under), groups, params, tree, g)))
     return out
 
 
