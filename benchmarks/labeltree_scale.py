@@ -74,7 +74,10 @@ def main():
     (xi, xj, xv), Yte = csr_rows(X, Y, n, n + args.test)
     Xte = sp.csr_matrix((xv, xj, xi), shape=(args.test, D))
     rows = {}
-    spark = session(master=f"local[{args.workers}]", app="labeltree-scale")
+    # local mode runs the tasks in the driver's JVM: at 500k rows the model (GBs) passes
+    # through it in chunks, more than the default 1 GB heap holds at once
+    spark = session(master=f"local[{args.workers}]", app="labeltree-scale",
+                    conf={"spark.driver.memory": "8g"})
     try:
         train = frame(spark, X, Y, D, 0, n).repartition(args.workers).cache()
         train.count()
