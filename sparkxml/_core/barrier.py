@@ -127,7 +127,7 @@ def decode_arrays(table: pa.Table) -> tuple[dict, list]:
     return (arrays[first] if arrays else {}), [infos[r] for r in sorted(infos)]
 
 
-def collect_chunk_rows(df) -> pa.Table:
+def collect_chunk_rows(df, max_job_bytes: int | None = None) -> pa.Table:
     """Collect ``df``'s ``RESULT_SCHEMA`` rows to the driver through a shuffle by (rank, name,
     part).
 
@@ -139,8 +139,69 @@ def collect_chunk_rows(df) -> pa.Table:
     ``spark.sql.shuffle.partitions`` (8 in a test), a 315 MB model still came back in pieces
     too large for a 1 GB heap. The rows' order does not matter: ``decode_ranks`` orders the
     chunks by ``part``.
+
+    One job collects the whole result unless it is larger than ``spark.driver.maxResultSize``
+    (a limit per job: a level of 50,000 leaf labels' classifiers passed 1 GB). The shuffled
+    rows are persisted, so that case is collected again from them, in groups of reduce
+    partitions of at most :func:`job_result_budget` bytes a job, without training anything
+    twice. ``max_job_bytes`` collects in such groups from the start.
     """
-    return to_arrow(df.repartition(RESULT_PARTITIONS, "rank", "name", "part"))
+    shuffled = df.repartition(RESULT_PARTITIONS, "rank", "name", "part").persist()
+    try:
+        if max_job_bytes is None:
+            try:
+                return to_arrow(shuffled)
+            except Exception as exc:  # classic (Py4JJavaError) or Connect: one message
+                if "maxResultSize" not in str(exc):
+                    raise
+            max_job_bytes = job_result_budget(df.sparkSession)
+        return _collect_in_groups(shuffled, max_job_bytes)
+    finally:
+        shuffled.unpersist()
+
+
+def job_result_budget(spark) -> int:
+    """Bytes of chunk data one collect job may bring back: half of
+    ``spark.driver.maxResultSize`` (0: unlimited; the rest is room for the rows' framing),
+    at most 256 MB (the driver's JVM holds a job's result several times over while it
+    converts it)."""
+    from sparkxml._core.memory import parse_bytes
+
+    limit = parse_bytes(spark.conf.get("spark.driver.maxResultSize", "1g"))
+    return min(256 << 20, limit // 2) if limit > 0 else 256 << 20
+
+
+def partition_groups(sizes: dict, max_bytes: int) -> list:
+    """Consecutive partition ids (``sizes``: {id: bytes}) packed into groups of at most
+    ``max_bytes`` each; a partition larger than that fails with the figures."""
+    groups: list = []
+    total = max_bytes + 1
+    for pid in sorted(sizes):
+        size = int(sizes[pid])
+        if size > max_bytes:
+            raise RuntimeError(
+                f"one reduce partition of a training result holds {size >> 20} MB, more than "
+                f"one collect job may bring back ({max_bytes >> 20} MB, half of "
+                "spark.driver.maxResultSize); raise spark.driver.maxResultSize")
+        if total + size > max_bytes:
+            groups.append([])
+            total = 0
+        groups[-1].append(pid)
+        total += size
+    return groups
+
+
+def _collect_in_groups(shuffled, max_job_bytes: int) -> pa.Table:
+    from pyspark.sql import functions as F
+
+    pid = F.spark_partition_id()
+    sizes = {r[0]: r[1] or 0 for r in shuffled.groupBy(pid.alias("p"))
+             .agg(F.sum(F.length("data"))).collect()}
+    tables = [to_arrow(shuffled.where(pid.isin(group)))
+              for group in partition_groups(sizes, max_job_bytes)]
+    if not tables:
+        return to_arrow(shuffled.limit(0))
+    return pa.concat_tables(tables)
 
 
 def decode_ranks(table: pa.Table) -> tuple[dict, dict]:

@@ -199,3 +199,65 @@ def test_one_tasks_large_result_reaches_the_driver_in_pieces(spark):
     arrays, infos = barrier.decode_ranks(barrier.collect_chunk_rows(out))
     assert infos == {0: {"r": 0}}
     np.testing.assert_array_equal(arrays[0]["w"], np.arange(n, dtype=np.float64))
+
+
+def test_a_result_over_the_job_budget_comes_back_in_several_jobs_from_one_training(
+        spark, tmp_path):
+    """Past one collect job's budget (``spark.driver.maxResultSize``), the persisted shuffle
+    is collected in groups of reduce partitions: several jobs, each within the budget, the
+    training task run once, the arrays unchanged."""
+    import sparkxml._core.barrier as barrier
+    from _jobs import job_ids
+
+    n = 5 << 20  # 40 MB in five 8 MB chunks
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    def emit(batches):
+        import os
+        import uuid
+
+        import numpy as np
+
+        from sparkxml._core.barrier import encode_array_batches
+
+        for _ in batches:
+            pass
+        open(os.path.join(str(runs), uuid.uuid4().hex), "w").close()
+        yield from encode_array_batches(0, {"w": np.arange(n, dtype=np.float64)}, {"r": 0})
+
+    out = spark.range(1, numPartitions=1).mapInArrow(emit, barrier.RESULT_SCHEMA)
+    sc = spark.sparkContext
+    before = job_ids(sc)
+    table = barrier.collect_chunk_rows(out, max_job_bytes=barrier.CHUNK_BYTES * 2 + 4096)
+    jobs = len(job_ids(sc) - before)
+    arrays, infos = barrier.decode_ranks(table)
+    np.testing.assert_array_equal(arrays[0]["w"], np.arange(n, dtype=np.float64))
+    assert infos == {0: {"r": 0}}
+    assert len(list(runs.iterdir())) == 1  # the training ran once, whatever the jobs
+    assert jobs >= 4, jobs  # the sizes job and at least three collects of <= 2 chunks
+
+
+def test_partition_groups_pack_within_the_budget_and_name_the_conf():
+    from sparkxml._core.barrier import job_result_budget, partition_groups
+
+    assert partition_groups({0: 5, 3: 4, 1: 6, 2: 0}, 10) == [[0], [1, 2, 3]]
+    assert partition_groups({}, 10) == []
+    with pytest.raises(RuntimeError, match="spark.driver.maxResultSize"):
+        partition_groups({0: 11}, 10)
+
+    class Conf:
+        def __init__(self, value):
+            self.value = value
+
+        def get(self, key, default=None):
+            assert key == "spark.driver.maxResultSize"
+            return self.value
+
+    class Session:
+        def __init__(self, value):
+            self.conf = Conf(value)
+
+    assert job_result_budget(Session("1g")) == 256 << 20
+    assert job_result_budget(Session("400m")) == 200 << 20
+    assert job_result_budget(Session("0")) == 256 << 20
