@@ -25,8 +25,8 @@ that fits a task's memory (:func:`task_memory`) and otherwise trains data-parall
 (``sparkxml.fastxml.distributed``); "replicated" fails early with the figures when it does not fit.
 Trees come back as chunked binary rows (``_barrier.encode_array_batches``: no cell over 8 MB,
 no Arrow batch over 64 MB), shuffled by (rank, name, part) before the collect
-(``_barrier.collect_chunk_rows``), so a forest of any size reaches the driver in pieces (within
-``spark.driver.maxResultSize``).
+(``_barrier.collect_chunk_rows``), so a forest of any size reaches the driver in pieces (in
+several collect jobs when one would pass ``spark.driver.maxResultSize``).
 """
 from __future__ import annotations
 

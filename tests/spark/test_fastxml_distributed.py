@@ -206,8 +206,9 @@ def test_a_result_over_the_job_budget_comes_back_in_several_jobs_from_one_traini
     """Past one collect job's budget (``spark.driver.maxResultSize``), the persisted shuffle
     is collected in groups of reduce partitions: several jobs, each within the budget, the
     training task run once, the arrays unchanged."""
-    import sparkxml._core.barrier as barrier
     from _jobs import job_ids
+
+    import sparkxml._core.barrier as barrier
 
     n = 5 << 20  # 40 MB in five 8 MB chunks
     runs = tmp_path / "runs"
