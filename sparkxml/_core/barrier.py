@@ -175,7 +175,7 @@ def partition_groups(sizes: dict, max_bytes: int) -> list:
     """Consecutive partition ids (``sizes``: {id: bytes}) packed into groups of at most
     ``max_bytes`` each; a partition larger than that fails with the figures."""
     groups: list = []
-    total = max_bytes + 1
+    total = 0
     for pid in sorted(sizes):
         size = int(sizes[pid])
         if size > max_bytes:
@@ -183,7 +183,7 @@ def partition_groups(sizes: dict, max_bytes: int) -> list:
                 f"one reduce partition of a training result holds {size >> 20} MB, more than "
                 f"one collect job may bring back ({max_bytes >> 20} MB, half of "
                 "spark.driver.maxResultSize); raise spark.driver.maxResultSize")
-        if total + size > max_bytes:
+        if not groups or total + size > max_bytes:
             groups.append([])
             total = 0
         groups[-1].append(pid)
