@@ -39,10 +39,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import types as T
 
 from sparkxml._core.compat import to_arrow
-from sparkxml_kernels.array_chunks import array_from_bytes, binary_array, iter_chunks
+from sparkxml_kernels.array_chunks import (
+    CHUNK_FIELDS,
+    array_from_bytes,
+    binary_array,
+    iter_chunks,
+)
 from sparkxml_kernels.memory import rss_bytes
 
 # a model array travels in chunks of this size: small enough that the chunks of a large model
@@ -62,14 +68,7 @@ RESULT_SCHEMA = T.StructType([
     T.StructField("part", T.IntegerType(), False),
     T.StructField("data", T.BinaryType(), False),
 ])
-_ARROW_SCHEMA = pa.schema([
-    pa.field("rank", pa.int32(), False),
-    pa.field("name", pa.string(), False),
-    pa.field("dtype", pa.string(), False),
-    pa.field("shape", pa.list_(pa.field("element", pa.int64(), False)), False),
-    pa.field("part", pa.int32(), False),
-    pa.field("data", pa.binary(), False),
-])
+_ARROW_SCHEMA = pa.schema([pa.field("rank", pa.int32(), False)] + CHUNK_FIELDS)
 _INFO = "__info__"
 
 
@@ -144,9 +143,12 @@ def collect_chunk_rows(df, max_job_bytes: int | None = None) -> pa.Table:
     (a limit per job: a level of 50,000 leaf labels' classifiers passed 1 GB). The shuffled
     rows are persisted, so that case is collected again from them, in groups of reduce
     partitions of at most :func:`job_result_budget` bytes a job, without training anything
-    twice. ``max_job_bytes`` collects in such groups from the start.
+    twice. ``max_job_bytes`` collects in such groups from the start. They are persisted on
+    disk only: held in the JVM's storage memory, a 300 MB result and the collect's own
+    copies of it exhausted a default 1 GB driver heap in local mode.
     """
-    shuffled = df.repartition(RESULT_PARTITIONS, "rank", "name", "part").persist()
+    shuffled = (df.repartition(RESULT_PARTITIONS, "rank", "name", "part")
+                .persist(StorageLevel.DISK_ONLY))
     try:
         if max_job_bytes is None:
             try:
@@ -250,16 +252,19 @@ class TaskMemory:
     """A training task's memory figures for its info dict: made at the task's start, it
     resets the peak RSS counter (``reset_peak_rss``) and records the RSS then;
     ``info(**fields)`` is ``fields`` with the peak since (``peak_rss_bytes``),
-    ``rss_start_bytes`` and ``peak_rss_is_task_local`` (whether the reset worked, so the
-    peak is this task's own)."""
+    ``rss_start_bytes``, ``peak_rss_is_task_local`` (whether the reset worked, so the
+    peak is this task's own) and ``task_seconds`` (wall clock since the start: how evenly a
+    stage's tasks were loaded)."""
 
     def __init__(self) -> None:
         self.task_local = reset_peak_rss()
         self.start_bytes = rss_bytes()
+        self.start = time.perf_counter()
 
     def info(self, **fields) -> dict:
         return dict(fields, peak_rss_bytes=peak_rss_bytes(), rss_start_bytes=self.start_bytes,
-                    peak_rss_is_task_local=self.task_local)
+                    peak_rss_is_task_local=self.task_local,
+                    task_seconds=time.perf_counter() - self.start)
 
 
 @dataclass
