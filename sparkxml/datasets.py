@@ -252,15 +252,9 @@ def read_tsv(spark: "SparkSession", path: PathLike, query_path: Optional[PathLik
 
 def to_csr(df: "DataFrame", featuresCol: str = "features", num_features: Optional[int] = None,
            value_dtype: npt.DTypeLike = np.float64) -> tuple:
-    """Collect a vector column to the driver as CSR (rows in the DataFrame's order).
-
-    Returns
-    -------
-    indptr : int64 (n + 1,)
-    indices : int32 (nnz,)
-    data : value_dtype (nnz,)
-    num_features : int
-    """
+    """Collect a vector column to the driver as CSR (rows in the DataFrame's order): the
+    ``(indptr, indices, data, num_features)`` of
+    :func:`sparkxml_kernels.arrow_io.vectors_to_csr`, which checks ``num_features``."""
     table = to_arrow(df.select(featuresCol))
     return vectors_to_csr(table.column(0), featuresCol, num_features, value_dtype)
 

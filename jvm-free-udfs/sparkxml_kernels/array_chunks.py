@@ -21,6 +21,15 @@ import pyarrow as pa
 UNICODE = "U"
 MIN_CHUNK = 1 << 10  # a chunkBytes below this is corrupt metadata
 MAX_CHUNKS = 10_000_000
+# the Arrow fields of one row; the saved data rows and a training task's result rows put
+# their own key fields (a save id, a rank) before these
+CHUNK_FIELDS = [
+    pa.field("name", pa.string(), False),
+    pa.field("dtype", pa.string(), False),
+    pa.field("shape", pa.list_(pa.field("element", pa.int64(), False)), False),
+    pa.field("part", pa.int32(), False),
+    pa.field("data", pa.binary(), False),
+]
 
 
 def _payload(name: str, a) -> tuple:

@@ -58,7 +58,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .array_chunks import Assembler, binary_array, iter_chunks, manifest_of
+from .array_chunks import CHUNK_FIELDS, Assembler, binary_array, iter_chunks, manifest_of
 
 FORMAT_VERSION = 2
 CHUNK_BYTES = 16 << 20
@@ -67,15 +67,8 @@ GROUP_BYTES = 64 << 20
 COMPRESSION = "zstd"
 DBFS_FUSE = "/dbfs"
 
-DATA_SCHEMA = pa.schema([
-    pa.field("save_id", pa.string(), False),
-    pa.field("seq", pa.int64(), False),
-    pa.field("name", pa.string(), False),
-    pa.field("dtype", pa.string(), False),
-    pa.field("shape", pa.list_(pa.field("element", pa.int64(), False)), False),
-    pa.field("part", pa.int32(), False),
-    pa.field("data", pa.binary(), False),
-])
+DATA_SCHEMA = pa.schema([pa.field("save_id", pa.string(), False),
+                         pa.field("seq", pa.int64(), False)] + CHUNK_FIELDS)
 
 
 # a class path, or a predicate on class paths (its ``str`` names it in errors)

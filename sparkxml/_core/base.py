@@ -299,6 +299,26 @@ class SparkXMLEstimator(Estimator, SparkXMLParams):
         model._validate_params()
         return model
 
+    def _init_model_predictor(self, predictor_class: type, saved: str, fitted: str):
+        """The kernel predictor of the model ``initModel`` names (a fitted model or a saved
+        path), None when unset; a model of another kind is refused with ``saved`` (the path's
+        error, ``{path}`` filled in) or ``fitted`` (``{kind}``: the model's class)."""
+        init = self._opt(self.getParam("initModel"))
+        if init is None:
+            return None
+        if isinstance(init, str):
+            import sparkxml_kernels
+
+            # the served model's kernel predictor (a FieldVocabulary has none)
+            pred = getattr(sparkxml_kernels.load_model(init), "predictor", None)
+            message = saved.format(path=init)
+        else:
+            pred = getattr(init, "predictor", None)
+            message = fitted.format(kind=type(init).__name__)
+        if not isinstance(pred, predictor_class):
+            raise ValueError(f"initModel: {message}")
+        return pred
+
     def _fit_validated(self, dataset):  # pragma: no cover - abstract
         raise NotImplementedError
 

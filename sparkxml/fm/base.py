@@ -242,6 +242,21 @@ class FMEstimatorBase(SparkXMLEstimator, HasVerbose):
     def _check_params(self, weight, valid) -> None:
         """Checks that need no data (run before any Spark job)."""
 
+    def _check_mcmc(self, weight: bool, instead: str, iters: str = "maxIter",
+                    by: str = "by solver 'mcmc'") -> None:
+        """The MCMC sampler's checks shared by FM, FFM and GBFM's joint fit, before any Spark
+        job: a sample must be kept (``burnIn`` below the ``iters`` param), and the probit
+        classifier takes no row weights (``by`` names what chose MCMC, ``instead`` what to
+        use)."""
+        n_iter = self.getOrDefault(iters)
+        burn_in = self.getOrDefault("burnIn")
+        if burn_in >= n_iter:
+            raise ValueError(f"burnIn={burn_in} must be below {iters}={n_iter}: no MCMC sample "
+                             "would be kept")
+        if weight and self._task == "classification":
+            raise ValueError(f"weightCol is not supported {by} for classification (the probit "
+                             f"likelihood has no row weights); use {instead}")
+
     def _label_checks(self, dataset, label: str) -> dict:
         """Checks of the label values beyond ``data_checks`` (after it, in the checks phase);
         what they find joins the stats ``_train_params`` receives."""
@@ -380,16 +395,3 @@ class SampledFMModel(FMModelBase):
     def numSamples(self) -> int:
         """Parameter sets averaged at prediction (MCMC samples kept; 1 otherwise)."""
         return int(self._predictor.n_samples)
-
-
-def check_mcmc_params(est, weight: bool, other_solvers: str) -> None:
-    """The MCMC solver's checks shared by FM and FFM, before any Spark job: a sample must be
-    kept (``burnIn < maxIter``), and the probit classifier takes no row weights."""
-    if est.getBurnIn() >= est.getMaxIter():
-        raise ValueError(f"burnIn={est.getBurnIn()} must be below maxIter="
-                         f"{est.getMaxIter()}: no MCMC sample would be kept")
-    if weight and est._task == "classification":
-        raise ValueError("weightCol is not supported by solver 'mcmc' for "
-                         "classification (the probit likelihood has no row weights); "
-                         f"use solver {other_solvers}")
-

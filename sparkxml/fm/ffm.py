@@ -31,13 +31,7 @@ from pyspark import keyword_only
 
 from sparkxml._core.base import keywords_of
 from sparkxml._core.params import HasFitIntercept, HasProbabilityCol, HasRawPredictionCol, HasTol
-from sparkxml.fm.base import (
-    FMEstimatorBase,
-    SampledFMModel,
-    add_setters,
-    check_field_starts,
-    check_mcmc_params,
-)
+from sparkxml.fm.base import FMEstimatorBase, SampledFMModel, add_setters, check_field_starts
 from sparkxml.fm.fields import field_starts_of
 from sparkxml.fm.params import (
     CLASSIFIER_OUTPUTS,
@@ -103,7 +97,7 @@ class _FFMEstimator(FMEstimatorBase):
 
     def _check_params(self, weight, valid):
         if self.getSolver() == "mcmc":
-            check_mcmc_params(self, weight, "'als' or 'adagrad'")
+            self._check_mcmc(weight, "solver 'als' or 'adagrad'")
 
     def _train_params(self, stats: dict) -> dict:
         return {"solver": self.getSolver(),

@@ -31,13 +31,7 @@ from sparkxml._core.params import (
     HasTol,
     HasValidationIndicatorCol,
 )
-from sparkxml.fm.base import (
-    FMEstimatorBase,
-    SampledFMModel,
-    add_setters,
-    check_field_starts,
-    check_mcmc_params,
-)
+from sparkxml.fm.base import FMEstimatorBase, SampledFMModel, add_setters, check_field_starts
 from sparkxml.fm.params import (
     CLASSIFIER_OUTPUTS,
     FM_CORE_PARAMS,
@@ -129,20 +123,11 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
     def _init_arrays(self, d: int, k: int):
         """The starting point ``initModel`` names: its (posterior mean) parameters, checked
         against this fit's vector size, factorSize and task."""
-        init = self._opt(self.initModel)
-        if init is None:
+        pred = self._init_model_predictor(
+            FMPredictor, "{path} is not a saved FM model (an FMRegressionModel or "
+            "FMClassificationModel)", "a {kind} is not a fitted FM model")
+        if pred is None:
             return None
-        if isinstance(init, str):
-            import sparkxml_kernels
-
-            pred = getattr(sparkxml_kernels.load_model(init), "predictor", None)
-            if not isinstance(pred, FMPredictor):
-                raise ValueError(f"initModel: {init} is not a saved FM model (an "
-                                 f"FMRegressionModel or FMClassificationModel)")
-        else:
-            pred = init._predictor
-            if not isinstance(pred, FMPredictor):
-                raise ValueError(f"initModel: a {type(init).__name__} is not a fitted FM model")
         if pred.link_name == "ordinal":
             raise ValueError("initModel: the model is an ordinal model (loss='ordinal'); a "
                              "warm start needs a squared-loss or classification FM model")
@@ -185,7 +170,7 @@ class _FMEstimator(FMEstimatorBase, HasValidationIndicatorCol, HasEarlyStoppingR
             raise ValueError(f"earlyStoppingRounds={self.getEarlyStoppingRounds()} needs "
                              f"validationIndicatorCol (the rows early stopping watches)")
         if self.getSolver() == "mcmc":
-            check_mcmc_params(self, weight, "'als' or 'adamw'")
+            self._check_mcmc(weight, "solver 'als' or 'adamw'")
         if self._ordinal():
             if self.getSolver() != "mcmc":
                 raise ValueError(f"loss='ordinal' is trained by solver 'mcmc' only, not "

@@ -87,13 +87,8 @@ class _GBFMEstimator(FMEstimatorBase):
         if self.getEarlyStoppingRounds() > 0 and not valid:
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
         if self.getJointFit() == "mcmc":
-            if self.getBurnIn() >= self.getJointIter():
-                raise ValueError(f"burnIn={self.getBurnIn()} must be below jointIter="
-                                 f"{self.getJointIter()}: the joint fit would keep no sample")
-            if weight and self._task == "classification":
-                raise ValueError("weightCol is not supported with jointFit='mcmc' for "
-                                 "classification (the probit likelihood has no row weights); "
-                                 "use jointFit='none'")
+            self._check_mcmc(weight, "jointFit='none'", iters="jointIter",
+                             by="with jointFit='mcmc'")
 
     def _train_params(self, stats: dict) -> dict:
         fs = check_field_starts(self.getFieldStarts(), stats["d"])

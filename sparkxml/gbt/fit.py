@@ -259,18 +259,11 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
     def _init_predictor(self, d, objective, k):
         """The model ``initModel`` names (a fitted model or a saved path), checked against
         this fit: same features, objective and outputs."""
-        init = self._opt(self.initModel)
-        if init is None:
+        pred = self._init_model_predictor(TreeEnsemblePredictor,
+                                          "{path} is not a model of the GBT engine",
+                                          "a {kind} is not a model of the GBT engine")
+        if pred is None:
             return None
-        if isinstance(init, str):
-            import sparkxml_kernels
-
-            # the served model's kernel predictor (a FieldVocabulary has none)
-            pred = getattr(sparkxml_kernels.load_model(init), "predictor", None)
-            if not isinstance(pred, TreeEnsemblePredictor):
-                raise ValueError(f"initModel: {init} is not a model of the GBT engine")
-        else:
-            pred = init.predictor
         # the model records the objective's plain name ("quantile", not "quantile[alpha=..]")
         objective = objective.partition("[")[0]
         if (pred.n_features, pred.objective, pred.n_outputs) != (d, objective, k):
