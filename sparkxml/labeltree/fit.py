@@ -1,13 +1,14 @@
 """The Spark side of training label-tree forests (Parabel, Bonsai) with replicated data.
 
-Trees are independent: the training set is replicated to ``min(numWorkers, numTrees)`` Spark
-tasks with DataFrame operations only (``sparkxml.fastxml.fit.replicated_job``: cross join with a
-small group frame, repartition by group, ``mapInArrow``; no broadcast, no RDD, so it runs over Spark Connect too). Each task
+The training set is replicated to ``numWorkers`` Spark tasks with DataFrame operations only
+(``sparkxml.fastxml.fit.replicated_job``: cross join with a small group frame, repartition by
+group, ``mapInArrow``; no broadcast, no RDD, so it runs over Spark Connect too). Each task
 orders its rows by a key computed in the JVM from their content (``sparkxml.fastxml.fit``'s
-``ordered_rows``: the model then depends only on the multiset of rows and the seed), trains
-trees ``rank, rank + workers, ...`` in compiled code (``sparkxml_kernels.labeltree``) and
-returns them as chunked binary rows. Tree t depends only on the data, the params and
-(seed, t), so the model is the same whatever numWorkers and the partitioning.
+``ordered_rows``: the model then depends only on the multiset of rows and the seed), clusters
+every tree and trains its share of all the trees' nodes, dealt by estimated cost
+(``sparkxml_kernels.labeltree.spread``); the nodes come back as chunked binary rows, task 0's
+with the trees' structure. A node's classifiers depend only on the data, the params and
+(seed, tree, node), so the model is the same whatever numWorkers and the partitioning.
 
 ``trainingMode="distributed"`` trains level by level instead, without any task holding the
 training set (``sparkxml.labeltree.levelwise``); the forest is the same.
@@ -31,10 +32,11 @@ from sparkxml.fastxml.fit import (
     spread_results,
     task_csr,
     task_memory,
-    trees_by_task,
 )
 from sparkxml.labeltree.levelwise import fit_levelwise
 from sparkxml_kernels.labeltree import forest as kforest
+from sparkxml_kernels.labeltree import levels as klevels
+from sparkxml_kernels.labeltree import spread as kspread
 
 
 def fit_label_trees(est, dataset, who: str):
@@ -44,8 +46,7 @@ def fit_label_trees(est, dataset, who: str):
     num_trees = est.getNumTrees()
     requested = requested_workers(est, spark)
     mode = est.getTrainingMode()
-    # replicated: a task trains whole trees; distributed: a task trains nodes of a level
-    workers = max(1, requested if mode == "distributed" else min(requested, num_trees))
+    workers = max(1, requested)
     params = kforest.check_params(est.kernel_params())
     data = ordered_rows(dataset, fcol, lcol, "content")
     with FitProgress(spark, est, est.getVerbose()) as progress:
@@ -80,20 +81,27 @@ def fit_label_trees(est, dataset, who: str):
 
 def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
                     who, progress=None, spread=True):
+    tree_ids = list(range(num_trees))
+
     def make_train(keys):
-        return _make_train_fn(trees_by_task(keys, num_trees), keys, n_features, n_labels,
-                              params, fcol, lcol, progress)
+        return _make_train_fn(keys, tree_ids, n_features, n_labels, params, fcol, lcol,
+                              progress)
 
     per_task, infos = replicated_job(spark, data, workers, make_train, spread)
-    parts = [{name: a[name] for name in kforest.FOREST_KEYS} for a in per_task.values()]
-    forest = kforest.sort_forest(kforest.concat_forests(parts))
+    if 0 not in per_task:
+        raise RuntimeError(f"{who}: the first training task sent no trees back")
+    trees, ids = kspread.unpack_trees(per_task[0])
+    weights: dict = {}
+    for arrays in per_task.values():
+        weights.update(klevels.unpack_nodes(arrays))
+    forest = klevels.assemble_forest(trees, ids, weights)
     if len(forest["tree_ids"]) != num_trees:
         raise RuntimeError(f"{who}: expected {num_trees} trees back from the training tasks, "
                            f"got {len(forest['tree_ids'])}")
     return forest, [infos[r] for r in sorted(infos)]
 
 
-def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
+def _make_train_fn(keys: list, tree_ids: list, n_features: int, n_labels: int, params: dict,
                    fcol: str, lcol: str, progress=None):
     # Plain locals only: the closure is pickled to the tasks.
     rank_of = {k: p for p, k in enumerate(keys)}
@@ -105,9 +113,8 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
         for key, table in group_tables(batches):
             xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             reporter = ProgressReporter(progress, rank_of[key])
-            trees = trees_of[key]
-            out = kforest.train_forest(
-                xi, xj, xv, yi, yj, n_features, n_labels, trees,
+            out = kspread.train_spread(
+                xi, xj, xv, yi, yj, n_features, n_labels, tree_ids, rank_of[key], len(keys),
                 report=(lambda done, total: reporter.progress(done, total, unit="tree"))
                 if reporter.enabled else None, **params)
             reporter.close()

@@ -53,11 +53,12 @@ _PARAMS_DOC = """
         Copied to the model (prediction).
     seed : int, default 0
     numWorkers : int, optional
-        Spark tasks training runs on (default: the session's default parallelism).
-        Replicated: at most numTrees, each holding the whole training set. The model does
-        not depend on it.
+        Spark tasks training runs on (default: the session's default parallelism). The
+        model does not depend on it.
     trainingMode : str, default "replicated"
-        "replicated": each task holds the training set and trains whole trees.
+        "replicated": each task holds the training set, clusters every tree and trains a
+        share of all the trees' nodes, dealt by estimated cost (slots x the entries of the
+        node's rows), so the tasks finish together whatever numTrees.
         "distributed": level by level; the label representations are reduced across tasks,
         the trees clustered on the driver, and each tree level's node classifiers trained
         by the numWorkers tasks that own the nodes, each holding its nodes' rows only (at
@@ -66,8 +67,9 @@ _PARAMS_DOC = """
     topK, predictionCol, scoresCol
         Copied to the model.
     verbose : int, default 0
-        Log "tree i/n" every ``verbose`` trees of each training task (distributed: "level
-        i/n" every ``verbose`` levels) through the Python logger ``sparkxml``; 0 = silent.
+        Log "tree i/n" every ``verbose`` trees of each training task, as it finishes its
+        share of a tree (distributed: "level i/n" every ``verbose`` levels) through the Python
+        logger ``sparkxml``; 0 = silent.
 """
 
 

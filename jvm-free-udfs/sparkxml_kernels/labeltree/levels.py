@@ -103,17 +103,28 @@ def level_plan(trees: list, tree_ids, level: int, counts: np.ndarray, workers: i
             g = int(g)
             nodes.append((int(counts[under[g]].sum()), i, g, under[g],
                           node_groups(children, leaf_labels, under, g)))
-    nodes.sort(key=lambda n: (-n[0], n[1], n[2]))
-    load = np.zeros(workers, np.int64)
     specs: list = [[] for _ in range(workers)]
     label_task = np.full((len(trees), n_labels), -1, np.int32)
-    for est, i, g, under, groups in nodes:
-        w = int(np.argmin(load))
-        load[w] += max(est, 1)
-        specs[w].append((int(tree_ids[i]), g, np.asarray(under, np.int32),
-                         [np.asarray(x, np.int32) for x in groups]))
-        label_task[i, under] = w
+    for w, mine in enumerate(longest_first([n[0] for n in nodes], nodes, workers)):
+        for _, i, g, under, groups in mine:
+            specs[w].append((int(tree_ids[i]), g, np.asarray(under, np.int32),
+                             [np.asarray(x, np.int32) for x in groups]))
+            label_task[i, under] = w
     return specs, label_task
+
+
+def longest_first(costs, items: list, workers: int) -> list:
+    """``items`` dealt to ``workers`` tasks: costliest first (ties in the given order), each
+    to the task with the least cost so far (the lowest rank on ties); per task its items in
+    the order dealt. A cost below 1 counts as 1."""
+    order = sorted(range(len(items)), key=lambda q: (-costs[q], q))
+    load = np.zeros(workers, np.int64)
+    out: list = [[] for _ in range(workers)]
+    for q in order:
+        w = int(np.argmin(load))
+        load[w] += max(int(costs[q]), 1)
+        out[w].append(items[q])
+    return out
 
 
 def row_tasks(yptr, yidx, label_task: np.ndarray):
