@@ -13,7 +13,14 @@ from pyspark.sql import functions as F
 from scipy.stats import norm
 
 import sparkxml_kernels
-from sparkxml import FieldEncoder, FMClassifier, FMRegressor, GBFMClassifier, GBFMRegressor
+from sparkxml import (
+    FieldEncoder,
+    FMClassifier,
+    FMRegressor,
+    GBFMClassifier,
+    GBFMRegressor,
+    GBTRegressor,
+)
 from sparkxml.datasets import from_csr
 from sparkxml.fm.fields import FieldEncoderModel
 from sparkxml.fm.fm import FMClassificationModel
@@ -255,3 +262,14 @@ def test_fm_early_stopping_warm_start_and_progress(spark, ratings, tmp_path, cap
         FMRegressor(labelCol="rating", earlyStoppingRounds=2).fit(data)
     with pytest.raises(TypeError, match="initModel must be a saved FM model"):
         FMRegressor(initModel=3)
+    # a model of the other family, fitted or saved, is refused by name
+    with pytest.raises(ValueError, match="initModel: a FMRegressionModel is not a model of "
+                                         "the GBT engine"):
+        GBTRegressor(labelCol="rating", maxIter=2, initModel=model).fit(data)
+    with pytest.raises(ValueError, match="fm_init is not a model of the GBT engine"):
+        GBTRegressor(labelCol="rating", maxIter=2, initModel=path).fit(data)
+    gbt_path = str(tmp_path / "gbt_init")
+    GBTRegressor(labelCol="rating", maxIter=2, maxDepth=2, numWorkers=1).fit(data).write() \
+        .save(gbt_path)
+    with pytest.raises(ValueError, match="gbt_init is not a saved FM model"):
+        FMRegressor(labelCol="rating", maxIter=2, burnIn=0, initModel=gbt_path).fit(data)
