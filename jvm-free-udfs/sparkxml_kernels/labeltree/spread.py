@@ -25,8 +25,9 @@ _EMPTY = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32),
           np.zeros(0, np.float32))
 
 
-def node_plan(prep: Prepared, trees: list, workers: int) -> list:
-    """Per task, its nodes as (tree index, node) pairs.
+def node_plan(prep: Prepared, trees: list, workers: int, unders: list | None = None) -> list:
+    """Per task, its nodes as (tree index, node) pairs. ``unders``: per tree the labels under
+    each node (``nodes.labels_under``), computed when not given.
 
     A node's cost is estimated as its slots (children, or leaf labels: one binary problem
     each) times the stored entries of its rows (one pass of coordinate descent over them);
@@ -34,8 +35,9 @@ def node_plan(prep: Prepared, trees: list, workers: int) -> list:
     """
     row_nnz = np.diff(prep.X.indptr).astype(np.int64)
     items = []
-    for i, (children, leaf_labels) in enumerate(trees):
-        under = labels_under(children, leaf_labels)
+    if unders is None:
+        unders = [labels_under(children, leaves) for children, leaves in trees]
+    for i, ((children, leaf_labels), under) in enumerate(zip(trees, unders)):
         for g in range(len(children)):
             slots = len(children[g]) if children[g] else len(leaf_labels[g])
             cost = slots * int(row_nnz[node_rows(prep.Yt, under[g])].sum())
@@ -56,12 +58,13 @@ def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
     prep = Prepared(xptr, xidx, xval, yptr, yidx, n_features, n_labels, float(p["bias"]))
     ids = [int(t) for t in tree_ids]
     trees = build_trees(prep.R, prep.labels, ids, p)
-    mine = node_plan(prep, trees, workers)[rank]
+    unders = [labels_under(children, leaves) for children, leaves in trees]
+    mine = node_plan(prep, trees, workers, unders)[rank]
     trained = []
     shares = sorted({i for i, _ in mine})
     for done, i in enumerate(shares, 1):
         children, leaf_labels = trees[i]
-        under = labels_under(children, leaf_labels)
+        under = unders[i]
         for g in (g for j, g in mine if j == i):
             trained.append((ids[i], g, train_node(
                 prep.X, prep.Y, node_rows(prep.Yt, under[g]),
