@@ -19,18 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from ..inplace import swap_pair
 
 _THRESHOLD = 16
-
-
-@njit(cache=True, nogil=True)
-def _swap(ids, keys, a, b):
-    ti = ids[a]
-    ids[a] = ids[b]
-    ids[b] = ti
-    tk = keys[a]
-    keys[a] = keys[b]
-    keys[b] = tk
 
 
 @njit(cache=True, nogil=True)
@@ -120,7 +111,7 @@ def _partition_pivot(ids, keys, first, last):
         m = b if keys[b] > keys[c] else (c if keys[a] > keys[c] else a)
     else:
         m = a if keys[a] > keys[c] else (c if keys[b] > keys[c] else b)
-    _swap(ids, keys, first, m)
+    swap_pair(ids, keys, first, m)
     pk = keys[first]
     lo = first + 1
     hi = last
@@ -132,7 +123,7 @@ def _partition_pivot(ids, keys, first, last):
             hi -= 1
         if not lo < hi:
             return lo
-        _swap(ids, keys, lo, hi)
+        swap_pair(ids, keys, lo, hi)
         lo += 1
 
 

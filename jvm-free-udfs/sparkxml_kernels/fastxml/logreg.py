@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..inplace import shuffle_prefix_naive
 from ._common import MT19937, MT_STATE, mt_next, mt_seed
 
 EPS = 0.01
@@ -505,9 +506,7 @@ def l1r_lr_naive(columns, y, C, rng: MT19937):
         xTd = [0.0] * n
         while it < MAX_INNER:
             qp_Gmax_new, qp_Gnorm1_new = 0.0, 0.0
-            for s in range(qp_active):
-                jj = s + rng.below(qp_active - s)
-                index[jj], index[s] = index[s], index[jj]
+            shuffle_prefix_naive(index, qp_active, rng.below)
             s = 0
             while s < qp_active:
                 j = index[s]

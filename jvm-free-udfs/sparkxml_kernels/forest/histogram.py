@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from ..inplace import close_partition, place_row
 from .criteria import per_label
 from .exactsum import add_levels
 
@@ -202,14 +203,9 @@ def split_slice(binned, part, scratch, s, e, f, t, ml, miss, mask):
     for i in range(s, e):
         r = part[i]
         b = binned[r, f]
-        if (mask[b] != 0) if cat else (b <= t or (ml and b == miss)):
-            part[s + nl] = r
-            nl += 1
-        else:
-            scratch[nr] = r
-            nr += 1
-    for i in range(nr):
-        part[s + nl + i] = scratch[i]
+        left = (mask[b] != 0) if cat else (b <= t or (ml and b == miss))
+        nl, nr = place_row(part, scratch, s, nl, nr, r, left)
+    close_partition(part, scratch, s, nl, nr)
     return nl
 
 

@@ -44,22 +44,13 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..inplace import swap, swap_pair
 from .criteria import ENTROPY, EPSILON, improvement, impurity, proxy
-from .splitter import FEATURE_THRESHOLD, rand_int
+from .splitter import FEATURE_THRESHOLD, draw_candidate
 from .tree import NodeList, SplitParams, TreeArrays
 
 
 # ------------------------------------------------------------------------------ the sort
-@njit(cache=True, nogil=True, inline="always")
-def _swap(v, s, i, j):
-    t = v[i]
-    v[i] = v[j]
-    v[j] = t
-    u = s[i]
-    s[i] = s[j]
-    s[j] = u
-
-
 @njit(cache=True, nogil=True)
 def _sift_down(v, s, lo, start, end):
     root = start
@@ -72,7 +63,7 @@ def _sift_down(v, s, lo, start, end):
             mx = child + 1
         if mx == root:
             break
-        _swap(v, s, lo + root, lo + mx)
+        swap_pair(v, s, lo + root, lo + mx)
         root = mx
 
 
@@ -86,7 +77,7 @@ def _heapsort(v, s, lo, n):
         start -= 1
     end = n - 1
     while end > 0:
-        _swap(v, s, lo, lo + end)
+        swap_pair(v, s, lo, lo + end)
         _sift_down(v, s, lo, 0, end)
         end -= 1
 
@@ -154,12 +145,12 @@ def introsort3(v, s, lo, n):
             r = m
             while i < r:
                 if v[a + i] < pivot:
-                    _swap(v, s, a + i, a + lt)
+                    swap_pair(v, s, a + i, a + lt)
                     i += 1
                     lt += 1
                 elif v[a + i] > pivot:
                     r -= 1
-                    _swap(v, s, a + i, a + r)
+                    swap_pair(v, s, a + i, a + r)
                 else:
                     i += 1
             if lt > 1:  # parts of 0 or 1 rows are sorted already
@@ -284,11 +275,7 @@ def split_node_ordered(crit, X, cls, w, samples, fv, start, end, total, wn, w_to
     left = np.zeros(K1)
     right = np.zeros(K1)
     novals = np.zeros(0)
-    f_i = d
-    n_visited = 0
-    n_found = 0
-    n_drawn = 0
-    n_total = n_known
+    f_i, n_visited, n_found, n_drawn, n_total = d, 0, 0, 0, n_known
     best = -np.inf
     best_f = -1
     best_pos = end
@@ -296,29 +283,19 @@ def split_node_ordered(crit, X, cls, w, samples, fv, start, end, total, wn, w_to
     best_ml = False
     while f_i > n_total and (n_visited < max_features or n_visited <= n_found + n_drawn):
         n_visited += 1
-        f_j = rand_int(n_drawn, f_i - n_found, state)
-        if f_j < n_known:
-            t = features[n_drawn]
-            features[n_drawn] = features[f_j]
-            features[f_j] = t
-            n_drawn += 1
+        f_j, n_drawn = draw_candidate(features, n_drawn, n_found, f_i, n_known, state)
+        if f_j < 0:
             continue
-        f_j += n_found
         f = features[f_j]
         n_miss = _gather_sorted(X, f, samples, fv, start, end)
         end_nm = end - n_miss
         if end_nm == start or (n_miss == 0
                                and fv[end_nm - 1] <= fv[start] + FEATURE_THRESHOLD):
-            t = features[f_j]
-            features[f_j] = features[n_total]
-            features[n_total] = t
-            n_found += 1
-            n_total += 1
+            swap(features, f_j, n_total)  # to the block of constant features
+            n_found, n_total = n_found + 1, n_total + 1
             continue
         f_i -= 1
-        t = features[f_i]
-        features[f_i] = features[f_j]
-        features[f_j] = t
+        swap(features, f_i, f_j)  # to the block of drawn features
         for search in range(2 if n_miss > 0 else 1):
             ml = search == 1
             if ml:  # the missing rows to the front, both blocks keeping their order

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from ..inplace import swap
 from .criteria import ENTROPY, impurity, node_weight, proxy
 
 RAND_R_MAX = 0x7FFFFFFF
@@ -56,6 +57,19 @@ def our_rand_r(state):
 @njit(cache=True, nogil=True)
 def rand_int(low, high, state):
     return low + our_rand_r(state) % (high - low)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def draw_candidate(features, n_drawn, n_found, f_i, n_known, state):
+    """One step of scikit-learn's Fisher-Yates walk over ``features``: a position drawn from
+    [n_drawn, f_i - n_found). One below ``n_known`` holds a feature the parent found constant:
+    it moves to ``n_drawn`` and ``(-1, n_drawn + 1)`` is returned (draw again); otherwise
+    ``(position + n_found, n_drawn)``, the position of the feature to evaluate."""
+    f_j = rand_int(n_drawn, f_i - n_found, state)
+    if f_j < n_known:
+        swap(features, n_drawn, f_j)
+        return -1, n_drawn + 1
+    return f_j + n_found, n_drawn
 
 
 def sklearn_seed(random_state: int) -> int:
@@ -96,9 +110,7 @@ def draw_subset(d, mtry, state, out):
     for k in range(mtry):
         j = rand_int(0, f_i, state)
         f_i -= 1
-        t = feats[f_i]
-        feats[f_i] = feats[j]
-        feats[j] = t
+        swap(feats, f_i, j)
         out[k] = feats[f_i]
     return mtry
 
@@ -413,11 +425,7 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     right = np.empty(S)
     mono = np.zeros(3)
     keys = np.empty(vals.shape[1])
-    f_i = d
-    n_visited = 0
-    n_found = 0
-    n_drawn = 0
-    n_total = n_known
+    f_i, n_visited, n_found, n_drawn, n_total = d, 0, 0, 0, n_known
     best = -np.inf
     best_f = -1
     best_bl = -1
@@ -426,27 +434,17 @@ def split_node(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn, 
     while f_i > n_total and (n_visited < max_features
                              or n_visited <= n_found + n_drawn):
         n_visited += 1
-        f_j = rand_int(n_drawn, f_i - n_found, state)
-        if f_j < n_known:
-            t = features[n_drawn]
-            features[n_drawn] = features[f_j]
-            features[f_j] = t
-            n_drawn += 1
+        f_j, n_drawn = draw_candidate(features, n_drawn, n_found, f_i, n_known, state)
+        if f_j < 0:
             continue
-        f_j += n_found
         f = features[f_j]
         m = _feature_sums(mode, f, hist, fmap, binned, rows, s, e, rs, bins, st)
         if feature_constant(bins, m, vals[f]):
-            t = features[f_j]
-            features[f_j] = features[n_total]
-            features[n_total] = t
-            n_found += 1
-            n_total += 1
+            swap(features, f_j, n_total)  # to the block of constant features
+            n_found, n_total = n_found + 1, n_total + 1
             continue
         f_i -= 1
-        t = features[f_i]
-        features[f_i] = features[f_j]
-        features[f_j] = t
+        swap(features, f_i, f_j)  # to the block of drawn features
         if is_cat.shape[0] > 0 and is_cat[f] != 0:
             i, best, ml = scan_categorical(crit, bins, st, m, total, wn, min_leaf, min_wleaf,
                                            best, left, right, out_left, keys, cat_mask, yv)
@@ -555,20 +553,21 @@ def split_subset(mode, crit, hist, fmap, binned, rows, s, e, rs, vals, total, wn
             if i >= 0:
                 best_f, best_bl, best_br, best_ml = f, -2, -2, ml
             continue
-        if rand:
+        mono_f = _feature_mono(cst, f, bounds, mono)
+        if rand:  # one random threshold, kept if it beats the best so far
             i, q, ml, thr = random_feature_split(crit, bins, st, m, reps[f], total, wn,
                                                  min_leaf, min_wleaf, rstate, tmp, right,
-                                                 _feature_mono(cst, f, bounds, mono), yv)
+                                                 mono_f, yv)
             if i >= 0 and q > best:
                 best = q
-                best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
                 out_thr[0] = thr
                 for t in range(S):
                     out_left[t] = tmp[t]
-            continue
-        i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
-                                   min_wleaf, best, left, right, out_left,
-                                   _feature_mono(cst, f, bounds, mono), yv)
+            else:
+                i = -1
+        else:
+            i, best, ml = scan_feature(crit, bins, st, m, vals[f], total, wn, min_leaf,
+                                       min_wleaf, best, left, right, out_left, mono_f, yv)
         if i >= 0:
             best_f, best_bl, best_br, best_ml = f, bins[i], bins[i + 1], ml
     return best_f, best_bl, best_br, best_ml

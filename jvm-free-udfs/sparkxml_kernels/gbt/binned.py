@@ -31,6 +31,7 @@ import numpy as np
 from .._dtypes import BIN, FLOAT, INDEX, INDPTR, NODE
 from .._jit import njit
 from ..binning import MAX_REAL_BINS, MISSING_BIN, MISSING_BIN_WIDE, bin_data
+from ..inplace import close_partition, place_row
 from ..inputs import csr_parts, dense, is_csr
 from . import histogram as _hist
 from . import partition as _part
@@ -412,15 +413,10 @@ def _partition_generic(dense_b, indptr, indices, bins, default_bin, sparse, part
                 b = _sparse_bin(indptr, indices, bins, default_bin, r, f)
             else:
                 b = np.int64(dense_b[r, f])
-            if _goes_left(b, thresholds[j], default_left[j], is_cat[j] != 0, sets, j,
-                          missing):
-                partition[s + nl] = r
-                nl += 1
-            else:
-                scratch[nr] = r
-                nr += 1
-        for i in range(nr):
-            partition[s + nl + i] = scratch[i]
+            left = _goes_left(b, thresholds[j], default_left[j], is_cat[j] != 0, sets, j,
+                              missing)
+            nl, nr = place_row(partition, scratch, s, nl, nr, r, left)
+        close_partition(partition, scratch, s, nl, nr)
         n_left_out[j] = nl
 
 

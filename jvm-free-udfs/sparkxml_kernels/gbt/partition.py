@@ -25,6 +25,7 @@ from numba import prange
 
 from .._dtypes import BIN, INDEX, NODE
 from .._jit import njit
+from ..inplace import close_partition, place_row
 from ..intrinsics import prefetch
 from ..threads import worth_threads
 from .histogram import PREFETCH_ROWS
@@ -48,15 +49,8 @@ def _partition_nodes(binned, partition, scratch, starts, ends, features, bins, d
                 prefetch(bflat, np.uint64(partition[i + PREFETCH_ROWS]) * d + f)
             r = partition[i]
             b = binned[np.uint64(r), f]
-            go_left = dl if b == 255 else b <= t
-            if go_left:
-                partition[s + nl] = r  # s + nl <= i: never overwrites an unread row
-                nl += 1
-            else:
-                scratch[nr] = r
-                nr += 1
-        for i in range(nr):
-            partition[s + nl + i] = scratch[i]
+            nl, nr = place_row(partition, scratch, s, nl, nr, r, dl if b == 255 else b <= t)
+        close_partition(partition, scratch, s, nl, nr)
         n_left_out[j] = nl
 
 

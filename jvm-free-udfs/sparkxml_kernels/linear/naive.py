@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..inplace import shuffle_prefix_naive
 from ._rng import PyRng
 from .dcd import CHANGE_RATE, HINGE, PREF_MAX, PREF_MIN, SHARK
 
@@ -112,9 +113,7 @@ def dcd_block_naive(indptr, indices, data, lo, hi, labels, pos, upper, diag, qd,
         if active == 0:
             active, pgmax_old, pgmin_old = l, math.inf, -math.inf
         pgmax, pgmin = -math.inf, math.inf
-        for s in range(active):
-            j = s + rng.below(active - s)
-            index[s], index[j] = index[j], index[s]
+        shuffle_prefix_naive(index, active, rng.below)
         s = 0
         while s < active:
             i = index[s]
