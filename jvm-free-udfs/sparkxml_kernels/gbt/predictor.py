@@ -74,32 +74,50 @@ OPTIONAL_KEYS = ("tree_outputs", "missing", "feature_names", "cat_ptr", "cat_wor
 NODE_KEYS = ("feature", "threshold", "default_left", "left", "right", "value", "gain", "cover")
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _numeric_child(v, j, threshold, default_left, left_child, right):
+    # a missing value (NaN) follows the node's default side; otherwise v <= threshold is left
+    if np.isnan(v):
+        return left_child if default_left[j] != 0 else right[j]
+    return left_child if v <= threshold[j] else right[j]
+
+
 @njit(cache=True, nogil=True)
 def _leaf(x, base, feature, threshold, default_left, left, right):
-    node = 0
-    while True:
-        j = base + node
-        nxt = left[j]
-        if nxt < 0:
-            return j
-        v = x[feature[j]]
-        if np.isnan(v):
-            if default_left[j] == 0:
-                nxt = right[j]
-        elif not v <= threshold[j]:
-            nxt = right[j]
-        node = nxt
+    # the leaf (a node without children, left < 0) that row x reaches in the tree at base
+    j = base
+    while left[j] >= 0:
+        j = base + _numeric_child(x[feature[j]], j, threshold, default_left, left[j], right)
+    return j
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_trees(x, i, feature, threshold, default_left, left, right, value, tree_offsets,
+               tree_outputs, out):
+    # row i's (features x) leaf values of every tree, added in tree order
+    for t in range(tree_offsets.shape[0] - 1):
+        j = _leaf(x, tree_offsets[t], feature, threshold, default_left, left, right)
+        out[i, tree_outputs[t]] += value[j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_csr_row(indptr, indices, data, absent, buf, i, feature, threshold, default_left,
+                 left, right, value, tree_offsets, tree_outputs, out):
+    # scatter CSR row i into the dense buffer of `absent`, add its trees, reset what was set
+    for k in range(indptr[i], indptr[i + 1]):
+        buf[indices[k]] = data[k]
+    _add_trees(buf, i, feature, threshold, default_left, left, right, value, tree_offsets,
+               tree_outputs, out)
+    for k in range(indptr[i], indptr[i + 1]):
+        buf[indices[k]] = absent
 
 
 @njit(cache=True, nogil=True)
 def _predict_dense(X, feature, threshold, default_left, left, right, value, tree_offsets,
                    tree_outputs, out):
-    n_trees = tree_offsets.shape[0] - 1
     for i in range(X.shape[0]):
-        x = X[i]
-        for t in range(n_trees):
-            j = _leaf(x, tree_offsets[t], feature, threshold, default_left, left, right)
-            out[i, tree_outputs[t]] += value[j]
+        _add_trees(X[i], i, feature, threshold, default_left, left, right, value,
+                   tree_offsets, tree_outputs, out)
 
 
 # rows per piece of the parallel predictors (each piece owns its rows' outputs)
@@ -110,31 +128,22 @@ PREDICT_CHUNK = 1024
 def _predict_dense_parallel(X, feature, threshold, default_left, left, right, value,
                             tree_offsets, tree_outputs, out):
     # each row's trees are added in tree order, as _predict_dense: identical scores
-    n_trees = tree_offsets.shape[0] - 1
     n = X.shape[0]
     for c in prange((n + PREDICT_CHUNK - 1) // PREDICT_CHUNK):
         for i in range(c * PREDICT_CHUNK, min(n, (c + 1) * PREDICT_CHUNK)):
-            x = X[i]
-            for t in range(n_trees):
-                j = _leaf(x, tree_offsets[t], feature, threshold, default_left, left, right)
-                out[i, tree_outputs[t]] += value[j]
+            _add_trees(X[i], i, feature, threshold, default_left, left, right, value,
+                       tree_offsets, tree_outputs, out)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _predict_csr_parallel(indptr, indices, data, n_features, absent, feature, threshold,
                           default_left, left, right, value, tree_offsets, tree_outputs, out):
-    n_trees = tree_offsets.shape[0] - 1
     n = indptr.shape[0] - 1
     for c in prange((n + PREDICT_CHUNK - 1) // PREDICT_CHUNK):
         buf = np.full(n_features, absent)  # one row buffer per piece
         for i in range(c * PREDICT_CHUNK, min(n, (c + 1) * PREDICT_CHUNK)):
-            for k in range(indptr[i], indptr[i + 1]):
-                buf[indices[k]] = data[k]
-            for t in range(n_trees):
-                j = _leaf(buf, tree_offsets[t], feature, threshold, default_left, left, right)
-                out[i, tree_outputs[t]] += value[j]
-            for k in range(indptr[i], indptr[i + 1]):
-                buf[indices[k]] = absent
+            _add_csr_row(indptr, indices, data, absent, buf, i, feature, threshold,
+                         default_left, left, right, value, tree_offsets, tree_outputs, out)
 
 
 @njit(cache=True, nogil=True)
@@ -143,15 +152,9 @@ def _predict_csr(indptr, indices, data, n_features, absent, feature, threshold, 
     # one dense row buffer of `absent` (0.0, or NaN when 0 means missing): scatter a row,
     # traverse, reset what was set
     buf = np.full(n_features, absent)
-    n_trees = tree_offsets.shape[0] - 1
     for i in range(indptr.shape[0] - 1):
-        for k in range(indptr[i], indptr[i + 1]):
-            buf[indices[k]] = data[k]
-        for t in range(n_trees):
-            j = _leaf(buf, tree_offsets[t], feature, threshold, default_left, left, right)
-            out[i, tree_outputs[t]] += value[j]
-        for k in range(indptr[i], indptr[i + 1]):
-            buf[indices[k]] = absent
+        _add_csr_row(indptr, indices, data, absent, buf, i, feature, threshold, default_left,
+                     left, right, value, tree_offsets, tree_outputs, out)
 
 
 @njit(cache=True, nogil=True)
@@ -165,28 +168,22 @@ def _predict_leaves(X, feature, threshold, default_left, left, right, tree_offse
 
 @njit(cache=True, nogil=True)
 def _leaf_cat(x, base, feature, threshold, default_left, left, right, cat_ptr, cat_words):
-    node = 0
-    while True:
-        j = base + node
-        nxt = left[j]
-        if nxt < 0:
-            return j
+    # _leaf where a node with a category set (cat_ptr[j + 1] > cat_ptr[j]) sends v left iff
+    # v is one of its categories
+    j = base
+    while left[j] >= 0:
         v = x[feature[j]]
         a = cat_ptr[j]
         b = cat_ptr[j + 1]
-        if b > a:  # categorical: left iff v is a category of the set
+        if b > a:
             go = False
             if v >= 0.0 and v < 32.0 * (b - a) and v == np.floor(v):
                 c = np.int64(v)
                 go = (cat_words[a + (c >> 5)] >> np.uint32(c & 31)) & np.uint32(1) != 0
-            if not go:
-                nxt = right[j]
-        elif np.isnan(v):
-            if default_left[j] == 0:
-                nxt = right[j]
-        elif not v <= threshold[j]:
-            nxt = right[j]
-        node = nxt
+            j = base + (left[j] if go else right[j])
+        else:
+            j = base + _numeric_child(v, j, threshold, default_left, left[j], right)
+    return j
 
 
 @njit(cache=True, nogil=True)

@@ -260,22 +260,23 @@ def lookup_table(cuts, n_fine_slots: int, dtype) -> np.ndarray:
     return lut
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _remap_row(X, lut, miss_in, miss_out, out, i):
+    for f in range(X.shape[1]):
+        b = np.int64(X[i, f])
+        out[i, f] = miss_out if b == miss_in else lut[f, b]
+
+
 @njit(cache=True, nogil=True)
 def _remap_dense(X, lut, miss_in, miss_out, out):
-    n, d = X.shape
-    for i in range(n):
-        for f in range(d):
-            b = np.int64(X[i, f])
-            out[i, f] = miss_out if b == miss_in else lut[f, b]
+    for i in range(X.shape[0]):
+        _remap_row(X, lut, miss_in, miss_out, out, i)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _remap_dense_parallel(X, lut, miss_in, miss_out, out):
-    n, d = X.shape
-    for i in prange(n):
-        for f in range(d):
-            b = np.int64(X[i, f])
-            out[i, f] = miss_out if b == miss_in else lut[f, b]
+    for i in prange(X.shape[0]):
+        _remap_row(X, lut, miss_in, miss_out, out, i)
 
 
 def remap_bins(binned, lut, n_threads=1, out=None):
