@@ -32,7 +32,41 @@ from .solver import (
 )
 from .watch import end_iteration, init_from, stalled
 
-__all__ = ["run_als", "init_params"]
+__all__ = ["run_als", "init_params", "NewtonSweeps"]
+
+
+class NewtonSweeps:
+    """The coordinate-descent sweeps' shared part (FM's and FFM's ``als``): the rows' total
+    weight ``W`` (summed over the ranks), the Newton step rule, and each sweep's start.
+
+    :meth:`head` appends the objective to ``hist["objective"]``; when it moved by at most
+    ``tol`` (relative) since the last sweep it sets :attr:`stalled` (the solver stops there),
+    else it takes the intercept's and the linear weights' Newton steps.
+    """
+
+    def __init__(self, data, rows, coll, reg, tol: float, fit_w0: bool, fit_linear: bool):
+        self.data, self.rows, self.coll, self.reg, self.tol = data, rows, coll, reg, tol
+        self.fit_w0, self.fit_linear = fit_w0, fit_linear
+        (self.W,) = data.rb.sums(coll, rows.w)
+        self.rule = NewtonRule(self.W, reg)
+        self.prev = None
+        self.stalled = False
+
+    def head(self, w0: float, w, Vt, hist: dict) -> float:
+        """Start a sweep; returns the new intercept."""
+        data, rows, coll = self.data, self.rows, self.coll
+        obj = rows.objective(coll, data.rb, self.W, self.reg, w, Vt)
+        hist["objective"].append(float(obj))
+        self.stalled = stalled(self.prev, obj, self.tol)
+        self.prev = obj
+        if self.stalled:
+            return w0
+        if self.fit_w0:
+            w0 = rows.newton_intercept(coll, data.rb, w0, self.W)
+        if self.fit_linear:
+            update_blocks(data, range(data.n_blocks), LINEAR, w, 0, None, None, rows, coll,
+                          self.rule)
+        return w0
 
 
 def init_params(seed: int, k: int, d: int, init_std: float):
@@ -61,30 +95,19 @@ def run_als(data, y, weights, params: dict, coll, watch=None):
     pred = np.empty(data.n, FLOAT)
     fm_predict_cached(data.indptr, data.indices, data.data, w0, w, Vt, Q, pred)
     rows = RowCache(y, weights, loss, pred)
-    rb = data.rb
-    (W,) = rb.sums(coll, rows.w)
-
-    rule = NewtonRule(W, reg)
-
+    sweeps = NewtonSweeps(data, rows, coll, reg, tol, fit_w0, fit_linear)
     blocks = range(data.n_blocks)
     hist = {"objective": [], "seconds": []}
     if watch is not None:
         hist["valid_metric"] = watch.history
     on_iteration = params.get("on_iteration")  # f(hist) after each iteration
     t0 = time.perf_counter()
-    prev = None
     for _ in range(int(params["maxIter"])):
-        obj = rows.objective(coll, rb, W, reg, w, Vt)
-        hist["objective"].append(float(obj))
-        if stalled(prev, obj, tol):
+        w0 = sweeps.head(w0, w, Vt, hist)
+        if sweeps.stalled:
             break
-        prev = obj
-        if fit_w0:
-            w0 = rows.newton_intercept(coll, rb, w0, W)
-        if fit_linear:
-            update_blocks(data, blocks, LINEAR, w, 0, None, None, rows, coll, rule)
         for f in range(k):
-            update_blocks(data, blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll, rule)
+            update_blocks(data, blocks, FACTOR, Vt[f], 0, Q[f], Q[f], rows, coll, sweeps.rule)
         stop = watch is not None and watch.observe(len(hist["seconds"]), w0, w, Vt)
         end_iteration(hist, t0, on_iteration)
         if stop:

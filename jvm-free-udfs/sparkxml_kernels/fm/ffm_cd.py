@@ -43,6 +43,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
+from .als import NewtonSweeps
 from .cd import CROSS, FACTOR, LINEAR, block_finish, block_stats_split
 from .ffm import ffm_scores, field_of_features
 from .layout import BlockedData, refine_blocks
@@ -52,8 +53,8 @@ from .mcmc import (
     LAMBDA_INIT,
     REG_0,
     _draw_lambda_mu,
-    draw_intercept,
-    draw_noise_precision,
+    noise_and_intercept,
+    probit_targets_step,
 )
 from .order import fixed_sum
 from .rng import STREAM_PROBIT, param_rng, sample_probit_targets, uniforms
@@ -61,11 +62,10 @@ from .solver import (
     LOGISTIC,
     SQUARED,
     GibbsRule,
-    NewtonRule,
     RowCache,
     update_blocks,
 )
-from .watch import end_iteration, stalled
+from .watch import end_iteration
 
 __all__ = ["ffm_factor_cache", "ffm_factor_cache_naive", "scaled_values", "ffm_blocked",
            "init_ffm_params", "run_ffm_als", "run_ffm_mcmc", "run_ffm_cd_naive"]
@@ -197,27 +197,17 @@ def run_ffm_als(data: BlockedData, y, weights, params: dict, coll):
                                    float(params["initStd"]))
     P, pred = st.caches(w0, w, Vt)
     rows = RowCache(y, weights, LOGISTIC if classify else SQUARED, pred)
-    rb = data.rb
-    (W,) = rb.sums(coll, rows.w)
-    rule = NewtonRule(W, reg)
+    sweeps = NewtonSweeps(data, rows, coll, reg, tol, fit_w0, fit_linear)
     hist: dict = {"objective": [], "seconds": []}
     on_iteration = params.get("on_iteration")
     t0 = time.perf_counter()
-    prev = None
     for _ in range(int(params["maxIter"])):
-        obj = rows.objective(coll, rb, W, reg, w, Vt)
-        hist["objective"].append(float(obj))
-        if stalled(prev, obj, tol):
+        w0 = sweeps.head(w0, w, Vt, hist)
+        if sweeps.stalled:
             break
-        prev = obj
-        if fit_w0:
-            w0 = rows.newton_intercept(coll, rb, w0, W)
-        if fit_linear:
-            update_blocks(data, range(data.n_blocks), LINEAR, w, 0, None, None, rows, coll,
-                          rule)
         for f in range(st.m):
             for c in range(st.k):
-                st.update_factor(Vt, f, c, P, rows, coll, rule)
+                st.update_factor(Vt, f, c, P, rows, coll, sweeps.rule)
         end_iteration(hist, t0, on_iteration)
     hist["n_blocks"] = int(data.n_blocks)
     return st.arrays(w0, w, _as_V(Vt), "logistic" if classify else "identity",
@@ -237,7 +227,6 @@ def run_ffm_mcmc(data: BlockedData, y, weights, rids, params: dict, coll):
     seed = int(params["seed"])
     rng, w0, w, Vt = init_ffm_params(seed, st.d, st.m, st.k, float(params["initStd"]))
     m, k, fo = st.m, st.k, st.field_of
-    alpha = 1.0
     lam_w, mu_w = np.full(m, LAMBDA_INIT), np.zeros(m)
     lam_v, mu_v = np.full((m, k, m), LAMBDA_INIT), np.zeros((m, k, m))
     P, pred = st.caches(w0, w, Vt)
@@ -250,15 +239,9 @@ def run_ffm_mcmc(data: BlockedData, y, weights, rids, params: dict, coll):
     t0 = time.perf_counter()
     for it in range(n_iter):
         if classify:
-            sample_probit_targets(rows.pred(), rows.y, uniforms(seed, STREAM_PROBIT, it, rids),
-                                  z)
-            rows.set_targets(z.copy())
-        sq, lin = rows.residual_sums(coll, data.rb)
-        if not classify:
-            alpha = draw_noise_precision(rng, w_total, sq, hist["train_rmse"])
-        hist["alpha"].append(alpha)
-        if fit_w0:
-            w0 = draw_intercept(rows, rng, w0, alpha, w_total, lin)
+            probit_targets_step(rows, seed, it, rids, z)
+        alpha, w0 = noise_and_intercept(rows, rng, coll, data.rb, w0, w_total, hist, classify,
+                                        fit_w0)
         if fit_linear:
             _draw_lambda_mu(rng, w, fo, m, mu_w, lam_w)
             update_blocks(data, range(data.n_blocks), LINEAR, w, 0, None, None, rows, coll,

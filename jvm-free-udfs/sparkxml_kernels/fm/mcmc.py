@@ -82,6 +82,19 @@ def draw_intercept(rows, rng, w0: float, alpha: float, w_total: float, lin: floa
     return float(new)
 
 
+def noise_and_intercept(rows, rng, coll, rb, w0: float, w_total: float, hist: dict,
+                        unit_noise: bool, fit_w0: bool) -> tuple[float, float]:
+    """A Gibbs sweep's first draws: the noise precision alpha from the rows' residual sums
+    (1 under ``unit_noise``: probit and ordinal latents have unit variance), appended to
+    ``hist["alpha"]``, then the intercept when ``fit_w0``. Returns ``(alpha, w0)``."""
+    sq, lin = rows.residual_sums(coll, rb)
+    alpha = 1.0 if unit_noise else draw_noise_precision(rng, w_total, sq, hist["train_rmse"])
+    hist["alpha"].append(alpha)
+    if fit_w0:
+        w0 = draw_intercept(rows, rng, w0, alpha, w_total, lin)
+    return alpha, w0
+
+
 def probit_targets_step(rows, seed: int, it: int, rids, z) -> None:
     """The probit likelihood's Gibbs step of sweep ``it``: latent targets ``z`` (float64 (n,))
     drawn around the rows' current predictions from the rows' own uniforms, then made the
@@ -185,14 +198,8 @@ def run_mcmc(data, y, weights, rids, params: dict, coll, group_of, n_groups: int
     for it in range(n_iter):
         if classify:
             probit_targets_step(rows, seed, it, rids, z)
-        sq, lin = rows.residual_sums(coll, data.rb)
-        if classify or ordinal:
-            alpha = 1.0
-        else:
-            alpha = draw_noise_precision(rng, w_total, sq, hist["train_rmse"])
-        hist["alpha"].append(alpha)
-        if fit_w0:
-            w0 = draw_intercept(rows, rng, w0, alpha, w_total, lin)
+        alpha, w0 = noise_and_intercept(rows, rng, coll, data.rb, w0, w_total, hist,
+                                        classify or ordinal, fit_w0)
         if fit_linear:
             _draw_lambda_mu(rng, w, group_of, n_groups, mu_w, lam_w)
             _update(data, LINEAR, w, None, rows, coll,
