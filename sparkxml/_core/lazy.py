@@ -12,17 +12,19 @@ import importlib
 from typing import Any, Callable
 
 
-def lazy_exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], Any],
-                                                              Callable[[], list[str]]]:
-    """Return ``(__getattr__, __dir__)`` for ``package``.
+def lazy_exports(package: str, modules: dict[str, tuple[str, ...]]) -> tuple[
+        Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """Return ``(__getattr__, __dir__, __all__)`` for ``package``.
 
     Parameters
     ----------
     package : str
         The package's ``__name__``.
-    names : dict of str to str
-        Public name -> submodule, relative to ``package`` (``".estimators"``) or absolute.
+    modules : dict of str to tuple of str
+        Submodule, relative to ``package`` (``".estimators"``) or absolute -> the public
+        names it defines.
     """
+    names = {name: module for module, exported in modules.items() for name in exported}
 
     def __getattr__(name: str) -> Any:
         if name in names:
@@ -32,4 +34,4 @@ def lazy_exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], A
     def __dir__() -> list[str]:
         return sorted(names)
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, list(names)

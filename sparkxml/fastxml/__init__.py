@@ -6,9 +6,7 @@ replicated data), ``distributed`` (the top levels of each tree grown data-parall
 """
 from sparkxml._core.lazy import lazy_exports
 
-_EXPORTS = {
-    "FastXML": ".fastxml", "FastXMLModel": ".fastxml",
-    "PfastreXML": ".pfastrexml", "PfastreXMLModel": ".pfastrexml",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".fastxml": ("FastXML", "FastXMLModel"),
+    ".pfastrexml": ("PfastreXML", "PfastreXMLModel"),
+})

@@ -9,16 +9,13 @@ Modules: ``fm``, ``gbfm`` and ``ffm`` (estimators and models), ``fields`` (the e
 """
 from sparkxml._core.lazy import lazy_exports
 
-_EXPORTS = {
-    "FMRegressor": ".fm", "FMRegressionModel": ".fm",
-    "FMClassifier": ".fm", "FMClassificationModel": ".fm",
-    "GBFMRegressor": ".gbfm", "GBFMRegressionModel": ".gbfm",
-    "GBFMClassifier": ".gbfm", "GBFMClassificationModel": ".gbfm",
-    "FFMRegressor": ".ffm", "FFMRegressionModel": ".ffm",
-    "FFMClassifier": ".ffm", "FFMClassificationModel": ".ffm",
-    "FieldEncoder": ".fields", "FieldEncoderModel": ".fields",
-    "FMTrainingSummary": ".base",
-    "FMRanker": ".ranker", "FMRankerModel": ".ranker",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".fm": ("FMRegressor", "FMRegressionModel", "FMClassifier", "FMClassificationModel"),
+    ".gbfm": (
+        "GBFMRegressor", "GBFMRegressionModel", "GBFMClassifier", "GBFMClassificationModel",
+    ),
+    ".ffm": ("FFMRegressor", "FFMRegressionModel", "FFMClassifier", "FFMClassificationModel"),
+    ".fields": ("FieldEncoder", "FieldEncoderModel"),
+    ".base": ("FMTrainingSummary",),
+    ".ranker": ("FMRanker", "FMRankerModel"),
+})

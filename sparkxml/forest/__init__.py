@@ -7,13 +7,17 @@ model and params), ``tasks`` (what runs in the Spark tasks).
 """
 from sparkxml._core.lazy import lazy_exports
 
-_EXPORTS = {
-    "DecisionTreeClassifier": ".tree", "DecisionTreeClassificationModel": ".tree",
-    "DecisionTreeRegressor": ".tree", "DecisionTreeRegressionModel": ".tree",
-    "RandomForestClassifier": ".forest", "RandomForestClassificationModel": ".forest",
-    "RandomForestRegressor": ".forest", "RandomForestRegressionModel": ".forest",
-    "ExtraTreesClassifier": ".extra", "ExtraTreesClassificationModel": ".extra",
-    "ExtraTreesRegressor": ".extra", "ExtraTreesRegressionModel": ".extra",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".tree": (
+        "DecisionTreeClassifier", "DecisionTreeClassificationModel", "DecisionTreeRegressor",
+        "DecisionTreeRegressionModel",
+    ),
+    ".forest": (
+        "RandomForestClassifier", "RandomForestClassificationModel", "RandomForestRegressor",
+        "RandomForestRegressionModel",
+    ),
+    ".extra": (
+        "ExtraTreesClassifier", "ExtraTreesClassificationModel", "ExtraTreesRegressor",
+        "ExtraTreesRegressionModel",
+    ),
+})

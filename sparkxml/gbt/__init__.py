@@ -6,12 +6,10 @@ Modules: ``estimators`` (GBT estimators and models), ``lambdamart`` (ranking), `
 """
 from sparkxml._core.lazy import lazy_exports
 
-_EXPORTS = {
-    "GBTRegressor": ".estimators", "GBTRegressionModel": ".estimators",
-    "GBTClassifier": ".estimators", "GBTClassificationModel": ".estimators",
-    "LambdaMART": ".lambdamart", "LambdaMARTModel": ".lambdamart",
-    "GBTTrainingSummary": ".summary", "GBTRegressionEvaluation": ".summary",
-    "GBTClassificationEvaluation": ".summary",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".estimators": (
+        "GBTRegressor", "GBTRegressionModel", "GBTClassifier", "GBTClassificationModel",
+    ),
+    ".lambdamart": ("LambdaMART", "LambdaMARTModel"),
+    ".summary": ("GBTTrainingSummary", "GBTRegressionEvaluation", "GBTClassificationEvaluation"),
+})

@@ -5,9 +5,6 @@ data), ``levelwise`` (level-by-level distributed training).
 """
 from sparkxml._core.lazy import lazy_exports
 
-_EXPORTS = {
-    "Parabel": ".labeltree", "ParabelModel": ".labeltree",
-    "Bonsai": ".labeltree", "BonsaiModel": ".labeltree",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".labeltree": ("Parabel", "ParabelModel", "Bonsai", "BonsaiModel"),
+})
