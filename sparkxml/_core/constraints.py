@@ -1,12 +1,12 @@
 """Param constraints: rule builders and ``validate_params``.
 
-A class states the allowed values of its params in a class attribute ``_constraints``, a
-dict from param name to a :class:`Rule`. A param mixin declares the rule of the param it
-defines next to it (``HasMaxDepth._constraints = {"maxDepth": ge(0)}``); an estimator or
-model class that gives a param its own meaning declares its own rule, which wins over the
-mixins' (``validate_params`` merges ``_constraints`` over the class MRO, most derived
-last). ``SparkXMLParams`` declares the rules of the ``pyspark.ml.param.shared`` params that
-sparkxml reuses (``SHARED_PARAM_CONSTRAINTS``), since pyspark's mixins cannot carry them.
+A param mixin declares the allowed values of the param it defines with it, as the rule of
+its declaration (``maxDepth = param("maxDepth", __doc__, TypeConverters.toInt, ge(0))``); an
+estimator or model class that gives a param its own meaning declares its own rule in a class
+attribute ``_constraints``, a dict from param name to a :class:`Rule`, which wins over the
+mixins' (``validate_params`` merges both over the class MRO, most derived last).
+``SparkXMLParams`` declares the rules of the ``pyspark.ml.param.shared`` params that sparkxml
+reuses (``SHARED_PARAM_CONSTRAINTS``), since pyspark's mixins cannot carry them.
 
 ``validate_params`` runs at the start of ``_fit``, at ``transform``, before a save and
 after a load; its errors name the class, the param and the value.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, NamedTuple
 
-from pyspark.ml.param import Params
+from pyspark.ml.param import Param, Params
 
 
 class Rule(NamedTuple):
@@ -132,11 +132,27 @@ SHARED_PARAM_CONSTRAINTS: dict[str, Rule] = {
 }
 
 
+# The rules mixins declared their class-level Params with, by the Param object's id: the
+# class attributes live as long as their classes, and the Params copied onto instances (and
+# pickled with them) stay plain pyspark Params.
+_DECLARED: dict[int, Rule] = {}
+
+
+def declare_rule(declared: Param, rule: Rule) -> None:
+    """Record ``rule`` as the constraint of the class-level Param ``declared``."""
+    _DECLARED[id(declared)] = rule
+
+
 def constraints_of(cls: type) -> dict[str, Rule]:
-    """The rules that apply to instances of ``cls``: every ``_constraints`` along its MRO,
+    """The rules that apply to instances of ``cls``: along its MRO, the rules its Params
+    were declared with (``sparkxml._core.params.param``) and each class's ``_constraints``,
     a more derived class's rule replacing a base's for the same param."""
     merged: dict[str, Rule] = {}
     for klass in reversed(cls.__mro__):
+        for value in klass.__dict__.values():
+            rule = _DECLARED.get(id(value)) if isinstance(value, Param) else None
+            if rule is not None:
+                merged[value.name] = rule
         merged.update(klass.__dict__.get("_constraints", {}))
     return merged
 

@@ -6,7 +6,7 @@ under their own names); a family's own params live in its ``params`` module
 (``sparkxml.gbt.params``, ``sparkxml.linear.params``, ...).
 
 Every param has a ``typeConverter``; its allowed range is stated in its doc and declared
-next to it in ``_constraints`` (see ``sparkxml._core.constraints``), which
+with it, as the ``rule`` of :func:`param` (see ``sparkxml._core.constraints``), which
 ``validate_params`` checks at the start of ``_fit``, at ``transform``, before a save and
 after a load.
 """
@@ -31,16 +31,28 @@ from pyspark.ml.param.shared import (  # noqa: F401  (re-exported: the pyspark.m
     HasWeightCol,
 )
 
-from sparkxml._core.constraints import column_list, ge, gt, nonempty, open_closed, positive_floats
+from sparkxml._core.constraints import (
+    Rule,
+    column_list,
+    declare_rule,
+    ge,
+    gt,
+    nonempty,
+    open_closed,
+    positive_floats,
+)
 
 
-def param(name: str, doc: str | None, converter: Callable[[Any], Any]) -> Param:
+def param(name: str, doc: str | None, converter: Callable[[Any], Any],
+          rule: Rule | None = None) -> Param:
     """The Param ``name`` that a ``HasX`` mixin declares, documented by the mixin's docstring.
 
     ``doc`` is the mixin's ``__doc__``: "Mixin for param <name>: <text>.", as pyspark's shared
     mixins are documented. The Param's doc (what ``explainParam`` prints) is <text> with its
     white space folded and the final period dropped, so each param's doc is written once.
-    Under ``python -OO`` (no docstrings) the doc is empty.
+    Under ``python -OO`` (no docstrings) the doc is empty. ``rule`` is the param's constraint
+    (``sparkxml._core.constraints``), which ``validate_params`` checks on every class that
+    has the param, unless a class declares its own in ``_constraints``.
     """
     text = " ".join((doc or "").split())
     head = f"Mixin for param {name}: "
@@ -48,7 +60,10 @@ def param(name: str, doc: str | None, converter: Callable[[Any], Any]) -> Param:
         if not text.startswith(head):
             raise ValueError(f"the docstring of param {name}'s mixin must start with {head!r}")
         text = text[len(head):].removesuffix(".")
-    return Param(Params._dummy(), name, text, typeConverter=converter)
+    declared = Param(Params._dummy(), name, text, typeConverter=converter)
+    if rule is not None:
+        declare_rule(declared, rule)
+    return declared
 
 
 def add_setters(cls: type, names) -> type:
@@ -67,8 +82,7 @@ def add_setters(cls: type, names) -> type:
 class HasLabelsCol(Params):
     """Mixin for param labelsCol: multi-label target column, array<int> of label ids >= 0."""
 
-    labelsCol: "Param[str]" = param("labelsCol", __doc__, TypeConverters.toString)
-    _constraints = {"labelsCol": nonempty()}
+    labelsCol: "Param[str]" = param("labelsCol", __doc__, TypeConverters.toString, nonempty())
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -84,8 +98,7 @@ class HasScoresCol(Params):
     column.
     """
 
-    scoresCol: "Param[str]" = param("scoresCol", __doc__, TypeConverters.toString)
-    _constraints = {"scoresCol": nonempty()}
+    scoresCol: "Param[str]" = param("scoresCol", __doc__, TypeConverters.toString, nonempty())
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -99,8 +112,7 @@ class HasScoresCol(Params):
 class HasTopK(Params):
     """Mixin for param topK: number of labels to predict per row (>= 1)."""
 
-    topK: "Param[int]" = param("topK", __doc__, TypeConverters.toInt)
-    _constraints = {"topK": ge(1)}
+    topK: "Param[int]" = param("topK", __doc__, TypeConverters.toInt, ge(1))
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -116,8 +128,7 @@ class HasNumWorkers(Params):
     session's default parallelism.
     """
 
-    numWorkers: "Param[int]" = param("numWorkers", __doc__, TypeConverters.toInt)
-    _constraints = {"numWorkers": ge(1)}
+    numWorkers: "Param[int]" = param("numWorkers", __doc__, TypeConverters.toInt, ge(1))
 
     def getNumWorkers(self) -> int:
         """Gets the value of numWorkers or its default value."""
@@ -127,8 +138,7 @@ class HasNumWorkers(Params):
 class HasNumTrees(Params):
     """Mixin for param numTrees: number of trees (>= 1)."""
 
-    numTrees: "Param[int]" = param("numTrees", __doc__, TypeConverters.toInt)
-    _constraints = {"numTrees": ge(1)}
+    numTrees: "Param[int]" = param("numTrees", __doc__, TypeConverters.toInt, ge(1))
 
     def getNumTrees(self) -> int:
         """Gets the value of numTrees or its default value."""
@@ -138,8 +148,7 @@ class HasNumTrees(Params):
 class HasK(Params):
     """Mixin for param k: cut-off rank k of the metric (>= 1)."""
 
-    k: "Param[int]" = param("k", __doc__, TypeConverters.toInt)
-    _constraints = {"k": ge(1)}
+    k: "Param[int]" = param("k", __doc__, TypeConverters.toInt, ge(1))
 
     def getK(self) -> int:
         """Gets the value of k or its default value."""
@@ -151,8 +160,8 @@ class HasFeaturesCols(Params):
     (non-empty list of column names; null means missing).
     """
 
-    featuresCols: "Param[list[str]]" = param("featuresCols", __doc__, TypeConverters.toListString)
-    _constraints = {"featuresCols": column_list()}
+    featuresCols: "Param[list[str]]" = param("featuresCols", __doc__, TypeConverters.toListString,
+                                             column_list())
 
     def getFeaturesCols(self) -> list[str]:
         """Gets the value of featuresCols or its default value."""
@@ -162,8 +171,8 @@ class HasFeaturesCols(Params):
 class HasSubsamplingRate(Params):
     """Mixin for param subsamplingRate: fraction of rows sampled per tree, in (0, 1]."""
 
-    subsamplingRate: "Param[float]" = param("subsamplingRate", __doc__, TypeConverters.toFloat)
-    _constraints = {"subsamplingRate": open_closed(0.0, 1.0)}
+    subsamplingRate: "Param[float]" = param("subsamplingRate", __doc__, TypeConverters.toFloat,
+                                            open_closed(0.0, 1.0))
 
     def getSubsamplingRate(self) -> float:
         """Gets the value of subsamplingRate or its default value."""
@@ -175,8 +184,8 @@ class HasEarlyStoppingRounds(Params):
     this many rounds (>= 0; 0 = off; needs validationIndicatorCol).
     """
 
-    earlyStoppingRounds: "Param[int]" = param("earlyStoppingRounds", __doc__, TypeConverters.toInt)
-    _constraints = {"earlyStoppingRounds": ge(0)}
+    earlyStoppingRounds: "Param[int]" = param("earlyStoppingRounds", __doc__, TypeConverters.toInt,
+                                              ge(0))
 
     def getEarlyStoppingRounds(self) -> int:
         """Gets the value of earlyStoppingRounds or its default value."""
@@ -188,8 +197,8 @@ class HasTimeoutSeconds(Params):
     failing (> 0).
     """
 
-    timeoutSeconds: "Param[float]" = param("timeoutSeconds", __doc__, TypeConverters.toFloat)
-    _constraints = {"timeoutSeconds": gt(0.0)}
+    timeoutSeconds: "Param[float]" = param("timeoutSeconds", __doc__, TypeConverters.toFloat,
+                                           gt(0.0))
 
     def getTimeoutSeconds(self) -> float:
         """Gets the value of timeoutSeconds or its default value."""
@@ -201,8 +210,7 @@ class HasGroupCol(Params):
     (integer or string).
     """
 
-    groupCol: "Param[str]" = param("groupCol", __doc__, TypeConverters.toString)
-    _constraints = {"groupCol": nonempty()}
+    groupCol: "Param[str]" = param("groupCol", __doc__, TypeConverters.toString, nonempty())
 
     def getGroupCol(self) -> str:
         """Gets the value of groupCol or its default value."""
@@ -215,8 +223,7 @@ class HasInversePropensities(Params):
     """
 
     inversePropensities: "Param[list[float]]" = param(
-        "inversePropensities", __doc__, TypeConverters.toListFloat)
-    _constraints = {"inversePropensities": positive_floats()}
+        "inversePropensities", __doc__, TypeConverters.toListFloat, positive_floats())
 
     def getInversePropensities(self) -> list[float]:
         """Gets the value of inversePropensities or its default value."""
@@ -230,8 +237,7 @@ class HasMaxIter(Params):
     sweeps (>= 1).
     """
 
-    maxIter: "Param[int]" = param("maxIter", __doc__, TypeConverters.toInt)
-    _constraints = {"maxIter": ge(1)}
+    maxIter: "Param[int]" = param("maxIter", __doc__, TypeConverters.toInt, ge(1))
 
     def getMaxIter(self) -> int:
         """Gets the value of maxIter or its default value."""
@@ -241,8 +247,8 @@ class HasMaxIter(Params):
 class HasStepSize(Params):
     """Mixin for param stepSize: step size (learning rate) applied to each iteration, in (0, 1]."""
 
-    stepSize: "Param[float]" = param("stepSize", __doc__, TypeConverters.toFloat)
-    _constraints = {"stepSize": open_closed(0.0, 1.0)}
+    stepSize: "Param[float]" = param("stepSize", __doc__, TypeConverters.toFloat,
+                                     open_closed(0.0, 1.0))
 
     def getStepSize(self) -> float:
         """Gets the value of stepSize or its default value."""
@@ -254,8 +260,7 @@ class HasVerbose(Params):
     this many rounds (or trees), with the training and validation metrics (>= 0; 0 = silent).
     """
 
-    verbose: "Param[int]" = param("verbose", __doc__, TypeConverters.toInt)
-    _constraints = {"verbose": ge(0)}
+    verbose: "Param[int]" = param("verbose", __doc__, TypeConverters.toInt, ge(0))
 
     def getVerbose(self) -> int:
         """Gets the value of verbose or its default value."""

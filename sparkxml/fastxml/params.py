@@ -27,8 +27,8 @@ class HasRowOrder(Params):
     a file; it changes with the partitioning).
     """
 
-    rowOrder: "Param[str]" = param("rowOrder", __doc__, TypeConverters.toString)
-    _constraints = {"rowOrder": one_of("content", "input")}
+    rowOrder: "Param[str]" = param("rowOrder", __doc__, TypeConverters.toString,
+                                   one_of("content", "input"))
 
     def getRowOrder(self) -> str:
         """Gets the value of rowOrder or its default value."""
@@ -43,8 +43,8 @@ class HasTrainingMode(Params):
     per-task memory fits, else distributed).
     """
 
-    trainingMode: "Param[str]" = param("trainingMode", __doc__, TypeConverters.toString)
-    _constraints = {"trainingMode": one_of("auto", "replicated", "distributed")}
+    trainingMode: "Param[str]" = param("trainingMode", __doc__, TypeConverters.toString,
+                                       one_of("auto", "replicated", "distributed"))
 
     def getTrainingMode(self) -> str:
         """Gets the value of trainingMode or its default value."""
@@ -55,7 +55,7 @@ class HasMaxLeaf(Params):
     """Mixin for param maxLeaf: a node with at most this many training points is a leaf (>= 1).
     """
 
-    maxLeaf: "Param[int]" = param("maxLeaf", __doc__, TypeConverters.toInt)
+    maxLeaf: "Param[int]" = param("maxLeaf", __doc__, TypeConverters.toInt, ge(1))
 
     def getMaxLeaf(self) -> int:
         """Gets the value of maxLeaf or its default value."""
@@ -67,7 +67,7 @@ class HasLabelsPerLeaf(Params):
     (>= 1).
     """
 
-    labelsPerLeaf: "Param[int]" = param("labelsPerLeaf", __doc__, TypeConverters.toInt)
+    labelsPerLeaf: "Param[int]" = param("labelsPerLeaf", __doc__, TypeConverters.toInt, ge(1))
 
     def getLabelsPerLeaf(self) -> int:
         """Gets the value of labelsPerLeaf or its default value."""
@@ -79,7 +79,7 @@ class HasLogLossCoeff(Params):
     class-balanced as C/fraction (> 0).
     """
 
-    logLossCoeff: "Param[float]" = param("logLossCoeff", __doc__, TypeConverters.toFloat)
+    logLossCoeff: "Param[float]" = param("logLossCoeff", __doc__, TypeConverters.toFloat, gt(0.0))
 
     def getLogLossCoeff(self) -> float:
         """Gets the value of logLossCoeff or its default value."""
@@ -91,7 +91,7 @@ class HasBias(Params):
     it).
     """
 
-    bias: "Param[float]" = param("bias", __doc__, TypeConverters.toFloat)
+    bias: "Param[float]" = param("bias", __doc__, TypeConverters.toFloat, finite())
 
     def getBias(self) -> float:
         """Gets the value of bias or its default value."""
@@ -101,8 +101,6 @@ class HasBias(Params):
 class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
                      HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode, HasMaxLeaf,
                      HasLabelsPerLeaf, HasLogLossCoeff, HasBias):
-    _constraints = {"maxLeaf": ge(1), "labelsPerLeaf": ge(1), "logLossCoeff": gt(0.0),
-                    "bias": finite()}
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -118,7 +116,7 @@ class HasPropensityA(Params):
     0.6 Amazon).
     """
 
-    propensityA: "Param[float]" = param("propensityA", __doc__, TypeConverters.toFloat)
+    propensityA: "Param[float]" = param("propensityA", __doc__, TypeConverters.toFloat, finite())
 
     def getPropensityA(self) -> float:
         """Gets the value of propensityA or its default value."""
@@ -130,7 +128,7 @@ class HasPropensityB(Params):
     most data sets, 0.4 Wikipedia, 2.6 Amazon).
     """
 
-    propensityB: "Param[float]" = param("propensityB", __doc__, TypeConverters.toFloat)
+    propensityB: "Param[float]" = param("propensityB", __doc__, TypeConverters.toFloat, finite())
 
     def getPropensityB(self) -> float:
         """Gets the value of propensityB or its default value."""
@@ -155,7 +153,7 @@ class HasGamma(Params):
     1 / (1 + exp(gamma |x - w_l|^2)) (finite, > 0).
     """
 
-    gamma: "Param[float]" = param("gamma", __doc__, TypeConverters.toFloat)
+    gamma: "Param[float]" = param("gamma", __doc__, TypeConverters.toFloat, finite_positive())
 
     def getGamma(self) -> float:
         """Gets the value of gamma or its default value."""
@@ -167,7 +165,7 @@ class HasAlpha(Params):
     (in [0, 1]).
     """
 
-    alpha: "Param[float]" = param("alpha", __doc__, TypeConverters.toFloat)
+    alpha: "Param[float]" = param("alpha", __doc__, TypeConverters.toFloat, between(0.0, 1.0))
 
     def getAlpha(self) -> float:
         """Gets the value of alpha or its default value."""
@@ -179,7 +177,7 @@ class HasNumCandidates(Params):
     classifiers rerank (>= 1).
     """
 
-    numCandidates: "Param[int]" = param("numCandidates", __doc__, TypeConverters.toInt)
+    numCandidates: "Param[int]" = param("numCandidates", __doc__, TypeConverters.toInt, ge(1))
 
     def getNumCandidates(self) -> int:
         """Gets the value of numCandidates or its default value."""
@@ -193,8 +191,6 @@ PFASTRE_DEFAULTS = dict(propensityA=0.55, propensityB=1.5, tailClassifiers=True,
 
 class PfastreXMLParams(FastXMLParams, HasPropensityA, HasPropensityB, HasTailClassifiers,
                        HasGamma, HasAlpha, HasNumCandidates):
-    _constraints = {"propensityA": finite(), "propensityB": finite(), "gamma": finite_positive(),
-                    "alpha": between(0.0, 1.0), "numCandidates": ge(1)}
 
     def __init__(self, *args):
         super().__init__(*args)

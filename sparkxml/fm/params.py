@@ -35,8 +35,7 @@ CLASSIFIER_OUTPUTS = {"rawPredictionCol": "rawPrediction", "probabilityCol": "pr
 class HasFactorSize(Params):
     """Mixin for param factorSize: dimensionality of the factors (>= 1)."""
 
-    factorSize: "Param[int]" = param("factorSize", __doc__, TypeConverters.toInt)
-    _constraints = {"factorSize": ge(1)}
+    factorSize: "Param[int]" = param("factorSize", __doc__, TypeConverters.toInt, ge(1))
 
     def getFactorSize(self) -> int:
         """Gets the value of factorSize or its default value."""
@@ -48,8 +47,8 @@ class HasFMSolver(Params):
     libFM/myFM; no regularisation to tune), 'als' (coordinate descent) or 'adamw' (mini-batch).
     """
 
-    solver: "Param[str]" = param("solver", __doc__, TypeConverters.toString)
-    _constraints = {"solver": one_of("mcmc", "als", "adamw")}
+    solver: "Param[str]" = param("solver", __doc__, TypeConverters.toString,
+                                 one_of("mcmc", "als", "adamw"))
 
     def getSolver(self) -> str:
         """Gets the value of solver or its default value."""
@@ -62,8 +61,8 @@ class HasFMLoss(Params):
     labels: consecutive integers).
     """
 
-    loss: "Param[str]" = param("loss", __doc__, TypeConverters.toString)
-    _constraints = {"loss": one_of("squared", "ordinal")}
+    loss: "Param[str]" = param("loss", __doc__, TypeConverters.toString,
+                               one_of("squared", "ordinal"))
 
     def getLoss(self) -> str:
         """Gets the value of loss or its default value."""
@@ -73,8 +72,7 @@ class HasFMLoss(Params):
 class HasInitStd(Params):
     """Mixin for param initStd: standard deviation of the initial factors (> 0)."""
 
-    initStd: "Param[float]" = param("initStd", __doc__, TypeConverters.toFloat)
-    _constraints = {"initStd": gt(0.0)}
+    initStd: "Param[float]" = param("initStd", __doc__, TypeConverters.toFloat, gt(0.0))
 
     def getInitStd(self) -> float:
         """Gets the value of initStd or its default value."""
@@ -94,8 +92,7 @@ class HasFitLinear(Params):
 class HasBurnIn(Params):
     """Mixin for param burnIn: MCMC sweeps discarded before samples are kept (>= 0, < maxIter)."""
 
-    burnIn: "Param[int]" = param("burnIn", __doc__, TypeConverters.toInt)
-    _constraints = {"burnIn": ge(0)}
+    burnIn: "Param[int]" = param("burnIn", __doc__, TypeConverters.toInt, ge(0))
 
     def getBurnIn(self) -> int:
         """Gets the value of burnIn or its default value."""
@@ -105,8 +102,7 @@ class HasBurnIn(Params):
 class HasThinning(Params):
     """Mixin for param thinning: MCMC: keep every thinning-th sample after burn-in (>= 1)."""
 
-    thinning: "Param[int]" = param("thinning", __doc__, TypeConverters.toInt)
-    _constraints = {"thinning": ge(1)}
+    thinning: "Param[int]" = param("thinning", __doc__, TypeConverters.toInt, ge(1))
 
     def getThinning(self) -> int:
         """Gets the value of thinning or its default value."""
@@ -117,8 +113,8 @@ class HasMiniBatchFraction(Params):
     """Mixin for param miniBatchFraction: adamw: fraction of the rows in one mini-batch, in (0, 1].
     """
 
-    miniBatchFraction: "Param[float]" = param("miniBatchFraction", __doc__, TypeConverters.toFloat)
-    _constraints = {"miniBatchFraction": open_closed(0.0, 1.0)}
+    miniBatchFraction: "Param[float]" = param("miniBatchFraction", __doc__, TypeConverters.toFloat,
+                                              open_closed(0.0, 1.0))
 
     def getMiniBatchFraction(self) -> float:
         """Gets the value of miniBatchFraction or its default value."""
@@ -130,8 +126,8 @@ class HasFieldStarts(Params):
     ascending, first 0, all below the vector size (a field runs to the next start or the end).
     """
 
-    fieldStarts: "Param[list[int]]" = param("fieldStarts", __doc__, TypeConverters.toListInt)
-    _constraints = {"fieldStarts": field_starts()}
+    fieldStarts: "Param[list[int]]" = param("fieldStarts", __doc__, TypeConverters.toListInt,
+                                            field_starts())
 
     def getFieldStarts(self) -> list[int]:
         """Gets the value of fieldStarts or its default value."""
@@ -141,8 +137,7 @@ class HasFieldStarts(Params):
 class HasNumStages(Params):
     """Mixin for param numStages: number of boosting stages, one field pair each (>= 1)."""
 
-    numStages: "Param[int]" = param("numStages", __doc__, TypeConverters.toInt)
-    _constraints = {"numStages": ge(1)}
+    numStages: "Param[int]" = param("numStages", __doc__, TypeConverters.toInt, ge(1))
 
     def getNumStages(self) -> int:
         """Gets the value of numStages or its default value."""
@@ -154,8 +149,8 @@ class HasInputCols(Params):
     for multi-valued ones), one field each.
     """
 
-    inputCols: "Param[list[str]]" = param("inputCols", __doc__, TypeConverters.toListString)
-    _constraints = {"inputCols": column_list()}
+    inputCols: "Param[list[str]]" = param("inputCols", __doc__, TypeConverters.toListString,
+                                          column_list())
 
     def getInputCols(self) -> list[str]:
         """Gets the value of inputCols or its default value."""
@@ -165,8 +160,7 @@ class HasInputCols(Params):
 class HasOutputCol(Params):
     """Mixin for param outputCol: output column name."""
 
-    outputCol: "Param[str]" = param("outputCol", __doc__, TypeConverters.toString)
-    _constraints = {"outputCol": nonempty()}
+    outputCol: "Param[str]" = param("outputCol", __doc__, TypeConverters.toString, nonempty())
 
     def getOutputCol(self) -> str:
         """Gets the value of outputCol or its default value."""
@@ -178,8 +172,8 @@ class HasHandleInvalid(Params):
     field), 'skip' (drop the row) or 'error'.
     """
 
-    handleInvalid: "Param[str]" = param("handleInvalid", __doc__, TypeConverters.toString)
-    _constraints = {"handleInvalid": one_of("keep", "skip", "error")}
+    handleInvalid: "Param[str]" = param("handleInvalid", __doc__, TypeConverters.toString,
+                                        one_of("keep", "skip", "error"))
 
     def getHandleInvalid(self) -> str:
         """Gets the value of handleInvalid or its default value."""
@@ -192,8 +186,8 @@ class HasJointFit(Params):
     (keep the boosted stages).
     """
 
-    jointFit: "Param[str]" = param("jointFit", __doc__, TypeConverters.toString)
-    _constraints = {"jointFit": one_of("mcmc", "none")}
+    jointFit: "Param[str]" = param("jointFit", __doc__, TypeConverters.toString,
+                                   one_of("mcmc", "none"))
 
     def getJointFit(self) -> str:
         """Gets the value of jointFit or its default value."""
@@ -203,8 +197,7 @@ class HasJointFit(Params):
 class HasJointIter(Params):
     """Mixin for param jointIter: GBFM: MCMC sweeps of the joint fit (>= 1, > burnIn)."""
 
-    jointIter: "Param[int]" = param("jointIter", __doc__, TypeConverters.toInt)
-    _constraints = {"jointIter": ge(1)}
+    jointIter: "Param[int]" = param("jointIter", __doc__, TypeConverters.toInt, ge(1))
 
     def getJointIter(self) -> int:
         """Gets the value of jointIter or its default value."""
@@ -225,12 +218,7 @@ class HasFMInitModel(Params):
     factorSize; training starts from its parameters (MCMC models: their posterior mean).
     """
 
-    initModel: "Param[object]" = Param(
-        Params._dummy(), "initModel",
-        "FM model to start training from (a warm start): a fitted FMRegressionModel / "
-        "FMClassificationModel or its saved path, with the same vector size and factorSize; "
-        "training starts from its parameters (MCMC models: their posterior mean)",
-        typeConverter=_fm_model_or_path)
+    initModel: "Param[object]" = param("initModel", __doc__, _fm_model_or_path)
 
     def getInitModel(self):
         """Gets the value of initModel or its default value."""
@@ -257,9 +245,8 @@ class HasRelationCols(Params):
     """Mixin for param relationCols: integer columns, one per relation block: the block row
     (0-based, < the block's rows) whose features the row takes (myFM's relation blocks)."""
 
-    relationCols: "Param[list[str]]" = param("relationCols", __doc__,
-                                             TypeConverters.toListString)
-    _constraints = {"relationCols": column_list()}
+    relationCols: "Param[list[str]]" = param("relationCols", __doc__, TypeConverters.toListString,
+                                             column_list())
 
     def getRelationCols(self) -> list:
         """Gets the value of relationCols or its default value."""
@@ -272,12 +259,7 @@ class HasRelationBlocks(Params):
     (collected to the driver once), or a numpy 2-D array / scipy.sparse matrix (row b = block
     row b)."""
 
-    relationBlocks: "Param[list]" = Param(
-        Params._dummy(), "relationBlocks",
-        "the relation blocks, one per relationCols entry, each stored once: a DataFrame with "
-        "an integer 'index' column and a vector 'features' column (collected to the driver "
-        "once), or a numpy 2-D array / scipy.sparse matrix (row b = block row b)",
-        typeConverter=_relation_blocks)
+    relationBlocks: "Param[list]" = param("relationBlocks", __doc__, _relation_blocks)
 
     def getRelationBlocks(self) -> list:
         """Gets the value of relationBlocks or its default value."""
@@ -317,8 +299,8 @@ class HasFFMSolver(Params):
     sampling with hyper-priors, as FMRegressor's); every worker count gives the same model.
     """
 
-    solver: "Param[str]" = param("solver", __doc__, TypeConverters.toString)
-    _constraints = {"solver": one_of("adagrad", "als", "mcmc")}
+    solver: "Param[str]" = param("solver", __doc__, TypeConverters.toString,
+                                 one_of("adagrad", "als", "mcmc"))
 
     def getSolver(self) -> str:
         """Gets the value of solver or its default value."""
@@ -339,8 +321,7 @@ class HasNormalize(Params):
 class HasUserCol(Params):
     """Mixin for param userCol: column of user ids (integer, not null)."""
 
-    userCol: "Param[str]" = param("userCol", __doc__, TypeConverters.toString)
-    _constraints = {"userCol": nonempty()}
+    userCol: "Param[str]" = param("userCol", __doc__, TypeConverters.toString, nonempty())
 
     def getUserCol(self) -> str:
         """Gets the value of userCol or its default value."""
@@ -350,8 +331,7 @@ class HasUserCol(Params):
 class HasItemCol(Params):
     """Mixin for param itemCol: column of item ids (integer, not null)."""
 
-    itemCol: "Param[str]" = param("itemCol", __doc__, TypeConverters.toString)
-    _constraints = {"itemCol": nonempty()}
+    itemCol: "Param[str]" = param("itemCol", __doc__, TypeConverters.toString, nonempty())
 
     def getItemCol(self) -> str:
         """Gets the value of itemCol or its default value."""
@@ -362,8 +342,7 @@ class HasNumNegatives(Params):
     """Mixin for param numNegatives: negative items sampled per training row and epoch (>= 1).
     """
 
-    numNegatives: "Param[int]" = param("numNegatives", __doc__, TypeConverters.toInt)
-    _constraints = {"numNegatives": ge(1)}
+    numNegatives: "Param[int]" = param("numNegatives", __doc__, TypeConverters.toInt, ge(1))
 
     def getNumNegatives(self) -> int:
         """Gets the value of numNegatives or its default value."""
@@ -375,9 +354,8 @@ class HasColdStartStrategy(Params):
     training: 'nan' (score NaN) or 'drop' (drop the row), as MLlib's ALS.
     """
 
-    coldStartStrategy: "Param[str]" = param("coldStartStrategy", __doc__,
-                                            TypeConverters.toString)
-    _constraints = {"coldStartStrategy": one_of("nan", "drop")}
+    coldStartStrategy: "Param[str]" = param("coldStartStrategy", __doc__, TypeConverters.toString,
+                                            one_of("nan", "drop"))
 
     def getColdStartStrategy(self) -> str:
         """Gets the value of coldStartStrategy or its default value."""

@@ -61,9 +61,9 @@ class HasCriterion(Params):
     regression.
     """
 
-    criterion: "Param[str]" = param("criterion", __doc__, TypeConverters.toString)
-    _constraints = {"criterion": one_of("gini", "entropy", "log_loss", "squared_error", "friedman_mse",
-                           "poisson", "absolute_error")}
+    criterion: "Param[str]" = param(
+        "criterion", __doc__, TypeConverters.toString, one_of("gini", "entropy", "log_loss", "squared_error", "friedman_mse",
+                           "poisson", "absolute_error"))
 
     def getCriterion(self) -> str:
         """Gets the value of criterion or its default value."""
@@ -75,8 +75,7 @@ class HasTreeMaxDepth(Params):
     max_depth).
     """
 
-    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt)
-    _constraints = {"maxDepth": ge(0)}
+    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt, ge(0))
 
     def getMaxDepth(self) -> int:
         """Gets the value of maxDepth or its default value."""
@@ -88,8 +87,7 @@ class HasTreeMaxBins(Params):
     most this many distinct values gets a bin per value (exact splits).
     """
 
-    maxBins: "Param[int]" = param("maxBins", __doc__, TypeConverters.toInt)
-    _constraints = {"maxBins": between(2, 65536)}
+    maxBins: "Param[int]" = param("maxBins", __doc__, TypeConverters.toInt, between(2, 65536))
 
     def getMaxBins(self) -> int:
         """Gets the value of maxBins or its default value."""
@@ -101,8 +99,8 @@ class HasMinInstancesPerNode(Params):
     scikit-learn's min_samples_leaf).
     """
 
-    minInstancesPerNode: "Param[int]" = param("minInstancesPerNode", __doc__, TypeConverters.toInt)
-    _constraints = {"minInstancesPerNode": ge(1)}
+    minInstancesPerNode: "Param[int]" = param("minInstancesPerNode", __doc__, TypeConverters.toInt,
+                                              ge(1))
 
     def getMinInstancesPerNode(self) -> int:
         """Gets the value of minInstancesPerNode or its default value."""
@@ -114,8 +112,7 @@ class HasMinSamplesSplit(Params):
     min_samples_split).
     """
 
-    minSamplesSplit: "Param[int]" = param("minSamplesSplit", __doc__, TypeConverters.toInt)
-    _constraints = {"minSamplesSplit": ge(2)}
+    minSamplesSplit: "Param[int]" = param("minSamplesSplit", __doc__, TypeConverters.toInt, ge(2))
 
     def getMinSamplesSplit(self) -> int:
         """Gets the value of minSamplesSplit or its default value."""
@@ -128,8 +125,7 @@ class HasMinWeightFractionPerNode(Params):
     """
 
     minWeightFractionPerNode: "Param[float]" = param(
-        "minWeightFractionPerNode", __doc__, TypeConverters.toFloat)
-    _constraints = {"minWeightFractionPerNode": between(0.0, 0.5)}
+        "minWeightFractionPerNode", __doc__, TypeConverters.toFloat, between(0.0, 0.5))
 
     def getMinWeightFractionPerNode(self) -> float:
         """Gets the value of minWeightFractionPerNode or its default value."""
@@ -141,8 +137,8 @@ class HasMaxLeafNodes(Params):
     2; scikit-learn's max_leaf_nodes).
     """
 
-    maxLeafNodes: "Param[int]" = param("maxLeafNodes", __doc__, TypeConverters.toInt)
-    _constraints = {"maxLeafNodes": zero_or_ge(2)}
+    maxLeafNodes: "Param[int]" = param("maxLeafNodes", __doc__, TypeConverters.toInt,
+                                       zero_or_ge(2))
 
     def getMaxLeafNodes(self) -> int:
         """Gets the value of maxLeafNodes or its default value."""
@@ -154,8 +150,7 @@ class HasMinInfoGain(Params):
     scikit-learn's min_impurity_decrease).
     """
 
-    minInfoGain: "Param[float]" = param("minInfoGain", __doc__, TypeConverters.toFloat)
-    _constraints = {"minInfoGain": ge(0.0)}
+    minInfoGain: "Param[float]" = param("minInfoGain", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getMinInfoGain(self) -> float:
         """Gets the value of minInfoGain or its default value."""
@@ -168,8 +163,7 @@ class HasFeatureSubsetStrategy(Params):
     """
 
     featureSubsetStrategy: "Param[str]" = param(
-        "featureSubsetStrategy", __doc__, TypeConverters.toString)
-    _constraints = {"featureSubsetStrategy": subset_strategy()}
+        "featureSubsetStrategy", __doc__, TypeConverters.toString, subset_strategy())
 
     def getFeatureSubsetStrategy(self) -> str:
         """Gets the value of featureSubsetStrategy or its default value."""
@@ -220,9 +214,9 @@ class HasClassWeight(Params):
     it weigh 1; stored as a JSON string); unset: no class weights.
     """
 
-    classWeight: "Param[str]" = param("classWeight", __doc__, _to_class_weight)
-    _constraints = {"classWeight": Rule(_class_weight_ok, "must be 'balanced' or a dict "
-                                                          "{class id >= 0: weight >= 0}")}
+    classWeight: "Param[str]" = param(
+        "classWeight", __doc__, _to_class_weight, Rule(_class_weight_ok, "must be 'balanced' or a dict "
+                                                          "{class id >= 0: weight >= 0}"))
 
     def getClassWeight(self) -> str:
         """Gets the value of classWeight or its default value."""
@@ -257,8 +251,7 @@ class HasCcpAlpha(Params):
     scikit-learn's ccp_alpha).
     """
 
-    ccpAlpha: "Param[float]" = param("ccpAlpha", __doc__, TypeConverters.toFloat)
-    _constraints = {"ccpAlpha": ge(0.0)}
+    ccpAlpha: "Param[float]" = param("ccpAlpha", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getCcpAlpha(self) -> float:
         """Gets the value of ccpAlpha or its default value."""
@@ -299,8 +292,8 @@ class HasQuantiles(Params):
     quantiles).
     """
 
-    quantiles: "Param[list[float]]" = param("quantiles", __doc__, TypeConverters.toListFloat)
-    _constraints = {"quantiles": Rule(_quantiles_ok, "must be a list of numbers in (0, 1)")}
+    quantiles: "Param[list[float]]" = param(
+        "quantiles", __doc__, TypeConverters.toListFloat, Rule(_quantiles_ok, "must be a list of numbers in (0, 1)"))
 
     def getQuantiles(self) -> list:
         """Gets the value of quantiles or its default value."""
@@ -312,8 +305,8 @@ class HasQuantilesCol(Params):
     one per entry of quantiles, in their order), added when quantiles is not empty.
     """
 
-    quantilesCol: "Param[str]" = param("quantilesCol", __doc__, TypeConverters.toString)
-    _constraints = {"quantilesCol": nonempty()}
+    quantilesCol: "Param[str]" = param("quantilesCol", __doc__, TypeConverters.toString,
+                                       nonempty())
 
     def getQuantilesCol(self) -> str:
         """Gets the value of quantilesCol or its default value."""
@@ -331,8 +324,7 @@ class HasTreeCategoricalCols(Params):
     """
 
     categoricalCols: "Param[list[str]]" = param(
-        "categoricalCols", __doc__, TypeConverters.toListString)
-    _constraints = {"categoricalCols": feature_names()}
+        "categoricalCols", __doc__, TypeConverters.toListString, feature_names())
 
     def getCategoricalCols(self) -> list[str]:
         """Gets the value of categoricalCols or its default value."""

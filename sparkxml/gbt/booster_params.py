@@ -36,6 +36,7 @@ from __future__ import annotations
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import between, one_of
+from sparkxml._core.params import param
 
 DART_PARAMS = ("boosterType", "rateDrop", "skipDrop", "oneDrop", "normalizeType",
                "sampleType", "processType", "updater")
@@ -45,11 +46,8 @@ class HasBoosterType(Params):
     """Mixin for param boosterType: 'gbtree' (plain boosting) or 'dart' (trees dropped at
     random every round, XGBoost's dart booster)."""
 
-    boosterType: "Param[str]" = Param(
-        Params._dummy(), "boosterType",
-        "'gbtree' (plain boosting) or 'dart' (trees dropped at random every round, XGBoost's "
-        "dart booster)", typeConverter=TypeConverters.toString)
-    _constraints = {"boosterType": one_of("gbtree", "dart")}
+    boosterType: "Param[str]" = param("boosterType", __doc__, TypeConverters.toString,
+                                      one_of("gbtree", "dart"))
 
     def getBoosterType(self) -> str:
         """Gets the value of boosterType or its default value."""
@@ -60,11 +58,8 @@ class HasRateDrop(Params):
     """Mixin for param rateDrop: DART: probability of dropping each tree in a round, in
     [0, 1]."""
 
-    rateDrop: "Param[float]" = Param(
-        Params._dummy(), "rateDrop",
-        "DART: probability of dropping each tree in a round, in [0, 1]",
-        typeConverter=TypeConverters.toFloat)
-    _constraints = {"rateDrop": between(0.0, 1.0)}
+    rateDrop: "Param[float]" = param("rateDrop", __doc__, TypeConverters.toFloat,
+                                     between(0.0, 1.0))
 
     def getRateDrop(self) -> float:
         """Gets the value of rateDrop or its default value."""
@@ -75,11 +70,8 @@ class HasSkipDrop(Params):
     """Mixin for param skipDrop: DART: probability of dropping no tree in a round, in
     [0, 1]."""
 
-    skipDrop: "Param[float]" = Param(
-        Params._dummy(), "skipDrop",
-        "DART: probability of dropping no tree in a round, in [0, 1]",
-        typeConverter=TypeConverters.toFloat)
-    _constraints = {"skipDrop": between(0.0, 1.0)}
+    skipDrop: "Param[float]" = param("skipDrop", __doc__, TypeConverters.toFloat,
+                                     between(0.0, 1.0))
 
     def getSkipDrop(self) -> float:
         """Gets the value of skipDrop or its default value."""
@@ -89,9 +81,7 @@ class HasSkipDrop(Params):
 class HasOneDrop(Params):
     """Mixin for param oneDrop: DART: drop one tree when the draw dropped none."""
 
-    oneDrop: "Param[bool]" = Param(
-        Params._dummy(), "oneDrop", "DART: drop one tree when the draw dropped none",
-        typeConverter=TypeConverters.toBoolean)
+    oneDrop: "Param[bool]" = param("oneDrop", __doc__, TypeConverters.toBoolean)
 
     def getOneDrop(self) -> bool:
         """Gets the value of oneDrop or its default value."""
@@ -102,11 +92,8 @@ class HasNormalizeType(Params):
     """Mixin for param normalizeType: DART: 'tree' (new trees weigh 1 / (k + lr), the k
     dropped ones are scaled by k / (k + lr)) or 'forest' (both 1 / (1 + lr))."""
 
-    normalizeType: "Param[str]" = Param(
-        Params._dummy(), "normalizeType",
-        "DART: 'tree' (new trees weigh 1 / (k + lr), the k dropped ones are scaled by "
-        "k / (k + lr)) or 'forest' (both 1 / (1 + lr))", typeConverter=TypeConverters.toString)
-    _constraints = {"normalizeType": one_of("tree", "forest")}
+    normalizeType: "Param[str]" = param("normalizeType", __doc__, TypeConverters.toString,
+                                        one_of("tree", "forest"))
 
     def getNormalizeType(self) -> str:
         """Gets the value of normalizeType or its default value."""
@@ -117,11 +104,8 @@ class HasSampleType(Params):
     """Mixin for param sampleType: DART: 'uniform' (every tree equally likely to be dropped)
     or 'weighted' (in proportion to its weight)."""
 
-    sampleType: "Param[str]" = Param(
-        Params._dummy(), "sampleType",
-        "DART: 'uniform' (every tree equally likely to be dropped) or 'weighted' (in "
-        "proportion to its weight)", typeConverter=TypeConverters.toString)
-    _constraints = {"sampleType": one_of("uniform", "weighted")}
+    sampleType: "Param[str]" = param("sampleType", __doc__, TypeConverters.toString,
+                                     one_of("uniform", "weighted"))
 
     def getSampleType(self) -> str:
         """Gets the value of sampleType or its default value."""
@@ -132,11 +116,8 @@ class HasProcessType(Params):
     """Mixin for param processType: 'default' (boost new trees) or 'update' (apply updater
     to initModel's trees, XGBoost's process_type)."""
 
-    processType: "Param[str]" = Param(
-        Params._dummy(), "processType",
-        "'default' (boost new trees) or 'update' (apply updater to initModel's trees, "
-        "XGBoost's process_type)", typeConverter=TypeConverters.toString)
-    _constraints = {"processType": one_of("default", "update")}
+    processType: "Param[str]" = param("processType", __doc__, TypeConverters.toString,
+                                      one_of("default", "update"))
 
     def getProcessType(self) -> str:
         """Gets the value of processType or its default value."""
@@ -147,12 +128,8 @@ class HasUpdater(Params):
     """Mixin for param updater: with processType 'update': 'refresh' (recompute node values
     and statistics on the data) or 'prune' (collapse splits below minSplitLoss)."""
 
-    updater: "Param[str]" = Param(
-        Params._dummy(), "updater",
-        "with processType 'update': 'refresh' (recompute node values and statistics on the "
-        "data) or 'prune' (collapse splits below minSplitLoss)",
-        typeConverter=TypeConverters.toString)
-    _constraints = {"updater": one_of("refresh", "prune")}
+    updater: "Param[str]" = param("updater", __doc__, TypeConverters.toString,
+                                  one_of("refresh", "prune"))
 
     def getUpdater(self) -> str:
         """Gets the value of updater or its default value."""

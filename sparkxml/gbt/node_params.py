@@ -11,6 +11,7 @@ import numbers
 from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import Rule, open_closed
+from sparkxml._core.params import param
 
 
 def to_interaction_sets(value):
@@ -57,12 +58,8 @@ class HasColsampleByLevel(Params):
     level, in (0, 1] (XGBoost's colsample_bylevel).
     """
 
-    colsampleByLevel: "Param[float]" = Param(
-        Params._dummy(), "colsampleByLevel",
-        "fraction of the tree's features sampled for each depth level, in (0, 1] (XGBoost's "
-        "colsample_bylevel)",
-        typeConverter=TypeConverters.toFloat)
-    _constraints = {"colsampleByLevel": open_closed(0.0, 1.0)}
+    colsampleByLevel: "Param[float]" = param("colsampleByLevel", __doc__, TypeConverters.toFloat,
+                                             open_closed(0.0, 1.0))
 
     def getColsampleByLevel(self) -> float:
         """Gets the value of colsampleByLevel or its default value."""
@@ -74,12 +71,8 @@ class HasColsampleByNode(Params):
     in (0, 1] (XGBoost's colsample_bynode).
     """
 
-    colsampleByNode: "Param[float]" = Param(
-        Params._dummy(), "colsampleByNode",
-        "fraction of the level's features sampled for each node, in (0, 1] (XGBoost's "
-        "colsample_bynode)",
-        typeConverter=TypeConverters.toFloat)
-    _constraints = {"colsampleByNode": open_closed(0.0, 1.0)}
+    colsampleByNode: "Param[float]" = param("colsampleByNode", __doc__, TypeConverters.toFloat,
+                                            open_closed(0.0, 1.0))
 
     def getColsampleByNode(self) -> float:
         """Gets the value of colsampleByNode or its default value."""
@@ -92,13 +85,8 @@ class HasInteractionConstraints(Params):
     features from two sets that no single set holds together.
     """
 
-    interactionConstraints: "Param[list]" = Param(
-        Params._dummy(), "interactionConstraints",
-        "sets of features allowed to interact, as lists of feature indices or names (XGBoost's "
-        "interaction_constraints): no branch of a tree splits on features from two sets that "
-        "no single set holds together",
-        typeConverter=to_interaction_sets)
-    _constraints = {"interactionConstraints": _sets_rule()}
+    interactionConstraints: "Param[list]" = param(
+        "interactionConstraints", __doc__, to_interaction_sets, _sets_rule())
 
     def getInteractionConstraints(self) -> list:
         """Gets the value of interactionConstraints or its default value."""

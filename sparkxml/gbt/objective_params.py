@@ -32,8 +32,8 @@ class HasRegressionObjective(Params):
     'huber', 'quantile', 'poisson', 'tweedie', 'gamma' or 'cox'.
     """
 
-    objective: "Param[str]" = param("objective", __doc__, TypeConverters.toString)
-    _constraints = {"objective": one_of(*REGRESSION_OBJECTIVES)}
+    objective: "Param[str]" = param("objective", __doc__, TypeConverters.toString,
+                                    one_of(*REGRESSION_OBJECTIVES))
 
     def getObjective(self) -> str:
         """Gets the value of objective or its default value."""
@@ -45,8 +45,8 @@ class HasLossType(Params):
     alias of objective 'squared_error' / 'absolute_error').
     """
 
-    lossType: "Param[str]" = param("lossType", __doc__, TypeConverters.toString)
-    _constraints = {"lossType": one_of(*_LOSS_TYPES)}
+    lossType: "Param[str]" = param("lossType", __doc__, TypeConverters.toString,
+                                   one_of(*_LOSS_TYPES))
 
     def getLossType(self) -> str:
         """Gets the value of lossType or its default value."""
@@ -57,8 +57,7 @@ class HasHuberDelta(Params):
     """Mixin for param huberDelta: where the huber loss turns from quadratic to linear (> 0;
     LightGBM's alpha for huber)."""
 
-    huberDelta: "Param[float]" = param("huberDelta", __doc__, TypeConverters.toFloat)
-    _constraints = {"huberDelta": gt(0.0)}
+    huberDelta: "Param[float]" = param("huberDelta", __doc__, TypeConverters.toFloat, gt(0.0))
 
     def getHuberDelta(self) -> float:
         """Gets the value of huberDelta or its default value."""
@@ -68,8 +67,8 @@ class HasHuberDelta(Params):
 class HasQuantileAlpha(Params):
     """Mixin for param quantileAlpha: the quantile the 'quantile' objective fits, in (0, 1)."""
 
-    quantileAlpha: "Param[float]" = param("quantileAlpha", __doc__, TypeConverters.toFloat)
-    _constraints = {"quantileAlpha": open_open(0.0, 1.0)}
+    quantileAlpha: "Param[float]" = param("quantileAlpha", __doc__, TypeConverters.toFloat,
+                                          open_open(0.0, 1.0))
 
     def getQuantileAlpha(self) -> float:
         """Gets the value of quantileAlpha or its default value."""
@@ -81,8 +80,7 @@ class HasTweedieVariancePower(Params):
     (1, 2) (1: poisson, 2: gamma)."""
 
     tweedieVariancePower: "Param[float]" = param(
-        "tweedieVariancePower", __doc__, TypeConverters.toFloat)
-    _constraints = {"tweedieVariancePower": open_open(1.0, 2.0)}
+        "tweedieVariancePower", __doc__, TypeConverters.toFloat, open_open(1.0, 2.0))
 
     def getTweedieVariancePower(self) -> float:
         """Gets the value of tweedieVariancePower or its default value."""
@@ -94,8 +92,7 @@ class HasMaxDeltaStep(Params):
     0 = none; XGBoost's max_delta_step, which also inflates the poisson hessian: unset, the
     leaves are free and poisson uses 0.7)."""
 
-    maxDeltaStep: "Param[float]" = param("maxDeltaStep", __doc__, TypeConverters.toFloat)
-    _constraints = {"maxDeltaStep": ge(0.0)}
+    maxDeltaStep: "Param[float]" = param("maxDeltaStep", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getMaxDeltaStep(self) -> float:
         """Gets the value of maxDeltaStep or its default value."""
@@ -108,8 +105,7 @@ class HasBaseScore(Params):
     labels, their median / quantileAlpha-quantile for absolute_error / quantile (XGBoost's
     interpolated one without weightCol, the lower weighted one with), 1 for cox."""
 
-    baseScore: "Param[float]" = param("baseScore", __doc__, TypeConverters.toFloat)
-    _constraints = {"baseScore": finite()}
+    baseScore: "Param[float]" = param("baseScore", __doc__, TypeConverters.toFloat, finite())
 
     def getBaseScore(self) -> float:
         """Gets the value of baseScore or its default value."""
@@ -134,8 +130,8 @@ class HasEvalMetrics(Params):
     validation rows (XGBoost's names, see evalMetric); early stopping follows the first.
     """
 
-    evalMetrics: "Param[list[str]]" = param("evalMetrics", __doc__, TypeConverters.toListString)
-    _constraints = {"evalMetrics": metric_names()}
+    evalMetrics: "Param[list[str]]" = param("evalMetrics", __doc__, TypeConverters.toListString,
+                                            metric_names())
 
     def getEvalMetrics(self) -> list[str]:
         """Gets the value of evalMetrics or its default value."""

@@ -71,8 +71,7 @@ class HasMaxDepth(Params):
     'lossguide' and maxLeaves > 0).
     """
 
-    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt)
-    _constraints = {"maxDepth": ge(0)}
+    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt, ge(0))
 
     def getMaxDepth(self) -> int:
         """Gets the value of maxDepth or its default value."""
@@ -82,8 +81,7 @@ class HasMaxDepth(Params):
 class HasMaxLeaves(Params):
     """Mixin for param maxLeaves: maximum number of leaves of a tree (>= 0; 0 = no limit)."""
 
-    maxLeaves: "Param[int]" = param("maxLeaves", __doc__, TypeConverters.toInt)
-    _constraints = {"maxLeaves": ge(0)}
+    maxLeaves: "Param[int]" = param("maxLeaves", __doc__, TypeConverters.toInt, ge(0))
 
     def getMaxLeaves(self) -> int:
         """Gets the value of maxLeaves or its default value."""
@@ -95,8 +93,8 @@ class HasGrowPolicy(Params):
     the leaf with the highest gain first).
     """
 
-    growPolicy: "Param[str]" = param("growPolicy", __doc__, TypeConverters.toString)
-    _constraints = {"growPolicy": one_of("depthwise", "lossguide")}
+    growPolicy: "Param[str]" = param("growPolicy", __doc__, TypeConverters.toString,
+                                     one_of("depthwise", "lossguide"))
 
     def getGrowPolicy(self) -> str:
         """Gets the value of growPolicy or its default value."""
@@ -108,8 +106,7 @@ class HasMaxBins(Params):
     the bins are uint16).
     """
 
-    maxBins: "Param[int]" = param("maxBins", __doc__, TypeConverters.toInt)
-    _constraints = {"maxBins": between(2, 65536)}
+    maxBins: "Param[int]" = param("maxBins", __doc__, TypeConverters.toInt, between(2, 65536))
 
     def getMaxBins(self) -> int:
         """Gets the value of maxBins or its default value."""
@@ -119,8 +116,7 @@ class HasMaxBins(Params):
 class HasRegLambda(Params):
     """Mixin for param regLambda: L2 regularisation of leaf weights (>= 0)."""
 
-    regLambda: "Param[float]" = param("regLambda", __doc__, TypeConverters.toFloat)
-    _constraints = {"regLambda": ge(0.0)}
+    regLambda: "Param[float]" = param("regLambda", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getRegLambda(self) -> float:
         """Gets the value of regLambda or its default value."""
@@ -130,8 +126,7 @@ class HasRegLambda(Params):
 class HasRegAlpha(Params):
     """Mixin for param regAlpha: L1 regularisation of leaf weights (>= 0)."""
 
-    regAlpha: "Param[float]" = param("regAlpha", __doc__, TypeConverters.toFloat)
-    _constraints = {"regAlpha": ge(0.0)}
+    regAlpha: "Param[float]" = param("regAlpha", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getRegAlpha(self) -> float:
         """Gets the value of regAlpha or its default value."""
@@ -141,8 +136,7 @@ class HasRegAlpha(Params):
 class HasMinSplitLoss(Params):
     """Mixin for param minSplitLoss: minimum loss reduction to make a split (gamma, >= 0)."""
 
-    minSplitLoss: "Param[float]" = param("minSplitLoss", __doc__, TypeConverters.toFloat)
-    _constraints = {"minSplitLoss": ge(0.0)}
+    minSplitLoss: "Param[float]" = param("minSplitLoss", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getMinSplitLoss(self) -> float:
         """Gets the value of minSplitLoss or its default value."""
@@ -152,8 +146,8 @@ class HasMinSplitLoss(Params):
 class HasMinChildWeight(Params):
     """Mixin for param minChildWeight: minimum sum of hessians in a child (>= 0)."""
 
-    minChildWeight: "Param[float]" = param("minChildWeight", __doc__, TypeConverters.toFloat)
-    _constraints = {"minChildWeight": ge(0.0)}
+    minChildWeight: "Param[float]" = param("minChildWeight", __doc__, TypeConverters.toFloat,
+                                           ge(0.0))
 
     def getMinChildWeight(self) -> float:
         """Gets the value of minChildWeight or its default value."""
@@ -163,8 +157,8 @@ class HasMinChildWeight(Params):
 class HasColsampleByTree(Params):
     """Mixin for param colsampleByTree: fraction of features sampled per tree, in (0, 1]."""
 
-    colsampleByTree: "Param[float]" = param("colsampleByTree", __doc__, TypeConverters.toFloat)
-    _constraints = {"colsampleByTree": open_closed(0.0, 1.0)}
+    colsampleByTree: "Param[float]" = param("colsampleByTree", __doc__, TypeConverters.toFloat,
+                                            open_closed(0.0, 1.0))
 
     def getColsampleByTree(self) -> float:
         """Gets the value of colsampleByTree or its default value."""
@@ -178,8 +172,7 @@ class HasEvalMetric(Params):
     own).
     """
 
-    evalMetric: "Param[str]" = param("evalMetric", __doc__, TypeConverters.toString)
-    _constraints = {"evalMetric": eval_metric()}
+    evalMetric: "Param[str]" = param("evalMetric", __doc__, TypeConverters.toString, eval_metric())
 
     def getEvalMetric(self) -> str:
         """Gets the value of evalMetric or its default value."""
@@ -189,8 +182,8 @@ class HasEvalMetric(Params):
 class HasNumClasses(Params):
     """Mixin for param numClasses: number of classes (2..10000; unset: max label + 1)."""
 
-    numClasses: "Param[int]" = param("numClasses", __doc__, TypeConverters.toInt)
-    _constraints = {"numClasses": between(2, 10_000)}
+    numClasses: "Param[int]" = param("numClasses", __doc__, TypeConverters.toInt,
+                                     between(2, 10_000))
 
     def getNumClasses(self) -> int:
         """Gets the value of numClasses or its default value."""
@@ -203,8 +196,8 @@ class HasObjective(Params):
     lambdas, binary labels).
     """
 
-    objective: "Param[str]" = param("objective", __doc__, TypeConverters.toString)
-    _constraints = {"objective": one_of("lambdarank", "pairwise", "xendcg", "map")}
+    objective: "Param[str]" = param("objective", __doc__, TypeConverters.toString,
+                                    one_of("lambdarank", "pairwise", "xendcg", "map"))
 
     def getObjective(self) -> str:
         """Gets the value of objective or its default value."""
@@ -217,8 +210,7 @@ class HasNdcgTruncation(Params):
     lambdarank_truncation_level).
     """
 
-    ndcgTruncation: "Param[int]" = param("ndcgTruncation", __doc__, TypeConverters.toInt)
-    _constraints = {"ndcgTruncation": ge(1)}
+    ndcgTruncation: "Param[int]" = param("ndcgTruncation", __doc__, TypeConverters.toInt, ge(1))
 
     def getNdcgTruncation(self) -> int:
         """Gets the value of ndcgTruncation or its default value."""
@@ -230,8 +222,8 @@ class HasLabelGain(Params):
     finite floats; unset: 2^rel - 1).
     """
 
-    labelGain: "Param[list[float]]" = param("labelGain", __doc__, TypeConverters.toListFloat)
-    _constraints = {"labelGain": finite_floats()}
+    labelGain: "Param[list[float]]" = param("labelGain", __doc__, TypeConverters.toListFloat,
+                                            finite_floats())
 
     def getLabelGain(self) -> list[float]:
         """Gets the value of labelGain or its default value."""
@@ -241,8 +233,7 @@ class HasLabelGain(Params):
 class HasSigma(Params):
     """Mixin for param sigma: steepness of the pair sigmoid (> 0)."""
 
-    sigma: "Param[float]" = param("sigma", __doc__, TypeConverters.toFloat)
-    _constraints = {"sigma": gt(0.0)}
+    sigma: "Param[float]" = param("sigma", __doc__, TypeConverters.toFloat, gt(0.0))
 
     def getSigma(self) -> float:
         """Gets the value of sigma or its default value."""
@@ -264,8 +255,7 @@ class HasMissing(Params):
     missing; NaN = only NaN; with 0.0, absent sparse entries are missing too).
     """
 
-    missing: "Param[float]" = param("missing", __doc__, TypeConverters.toFloat)
-    _constraints = {"missing": not_infinite()}
+    missing: "Param[float]" = param("missing", __doc__, TypeConverters.toFloat, not_infinite())
 
     def getMissing(self) -> float:
         """Gets the value of missing or its default value."""
@@ -277,8 +267,8 @@ class HasScalePosWeight(Params):
     (XGBoost's scale_pos_weight; binary classification; finite, > 0).
     """
 
-    scalePosWeight: "Param[float]" = param("scalePosWeight", __doc__, TypeConverters.toFloat)
-    _constraints = {"scalePosWeight": finite_positive()}
+    scalePosWeight: "Param[float]" = param("scalePosWeight", __doc__, TypeConverters.toFloat,
+                                           finite_positive())
 
     def getScalePosWeight(self) -> float:
         """Gets the value of scalePosWeight or its default value."""
@@ -291,8 +281,8 @@ class HasBaseMarginCol(Params):
     numClasses values for multiclass.
     """
 
-    baseMarginCol: "Param[str]" = param("baseMarginCol", __doc__, TypeConverters.toString)
-    _constraints = {"baseMarginCol": nonempty()}
+    baseMarginCol: "Param[str]" = param("baseMarginCol", __doc__, TypeConverters.toString,
+                                        nonempty())
 
     def getBaseMarginCol(self) -> str:
         """Gets the value of baseMarginCol or its default value."""
@@ -306,8 +296,7 @@ class HasMonotoneConstraints(Params):
     """
 
     monotoneConstraints: "Param[list[int]]" = param(
-        "monotoneConstraints", __doc__, TypeConverters.toListInt)
-    _constraints = {"monotoneConstraints": monotone_signs()}
+        "monotoneConstraints", __doc__, TypeConverters.toListInt, monotone_signs())
 
     def getMonotoneConstraints(self) -> list[int]:
         """Gets the value of monotoneConstraints or its default value."""
@@ -320,8 +309,8 @@ class HasPredContribCol(Params):
     multiclass; unset: not computed.
     """
 
-    predContribCol: "Param[str]" = param("predContribCol", __doc__, TypeConverters.toString)
-    _constraints = {"predContribCol": nonempty()}
+    predContribCol: "Param[str]" = param("predContribCol", __doc__, TypeConverters.toString,
+                                         nonempty())
 
     def getPredContribCol(self) -> str:
         """Gets the value of predContribCol or its default value."""
@@ -334,8 +323,7 @@ class HasLeafCol(Params):
     unset: not computed.
     """
 
-    leafCol: "Param[str]" = param("leafCol", __doc__, TypeConverters.toString)
-    _constraints = {"leafCol": nonempty()}
+    leafCol: "Param[str]" = param("leafCol", __doc__, TypeConverters.toString, nonempty())
 
     def getLeafCol(self) -> str:
         """Gets the value of leafCol or its default value."""
@@ -364,8 +352,7 @@ class HasCategoricalCols(Params):
     """
 
     categoricalCols: "Param[list[str]]" = param(
-        "categoricalCols", __doc__, TypeConverters.toListString)
-    _constraints = {"categoricalCols": feature_names()}
+        "categoricalCols", __doc__, TypeConverters.toListString, feature_names())
 
     def getCategoricalCols(self) -> list[str]:
         """Gets the value of categoricalCols or its default value."""
@@ -377,8 +364,7 @@ class HasMaxCatToOnehot(Params):
     splits one category against the rest (LightGBM's max_cat_to_onehot; >= 1).
     """
 
-    maxCatToOnehot: "Param[int]" = param("maxCatToOnehot", __doc__, TypeConverters.toInt)
-    _constraints = {"maxCatToOnehot": ge(1)}
+    maxCatToOnehot: "Param[int]" = param("maxCatToOnehot", __doc__, TypeConverters.toInt, ge(1))
 
     def getMaxCatToOnehot(self) -> int:
         """Gets the value of maxCatToOnehot or its default value."""
@@ -391,8 +377,7 @@ class HasCatSmooth(Params):
     (LightGBM's cat_smooth, which counts rows; >= 0).
     """
 
-    catSmooth: "Param[float]" = param("catSmooth", __doc__, TypeConverters.toFloat)
-    _constraints = {"catSmooth": ge(0.0)}
+    catSmooth: "Param[float]" = param("catSmooth", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getCatSmooth(self) -> float:
         """Gets the value of catSmooth or its default value."""
@@ -404,8 +389,7 @@ class HasCatL2(Params):
     splits (LightGBM's cat_l2; >= 0).
     """
 
-    catL2: "Param[float]" = param("catL2", __doc__, TypeConverters.toFloat)
-    _constraints = {"catL2": ge(0.0)}
+    catL2: "Param[float]" = param("catL2", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getCatL2(self) -> float:
         """Gets the value of catL2 or its default value."""
@@ -417,8 +401,7 @@ class HasMaxCatThreshold(Params):
     split (LightGBM's max_cat_threshold; >= 1).
     """
 
-    maxCatThreshold: "Param[int]" = param("maxCatThreshold", __doc__, TypeConverters.toInt)
-    _constraints = {"maxCatThreshold": ge(1)}
+    maxCatThreshold: "Param[int]" = param("maxCatThreshold", __doc__, TypeConverters.toInt, ge(1))
 
     def getMaxCatThreshold(self) -> int:
         """Gets the value of maxCatThreshold or its default value."""
@@ -432,8 +415,7 @@ class HasNthread(Params):
     value.
     """
 
-    nthread: "Param[int]" = param("nthread", __doc__, TypeConverters.toInt)
-    _constraints = {"nthread": ge(1)}
+    nthread: "Param[int]" = param("nthread", __doc__, TypeConverters.toInt, ge(1))
 
     def getNthread(self) -> int:
         """Gets the value of nthread or its default value."""

@@ -23,7 +23,7 @@ class HasMaxLeafLabels(Params):
     """Mixin for param maxLeafLabels: a node with at most this many labels is a leaf (>= 1).
     """
 
-    maxLeafLabels: "Param[int]" = param("maxLeafLabels", __doc__, TypeConverters.toInt)
+    maxLeafLabels: "Param[int]" = param("maxLeafLabels", __doc__, TypeConverters.toInt, ge(1))
 
     def getMaxLeafLabels(self) -> int:
         """Gets the value of maxLeafLabels or its default value."""
@@ -35,7 +35,7 @@ class HasBranchFactor(Params):
     that splits its labels (>= 2).
     """
 
-    branchFactor: "Param[int]" = param("branchFactor", __doc__, TypeConverters.toInt)
+    branchFactor: "Param[int]" = param("branchFactor", __doc__, TypeConverters.toInt, ge(2))
 
     def getBranchFactor(self) -> int:
         """Gets the value of branchFactor or its default value."""
@@ -47,7 +47,7 @@ class HasMaxDepth(Params):
     0; >= 1).
     """
 
-    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt)
+    maxDepth: "Param[int]" = param("maxDepth", __doc__, TypeConverters.toInt, ge(1))
 
     def getMaxDepth(self) -> int:
         """Gets the value of maxDepth or its default value."""
@@ -71,7 +71,7 @@ class HasClusterEps(Params):
     improves by less than this (>= 0).
     """
 
-    clusterEps: "Param[float]" = param("clusterEps", __doc__, TypeConverters.toFloat)
+    clusterEps: "Param[float]" = param("clusterEps", __doc__, TypeConverters.toFloat, ge(0.0))
 
     def getClusterEps(self) -> float:
         """Gets the value of clusterEps or its default value."""
@@ -83,7 +83,8 @@ class HasLoss(Params):
     liblinear -s 1) or 'logistic' (liblinear -s 7).
     """
 
-    loss: "Param[str]" = param("loss", __doc__, TypeConverters.toString)
+    loss: "Param[str]" = param("loss", __doc__, TypeConverters.toString,
+                               one_of("squared_hinge", "logistic"))
 
     def getLoss(self) -> str:
         """Gets the value of loss or its default value."""
@@ -94,7 +95,7 @@ class HasC(Params):
     """Mixin for param C: penalty of the node classifiers' loss: 0.5|w|^2 + C sum_i loss_i (> 0).
     """
 
-    C: "Param[float]" = param("C", __doc__, TypeConverters.toFloat)
+    C: "Param[float]" = param("C", __doc__, TypeConverters.toFloat, gt(0.0))
 
     def getC(self) -> float:
         """Gets the value of C or its default value."""
@@ -105,7 +106,8 @@ class HasWeightThreshold(Params):
     """Mixin for param weightThreshold: trained weights with |w| below this are dropped (>= 0).
     """
 
-    weightThreshold: "Param[float]" = param("weightThreshold", __doc__, TypeConverters.toFloat)
+    weightThreshold: "Param[float]" = param("weightThreshold", __doc__, TypeConverters.toFloat,
+                                            ge(0.0))
 
     def getWeightThreshold(self) -> float:
         """Gets the value of weightThreshold or its default value."""
@@ -117,7 +119,7 @@ class HasBias(Params):
     disables it).
     """
 
-    bias: "Param[float]" = param("bias", __doc__, TypeConverters.toFloat)
+    bias: "Param[float]" = param("bias", __doc__, TypeConverters.toFloat, finite())
 
     def getBias(self) -> float:
         """Gets the value of bias or its default value."""
@@ -128,7 +130,7 @@ class HasBeamWidth(Params):
     """Mixin for param beamWidth: nodes kept per tree level by the beam search (>= 1).
     """
 
-    beamWidth: "Param[int]" = param("beamWidth", __doc__, TypeConverters.toInt)
+    beamWidth: "Param[int]" = param("beamWidth", __doc__, TypeConverters.toInt, ge(1))
 
     def getBeamWidth(self) -> int:
         """Gets the value of beamWidth or its default value."""
@@ -141,7 +143,8 @@ class HasTrainingMode(Params):
     holding the rows of its nodes only; the same model).
     """
 
-    trainingMode: "Param[str]" = param("trainingMode", __doc__, TypeConverters.toString)
+    trainingMode: "Param[str]" = param("trainingMode", __doc__, TypeConverters.toString,
+                                       one_of("replicated", "distributed"))
 
     def getTrainingMode(self) -> str:
         """Gets the value of trainingMode or its default value."""
@@ -154,10 +157,7 @@ class LabelTreeParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresC
                       HasC, HasWeightThreshold, HasBias, HasBeamWidth, HasTrainingMode):
     """The params of ``Parabel`` and ``Bonsai`` (their defaults are set by each class)."""
 
-    _constraints = {"maxLeafLabels": ge(1), "branchFactor": ge(2), "maxDepth": ge(1),
-                    "clusterEps": ge(0.0), "loss": one_of("squared_hinge", "logistic"),
-                    "C": gt(0.0), "tol": gt(0.0), "weightThreshold": ge(0.0),
-                    "bias": finite(), "beamWidth": ge(1), "trainingMode": one_of("replicated", "distributed")}
+    _constraints = {"tol": gt(0.0)}
 
     def kernel_params(self) -> dict:
         """The keyword arguments of ``sparkxml_kernels.labeltree.forest.train_forest``."""
