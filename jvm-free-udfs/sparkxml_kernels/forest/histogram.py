@@ -19,12 +19,30 @@ from .criteria import per_label
 from .exactsum import add_levels
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _n_features(feats, j, k):
+    # node j's feature count: its row of feats is padded with -1
+    kk = 0
+    while kk < k and feats[j, kk] >= 0:
+        kk += 1
+    return kk
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_weight(rw, counts, tcw, cls, t, r):
+    # row r's weight in tree t: its weight times its bootstrap count, times the tree's class
+    # weight when there are per-tree class weights (balanced_subsample)
+    w = rw[r] * counts[t, r]
+    if tcw.shape[0] > 0:
+        w *= tcw[t, cls[r]]
+    return w
+
+
 @njit(cache=True, nogil=True)
 def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw, tcw,
            out):
     # flat offsets (unsigned: no wraparound checks) instead of per-update array views
     classification = per_label(crit)
-    per_tree = tcw.shape[0] > 0
     m, k, n_slots, S = out.shape
     flat = out.reshape(-1)
     fs = np.uint64(n_slots * S)
@@ -32,14 +50,10 @@ def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, y
     for j in range(m):
         t = node_tree[j]
         node_base = np.uint64(j * k) * fs
-        kk = 0
-        while kk < k and feats[j, kk] >= 0:
-            kk += 1
+        kk = _n_features(feats, j, k)
         for i in range(starts[j], ends[j]):
             r = part[i]
-            w = rw[r] * counts[t, r]
-            if per_tree:
-                w *= tcw[t, cls[r]]
+            w = _row_weight(rw, counts, tcw, cls, t, r)
             base = node_base
             if classification:
                 c = np.uint64(1 + cls[r])
@@ -68,7 +82,6 @@ def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cl
                   tcw, off, nlev, mags, out):
     # _build with each statistic's terms split into levels (``exactsum``): slot o + off[s]
     classification = per_label(crit)
-    per_tree = tcw.shape[0] > 0
     m, k, n_slots, W = out.shape
     flat = out.reshape(-1)
     fs = np.uint64(n_slots * W)
@@ -76,14 +89,10 @@ def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cl
     for j in range(m):
         t = node_tree[j]
         node_base = np.uint64(j * k) * fs
-        kk = 0
-        while kk < k and feats[j, kk] >= 0:
-            kk += 1
+        kk = _n_features(feats, j, k)
         for i in range(starts[j], ends[j]):
             r = part[i]
-            w = rw[r] * counts[t, r]
-            if per_tree:
-                w *= tcw[t, cls[r]]
+            w = _row_weight(rw, counts, tcw, cls, t, r)
             base = node_base
             if classification:
                 c = 1 + cls[r]
