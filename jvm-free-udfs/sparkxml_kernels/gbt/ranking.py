@@ -135,6 +135,32 @@ def _max_dcg(yq, gains, k):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def query_rows(group_ptr, q, out_g, out_h):
+    """Rows ``[s0, e0)`` of query ``q``, their gradients and hessians zeroed; returns
+    ``(s0, e0)``."""
+    s0 = group_ptr[q]
+    e0 = group_ptr[q + 1]
+    for i in range(s0, e0):
+        out_g[i] = 0.0
+        out_h[i] = 0.0
+    return s0, e0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def add_pair_lambda(out_g, out_h, hi, lo, sigma, ds, d):
+    """RankNet's pair update, weighted by the metric change ``d``: rows ``hi`` (the more
+    relevant) and ``lo`` with score gap ``ds``; returns the lambda added."""
+    p = 1.0 / (1.0 + math.exp(sigma * ds)) if sigma * ds < 700.0 else 0.0
+    lam = sigma * p * d
+    hes = sigma * sigma * p * (1.0 - p) * d
+    out_g[hi] -= lam
+    out_g[lo] += lam
+    out_h[hi] += hes
+    out_h[lo] += hes
+    return lam
+
+
+@njit(cache=True, nogil=True, inline="always")
 def normalise_query(out_g, out_h, s0, e0, sum_l):
     """LightGBM's lambda normalisation (XGBoost's too): a query's gradients and hessians
     times ``log2(1 + S) / S``, ``S`` the sum of its pairs' |lambda| (nothing when 0)."""
@@ -155,12 +181,8 @@ def _lambdarank_kernel(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_
     for r in range(maxc):
         disc[r] = 1.0 / np.log2(r + 2.0)
     for q in range(n_groups):
-        s0 = group_ptr[q]
-        e0 = group_ptr[q + 1]
+        s0, e0 = query_rows(group_ptr, q, out_g, out_h)
         cnt = e0 - s0
-        for i in range(s0, e0):
-            out_g[i] = 0.0
-            out_h[i] = 0.0
         if cnt <= 1:
             continue
         mdcg = _max_dcg(y[s0:e0], gains, trunc)
@@ -186,42 +208,20 @@ def _lambdarank_kernel(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_
                 d = (gains[y[hi]] - gains[y[lo]]) * (disc[i] - disc[j]) * inv
                 if scale_by_gap:
                     d /= _NORM_EPS + abs(ds)
-                p = 1.0 / (1.0 + math.exp(sigma * ds)) if sigma * ds < 700.0 else 0.0
-                lam = sigma * p * d
-                hes = sigma * sigma * p * (1.0 - p) * d
-                out_g[hi] -= lam
-                out_g[lo] += lam
-                out_h[hi] += hes
-                out_h[lo] += hes
-                sum_l += 2.0 * lam
+                sum_l += 2.0 * add_pair_lambda(out_g, out_h, hi, lo, sigma, ds, d)
         if norm:
             normalise_query(out_g, out_h, s0, e0, sum_l)
 
 
 @njit(cache=True, nogil=True)
 def _pairwise_kernel(y, raw, group_ptr, sigma, out_g, out_h):
-    n_groups = group_ptr.shape[0] - 1
-    for q in range(n_groups):
-        s0 = group_ptr[q]
-        e0 = group_ptr[q + 1]
-        for i in range(s0, e0):
-            out_g[i] = 0.0
-            out_h[i] = 0.0
+    for q in range(group_ptr.shape[0] - 1):
+        s0, e0 = query_rows(group_ptr, q, out_g, out_h)
         for a in range(s0, e0):
             for b in range(a + 1, e0):
-                if y[a] == y[b]:
-                    continue
-                if y[a] > y[b]:
-                    hi, lo = a, b
-                else:
-                    hi, lo = b, a
-                z = sigma * (raw[hi] - raw[lo])
-                p = 1.0 / (1.0 + math.exp(z)) if z < 700.0 else 0.0
-                out_g[hi] -= sigma * p
-                out_g[lo] += sigma * p
-                hes = sigma * sigma * p * (1.0 - p)
-                out_h[hi] += hes
-                out_h[lo] += hes
+                if y[a] != y[b]:
+                    hi, lo = (a, b) if y[a] > y[b] else (b, a)
+                    add_pair_lambda(out_g, out_h, hi, lo, sigma, raw[hi] - raw[lo], 1.0)
 
 
 @njit(cache=True, nogil=True)

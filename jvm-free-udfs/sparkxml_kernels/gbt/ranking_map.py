@@ -42,7 +42,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .ranking import normalise_query
+from .ranking import normalise_query, query_rows
 
 _NORM_EPS = 0.01
 _HESS_EPS = 1e-16
@@ -59,12 +59,8 @@ def check_binary(y_int) -> None:
 def _map_kernel(y, raw, group_ptr, trunc, sigma, norm, out_g, out_h):
     n_groups = group_ptr.shape[0] - 1
     for q in range(n_groups):
-        s0 = group_ptr[q]
-        e0 = group_ptr[q + 1]
+        s0, e0 = query_rows(group_ptr, q, out_g, out_h)
         cnt = e0 - s0
-        for i in range(s0, e0):
-            out_g[i] = 0.0
-            out_h[i] = 0.0
         if cnt <= 1:
             continue
         order = np.argsort(-raw[s0:e0], kind="mergesort") + s0   # stable: ties keep row order
