@@ -30,7 +30,7 @@ import numpy as np
 
 from .._dtypes import FLOAT, INDPTR, NODE
 from .._jit import njit
-from .splitting import K_RT_EPS, TIE_RTOL, _score
+from .splitting import K_RT_EPS, TIE_RTOL, _score, split_gain
 
 
 @dataclass(frozen=True)
@@ -92,15 +92,12 @@ def _find_cat_splits(hists, sums, n_bins, cat_mask, lam, alpha, gamma, mcw, empt
                     hl = hf[t, 1]
                     if hl <= empty:
                         continue
-                    gr = G - gl
-                    hr = H - hl
-                    if hl >= mcw and hr >= mcw:
-                        gain = _score(gl, hl, lam, alpha, mcw) \
-                            + _score(gr, hr, lam, alpha, mcw) - parent
-                        if gain > margin:
-                            best, bf, bcount, bgl, bhl = gain, f, 1, gl, hl
-                            best_bins[0] = t
-                            margin = best + tie + TIE_RTOL * abs(best)
+                    gain = split_gain(gl, hl, G - gl, H - hl, parent, lam, alpha, mcw, False,
+                                      0, -np.inf, np.inf)
+                    if gain > margin:
+                        best, bf, bcount, bgl, bhl = gain, f, 1, gl, hl
+                        best_bins[0] = t
+                        margin = best + tie + TIE_RTOL * abs(best)
                 continue
             used = 0
             for t in range(nb):

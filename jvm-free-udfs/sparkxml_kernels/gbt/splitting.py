@@ -131,6 +131,18 @@ def _constrained_gain(gl, hl, gr, hr, parent, lam, alpha, mcw, c, lo, hi):
     return _gain_given_weight(gl, hl, lam, wl) + _gain_given_weight(gr, hr, lam, wr) - parent
 
 
+@njit(cache=True, nogil=True, inline="always")
+def split_gain(gl, hl, gr, hr, parent, lam, alpha, mcw, constrained, c, lo, hi):
+    """The gain of children (gl, hl) | (gr, hr) under a parent of score ``parent``; -inf
+    when a child's hessian sum is below ``mcw`` (``minChildWeight``). ``constrained``: the
+    monotone constraint ``c`` and the weight bounds [lo, hi] apply."""
+    if hl < mcw or hr < mcw:
+        return -np.inf
+    if constrained:
+        return _constrained_gain(gl, hl, gr, hr, parent, lam, alpha, mcw, c, lo, hi)
+    return _score(gl, hl, lam, alpha, mcw) + _score(gr, hr, lam, alpha, mcw) - parent
+
+
 def _make_split_kernel(constrained: bool):
     """The split-finding kernel, compiled twice: ``constrained`` is a compile-time constant,
     so the kernel of unconstrained models carries none of the monotone-constraint code."""
@@ -177,18 +189,11 @@ def _make_split_kernel(constrained: bool):
                     hl += hf[t, 1]
                     if hf[t, 1] <= empty:
                         continue
-                    gr = G - gl
-                    hr = H - hl
-                    if hl >= mcw and hr >= mcw:
-                        if constrained:
-                            gain = _constrained_gain(gl, hl, gr, hr, parent, lam, alpha, mcw,
-                                                     c, lo, hi)
-                        else:
-                            gain = _score(gl, hl, lam, alpha, mcw) \
-                                + _score(gr, hr, lam, alpha, mcw) - parent
-                        if gain > margin:
-                            best, bf, bb, bdl, bgl, bhl = gain, f, t, 0, gl, hl
-                            margin = best + tie + TIE_RTOL * abs(best)
+                    gain = split_gain(gl, hl, G - gl, H - hl, parent, lam, alpha, mcw,
+                                      constrained, c, lo, hi)
+                    if gain > margin:
+                        best, bf, bb, bdl, bgl, bhl = gain, f, t, 0, gl, hl
+                        margin = best + tie + TIE_RTOL * abs(best)
                 if hf[miss, 1] > empty:
                     # backward scan: the right side accumulates from the top bin down,
                     # missing values stay on the left
@@ -201,16 +206,11 @@ def _make_split_kernel(constrained: bool):
                             continue
                         gl = G - gr
                         hl = H - hr
-                        if hl >= mcw and hr >= mcw:
-                            if constrained:
-                                gain = _constrained_gain(gl, hl, gr, hr, parent, lam, alpha,
-                                                         mcw, c, lo, hi)
-                            else:
-                                gain = _score(gl, hl, lam, alpha, mcw) \
-                                    + _score(gr, hr, lam, alpha, mcw) - parent
-                            if gain > margin:
-                                best, bf, bb, bdl, bgl, bhl = gain, f, t - 1, 1, gl, hl
-                                margin = best + tie + TIE_RTOL * abs(best)
+                        gain = split_gain(gl, hl, gr, hr, parent, lam, alpha, mcw, constrained,
+                                          c, lo, hi)
+                        if gain > margin:
+                            best, bf, bb, bdl, bgl, bhl = gain, f, t - 1, 1, gl, hl
+                            margin = best + tie + TIE_RTOL * abs(best)
             gain = best - gamma
             if bf >= 0 and gain > K_RT_EPS:
                 out_feature[j] = bf
