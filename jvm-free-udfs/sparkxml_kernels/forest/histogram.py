@@ -20,12 +20,21 @@ from .exactsum import add_levels
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _n_features(feats, j, k):
-    # node j's feature count: its row of feats is padded with -1
+def _layout(out):
+    # out (m, k, n_slots, S) as one flat array, with unsigned strides (no wraparound checks)
+    # of a feature (fs) and of a slot (ss); returns (flat, m, k, fs, ss)
+    m, k, n_slots, S = out.shape
+    return out.reshape(-1), m, k, np.uint64(n_slots * S), np.uint64(S)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _node(feats, node_tree, j, k, fs):
+    # node j's tree, the flat offset of its histogram and its feature count (its row of
+    # feats is padded with -1)
     kk = 0
     while kk < k and feats[j, kk] >= 0:
         kk += 1
-    return kk
+    return node_tree[j], np.uint64(j * k) * fs, kk
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -43,14 +52,9 @@ def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, y
            out):
     # flat offsets (unsigned: no wraparound checks) instead of per-update array views
     classification = per_label(crit)
-    m, k, n_slots, S = out.shape
-    flat = out.reshape(-1)
-    fs = np.uint64(n_slots * S)
-    ss = np.uint64(S)
+    flat, m, k, fs, ss = _layout(out)
     for j in range(m):
-        t = node_tree[j]
-        node_base = np.uint64(j * k) * fs
-        kk = _n_features(feats, j, k)
+        t, node_base, kk = _node(feats, node_tree, j, k, fs)
         for i in range(starts[j], ends[j]):
             r = part[i]
             w = _row_weight(rw, counts, tcw, cls, t, r)
@@ -82,14 +86,9 @@ def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cl
                   tcw, off, nlev, mags, out):
     # _build with each statistic's terms split into levels (``exactsum``): slot o + off[s]
     classification = per_label(crit)
-    m, k, n_slots, W = out.shape
-    flat = out.reshape(-1)
-    fs = np.uint64(n_slots * W)
-    ss = np.uint64(W)
+    flat, m, k, fs, ss = _layout(out)
     for j in range(m):
-        t = node_tree[j]
-        node_base = np.uint64(j * k) * fs
-        kk = _n_features(feats, j, k)
+        t, node_base, kk = _node(feats, node_tree, j, k, fs)
         for i in range(starts[j], ends[j]):
             r = part[i]
             w = _row_weight(rw, counts, tcw, cls, t, r)

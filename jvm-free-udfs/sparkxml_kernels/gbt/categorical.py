@@ -77,10 +77,7 @@ def _find_cat_splits(hists, sums, n_bins, cat_mask, lam, alpha, gamma, mcw, empt
         tie = TIE_RTOL * abs(parent)
         best = -np.inf
         margin = -np.inf
-        bf = -1
-        bcount = 0
-        bgl = 0.0
-        bhl = 0.0
+        bf, bcount, bgl, bhl = -1, 0, 0.0, 0.0  # the best split's feature, its bin count, ...
         for f in range(d):
             if cat_mask[f] == 0:
                 continue

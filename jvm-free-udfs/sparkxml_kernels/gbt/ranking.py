@@ -251,14 +251,19 @@ def _max_dcg_naive(labels, gains, k):
     return sum(gains[g] / math.log2(r + 2) for r, g in enumerate(ideal))
 
 
+def query_lists(y, raw, group_ptr, q):
+    """The naive twins' view of query ``q``: ``(s0, e0, labels, scores, g, h)``, the labels
+    and scores as Python lists and g, h zeroed lists of the query's length."""
+    s0, e0 = int(group_ptr[q]), int(group_ptr[q + 1])
+    n = e0 - s0
+    return (s0, e0, [int(v) for v in y[s0:e0]], [float(v) for v in raw[s0:e0]], [0.0] * n,
+            [0.0] * n)
+
+
 def _lambdarank_naive(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_h):
     """Query-by-query, pair-by-pair twin of ``_lambdarank_kernel``."""
     for q in range(len(group_ptr) - 1):
-        s0, e0 = int(group_ptr[q]), int(group_ptr[q + 1])
-        lab = [int(v) for v in y[s0:e0]]
-        sc = [float(v) for v in raw[s0:e0]]
-        g = [0.0] * len(lab)
-        h = [0.0] * len(lab)
+        s0, e0, lab, sc, g, h = query_lists(y, raw, group_ptr, q)
         mdcg = _max_dcg_naive(lab, gains, trunc)
         if len(lab) > 1 and mdcg > 0:
             order = _stable_desc(sc)

@@ -42,7 +42,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .ranking import normalise_query, query_rows
+from .ranking import normalise_query, query_lists, query_rows
 
 _NORM_EPS = 0.01
 _HESS_EPS = 1e-16
@@ -123,11 +123,7 @@ def average_precision(labels_in_rank_order) -> float:
 def _map_naive(y, raw, group_ptr, trunc, sigma, norm, out_g, out_h):
     """Twin of ``_map_kernel``: every |dMAP| by swapping the pair and recomputing AP."""
     for q in range(len(group_ptr) - 1):
-        s0, e0 = int(group_ptr[q]), int(group_ptr[q + 1])
-        lab = [int(v) for v in y[s0:e0]]
-        sc = [float(v) for v in raw[s0:e0]]
-        g = [0.0] * len(lab)
-        h = [0.0] * len(lab)
+        s0, e0, lab, sc, g, h = query_lists(y, raw, group_ptr, q)
         order = sorted(range(len(sc)), key=lambda i: -sc[i])
         ranked = [lab[i] for i in order]
         if len(lab) > 1 and sum(lab) > 0:

@@ -169,11 +169,7 @@ def _make_split_kernel(constrained: bool):
             tie = TIE_RTOL * abs(parent)
             best = -np.inf
             margin = -np.inf  # best + tolerance: the gain a candidate must exceed
-            bf = -1
-            bb = -1
-            bdl = 0
-            bgl = 0.0
-            bhl = 0.0
+            bf, bb, bdl, bgl, bhl = -1, -1, 0, 0.0, 0.0  # the best split: feature, bin, ...
             for f in range(d):
                 if feature_mask[f] == 0:
                     continue
