@@ -477,6 +477,17 @@ def l1r_lr_naive(columns, y, C, rng: MT19937):
         return wj == 0.0 and not (Gp < 0.0 or Gn > 0.0) and Gp > limit and Gn < -limit
 
     index = list(range(m))
+
+    def visit(G, wj, limit, s, active, gmax, gnorm1):
+        # liblinear's shrinking of coordinate index[s]: a shrinkable one swaps with the last
+        # active one and leaves the set, else its violation counts; returns (active, gmax,
+        # gnorm1, kept)
+        if shrinkable(G, wj, limit):
+            index[s], index[active - 1] = index[active - 1], index[s]
+            return active - 1, gmax, gnorm1, False
+        viol = violation(G, wj)
+        return active, max(gmax, viol), gnorm1 + viol, True
+
     inner_eps, Gmax_old, Gnorm1_init, w_norm = 1.0, math.inf, 0.0, 0.0
     for newton_iter in range(MAX_NEWTON):
         Gmax_new, Gnorm1_new = 0.0, 0.0
@@ -490,14 +501,9 @@ def l1r_lr_naive(columns, y, C, rng: MT19937):
                 g += v * tau[i]
             Hdiag[j] = h
             Grad[j] = G = -g + xjneg[j]
-            if shrinkable(G, w[j], Gmax_old / n):
-                active -= 1
-                index[s], index[active] = index[active], index[s]
-                continue
-            viol = violation(G, w[j])
-            Gmax_new = max(Gmax_new, viol)
-            Gnorm1_new += viol
-            s += 1
+            active, Gmax_new, Gnorm1_new, kept = visit(G, w[j], Gmax_old / n, s, active,
+                                                       Gmax_new, Gnorm1_new)
+            s += kept
         if newton_iter == 0:
             Gnorm1_init = Gnorm1_new
         if Gnorm1_new <= EPS * Gnorm1_init:
@@ -515,13 +521,10 @@ def l1r_lr_naive(columns, y, C, rng: MT19937):
                 for i, v in columns[j]:
                     G += v * Dd[i] * xTd[i]
                 Gp, Gn = G + 1.0, G - 1.0
-                if shrinkable(G, wpd[j], qp_Gmax_old / n):
-                    qp_active -= 1
-                    index[s], index[qp_active] = index[qp_active], index[s]
+                qp_active, qp_Gmax_new, qp_Gnorm1_new, kept = visit(
+                    G, wpd[j], qp_Gmax_old / n, s, qp_active, qp_Gmax_new, qp_Gnorm1_new)
+                if not kept:
                     continue
-                viol = violation(G, wpd[j])
-                qp_Gmax_new = max(qp_Gmax_new, viol)
-                qp_Gnorm1_new += viol
                 if Gp < H * wpd[j]:
                     z = -Gp / H
                 elif Gn > H * wpd[j]:

@@ -349,9 +349,8 @@ def _gbfm_scores(indptr, indices, data, w0, field_of, field_starts, stage_fields
             oq = stage_offsets[s] + (field_starts[fp + 1] - field_starts[fp]) \
                 - field_starts[fq]
             hp, hq = False, False
-            for f in range(k):
-                qp[f] = 0.0
-                qq[f] = 0.0
+            qp[:] = 0.0
+            qq[:] = 0.0
             for p in range(lo, hi):
                 j = indices[p]
                 c = field_of[j]

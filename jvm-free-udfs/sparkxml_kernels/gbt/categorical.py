@@ -30,7 +30,7 @@ import numpy as np
 
 from .._dtypes import FLOAT, INDPTR, NODE
 from .._jit import njit
-from .splitting import K_RT_EPS, TIE_RTOL, _score, split_gain
+from .splitting import K_RT_EPS, TIE_RTOL, _score, split_gain, write_children
 
 
 @dataclass(frozen=True)
@@ -131,10 +131,7 @@ def _find_cat_splits(hists, sums, n_bins, cat_mask, lam, alpha, gamma, mcw, empt
         if bf >= 0 and gain > K_RT_EPS:
             out_feature[j] = bf
             out_gain[j] = gain
-            out_left[j, 0] = bgl
-            out_left[j, 1] = bhl
-            out_right[j, 0] = G - bgl
-            out_right[j, 1] = H - bhl
+            write_children(out_left, out_right, j, G, H, bgl, bhl)
             for i in range(bcount):
                 b = best_bins[i]
                 out_sets[j, b >> 5] |= np.uint32(1) << np.uint32(b & 31)

@@ -132,6 +132,16 @@ def _constrained_gain(gl, hl, gr, hr, parent, lam, alpha, mcw, c, lo, hi):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def write_children(out_left, out_right, j, G, H, gl, hl):
+    """Node ``j``'s children's (gradient, hessian) sums: (gl, hl) left, the rest of the
+    node's (G, H) right."""
+    out_left[j, 0] = gl
+    out_left[j, 1] = hl
+    out_right[j, 0] = G - gl
+    out_right[j, 1] = H - hl
+
+
+@njit(cache=True, nogil=True, inline="always")
 def split_gain(gl, hl, gr, hr, parent, lam, alpha, mcw, constrained, c, lo, hi):
     """The gain of children (gl, hl) | (gr, hr) under a parent of score ``parent``; -inf
     when a child's hessian sum is below ``mcw`` (``minChildWeight``). ``constrained``: the
@@ -213,10 +223,7 @@ def _make_split_kernel(constrained: bool):
                 out_bin[j] = bb
                 out_dl[j] = bdl
                 out_gain[j] = gain
-                out_left[j, 0] = bgl
-                out_left[j, 1] = bhl
-                out_right[j, 0] = G - bgl
-                out_right[j, 1] = H - bhl
+                write_children(out_left, out_right, j, G, H, bgl, bhl)
             else:
                 out_feature[j] = -1
                 out_bin[j] = -1

@@ -198,11 +198,7 @@ def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out, viol):
     """
     K = W.shape[1]
     M = np.empty(K)
-    lsum = 0.0
-    lin = 0.0
-    nfree = 0
-    nbound = 0
-    vmax = 0.0
+    lsum, lin, nfree, nbound, vmax = 0.0, 0.0, 0, 0, 0.0
     for i in range(lo, hi):
         for m in range(K):
             M[m] = 0.0
