@@ -30,39 +30,15 @@ import numpy as np
 from pyspark import keyword_only
 
 from sparkxml._core.base import keywords_of
-from sparkxml._core.params import HasFitIntercept, HasProbabilityCol, HasRawPredictionCol, HasTol
 from sparkxml.fm.base import FMEstimatorBase, SampledFMModel, add_setters, check_field_starts
 from sparkxml.fm.fields import field_starts_of
-from sparkxml.fm.params import (
-    CLASSIFIER_OUTPUTS,
-    FM_CORE_PARAMS,
-    FMCoreParams,
-    HasFFMSolver,
-    HasFitLinear,
-    HasNormalize,
-    HasThinning,
-)
+from sparkxml.fm.params import CLASSIFIER_OUTPUTS, FM_CORE_PARAMS, FFMClassifierParams, FFMParams
 from sparkxml_kernels.fm.ffm import FFMPredictor
 
 __all__ = ["FFMRegressor", "FFMRegressionModel", "FFMClassifier", "FFMClassificationModel"]
 
 _PARAMS = FM_CORE_PARAMS + ("solver", "normalize", "fitIntercept", "fitLinear", "thinning",
                            "tol")
-
-
-class _FFMParams(FMCoreParams, HasFFMSolver, HasNormalize, HasFitIntercept, HasFitLinear,
-                 HasThinning, HasTol):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(factorSize=4, solver="adagrad", maxIter=15, stepSize=0.2,
-                         regParam=2e-5, normalize=True, fitIntercept=True, fitLinear=True,
-                         initStd=0.1, thinning=1, tol=1e-6)
-
-
-class _FFMClassifierParams(_FFMParams, HasRawPredictionCol, HasProbabilityCol):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(**CLASSIFIER_OUTPUTS)
 
 
 class _FFMEstimator(FMEstimatorBase):
@@ -110,7 +86,7 @@ class _FFMEstimator(FMEstimatorBase):
                 "thinning": self.getThinning(), "tol": self.getTol()}
 
 
-class FFMRegressor(_FFMEstimator, _FFMParams):
+class FFMRegressor(_FFMEstimator, FFMParams):
     """Field-aware factorization machine regression (squared loss ½ (ŷ - y)²).
 
     Parameters
@@ -235,7 +211,7 @@ class FFMRegressor(_FFMEstimator, _FFMParams):
         return FFMRegressionModel
 
 
-class FFMClassifier(_FFMEstimator, _FFMClassifierParams):
+class FFMClassifier(_FFMEstimator, FFMClassifierParams):
     """Field-aware factorization machine binary classification (labels 0 and 1; logistic
     loss, as libffm).
 
@@ -322,14 +298,14 @@ class _FFMModel(SampledFMModel):
         return int(self._predictor.n_fields)
 
 
-class FFMRegressionModel(_FFMModel, _FFMParams):
+class FFMRegressionModel(_FFMModel, FFMParams):
     """Fitted :class:`FFMRegressor`: adds ``predictionCol`` (double)."""
 
     __doc__ += _FFMModel.__doc__
     _task = "regression"
 
 
-class FFMClassificationModel(_FFMModel, _FFMClassifierParams):
+class FFMClassificationModel(_FFMModel, FFMClassifierParams):
     """Fitted :class:`FFMClassifier`: adds ``rawPredictionCol``, ``probabilityCol`` (vectors)
     and ``predictionCol`` (1.0 when p > 0.5), as Spark ML's classifiers."""
 

@@ -8,14 +8,18 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from sparkxml._core.constraints import Rule, column_list, ge, gt, nonempty, one_of, open_closed
 from sparkxml._core.params import (
     HasFeaturesCol,
+    HasFitIntercept,
     HasLabelCol,
     HasMaxIter,
     HasNumWorkers,
     HasPredictionCol,
+    HasProbabilityCol,
+    HasRawPredictionCol,
     HasRegParam,
     HasSeed,
     HasStepSize,
     HasTimeoutSeconds,
+    HasTol,
     HasWeightCol,
     param,
 )
@@ -360,3 +364,22 @@ class HasColdStartStrategy(Params):
     def getColdStartStrategy(self) -> str:
         """Gets the value of coldStartStrategy or its default value."""
         return self.getOrDefault(self.coldStartStrategy)
+
+
+class FFMParams(FMCoreParams, HasFFMSolver, HasNormalize, HasFitIntercept, HasFitLinear,
+                HasThinning, HasTol):
+    """The params of FFMRegressor and its model, with their defaults."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(factorSize=4, solver="adagrad", maxIter=15, stepSize=0.2,
+                         regParam=2e-5, normalize=True, fitIntercept=True, fitLinear=True,
+                         initStd=0.1, thinning=1, tol=1e-6)
+
+
+class FFMClassifierParams(FFMParams, HasRawPredictionCol, HasProbabilityCol):
+    """FFMParams with the classifier's output columns."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(**CLASSIFIER_OUTPUTS)

@@ -260,15 +260,26 @@ def query_lists(y, raw, group_ptr, q):
             [0.0] * n)
 
 
+def finish_query_naive(g, h, total, out_g, out_h, s0, e0):
+    """The naive twins' end of a query: g, h scaled by ``log2(1 + total) / total`` when
+    ``total`` > 0 (LambdaMART's normalisation), then written to rows [s0, e0)."""
+    if total > 0:
+        f = math.log2(1 + total) / total
+        g = [v * f for v in g]
+        h = [v * f for v in h]
+    out_g[s0:e0] = g
+    out_h[s0:e0] = h
+
+
 def _lambdarank_naive(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_h):
     """Query-by-query, pair-by-pair twin of ``_lambdarank_kernel``."""
     for q in range(len(group_ptr) - 1):
         s0, e0, lab, sc, g, h = query_lists(y, raw, group_ptr, q)
         mdcg = _max_dcg_naive(lab, gains, trunc)
+        total = 0.0
         if len(lab) > 1 and mdcg > 0:
             order = _stable_desc(sc)
             same = sc[order[0]] == sc[order[-1]]
-            total = 0.0
             rank = {doc: r for r, doc in enumerate(order)}
             for a in range(len(lab)):
                 for b in range(len(lab)):
@@ -287,12 +298,7 @@ def _lambdarank_naive(y, raw, group_ptr, gains, trunc, sigma, norm, out_g, out_h
                     h[a] += sigma * sigma * p * (1 - p) * d
                     h[b] += sigma * sigma * p * (1 - p) * d
                     total += 2 * sigma * p * d
-            if norm and total > 0:
-                f = math.log2(1 + total) / total
-                g = [v * f for v in g]
-                h = [v * f for v in h]
-        out_g[s0:e0] = g
-        out_h[s0:e0] = h
+        finish_query_naive(g, h, total if norm else 0.0, out_g, out_h, s0, e0)
 
 
 def _pairwise_naive(y, raw, group_ptr, sigma, out_g, out_h):

@@ -42,7 +42,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .ranking import normalise_query, query_lists, query_rows
+from .ranking import finish_query_naive, normalise_query, query_lists, query_rows
 
 _NORM_EPS = 0.01
 _HESS_EPS = 1e-16
@@ -126,10 +126,10 @@ def _map_naive(y, raw, group_ptr, trunc, sigma, norm, out_g, out_h):
         s0, e0, lab, sc, g, h = query_lists(y, raw, group_ptr, q)
         order = sorted(range(len(sc)), key=lambda i: -sc[i])
         ranked = [lab[i] for i in order]
+        total = 0.0
         if len(lab) > 1 and sum(lab) > 0:
             ap = average_precision(ranked)
             same = sc[order[0]] == sc[order[-1]]
-            total = 0.0
             for i in range(min(len(lab), trunc)):
                 for j in range(i + 1, len(lab)):
                     a, b = order[i], order[j]
@@ -149,12 +149,7 @@ def _map_naive(y, raw, group_ptr, trunc, sigma, norm, out_g, out_h):
                     h[hi] += hs
                     h[lo] += hs
                     total += 2 * sigma * (1 - p) * d
-            if norm and total > 0:
-                f = math.log2(1 + total) / total
-                g = [v * f for v in g]
-                h = [v * f for v in h]
-        out_g[s0:e0] = g
-        out_h[s0:e0] = h
+        finish_query_naive(g, h, total if norm else 0.0, out_g, out_h, s0, e0)
 
 
 def make_map(base, truncation: int, sigma: float, norm: bool):

@@ -237,8 +237,4 @@ def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out, viol):
             nbound += 1
         elif sv:
             nfree += 1
-    out[0] = lsum
-    out[1] = lin
-    out[2] = nfree
-    out[3] = nbound
-    out[4] = vmax
+    out[0], out[1], out[2], out[3], out[4] = lsum, lin, nfree, nbound, vmax
