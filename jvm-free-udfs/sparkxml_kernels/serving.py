@@ -284,8 +284,7 @@ class ServedFM(ServedModel):
     input_form = "csr"
 
     def _outputs(self, X):
-        indptr, indices, data, _ = self._input(X)
-        return self.predictor.predict_csr(indptr, indices, data)
+        return self.predictor.predict_csr(*self._input(X)[:3])  # indptr, indices, data
 
     def predict_raw(self, X) -> np.ndarray:
         """float64 (n,): the margin (classifiers) or the value."""
@@ -315,8 +314,7 @@ class ServedFMOrdinal(ServedFM):
     the Spark model's prediction and probability columns."""
 
     def _ordinal(self, X):
-        indptr, indices, data, _ = self._input(X)
-        return self.predictor.predict_ordinal_csr(indptr, indices, data)
+        return self.predictor.predict_ordinal_csr(*self._input(X)[:3])  # indptr, indices, data
 
     def predict(self, X) -> np.ndarray:
         return self._ordinal(X)[1]

@@ -1,25 +1,23 @@
 """Params of the factorization machines: FMRegressor / FMClassifier, GBFMRegressor /
-GBFMClassifier and FieldEncoder. Names follow pyspark.ml's FM estimators where they exist.
+GBFMClassifier, FFMRegressor / FFMClassifier (their params classes, with the defaults, are
+here too) and FieldEncoder. Names follow pyspark.ml's FM estimators where they exist.
 """
 from __future__ import annotations
 
 from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.ml.param.shared import HasFitIntercept, HasProbabilityCol, HasRawPredictionCol, HasTol
 
 from sparkxml._core.constraints import Rule, column_list, ge, gt, nonempty, one_of, open_closed
 from sparkxml._core.params import (
     HasFeaturesCol,
-    HasFitIntercept,
     HasLabelCol,
     HasMaxIter,
     HasNumWorkers,
     HasPredictionCol,
-    HasProbabilityCol,
-    HasRawPredictionCol,
     HasRegParam,
     HasSeed,
     HasStepSize,
     HasTimeoutSeconds,
-    HasTol,
     HasWeightCol,
     param,
 )

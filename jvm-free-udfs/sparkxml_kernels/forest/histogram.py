@@ -47,6 +47,13 @@ def _row_weight(rw, counts, tcw, cls, t, r):
     return w
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _regression_terms(w, y, ylny, r):
+    # row r's weighted regression statistics besides its weight: w y, w y^2, w y ln y
+    wy = w * y[r]
+    return wy, wy * y[r], w * ylny[r]
+
+
 @njit(cache=True, nogil=True)
 def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw, tcw,
            out):
@@ -67,10 +74,7 @@ def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, y
                     flat[o + c] += w
                     base += fs
             else:
-                yr = y[r]
-                wy = w * yr
-                wyy = wy * yr
-                wl = w * ylny[r]
+                wy, wyy, wl = _regression_terms(w, y, ylny, r)
                 for fi in range(kk):
                     o = base + np.uint64(binned[r, feats[j, fi]]) * ss
                     flat[o] += 1.0
@@ -101,10 +105,7 @@ def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cl
                     add_levels(flat, o + off[c], w, c, nlev, mags)
                     base += fs
             else:
-                yr = y[r]
-                wy = w * yr
-                wyy = wy * yr
-                wl = w * ylny[r]
+                wy, wyy, wl = _regression_terms(w, y, ylny, r)
                 for fi in range(kk):
                     o = np.int64(base + np.uint64(binned[r, feats[j, fi]]) * ss)
                     flat[o] += 1.0
