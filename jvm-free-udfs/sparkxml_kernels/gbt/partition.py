@@ -81,6 +81,14 @@ def _pieces(starts, ends, chunk):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _piece(starts, ends, chunk, first, node_of, q):
+    # piece q: its node j and its rows' positions [a, z)
+    j = node_of[q]
+    a = starts[j] + (q - first[j]) * chunk
+    return j, a, min(a + chunk, ends[j])
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _piece_offsets(starts, ends, chunk, first, n_left_piece, n_left_out):
     # prefix sums of the pieces' left counts: where each piece's left and right rows go
     # (left_at, right_at), and each node's left count into n_left_out
@@ -104,6 +112,27 @@ def _piece_offsets(starts, ends, chunk, first, n_left_piece, n_left_out):
     return left_at, right_at
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _scatter_pieces(partition, scratch, starts, ends, chunk, first, node_of, flags,
+                    n_left_piece, n_left_out):
+    # passes 2 and 3 of the parallel partitions: each piece's place on both sides of its
+    # node (prefix sums), the pieces' rows scattered there in scratch, copied back
+    left_at, right_at = _piece_offsets(starts, ends, chunk, first, n_left_piece, n_left_out)
+    for q in prange(node_of.shape[0]):
+        j, a, z = _piece(starts, ends, chunk, first, node_of, q)
+        lp = left_at[q]
+        rp = right_at[q]
+        for i in range(a, z):
+            r = partition[i]
+            go = np.int64(flags[i])
+            # the row lands at lp (left) or rp (right): select the index, not the branch
+            scratch[lp * go + rp * (1 - go)] = r
+            lp += go
+            rp += 1 - go
+    for j in range(starts.shape[0]):  # a copy: memory-bound, no faster on more threads
+        partition[starts[j]:ends[j]] = scratch[starts[j]:ends[j]]
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features, bins,
                               default_left, miss_code, chunk, flags, n_left_out):
@@ -112,16 +141,13 @@ def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features
     # 1. each piece marks its rows' sides (the scattered reads of the split byte) and counts
     #    them; 2. prefix sums give each piece its place on both sides; 3. pieces scatter into
     #    scratch, which is copied back.
-    m = starts.shape[0]
     first, node_of = _pieces(starts, ends, chunk)
-    n_pieces = first[m]
+    n_pieces = node_of.shape[0]
     n_left_piece = np.zeros(n_pieces, np.int64)
     bflat = binned.reshape(-1)
     d = np.uint64(binned.shape[1])
     for q in prange(n_pieces):
-        j = node_of[q]
-        a = starts[j] + (q - first[j]) * chunk
-        z = min(a + chunk, ends[j])
+        j, a, z = _piece(starts, ends, chunk, first, node_of, q)
         f = np.uint64(features[j])
         t = bins[j]
         dl = default_left[j] != 0
@@ -133,22 +159,8 @@ def _partition_nodes_parallel(binned, partition, scratch, starts, ends, features
             flags[i] = left
             nl += left
         n_left_piece[q] = nl
-    left_at, right_at = _piece_offsets(starts, ends, chunk, first, n_left_piece, n_left_out)
-    for q in prange(n_pieces):
-        j = node_of[q]
-        a = starts[j] + (q - first[j]) * chunk
-        z = min(a + chunk, ends[j])
-        lp = left_at[q]
-        rp = right_at[q]
-        for i in range(a, z):
-            if flags[i]:
-                scratch[lp] = partition[i]
-                lp += 1
-            else:
-                scratch[rp] = partition[i]
-                rp += 1
-    for j in range(m):  # a copy: memory-bound, no faster on more threads
-        partition[starts[j]:ends[j]] = scratch[starts[j]:ends[j]]
+    _scatter_pieces(partition, scratch, starts, ends, chunk, first, node_of, flags,
+                    n_left_piece, n_left_out)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -186,14 +198,11 @@ def _partition_cols(columns, partition, scratch, starts, ends, features, bins, d
 def _partition_cols_parallel(columns, partition, scratch, starts, ends, features, bins,
                              default_left, miss_code, chunk, flags, n_left_out):
     # _partition_nodes_parallel's three passes over fixed pieces, reading the column copy
-    m = starts.shape[0]
     first, node_of = _pieces(starts, ends, chunk)
-    n_pieces = first[m]
+    n_pieces = node_of.shape[0]
     n_left_piece = np.zeros(n_pieces, np.int64)
     for q in prange(n_pieces):
-        j = node_of[q]
-        a = starts[j] + (q - first[j]) * chunk
-        z = min(a + chunk, ends[j])
+        j, a, z = _piece(starts, ends, chunk, first, node_of, q)
         col = columns[features[j]]
         t = bins[j]
         dl = default_left[j] != 0
@@ -203,22 +212,8 @@ def _partition_cols_parallel(columns, partition, scratch, starts, ends, features
             flags[i] = go
             nl += go
         n_left_piece[q] = nl
-    left_at, right_at = _piece_offsets(starts, ends, chunk, first, n_left_piece, n_left_out)
-    for q in prange(n_pieces):
-        j = node_of[q]
-        a = starts[j] + (q - first[j]) * chunk
-        z = min(a + chunk, ends[j])
-        lp = left_at[q]
-        rp = right_at[q]
-        for i in range(a, z):
-            r = partition[i]
-            go = np.int64(flags[i])
-            # the row lands at lp (left) or rp (right): select the index, not the branch
-            scratch[lp * go + rp * (1 - go)] = r
-            lp += go
-            rp += 1 - go
-    for j in range(m):
-        partition[starts[j]:ends[j]] = scratch[starts[j]:ends[j]]
+    _scatter_pieces(partition, scratch, starts, ends, chunk, first, node_of, flags,
+                    n_left_piece, n_left_out)
 
 
 def column_copy(binned) -> np.ndarray:
