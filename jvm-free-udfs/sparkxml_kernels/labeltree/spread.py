@@ -15,6 +15,9 @@ the trees' structure back (:func:`pack_trees`); the driver joins it with every t
 """
 from __future__ import annotations
 
+from itertools import groupby
+from operator import itemgetter
+
 import numpy as np
 
 from .forest import Prepared, check_params, concat_forests, split_trees, tree_arrays
@@ -59,13 +62,15 @@ def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
     ids = [int(t) for t in tree_ids]
     trees = build_trees(prep.R, prep.labels, ids, p)
     unders = [labels_under(children, leaves) for children, leaves in trees]
-    mine = node_plan(prep, trees, workers, unders)[rank]
+    # this task's (tree, node) pairs, sorted: grouped by tree
+    shares = [(i, [g for _, g in pairs])
+              for i, pairs in groupby(node_plan(prep, trees, workers, unders)[rank],
+                                      key=itemgetter(0))]
     trained = []
-    shares = sorted({i for i, _ in mine})
-    for done, i in enumerate(shares, 1):
+    for done, (i, nodes) in enumerate(shares, 1):
         children, leaf_labels = trees[i]
         under = unders[i]
-        for g in (g for j, g in mine if j == i):
+        for g in nodes:
             trained.append((ids[i], g, train_node(
                 prep.X, prep.Y, node_rows(prep.Yt, under[g]),
                 node_groups(children, leaf_labels, under, g), p, ids[i], g)))
