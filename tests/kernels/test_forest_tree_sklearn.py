@@ -193,6 +193,11 @@ def test_pruning_path_and_pruned_trees_equal_sklearn(pen):
     for a in list(sk_path.ccp_alphas[1::15]) + [0.003, 1.0]:
         sk = DecisionTreeClassifier(random_state=0, ccp_alpha=a).fit(X, y)
         assert_same_tree(TreeArrays(**pruning.prune_tree(ours.as_dict(), a)), sk.tree_)
+    # a best-first tree: scikit-learn rebuilds it in preorder, pruned or not
+    best = _grow(Xb, y, edges, vals, "gini", max_leaf_nodes=60)
+    for a in (1e-12, 0.003):
+        sk = DecisionTreeClassifier(random_state=0, max_leaf_nodes=60, ccp_alpha=a).fit(X, y)
+        assert_same_tree(TreeArrays(**pruning.prune_tree(best.as_dict(), a)), sk.tree_)
     # a forest's trees pruned one by one, other per-node arrays following their nodes
     two = {k: np.concatenate([v, v]) for k, v in ours.as_dict().items()}
     two["value"] = two["value"].reshape(-1, 10)

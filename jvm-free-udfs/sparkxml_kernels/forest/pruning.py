@@ -90,24 +90,37 @@ def cost_complexity_pruning_path(tree: dict) -> dict:
 
 def prune_tree(tree: dict, ccp_alpha: float) -> dict:
     """The subtree scikit-learn keeps for ``ccp_alpha`` (> 0): same arrays, fewer nodes,
-    ids renumbered in preorder (a kept node's preorder rank among the kept ones)."""
+    ids renumbered in preorder, left child first, as scikit-learn rebuilds a pruned tree
+    (a best-first tree is renumbered even when nothing is pruned)."""
     if ccp_alpha <= 0.0:
         return tree
     leaves, kept, _, _ = _prune(tree, float(ccp_alpha))
-    if kept.all():
+    L = np.asarray(tree["children_left"])
+    R = np.asarray(tree["children_right"])
+    order, stack = [], [0]
+    while stack:
+        g = stack.pop()
+        order.append(g)
+        if L[g] >= 0 and not leaves[g]:
+            stack.append(int(R[g]))
+            stack.append(int(L[g]))
+    order = np.asarray(order, np.int64)
+    if order.size == kept.size and np.array_equal(order, np.arange(kept.size)):
         return tree
-    new = np.cumsum(kept) - 1
+    new = np.full(kept.size, -1, np.int64)
+    new[order] = np.arange(order.size)
+    now_leaf = leaves[order] & (L[order] >= 0)
     out = {}
     for k, v in tree.items():
         v = np.asarray(v)
         if v.ndim == 0 or v.shape[0] != kept.size:
             out[k] = v
             continue
-        a = v[kept].copy()
+        a = v[order].copy()
         if k in _LEAF_FILL:
-            a[leaves[kept] & (np.asarray(tree["children_left"])[kept] >= 0)] = _LEAF_FILL[k]
+            a[now_leaf] = _LEAF_FILL[k]
         if k in ("children_left", "children_right"):
-            a = np.where(a >= 0, new[np.maximum(a, 0)], a)
+            a = np.where(a >= 0, new[np.maximum(a, 0)], a).astype(v.dtype)
         out[k] = a
     return out
 
