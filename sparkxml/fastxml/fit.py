@@ -37,16 +37,12 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from sparkxml._core.barrier import (
-    RESULT_SCHEMA,
     TaskMemory,
-    collect_chunk_rows,
-    decode_ranks,
     encode_array_batches,
 )
-from sparkxml._core.compat import to_arrow
 from sparkxml._core.memory import parse_bytes, physical_memory_bytes
-from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.progress import FitProgress
+from sparkxml._core.replicated import group_tables, replicated_job
 from sparkxml._core.validation import MAX_DENSE_VALUES, check_dense_width
 from sparkxml.fastxml.distributed import fit_distributed
 from sparkxml.session import default_parallelism
@@ -350,42 +346,11 @@ def spread_results(stats: dict, num_trees: int) -> bool:
             or stats["n_labels"] * num_trees >= SPREAD_LABELS_TREES)
 
 
-def replicated_job(spark, data, workers: int, make_train, spread: bool = True):
-    """Run replicated training: the rows of ``data`` copied to ``workers`` tasks (a cross
-    join with one group key a task, ``repartition`` by it) and ``make_train(keys)`` applied
-    to each with ``mapInArrow`` (``RESULT_SCHEMA`` rows), collected through
-    ``collect_chunk_rows`` when ``spread``. Returns ({rank: arrays}, {rank: info}) as
-    ``decode_ranks`` does."""
-    keys = partition_keys(workers)
-    groups = spark.createDataFrame([(k,) for k in keys], "_g long")
-    out = (data.crossJoin(groups).repartition(workers, "_g")
-           .mapInArrow(make_train(keys), RESULT_SCHEMA))
-    return decode_ranks(collect_chunk_rows(out) if spread else to_arrow(out))
-
-
 def task_csr(table, fcol: str, lcol: str, n_features: int):
     """(xptr, xidx, xval, yptr, yidx): a task's rows (columns ``f``, ``y``) as CSR."""
     xi, xj, xv, _ = arrow_io.vectors_to_csr(table.column("f"), fcol, num_features=n_features)
     yi, yj = arrow_io.lists_to_csr(table.column("y"), lcol)
     return xi, xj, xv, yi, yj
-
-
-def group_tables(batches):
-    """(group key, its rows as one Arrow table ordered by (_k1, _k2)) for each ``_g`` group
-    of a replicated training task's batches: the order must not depend on how the shuffle
-    delivered the rows."""
-    by_group: dict = {}
-    for b in batches:
-        if b.num_rows == 0:
-            continue
-        g = b.column("_g").to_numpy()
-        for key in np.unique(g):
-            sel = b.filter(pa.array(g == key)) if len(np.unique(g)) > 1 else b
-            by_group.setdefault(int(key), []).append(sel)
-    for key, parts in by_group.items():
-        table = pa.Table.from_batches(parts).combine_chunks()
-        order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
-        yield key, table.take(pa.array(order))
 
 
 def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
@@ -430,6 +395,6 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
 
 
 __all__ = ["FOREST_DTYPES", "EXTRA_DTYPES", "TAIL_KEYS", "check_memory", "data_stats",
-           "estimate_task_bytes", "fit_forest", "group_tables", "ordered_rows",
-           "replicated_bytes", "replicated_job", "requested_workers", "tail_bytes",
+           "estimate_task_bytes", "fit_forest", "ordered_rows", "replicated_bytes",
+           "requested_workers", "tail_bytes",
            "task_csr", "task_memory", "trees_by_task"]

@@ -1,7 +1,7 @@
 """The Spark side of training label-tree forests (Parabel, Bonsai) with replicated data.
 
 The training set is replicated to ``numWorkers`` Spark tasks with DataFrame operations only
-(``sparkxml.fastxml.fit.replicated_job``: cross join with a small group frame, repartition by
+(``sparkxml._core.replicated.replicated_job``: cross join with a small group frame, repartition by
 group, ``mapInArrow``; no broadcast, no RDD, so it runs over Spark Connect too). Each task
 orders its rows by a key computed in the JVM from their content (``sparkxml.fastxml.fit``'s
 ``ordered_rows``: the model then depends only on the multiset of rows and the seed), clusters
@@ -21,13 +21,12 @@ import time
 
 from sparkxml._core.barrier import TaskMemory, encode_array_batches
 from sparkxml._core.progress import FitProgress
+from sparkxml._core.replicated import group_tables, replicated_job
 from sparkxml.fastxml.fit import (
     check_memory,
     data_stats,
-    group_tables,
     ordered_rows,
     replicated_bytes,
-    replicated_job,
     requested_workers,
     spread_results,
     task_csr,

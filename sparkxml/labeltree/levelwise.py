@@ -42,7 +42,8 @@ from sparkxml._core.barrier import (
     encode_array_batches,
 )
 from sparkxml._core.partitioning import partition_keys
-from sparkxml.fastxml.fit import group_tables, task_csr
+from sparkxml._core.replicated import group_tables
+from sparkxml.fastxml.fit import task_csr
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.labeltree import levels as klevels
 from sparkxml_kernels.progress import LOGGER, format_record

@@ -1,0 +1,46 @@
+"""Replicated training jobs: every task gets every row.
+
+The rows of a DataFrame are copied to ``workers`` tasks with DataFrame operations only (a
+cross join with a small frame of group keys, ``repartition`` by the key, ``mapInArrow``): no
+broadcast and no RDD, so it runs over Spark Connect too. FastXML, the label trees and the
+replayed scikit-learn forest train this way.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from sparkxml._core.barrier import RESULT_SCHEMA, collect_chunk_rows, decode_ranks
+from sparkxml._core.compat import to_arrow
+from sparkxml._core.partitioning import partition_keys
+
+
+def replicated_job(spark, data, workers: int, make_train, spread: bool = True):
+    """Run replicated training: the rows of ``data`` copied to ``workers`` tasks (a cross
+    join with one group key a task, ``repartition`` by it) and ``make_train(keys)`` applied
+    to each with ``mapInArrow`` (``RESULT_SCHEMA`` rows), collected through
+    ``collect_chunk_rows`` when ``spread``. Returns ({rank: arrays}, {rank: info}) as
+    ``decode_ranks`` does."""
+    keys = partition_keys(workers)
+    groups = spark.createDataFrame([(k,) for k in keys], "_g long")
+    out = (data.crossJoin(groups).repartition(workers, "_g")
+           .mapInArrow(make_train(keys), RESULT_SCHEMA))
+    return decode_ranks(collect_chunk_rows(out) if spread else to_arrow(out))
+
+
+def group_tables(batches):
+    """(group key, its rows as one Arrow table ordered by (_k1, _k2)) for each ``_g`` group
+    of a replicated training task's batches: the order must not depend on how the shuffle
+    delivered the rows."""
+    by_group: dict = {}
+    for b in batches:
+        if b.num_rows == 0:
+            continue
+        g = b.column("_g").to_numpy()
+        for key in np.unique(g):
+            sel = b.filter(pa.array(g == key)) if len(np.unique(g)) > 1 else b
+            by_group.setdefault(int(key), []).append(sel)
+    for key, parts in by_group.items():
+        table = pa.Table.from_batches(parts).combine_chunks()
+        order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
+        yield key, table.take(pa.array(order))
