@@ -14,6 +14,8 @@ decreases, as scikit-learn.
 Differences from scikit-learn's forests: bootstrap counts are Poisson (MLlib), not a
 multinomial draw of n rows; a node whose drawn features are all constant becomes a leaf (as
 MLlib) where scikit-learn draws further features; the random streams differ (hashes).
+``RandomForestClassifier(rowIndexCol=...)`` replays scikit-learn's forest instead, node for
+node (``sparkxml.forest.replay``).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from sparkxml.forest.params import (
     ForestParams,
     HasQuantiles,
     HasQuantilesCol,
+    HasRowIndexCol,
     TreeParams,
     _class_weight_ok,
 )
@@ -47,7 +50,7 @@ def _forest_class_weight_ok(value) -> bool:
     return value == "balanced_subsample" or _class_weight_ok(value)
 
 
-class _RFClassifierParams(TreeParams, ClassifierParams, ForestParams):
+class _RFClassifierParams(TreeParams, ClassifierParams, ForestParams, HasRowIndexCol):
     # forests also weigh classes per tree sample (scikit-learn's "balanced_subsample")
     _constraints = {"classWeight": Rule(_forest_class_weight_ok,
                                         "must be 'balanced', 'balanced_subsample' or a dict "
@@ -74,6 +77,7 @@ class _QuantileParams(HasQuantiles, HasQuantilesCol):
 _FOREST_KEYWORDS = {"numTrees": 20, "bootstrap": True, "subsamplingRate": 1.0,
                     "oobScore": False}
 _QUANTILE_FOREST_KEYWORDS = dict(_FOREST_KEYWORDS, quantiles=None, quantilesCol="quantiles")
+_RF_CLASSIFIER_KEYWORDS = dict(_FOREST_KEYWORDS, rowIndexCol=None)
 
 # quantile forests keep rows x trees leaf samples (16 bytes each in the model; 24-32 bytes
 # per entry on every task while they are gathered): refused above this many
@@ -116,14 +120,26 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
         'balanced', a dict {class id: weight}, or 'balanced_subsample': each tree weighs
         class c by N_t / (K_t * n_tc) computed on its own sample (its rows' bootstrap counts
         summed per class; a class absent from the sample weighs 0), as scikit-learn.
+    rowIndexCol : str, optional
+        Column of each row's position in scikit-learn's training array (distinct integers,
+        no nulls). The forest is then scikit-learn's ``RandomForestClassifier(random_state=
+        seed mod 2**32)`` fitted on the rows in that order, node for node: its per-tree
+        seeds, multinomial bootstrap samples (weighted by ``weightCol`` and class weights,
+        as scikit-learn 1.9 draws them), feature draws and summation order
+        (``sparkxml.forest.replay``). ``subsamplingRate`` < 1 is ``max_samples``;
+        ``maxLeafNodes`` grows trees best-first. Each of the ``numWorkers`` tasks holds all
+        rows, dense, and grows its share of the trees; ``maxBins`` is not used. Not with
+        ``oobScore``, ``monotonicConstraints`` or categorical features.
 
     Differences from scikit-learn
     -----------------------------
+    Without ``rowIndexCol``, the bootstrap samples and feature draws come from hashes (so
+    the model does not depend on the partitioning), not from scikit-learn's random stream.
     With ``classWeight='balanced_subsample'`` the weights are scikit-learn's for the same
     sample, but the samples differ (Poisson counts from row hashes); the weights are not
     integers, so a tree equals scikit-learn's grown on the same weighted sample only where
     no two candidate splits are within rounding of each other (there scikit-learn's own
-    summation order decides).
+    summation order decides). ``rowIndexCol`` replays scikit-learn's forest exactly.
 
     Examples
     --------
@@ -137,20 +153,40 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
     True
     >>> model.transform(df).filter("prediction = label").count() >= 36   # of 40
     True
+
+    scikit-learn's forest, node for node, from each row's position in its training array
+
+    >>> from sklearn.ensemble import RandomForestClassifier as SkForest
+    >>> y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    >>> indexed = from_dense(spark, X, columns={"label": y.astype(float),
+    ...                                         "id": np.arange(40)})
+    >>> replayed = RandomForestClassifier(numTrees=5, maxDepth=64, seed=0,
+    ...                                   rowIndexCol="id").fit(indexed)
+    >>> sk = SkForest(n_estimators=5, random_state=0).fit(X, y)
+    >>> all(np.array_equal(replayed.treeArrays(t)["threshold"], e.tree_.threshold)
+    ...     for t, e in enumerate(sk.estimators_))
+    True
     """
 
     _task = "classification"
 
     @keyword_only
-    @keywords_of(DecisionTreeClassifier.__init__, add=_FOREST_KEYWORDS)
+    @keywords_of(DecisionTreeClassifier.__init__, add=_RF_CLASSIFIER_KEYWORDS)
     def __init__(self, **kwargs):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
     @keyword_only
-    @keywords_of(DecisionTreeClassifier.setParams, add=_FOREST_KEYWORDS)
+    @keywords_of(DecisionTreeClassifier.setParams, add=_RF_CLASSIFIER_KEYWORDS)
     def setParams(self, **kwargs):
         return self._set_params(**self._input_kwargs)
+
+    def _fit_validated(self, dataset):
+        if self._opt(self.rowIndexCol):
+            from sparkxml.forest.replay import fit_replayed
+
+            return fit_replayed(self, dataset)
+        return super()._fit_validated(dataset)
 
     @property
     def _model_class(self):
@@ -274,6 +310,7 @@ class RandomForestRegressionModel(ForestModelMixin, TreeModel, _RFRegressorParam
 
 
 add_tree_setters(RandomForestClassifier, RandomForestClassificationModel, True, True)
+add_setters(RandomForestClassifier, ("rowIndexCol",))
 add_tree_setters(RandomForestRegressor, RandomForestRegressionModel, False, True)
 add_setters(RandomForestRegressor, ("quantiles", "quantilesCol"))
 add_setters(RandomForestRegressionModel, ("quantiles", "quantilesCol"))

@@ -314,6 +314,22 @@ class HasQuantilesCol(Params):
 
 
 # ---------------------------------------------------------------- categorical features
+class HasRowIndexCol(Params):
+    """Mixin for param rowIndexCol: column of each row's position in scikit-learn's training
+    array (distinct integers >= 0, no nulls). When set, the forest replays scikit-learn's
+    RandomForestClassifier(random_state=seed) on the rows in that order: its bootstrap
+    samples, feature draws and summation order, so every tree equals scikit-learn's node for
+    node.
+    """
+
+    rowIndexCol: "Param[str]" = param("rowIndexCol", __doc__, TypeConverters.toString,
+                                      nonempty())
+
+    def getRowIndexCol(self) -> str:
+        """Gets the value of rowIndexCol or its default value."""
+        return self.getOrDefault(self.rowIndexCol)
+
+
 class HasTreeCategoricalCols(Params):
     """Mixin for param categoricalCols: features split as categories: names in featuresCols,
     or names of the vector column's ML attributes; the vector column's nominal attributes

@@ -151,3 +151,28 @@ def test_tree_options_over_connect(spark_connect, tmp_path):
     et.write().save(ep)
     np.testing.assert_array_equal(sparkxml_kernels.load_model(ep).predict_proba(Xn), proba)
     assert np.mean(proba.argmax(1) == lab) > 0.7  # the majority class is half the rows
+
+
+def test_replayed_sklearn_forest_over_connect(spark_connect, tmp_path):
+    """rowIndexCol over Connect: the replicated job, scikit-learn's trees node for node, a
+    Pipeline saved and loaded."""
+    from sklearn.ensemble import RandomForestClassifier as SkForest
+
+    spark = spark_connect
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 20, size=(400, 5)).astype(float)
+    y = _label(X)
+    rows = [(int(i), Vectors.dense(X[i].tolist()), float(y[i])) for i in rng.permutation(400)]
+    df = spark.createDataFrame(rows, ["id", "features", "label"])
+    rf = RandomForestClassifier(numTrees=4, maxDepth=64, seed=2, numWorkers=2,
+                                classWeight="balanced_subsample", rowIndexCol="id")
+    pipe = Pipeline(stages=[rf]).fit(df)
+    sk = SkForest(n_estimators=4, class_weight="balanced_subsample", random_state=2).fit(X, y)
+    model = pipe.stages[0]
+    for t, est in enumerate(sk.estimators_):
+        for f in ("children_left", "feature", "threshold", "value"):
+            np.testing.assert_array_equal(model.treeArrays(t)[f], getattr(est.tree_, f))
+    path = str(tmp_path / "replayed_pipe")
+    pipe.write().save(path)
+    got = PipelineModel.load(path).transform(df).orderBy("id").select("prediction").collect()
+    np.testing.assert_array_equal([r.prediction for r in got], sk.predict(X))
