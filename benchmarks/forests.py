@@ -262,7 +262,8 @@ def part_missing(spark, W, res=None):
 
 def part_constraints(spark, W, T, res=None):
     """monotonic_cst on diabetes (node for node) and class_weight="balanced_subsample" on
-    pendigits (test accuracy beside scikit-learn's; the bootstrap samples differ)."""
+    pendigits: test accuracy beside scikit-learn's (the default bootstrap samples differ),
+    and with ``rowIndexCol`` every tree against scikit-learn's forest, node for node."""
     from sklearn.datasets import load_diabetes, load_svmlight_file
     from sklearn.ensemble import RandomForestClassifier as SkRF
     from sklearn.tree import DecisionTreeRegressor as SkReg
@@ -293,6 +294,28 @@ def part_constraints(spark, W, T, res=None):
     if res is not None:
         res.add("balanced_subsample: pendigits test accuracy", "accuracy", ours, "",
                 note=f"scikit-learn {sk:.4f}")
+    # rowIndexCol: scikit-learn's forest replayed (its bootstrap, draws and summation order)
+    from pyspark.ml.linalg import Vectors
+
+    rows = [(i, Vectors.dense(r), float(v)) for i, (r, v) in enumerate(zip(X.tolist(),
+                                                                           y.tolist()))]
+    indexed = spark.createDataFrame(rows, ["id", "features", "label"]).repartition(W).cache()
+    for crit in ("gini", "entropy"):
+        t0 = time.perf_counter()
+        m = RandomForestClassifier(numTrees=T, maxDepth=64, seed=0, numWorkers=W,
+                                   criterion=crit, classWeight="balanced_subsample",
+                                   rowIndexCol="id").fit(indexed)
+        fit = time.perf_counter() - t0
+        skf = SkRF(T, criterion=crit, class_weight="balanced_subsample",
+                   random_state=0).fit(X, y)
+        verdicts = [same_tree(m.treeArrays(t), e.tree_) for t, e in enumerate(skf.estimators_)]
+        n_same = sum(v == "identical" for v in verdicts)
+        nodes = sum(m.treeArrays(t)["feature"].size for t in range(T))
+        print(f"pendigits balanced_subsample {crit}, rowIndexCol, {T} trees ({nodes} nodes): "
+              f"{n_same}/{T} trees identical to scikit-learn's forest; fit {fit:.2f} s")
+        if res is not None:
+            res.add(f"balanced_subsample {crit}: pendigits, rowIndexCol", "identical trees",
+                    n_same / T, "", note=f"{T} trees, {nodes} nodes; fit {fit:.2f} s")
 
 
 def part_extra(spark, W, T, skip_mllib, res=None):
