@@ -136,3 +136,17 @@ def test_bad_row_index_fails_before_training(spark):
                        (dict(monotonicConstraints=[1]), "monotonicConstraints is not")):
         with pytest.raises(ValueError, match=match):
             RandomForestClassifier(numTrees=2, rowIndexCol="id", **bad).fit(df)
+
+
+def test_feature_columns_with_nulls_are_sklearns_missing_values(spark):
+    """featuresCols with null entries: missing values, as NaN is to scikit-learn."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(np.int64) + (X[:, 2] > 1)
+    X[rng.random(X.shape) < 0.15] = np.nan
+    rows = [(int(i),) + tuple(None if np.isnan(v) else float(v) for v in X[i]) + (float(y[i]),)
+            for i in rng.permutation(300)]
+    df = spark.createDataFrame(rows, "id int, a double, b double, c double, label double")
+    model = RandomForestClassifier(featuresCols=["a", "b", "c"], numTrees=3, seed=11,
+                                   maxDepth=64, rowIndexCol="id", numWorkers=2).fit(df)
+    _same_forest(model, SkForest(n_estimators=3, random_state=11).fit(X, y))
