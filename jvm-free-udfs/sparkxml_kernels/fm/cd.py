@@ -33,7 +33,7 @@ from .._jit import njit
 LINEAR, FACTOR, CROSS = 0, 1, 2
 
 __all__ = ["LINEAR", "FACTOR", "CROSS", "NEWTON", "GIBBS", "block_stats", "block_apply",
-           "block_finish", "block_stats_naive", "block_stats_split", "block_stats_split_naive",
+           "block_finish", "update_blocks_local", "block_stats_naive", "block_stats_split", "block_stats_split_naive",
            "block_apply_naive", "factor_cache", "cross_cache", "feature_stats",
            "feature_stats_naive", "newton_update", "gaussian_update"]
 
@@ -132,6 +132,30 @@ def block_finish(kind, p0, p1, lam, mu, nrm, A, G, theta, tb, fs, lo, hi, rows, 
         theta[fs - tb + j] = new
         delta[j] = new - o
     block_apply(lo, hi, rows, feats, vals, fs, mode, qh, old, delta, r, qupd)
+
+
+
+@njit(cache=True, nogil=True)
+def update_blocks_local(blocks, block_starts, ptr, sub_flat, sub_ptr, rows, feats, vals, mode,
+                        qh, theta, tb, c1, c2, r, qupd, kind, p0, p1, lam, mu, nrm):
+    """``solver.update_blocks`` on one rank, in one call: per block (ids ``blocks``, in
+    order) its row blocks' sums (:func:`block_stats_split`), added in row-block order as the
+    one-rank ``order.fixed_sum`` adds them, then :func:`block_finish`. The same bits as the
+    per-block calls; it saves their Python round trips (a9a's MCMC: 25,200 a fit).
+    ``sub_flat[sub_ptr[b]:sub_ptr[b + 1]]`` is block b's ``sub``."""
+    for b in blocks:
+        fs = block_starts[b]
+        fe = block_starts[b + 1]
+        m = fe - fs
+        sub = sub_flat[sub_ptr[b]:sub_ptr[b + 1]]
+        parts = np.zeros((sub.shape[0] - 1, 2, m))
+        block_stats_split(sub, rows, feats, vals, fs, mode, qh, theta[fs - tb:fe - tb], c1, c2,
+                          r, parts)
+        stats = np.zeros((2, m))
+        for q in range(parts.shape[0]):
+            stats += parts[q]
+        block_finish(kind, p0, p1, lam, mu, nrm, stats[0], stats[1], theta, tb, fs, ptr[b],
+                     ptr[b + 1], rows, feats, vals, mode, qh, r, qupd)
 
 
 def _x(vals, p):

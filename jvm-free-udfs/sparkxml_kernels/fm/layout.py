@@ -249,6 +249,17 @@ class BlockedData:
     def n_blocks(self) -> int:
         return self.block_starts.size - 1
 
+    @property
+    def sub_flat(self):
+        """``sub`` as one int64 array and its int64 offsets (block b: ``flat[ptr[b]:ptr[b +
+        1]]``), for kernels that loop over the blocks."""
+        if getattr(self, "_sub_flat", None) is None:
+            ptr = np.zeros(len(self.sub) + 1, np.int64)
+            ptr[1:] = np.cumsum([s.size for s in self.sub])
+            flat = np.concatenate(self.sub).astype(np.int64) if self.sub else np.zeros(0, np.int64)
+            self._sub_flat = (flat, ptr)
+        return self._sub_flat
+
     def block(self, b: int):
         """(first feature, end feature, first entry, end entry) of block b."""
         return (int(self.block_starts[b]), int(self.block_starts[b + 1]), int(self.ptr[b]),

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .cd import GIBBS, NEWTON, block_finish, block_stats_split, newton_update
+from .cd import GIBBS, NEWTON, block_finish, block_stats_split, newton_update, update_blocks_local
 from .layout import BlockedData
 from .order import ROW_BLOCKS, RowBlocks, fixed_sum, row_block_of, seq_sum
 
@@ -220,6 +220,13 @@ def update_blocks(data: BlockedData, blocks, mode: int, theta: np.ndarray, theta
     qh = _EMPTY if qh is None else qh
     qupd = _EMPTY if qupd is None else qupd
     rule.draw(data.d)
+    if coll.world_size == 1:  # no reduce between the blocks: one kernel call
+        sub_flat, sub_ptr = data.sub_flat
+        update_blocks_local(np.asarray(blocks, np.int64), data.block_starts, data.ptr,
+                            sub_flat, sub_ptr, data.rows, data.feats, data.vals, mode, qh,
+                            theta, int(theta_base), rows.c1, rows.c2, rows.r, qupd, rule.kind,
+                            float(rule.p0), float(rule.p1), rule.lam, rule.mu, rule.normals)
+        return
     for b in blocks:
         fs, fe, lo, hi = data.block(b)
         m = fe - fs
