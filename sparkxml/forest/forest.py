@@ -128,8 +128,10 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
         as scikit-learn 1.9 draws them), feature draws and summation order
         (``sparkxml.forest.replay``). ``subsamplingRate`` < 1 is ``max_samples``;
         ``maxLeafNodes`` grows trees best-first. Each of the ``numWorkers`` tasks holds all
-        rows, dense, and grows its share of the trees; ``maxBins`` is not used. Not with
-        ``oobScore``, ``monotonicConstraints`` or categorical features.
+        rows, dense, and grows its share of the trees; ``maxBins`` is not used.
+        ``oobScore`` is scikit-learn's ``oob_score_`` (the out-of-bag sums are added per
+        task, so the decision function equals scikit-learn's up to rounding). Not with
+        ``monotonicConstraints`` or categorical features.
 
     Differences from scikit-learn
     -----------------------------

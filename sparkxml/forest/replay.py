@@ -41,15 +41,16 @@ _INDEX_TYPES = (ByteType, ShortType, IntegerType, LongType)
 
 
 def check_replay_options(est, crit: str) -> None:
-    """Refuse, before any job, the options scikit-learn's best-split forest has no
-    counterpart for here."""
+    """Refuse, before any job, the options this mode has no counterpart for."""
     refused = [(est._opt(est.monotonicConstraints) is not None, "monotonicConstraints"),
-               (bool(est._opt(est.categoricalCols)), "categoricalCols"),
-               (bool(est.getOobScore()), "oobScore")]
+               (bool(est._opt(est.categoricalCols)), "categoricalCols")]
     for bad, name in refused:
         if bad:
             raise ValueError(f"rowIndexCol: {name} is not supported when replaying "
                              f"scikit-learn's forest; unset one of them")
+    if est.getOobScore() and not est.getBootstrap():
+        raise ValueError("oobScore=True needs bootstrap=True when replaying scikit-learn's "
+                         "forest (as scikit-learn: every row is in every tree)")
     if crit not in ("gini", "entropy", "log_loss"):
         raise ValueError(f"rowIndexCol: criterion '{crit}' is not supported when replaying "
                          f"scikit-learn's forest (gini, entropy or log_loss)")
@@ -119,6 +120,7 @@ def fit_replayed(est, dataset):
                "seed": int(est.getSeed()) & 0xFFFFFFFF, "n_trees": n_trees,
                "bootstrap": bool(est.getBootstrap()),
                "rate": float(est.getSubsamplingRate()), "label": label,
+               "oob": bool(est.getOobScore()), "n_classes": k,
                "weight": weight, "spec": dict(spec, float32=True)}
         data = dataset.select(F.col(index).cast("long").alias("_k1"),
                               F.lit(0).cast("long").alias("_k2"),
@@ -130,11 +132,29 @@ def fit_replayed(est, dataset):
                 lambda keys: make_replay_train_fn(keys, cfg, progress.task_spec()),
                 spread=stats["n_train"] * n_trees >= _SPREAD_ROWS_TREES)
         seconds = time.perf_counter() - t0
+    oob = _oob_score(per_task) if cfg["oob"] else None
     trees = collect_trees(per_task, n_trees, float(est.getCcpAlpha()))
     predictor = ForestPredictor.from_trees(trees, d, k, crit)
     summary = TreeTrainingSummary(seconds, [infos[r] for r in sorted(infos)], checks_seconds,
-                                 workers, 0.0, n_trees)
-    return est._model_class(predictor, summary, None)
+                                  workers, 0.0, n_trees)
+    return est._model_class(predictor, summary, oob)
+
+
+def _oob_score(per_task: dict) -> float:
+    """scikit-learn's ``oob_score_`` from the tasks' out-of-bag sums (taken out of
+    ``per_task``), added in rank order: each task adds its trees in tree order, so the
+    decision function equals scikit-learn's up to the rounding of that regrouping."""
+    from sparkxml_kernels.forest.replay import oob_score
+
+    sums = n_pred = cls = None
+    for r in sorted(per_task):
+        arrays = per_task[r]
+        s, c = arrays.pop("oob_sum"), arrays.pop("oob_n")
+        sums = s if sums is None else sums + s
+        n_pred = c if n_pred is None else n_pred + c
+        if "oob_y" in arrays:
+            cls = arrays.pop("oob_y")
+    return oob_score(sums, n_pred, cls)[0]
 
 
 def collect_trees(per_task: dict, n_trees: int, ccp_alpha: float) -> list:
@@ -165,7 +185,7 @@ def make_replay_train_fn(keys: list, cfg: dict, progress=None):
 
     def train(batches):
         from sparkxml._core.arrow import batch_features
-        from sparkxml_kernels.forest.replay import replay_trees
+        from sparkxml_kernels.forest.replay import oob_add, replay_trees
         from sparkxml_kernels.forest.tree import SplitParams
         from sparkxml_kernels.progress import ProgressReporter
 
@@ -179,12 +199,21 @@ def make_replay_train_fn(keys: list, cfg: dict, progress=None):
                 sw = table.column(cfg["weight"]).to_numpy().astype(np.float64)
             mine = list(range(rank, cfg["n_trees"], world))
             reporter = ProgressReporter(progress, rank)
-            out = {}
+            out: dict = {}
+            if cfg["oob"]:
+                sums = np.zeros((cls.size, cfg["n_classes"]))
+                n_pred = np.zeros(cls.size, np.int64)
+                out.update(oob_sum=sums, oob_n=n_pred)
+                if rank == 0:
+                    out["oob_y"] = cls
             for done, t in enumerate(mine, 1):
                 (_, tree), = replay_trees(X, cls, sw, cfg["class_weight"],
                                           SplitParams(**cfg["split"]), cfg["seed"],
                                           cfg["n_trees"], [t], cfg["bootstrap"], cfg["rate"])
                 out.update({f"{t}.{f}": v for f, v in tree.as_dict().items()})
+                if cfg["oob"]:
+                    oob_add(tree, t, X, cls, sw, cfg["class_weight"], cfg["seed"],
+                            cfg["n_trees"], cfg["rate"], sums, n_pred)
                 if reporter.enabled:
                     reporter.progress(done, len(mine), unit="tree")
             reporter.close()

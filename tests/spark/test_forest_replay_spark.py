@@ -49,10 +49,12 @@ def digits_nan(spark):
 def test_balanced_subsample_forest_is_sklearns_any_workers(digits_nan, tmp_path):
     X, y, df = digits_nan
     kw = dict(numTrees=4, seed=0, rowIndexCol="id", classWeight="balanced_subsample",
-              maxDepth=64)
+              maxDepth=64, oobScore=True)
     model = RandomForestClassifier(numWorkers=2, **kw).fit(df)
-    sk = SkForest(n_estimators=4, class_weight="balanced_subsample", random_state=0).fit(X, y)
+    sk = SkForest(n_estimators=4, class_weight="balanced_subsample", random_state=0,
+                  oob_score=True).fit(X, y)
     _same_forest(model, sk)
+    assert model.outOfBagScore == sk.oob_score_
     assert [i["trees"] for i in model.summary.workerInfo] == [2, 2]
     np.testing.assert_allclose(model.predictor.predict_values(X), sk.predict_proba(X),
                                rtol=1e-12, atol=1e-15)
@@ -62,6 +64,7 @@ def test_balanced_subsample_forest_is_sklearns_any_workers(digits_nan, tmp_path)
     a, b = model.predictor.to_arrays(), again.predictor.to_arrays()
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert again.outOfBagScore == model.outOfBagScore
     path = str(tmp_path / "replayed")
     model.save(path)
     loaded = RandomForestClassificationModel.load(path)
@@ -132,7 +135,7 @@ def test_bad_row_index_fails_before_training(spark):
         est.fit(df.selectExpr("cast(id as double) as id", "features", "label"))
     with pytest.raises(ValueError, match="column 'nope' is not in the DataFrame"):
         est.copy({est.rowIndexCol: "nope"}).fit(df)
-    for bad, match in ((dict(oobScore=True), "oobScore is not supported"),
+    for bad, match in ((dict(oobScore=True, bootstrap=False), "oobScore=True needs bootstrap"),
                        (dict(monotonicConstraints=[1]), "monotonicConstraints is not")):
         with pytest.raises(ValueError, match=match):
             RandomForestClassifier(numTrees=2, rowIndexCol="id", **bad).fit(df)

@@ -26,6 +26,7 @@ import numpy as np
 
 from .bootstrap import subsample_class_weights
 from .ordered import grow_tree_ordered
+from .predictor import ForestPredictor
 from .splitter import sklearn_seed
 from .tree import SplitParams, TreeArrays
 
@@ -140,3 +141,32 @@ def replay_trees(X: np.ndarray, cls: np.ndarray, sw: np.ndarray | None, class_we
         tree: TreeArrays = grow_tree_ordered(X, cls, rw, params, sklearn_seed(seeds[t]))
         out.append((int(t), tree))
     return out
+
+
+def oob_add(tree: TreeArrays, t: int, X: np.ndarray, cls: np.ndarray, sw: np.ndarray | None,
+            class_weight, random_state: int, n_trees: int, rate: float, sums: np.ndarray,
+            n_pred: np.ndarray) -> None:
+    """Add tree ``t``'s class probabilities (scikit-learn's ``predict_proba``: the leaf's
+    values over their sum) to the rows its bootstrap sample left out, as scikit-learn's
+    ``_compute_oob_predictions`` does tree by tree: ``sums`` float64 (n, K), ``n_pred`` int64
+    (n,) (arguments as :func:`replay_trees`'s, bootstrap implied)."""
+    n, K = X.shape[0], sums.shape[1]
+    w = forest_weights(cls, K, sw, class_weight, True)
+    seed = tree_seeds(random_state, n_trees)[t]
+    rows = np.flatnonzero(sample_counts(seed, n, n_bootstrap(n, rate, w), w) == 0)
+    if rows.size == 0:
+        return
+    leaf = ForestPredictor.from_trees([tree], X.shape[1], K, "gini").apply(X[rows])[:, 0]
+    proba = np.asarray(tree.value, np.float64).reshape(tree.node_count, -1)[leaf, :K]
+    norm = proba.sum(axis=1)[:, None]
+    norm[norm == 0.0] = 1.0
+    sums[rows] += proba / norm
+    n_pred[rows] += 1
+
+
+def oob_score(sums: np.ndarray, n_pred: np.ndarray, cls: np.ndarray) -> tuple:
+    """(accuracy, decision function float64 (n, K)): scikit-learn's ``oob_score_`` and
+    ``oob_decision_function_`` from :func:`oob_add`'s sums (a row no tree left out counts as
+    predicted once, with probabilities 0, as there)."""
+    decision = sums / np.maximum(n_pred, 1)[:, None]
+    return float(np.mean(np.argmax(decision, axis=1) == cls)), decision
