@@ -30,6 +30,7 @@ from sparkxml._core.progress import FitProgress
 from sparkxml._core.replicated import group_tables, replicated_job
 from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import requested_workers, workers_for
+from sparkxml.fastxml.fit import task_memory
 from sparkxml.forest.base import MAX_CLASSES, TreeTrainingSummary
 from sparkxml_kernels.forest.predictor import ForestPredictor
 from sparkxml_kernels.forest.pruning import prune_tree
@@ -54,6 +55,20 @@ def check_replay_options(est, crit: str) -> None:
     if crit not in ("gini", "entropy", "log_loss"):
         raise ValueError(f"rowIndexCol: criterion '{crit}' is not supported when replaying "
                          f"scikit-learn's forest (gini, entropy or log_loss)")
+
+
+def check_replay_memory(spark, n: int, d: int, workers: int) -> None:
+    """Raise MemoryError, with the figures, when a task cannot hold every row dense: the
+    Arrow rows, the float64 matrix and its float32 rounding, about 3 x 8 bytes a value."""
+    need = 24 * int(n) * (int(d) + 2)
+    have, limit, where = task_memory(spark, workers)
+    if need > have:
+        raise MemoryError(
+            f"rowIndexCol: each training task holds every row dense ({n} rows x {d} "
+            f"features) and needs about {need / 2**20:.0f} MiB, but only {limit / 2**20:.0f} "
+            f"MiB is available ({where}). Lower numWorkers, raise "
+            f"spark.executor.pyspark.memory, or fit without rowIndexCol (the forest then "
+            f"trains distributed).")
 
 
 def _check_index_type(dataset, col: str) -> None:
@@ -108,6 +123,7 @@ def fit_replayed(est, dataset):
             k = inferred_classes(label, stats["label_max"], stats["label_distinct"],
                                  MAX_CLASSES, explicit=False)
             workers = min(workers_for(spark, stats, None, n_workers), n_trees)
+            check_replay_memory(spark, int(stats["n"]), d, workers)
             # 'balanced' counts the classes by their sample weights in the tasks, as
             # scikit-learn 1.9's forests; a dict is checked and expanded here
             class_weight = est._opt(est.classWeight)

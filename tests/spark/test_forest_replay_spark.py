@@ -153,3 +153,23 @@ def test_feature_columns_with_nulls_are_sklearns_missing_values(spark):
     model = RandomForestClassifier(featuresCols=["a", "b", "c"], numTrees=3, seed=11,
                                    maxDepth=64, rowIndexCol="id", numWorkers=2).fit(df)
     _same_forest(model, SkForest(n_estimators=3, random_state=11).fit(X, y))
+
+
+def test_memory_check_names_the_figures():
+    """A task that cannot hold every row dense is refused before the training job."""
+    from sparkxml.forest.replay import check_replay_memory
+
+    class Conf:
+        def __init__(self, values):
+            self.values = values
+
+        def get(self, key, default=None):
+            return self.values.get(key, default)
+
+    class Session:
+        conf = Conf({"spark.executor.pyspark.memory": "4g", "spark.master": "spark://x:7077"})
+
+    check_replay_memory(Session(), 1000, 64, 2)  # 1.6 MB
+    with pytest.raises(MemoryError, match=r"rowIndexCol: each training task holds every row "
+                                          r"dense \(10000000 rows x 64 features\)"):
+        check_replay_memory(Session(), 10_000_000, 64, 2)
