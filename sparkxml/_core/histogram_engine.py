@@ -278,18 +278,24 @@ def transform_with(dataset, spec, outs, make_predict):
     return dataset.mapInArrow(make_predict(spec, kinds, names, drop), schema)
 
 
+def check_column(fields: dict, name: str, param: str, kinds: tuple, what: str) -> None:
+    """Column ``name`` (the value of ``param``) is in ``fields`` (name -> Spark type) with one
+    of the types ``kinds``; the message names the param, the column and ``what`` it must be."""
+    if name not in fields:
+        raise ValueError(f"{param}: column '{name}' is not in the DataFrame (columns: "
+                         f"{list(fields)})")
+    if not isinstance(fields[name], kinds):
+        raise TypeError(f"{param}: column '{name}' must be {what}, got "
+                        f"{fields[name].simpleString()}")
+
+
 def check_schema(dataset, spec, label, weight, valid):
     """Check the input columns' presence and types; the row-id column name is reserved."""
     fields = {f.name: f.dataType for f in dataset.schema.fields}
     numeric = (T.NumericType,)
 
     def need(name, param, kinds, what):
-        if name not in fields:
-            raise ValueError(f"{param}: column '{name}' is not in the DataFrame (columns: "
-                             f"{list(fields)})")
-        if not isinstance(fields[name], kinds):
-            raise TypeError(f"{param}: column '{name}' must be {what}, got "
-                            f"{fields[name].simpleString()}")
+        check_column(fields, name, param, kinds, what)
 
     if spec["kind"] == "vector":
         need(spec["col"], "featuresCol", (VectorUDT,), "a Spark ML vector (VectorUDT)")

@@ -211,15 +211,21 @@ def check_memory(spark, stats: dict, workers: int, who: str = "FastXML",
                  extra_bytes: int = 0) -> None:
     """Raise MemoryError, with the figures, when a replicated task cannot hold the data."""
     need = replicated_bytes(stats, extra_bytes)
+    require_task_memory(
+        spark, workers, need,
+        f"{who}: each replicated training task holds the whole training set "
+        f"({stats['rows']} rows, {stats['nnz_x']} feature non-zeros, {stats['nnz_y']} labels)",
+        "Use trainingMode='distributed' (or 'auto'), lower numWorkers, raise "
+        "spark.executor.pyspark.memory, or subsample the data." + label_space_hint(stats, need))
+
+
+def require_task_memory(spark, workers: int, need: int, holds: str, advice: str) -> None:
+    """Raise MemoryError when a training task's ``need`` bytes exceed :func:`task_memory`:
+    "<holds> and needs about N MiB, but only M MiB is available (where). <advice>"."""
     have, limit, where = task_memory(spark, workers)
     if need > have:
-        raise MemoryError(
-            f"{who}: each replicated training task holds the whole training set "
-            f"({stats['rows']} rows, {stats['nnz_x']} feature non-zeros, {stats['nnz_y']} "
-            f"labels) and needs about {need / 2**20:.0f} MiB, but only {limit / 2**20:.0f} MiB "
-            f"is available ({where}). Use trainingMode='distributed' (or 'auto'), lower "
-            f"numWorkers, raise spark.executor.pyspark.memory, or subsample the data."
-            + label_space_hint(stats, need))
+        raise MemoryError(f"{holds} and needs about {need / 2**20:.0f} MiB, but only "
+                          f"{limit / 2**20:.0f} MiB is available ({where}). {advice}")
 
 
 def label_space_hint(stats: dict, need: int) -> str:
@@ -396,5 +402,5 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
 
 __all__ = ["FOREST_DTYPES", "EXTRA_DTYPES", "TAIL_KEYS", "check_memory", "data_stats",
            "estimate_task_bytes", "fit_forest", "ordered_rows", "replicated_bytes",
-           "requested_workers", "tail_bytes",
+           "require_task_memory", "requested_workers", "tail_bytes",
            "task_csr", "task_memory", "trees_by_task"]

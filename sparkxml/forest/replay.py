@@ -25,12 +25,17 @@ from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 
 from sparkxml._core.barrier import TaskMemory, encode_array_batches
 from sparkxml._core.categorical import categorical_features
-from sparkxml._core.histogram_engine import check_schema, data_checks, training_columns
+from sparkxml._core.histogram_engine import (
+    check_column,
+    check_schema,
+    data_checks,
+    training_columns,
+)
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.replicated import group_tables, replicated_job
 from sparkxml._core.validation import inferred_classes
 from sparkxml._core.workers import requested_workers, workers_for
-from sparkxml.fastxml.fit import task_memory
+from sparkxml.fastxml.fit import require_task_memory
 from sparkxml.forest.base import MAX_CLASSES, TreeTrainingSummary
 from sparkxml_kernels.forest.predictor import ForestPredictor
 from sparkxml_kernels.forest.pruning import prune_tree
@@ -60,25 +65,11 @@ def check_replay_options(est, crit: str) -> None:
 def check_replay_memory(spark, n: int, d: int, workers: int) -> None:
     """Raise MemoryError, with the figures, when a task cannot hold every row dense: the
     Arrow rows, the float64 matrix and its float32 rounding, about 3 x 8 bytes a value."""
-    need = 24 * int(n) * (int(d) + 2)
-    have, limit, where = task_memory(spark, workers)
-    if need > have:
-        raise MemoryError(
-            f"rowIndexCol: each training task holds every row dense ({n} rows x {d} "
-            f"features) and needs about {need / 2**20:.0f} MiB, but only {limit / 2**20:.0f} "
-            f"MiB is available ({where}). Lower numWorkers, raise "
-            f"spark.executor.pyspark.memory, or fit without rowIndexCol (the forest then "
-            f"trains distributed).")
-
-
-def _check_index_type(dataset, col: str) -> None:
-    fields = {f.name: f.dataType for f in dataset.schema.fields}
-    if col not in fields:
-        raise ValueError(f"rowIndexCol: column '{col}' is not in the DataFrame (columns: "
-                         f"{sorted(fields)})")
-    if not isinstance(fields[col], _INDEX_TYPES):
-        raise ValueError(f"rowIndexCol: column '{col}' has type "
-                         f"{fields[col].simpleString()}; it must hold integers")
+    require_task_memory(
+        spark, workers, 24 * int(n) * (int(d) + 2),
+        f"rowIndexCol: each training task holds every row dense ({n} rows x {d} features)",
+        "Lower numWorkers, raise spark.executor.pyspark.memory, or fit without rowIndexCol "
+        "(the forest then trains distributed).")
 
 
 def _check_index_values(dataset, col: str) -> None:
@@ -106,7 +97,8 @@ def fit_replayed(est, dataset):
     check_schema(dataset, spec, label, weight, None)
     crit = est._check_criterion()
     check_replay_options(est, crit)
-    _check_index_type(dataset, index)
+    check_column({f.name: f.dataType for f in dataset.schema.fields}, index, "rowIndexCol",
+                 _INDEX_TYPES, "of an integer type")
     if categorical_features(dataset, spec, None, 1 << 62):
         raise ValueError("rowIndexCol: the features include nominal (categorical) attributes; "
                          "scikit-learn's forest splits numbers only")

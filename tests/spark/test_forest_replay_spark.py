@@ -131,7 +131,7 @@ def test_bad_row_index_fails_before_training(spark):
                                               StructField("label", DoubleType())]))
     with pytest.raises(ValueError, match="column 'id' holds 1 null values"):
         est.fit(nulls)
-    with pytest.raises(ValueError, match="column 'id' has type double"):
+    with pytest.raises(TypeError, match="column 'id' must be of an integer type, got double"):
         est.fit(df.selectExpr("cast(id as double) as id", "features", "label"))
     with pytest.raises(ValueError, match="column 'nope' is not in the DataFrame"):
         est.copy({est.rowIndexCol: "nope"}).fit(df)
