@@ -193,7 +193,7 @@ def make_replay_train_fn(keys: list, cfg: dict, progress=None):
 
     def train(batches):
         from sparkxml._core.arrow import batch_features
-        from sparkxml_kernels.forest.replay import oob_add, replay_trees
+        from sparkxml_kernels.forest.replay import replay_trees
         from sparkxml_kernels.forest.tree import SplitParams
         from sparkxml_kernels.progress import ProgressReporter
 
@@ -208,22 +208,19 @@ def make_replay_train_fn(keys: list, cfg: dict, progress=None):
             mine = list(range(rank, cfg["n_trees"], world))
             reporter = ProgressReporter(progress, rank)
             out: dict = {}
+            oob = None
             if cfg["oob"]:
-                sums = np.zeros((cls.size, cfg["n_classes"]))
-                n_pred = np.zeros(cls.size, np.int64)
-                out.update(oob_sum=sums, oob_n=n_pred)
+                oob = (np.zeros((cls.size, cfg["n_classes"])), np.zeros(cls.size, np.int64))
+                out.update(oob_sum=oob[0], oob_n=oob[1])
                 if rank == 0:
                     out["oob_y"] = cls
-            for done, t in enumerate(mine, 1):
-                (_, tree), = replay_trees(X, cls, sw, cfg["class_weight"],
-                                          SplitParams(**cfg["split"]), cfg["seed"],
-                                          cfg["n_trees"], [t], cfg["bootstrap"], cfg["rate"])
+            grown = replay_trees(
+                X, cls, sw, cfg["class_weight"], SplitParams(**cfg["split"]), cfg["seed"],
+                cfg["n_trees"], mine, cfg["bootstrap"], cfg["rate"], oob=oob,
+                report=(lambda done, total: reporter.progress(done, total, unit="tree"))
+                if reporter.enabled else None)
+            for t, tree in grown:
                 out.update({f"{t}.{f}": v for f, v in tree.as_dict().items()})
-                if cfg["oob"]:
-                    oob_add(tree, t, X, cls, sw, cfg["class_weight"], cfg["seed"],
-                            cfg["n_trees"], cfg["rate"], sums, n_pred)
-                if reporter.enabled:
-                    reporter.progress(done, len(mine), unit="tree")
             reporter.close()
             yield from encode_array_batches(rank, out, memory.info(rows=int(cls.size),
                                                                    trees=len(mine)))

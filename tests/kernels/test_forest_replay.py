@@ -77,15 +77,14 @@ def test_trees_equal_sklearns_forest(digits, kw, weighted):
 def test_out_of_bag_score_is_sklearns(digits, kw):
     """Trees added one by one, in tree order: scikit-learn's oob_decision_function_ and
     oob_score_."""
-    from sparkxml_kernels.forest.replay import oob_add, oob_score
+    from sparkxml_kernels.forest.replay import oob_score
 
     X, y = digits
     rf = RandomForestClassifier(n_estimators=6, random_state=4, oob_score=True, **kw).fit(X, y)
     cw, rate = kw.get("class_weight"), kw.get("max_samples", 1.0)
     p = SplitParams(0, n_classes=10, max_features=8)
     sums, n_pred = np.zeros((len(y), 10)), np.zeros(len(y), np.int64)
-    for t, tree in replay_trees(X, y, None, cw, p, 4, 6, range(6), True, rate):
-        oob_add(tree, t, X, y, None, cw, 4, 6, rate, sums, n_pred)
+    replay_trees(X, y, None, cw, p, 4, 6, range(6), True, rate, oob=(sums, n_pred))
     score, decision = oob_score(sums, n_pred, y)
     np.testing.assert_array_equal(decision, rf.oob_decision_function_)
     assert score == rf.oob_score_

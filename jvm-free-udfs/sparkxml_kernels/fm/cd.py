@@ -33,8 +33,8 @@ from .._jit import njit
 LINEAR, FACTOR, CROSS = 0, 1, 2
 
 __all__ = ["LINEAR", "FACTOR", "CROSS", "NEWTON", "GIBBS", "block_stats", "block_apply",
-           "block_finish", "update_blocks_local", "block_stats_naive", "block_stats_split", "block_stats_split_naive",
-           "block_apply_naive", "factor_cache", "cross_cache", "feature_stats",
+           "block_finish", "update_blocks_local", "block_stats_naive", "block_stats_split",
+           "block_stats_split_naive", "block_apply_naive", "factor_cache", "cross_cache", "feature_stats",
            "feature_stats_naive", "newton_update", "gaussian_update"]
 
 
@@ -132,7 +132,6 @@ def block_finish(kind, p0, p1, lam, mu, nrm, A, G, theta, tb, fs, lo, hi, rows, 
         theta[fs - tb + j] = new
         delta[j] = new - o
     block_apply(lo, hi, rows, feats, vals, fs, mode, qh, old, delta, r, qupd)
-
 
 
 @njit(cache=True, nogil=True)

@@ -241,6 +241,12 @@ class BlockedData:
         self.rb = RowBlocks.whole(self.n) if rb is None else rb
         self.sub = [self.rb.entry_bounds(self.rows, int(self.ptr[b]), int(self.ptr[b + 1]))
                     for b in range(self.block_starts.size - 1)]
+        # ``sub`` as one int64 array and its offsets (block b: flat[ptr[b]:ptr[b + 1]]), for
+        # the kernels that loop over the blocks (``cd.update_blocks_local``)
+        sub_ptr = np.zeros(len(self.sub) + 1, np.int64)
+        sub_ptr[1:] = np.cumsum([s.size for s in self.sub])
+        flat = np.concatenate(self.sub).astype(np.int64) if self.sub else np.zeros(0, np.int64)
+        self.sub_flat = (flat, sub_ptr)
         # one-hot data: the kernels take None for "every value is 1.0" and read no values
         self.binary = bool(np.all(vals == 1.0))
         self.vals = None if self.binary else vals
@@ -248,17 +254,6 @@ class BlockedData:
     @property
     def n_blocks(self) -> int:
         return self.block_starts.size - 1
-
-    @property
-    def sub_flat(self):
-        """``sub`` as one int64 array and its int64 offsets (block b: ``flat[ptr[b]:ptr[b +
-        1]]``), for kernels that loop over the blocks."""
-        if getattr(self, "_sub_flat", None) is None:
-            ptr = np.zeros(len(self.sub) + 1, np.int64)
-            ptr[1:] = np.cumsum([s.size for s in self.sub])
-            flat = np.concatenate(self.sub).astype(np.int64) if self.sub else np.zeros(0, np.int64)
-            self._sub_flat = (flat, ptr)
-        return self._sub_flat
 
     def block(self, b: int):
         """(first feature, end feature, first entry, end entry) of block b."""

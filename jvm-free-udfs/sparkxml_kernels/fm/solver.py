@@ -17,7 +17,14 @@ import numpy as np
 
 from .._dtypes import FLOAT
 from .._jit import njit
-from .cd import GIBBS, NEWTON, block_finish, block_stats_split, newton_update, update_blocks_local
+from .cd import (
+    GIBBS,
+    NEWTON,
+    block_finish,
+    block_stats_split,
+    newton_update,
+    update_blocks_local,
+)
 from .layout import BlockedData
 from .order import ROW_BLOCKS, RowBlocks, fixed_sum, row_block_of, seq_sum
 

@@ -90,21 +90,21 @@ def forest_weights(cls: np.ndarray, n_classes: int, sw: np.ndarray | None, class
 
 
 def tree_weights(tree_seed: int, cls: np.ndarray, n_classes: int, w: np.ndarray | None,
-                 bootstrap: bool, rate: float, balanced_subsample: bool) -> np.ndarray:
-    """float64 (n,): the row weights tree ``tree_seed`` is grown with; ``w`` the forest's
-    weights (:func:`forest_weights`)."""
+                 bootstrap: bool, rate: float, balanced_subsample: bool) -> tuple:
+    """(float64 (n,) row weights tree ``tree_seed`` is grown with, int64 (n,) bootstrap
+    counts or None without bootstrap); ``w`` the forest's weights (:func:`forest_weights`)."""
     n = cls.size
     if not bootstrap:
-        return np.ones(n) if w is None else np.asarray(w, np.float64)
+        return (np.ones(n) if w is None else np.asarray(w, np.float64)), None
     counts = sample_counts(tree_seed, n, n_bootstrap(n, rate, w), w)
     if balanced_subsample:
-        return counts * subsample_class_weights(cls, counts[None], n_classes)[0, cls]
-    return counts.astype(np.float64)
+        return counts * subsample_class_weights(cls, counts[None], n_classes)[0, cls], counts
+    return counts.astype(np.float64), counts
 
 
 def replay_trees(X: np.ndarray, cls: np.ndarray, sw: np.ndarray | None, class_weight,
                  params: SplitParams, random_state: int, n_trees: int, trees,
-                 bootstrap: bool = True, rate: float = 1.0) -> list:
+                 bootstrap: bool = True, rate: float = 1.0, oob=None, report=None) -> list:
     """Grow trees ``trees`` (ids in [0, n_trees)) of scikit-learn's forest.
 
     Parameters
@@ -118,6 +118,11 @@ def replay_trees(X: np.ndarray, cls: np.ndarray, sw: np.ndarray | None, class_we
     random_state : the forest's ``random_state``
     n_trees, trees : the forest's size, and which of its trees to grow
     bootstrap, rate : ``bootstrap`` and ``max_samples`` (rate 1: None)
+    oob : (float64 (n, K), int64 (n,)), optional
+        Out-of-bag sums and counts that each grown tree is added to (:func:`oob_add`, with
+        the counts it was grown with; bootstrap only).
+    report : callable(done, total), optional
+        Called after each tree.
 
     Returns
     -------
@@ -135,27 +140,30 @@ def replay_trees(X: np.ndarray, cls: np.ndarray, sw: np.ndarray | None, class_we
     seeds = tree_seeds(random_state, n_trees)
     w = forest_weights(cls, params.n_classes, sw, class_weight, bootstrap)
     subsample = isinstance(class_weight, str) and class_weight == "balanced_subsample"
+    trees = list(trees)
     out = []
-    for t in trees:
-        rw = tree_weights(seeds[t], cls, params.n_classes, w, bootstrap, rate, subsample)
+    for done, t in enumerate(trees, 1):
+        rw, counts = tree_weights(seeds[t], cls, params.n_classes, w, bootstrap, rate,
+                                  subsample)
         tree: TreeArrays = grow_tree_ordered(X, cls, rw, params, sklearn_seed(seeds[t]))
+        if oob is not None and counts is not None:
+            oob_add(tree, counts, X, *oob)
         out.append((int(t), tree))
+        if report is not None:
+            report(done, len(trees))
     return out
 
 
-def oob_add(tree: TreeArrays, t: int, X: np.ndarray, cls: np.ndarray, sw: np.ndarray | None,
-            class_weight, random_state: int, n_trees: int, rate: float, sums: np.ndarray,
+def oob_add(tree: TreeArrays, counts: np.ndarray, X: np.ndarray, sums: np.ndarray,
             n_pred: np.ndarray) -> None:
-    """Add tree ``t``'s class probabilities (scikit-learn's ``predict_proba``: the leaf's
-    values over their sum) to the rows its bootstrap sample left out, as scikit-learn's
+    """Add the tree's class probabilities (scikit-learn's ``predict_proba``: the leaf's
+    values over their sum) to the rows its bootstrap ``counts`` left out, as scikit-learn's
     ``_compute_oob_predictions`` does tree by tree: ``sums`` float64 (n, K), ``n_pred`` int64
-    (n,) (arguments as :func:`replay_trees`'s, bootstrap implied)."""
-    n, K = X.shape[0], sums.shape[1]
-    w = forest_weights(cls, K, sw, class_weight, True)
-    seed = tree_seeds(random_state, n_trees)[t]
-    rows = np.flatnonzero(sample_counts(seed, n, n_bootstrap(n, rate, w), w) == 0)
+    (n,)."""
+    rows = np.flatnonzero(counts == 0)
     if rows.size == 0:
         return
+    K = sums.shape[1]
     leaf = ForestPredictor.from_trees([tree], X.shape[1], K, "gini").apply(X[rows])[:, 0]
     proba = np.asarray(tree.value, np.float64).reshape(tree.node_count, -1)[leaf, :K]
     norm = proba.sum(axis=1)[:, None]
