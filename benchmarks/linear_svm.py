@@ -428,7 +428,8 @@ def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
             rows.append((f"Spark MLlib LinearSVC, {mllib_iter} iterations",
                          f"{primal(X, y, w, 'hinge', C):.2f}", "", f"{ml_sec:.1f}", "1.00"))
         t = time.perf_counter()
-        m = LinearSVC(numWorkers=2, loss="hinge", C=C, fitIntercept=False).fit(df)
+        m = LinearSVC(numWorkers=2, loss="hinge", C=C, fitIntercept=False,
+                      standardization=False).fit(df)
         sec = time.perf_counter() - t
         s = m.summary
         rows.append((f"sparkxml LinearSVC numWorkers=2 (default {len(s.workerInfo)} blocks), "
@@ -454,7 +455,7 @@ def section_scale(spark, rows_n, mllib_iter, parts, blocks=(1, 2, 4)):
     if "memory" in parts:
         t = time.perf_counter()
         m = LinearSVC(numWorkers=2, numBlocks=2, loss="squared_hinge", C=0.1, maxIter=30,
-                      fitIntercept=True).fit(df)
+                      fitIntercept=True, standardization=False).fit(df)
         sec = time.perf_counter() - t
         s = m.summary
         table(f"worker memory: {rows_n} rows x 100k features, squared hinge, intercept, "
