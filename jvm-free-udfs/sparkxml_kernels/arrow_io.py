@@ -27,6 +27,32 @@ def _sizes(column, vlen):
     return sparse, sizes
 
 
+def _dense_nonzeros(values, sparse_mask, vlen, indptr):
+    """Dense rows keep their zeros in Arrow; CSR holds only their non-zeros. Returns (the
+    mask of the entries kept, or None when all are, and the kept entries per row)."""
+    keep = ~((~sparse_mask) & (values == 0))
+    if keep.all():
+        return None, vlen
+    counts = np.add.reduceat(keep.astype(np.int64), indptr[:-1]) if len(values) else vlen * 0
+    counts[vlen == 0] = 0
+    return keep, counts
+
+
+def stored_counts(column) -> np.ndarray:
+    """int64 (n,): the entries ``vectors_to_csr`` keeps of each row of a VectorUDT column (a
+    sparse row's stored entries, a dense row's non-zeros), without building the CSR. Null
+    vectors count 0 (``vectors_to_csr`` refuses them)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    vlen, values = _flat_list(column.field("values"))
+    sparse = column.field("type").fill_null(0).to_numpy(zero_copy_only=False) == 0
+    if sparse.all():
+        return vlen
+    indptr = np.zeros(len(vlen) + 1, dtype=INDPTR)
+    np.cumsum(vlen, out=indptr[1:])
+    return _dense_nonzeros(values, np.repeat(sparse, vlen), vlen, indptr)[1]
+
+
 def vector_stats(column, column_name: str = "features"):
     """(rows, stored entries, smallest size, largest size) of a VectorUDT column, without
     raising on mixed sizes: callers report those on the driver with the full picture."""
@@ -99,11 +125,8 @@ def vectors_to_csr(column, column_name: str = "features", num_features: int | No
             ilen, iflat = _flat_list(column.field("indices"))
             indices[mask] = iflat[np.repeat(sparse, ilen)]
         indices = indices.astype(INDEX)
-        # Dense rows keep their zeros; drop them so CSR holds only non-zeros.
-        keep = ~((~mask) & (values == 0))
-        if not keep.all():
-            counts = np.add.reduceat(keep.astype(np.int64), indptr[:-1]) if total else vlen * 0
-            counts[vlen == 0] = 0
+        keep, counts = _dense_nonzeros(values, mask, vlen, indptr)
+        if keep is not None:
             indptr[1:] = np.cumsum(counts)
             indices, values = indices[keep], values[keep]
     return indptr, indices, np.ascontiguousarray(values, dtype=value_dtype), int(num_features)

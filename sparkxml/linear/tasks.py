@@ -83,10 +83,11 @@ def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept
     """Arrow batches -> this task's ``LinearData`` (or an error), one batch at a time; the
     labels, weights and vectors are checked on the way (the first bad value is named).
 
-    The stage sorts each partition by (block, key) in the JVM. The batches are held until
-    their sizes are known (offsets only are read), then each one is converted, written in
-    order into the final arrays (``sparkxml_kernels.linear.data.RowsBuilder``) and released:
-    the Arrow input shrinks as the CSR grows, so the two are never both whole. The kernels
+    The batches are held until every row's place in (block, key) order is known (from the
+    keys, the weights and the vectors' offsets, ``_placement``), then each one is converted,
+    written row by row where it belongs in the final arrays
+    (``sparkxml_kernels.linear.data.RowsBuilder``) and released: the Arrow input shrinks as
+    the CSR grows, so the two are never both whole, and the rows need no sort in the JVM. The kernels
     are warmed up first, while the tasks wait for each other's addresses, and the RSS right
     before the first batch is read is recorded (``rss_input_start``).
     """
@@ -114,7 +115,8 @@ def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept
                 rows += b.num_rows
                 nnz += _stored_values(column_of(b, F_COL))
         del batches
-        builder = kdata.RowsBuilder(C, fit_intercept, rows, nnz)
+        builder = kdata.RowsBuilder(C, fit_intercept, rows, nnz,
+                                    _placement(held, wcol, fit_intercept))
         state = {"error": None, "n": 0, "d": -1, "ymax": -1.0}
         for i in range(len(held)):
             b, held[i] = held[i], None  # the batch goes once written
@@ -178,6 +180,28 @@ def _warm_arrow(fcol, lcol, wcol):
     _check_labels(pa.array(np.array([0.0, 1.0])), lcol)
     if wcol is not None:
         _check_weights(pa.array(np.array([1.0, 1.0])), wcol)
+
+
+def _placement(held, wcol, fit_intercept):
+    """``kdata.placement`` of the held batches' rows, or None where a batch's vectors or
+    weights cannot be read (the conversion then names the fault, batch by batch)."""
+    from sparkxml_kernels.linear import data as kdata
+
+    try:
+        keys = [column_of(b, K_COL).to_numpy(zero_copy_only=False) for b in held]
+        blocks = [column_of(b, B_COL).to_numpy(zero_copy_only=False) for b in held]
+        counts = [arrow_io.stored_counts(column_of(b, F_COL)) for b in held]
+        if wcol is None:
+            keep = np.ones(sum(len(k) for k in keys), bool)
+        else:
+            with np.errstate(invalid="ignore"):
+                keep = np.concatenate([_numbers(column_of(b, W_COL)) > 0 for b in held])
+    except (ValueError, TypeError, pa.ArrowException):
+        return None
+    if not keys:
+        return None
+    return kdata.placement(np.concatenate(keys), np.concatenate(blocks),
+                           np.concatenate(counts), keep, fit_intercept)
 
 
 def _stored_values(col) -> int:

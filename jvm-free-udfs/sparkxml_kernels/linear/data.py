@@ -5,12 +5,16 @@ Two ways in:
 - ``prepare``: any row order (tests, ``solver.fit_local``): sorts by (block, key), drops rows
   of weight 0, appends the bias feature. It holds the input, the output and index
   temporaries at once (~4x the CSR at its peak).
-- ``RowsBuilder``: rows that arrive already sorted by (block, key) (the Spark stage sorts
-  each partition in the JVM), one Arrow batch at a time, written straight into arrays sized
-  from the batches' lengths; the caller releases each batch once written. Fresh numpy arrays
-  only take memory where they are written, so the input shrinks as the output grows and the
-  peak stays near one copy of the CSR (the aim: worker memory <= 2x its CSR partition).
-  Rows out of order (never expected) fall back to ``prepare``.
+- ``RowsBuilder``: one Arrow batch at a time, written straight into arrays sized from the
+  batches' lengths; the caller releases each batch once written. Fresh numpy arrays only
+  take memory where they are written, so the input shrinks as the output grows and the peak
+  stays near one copy of the CSR (the aim: worker memory <= 2x its CSR partition).
+  - With a ``placement`` (``placement()``: every row's place in (block, key) order,
+    computed from the batches' keys, weights and entry counts before any CSR is built),
+    rows arrive in any order and each one is written where it belongs: the Spark stage does
+    not sort its rows in the JVM.
+  - Without one, rows must arrive sorted by (block, key); rows out of order fall back to
+    ``prepare``.
 """
 from __future__ import annotations
 
@@ -110,11 +114,19 @@ class RowsBuilder:
         of dense vectors are dropped, so fewer may arrive).
     """
 
-    def __init__(self, C: float, fit_intercept: bool, max_rows: int, max_nnz: int):
+    def __init__(self, C: float, fit_intercept: bool, max_rows: int, max_nnz: int,
+                 placement=None):
         self.C = float(C)
         self.extra = 1 if fit_intercept else 0
-        self.indptr = np.empty(max_rows + 1, np.int64)
-        self.indptr[0] = 0
+        self.dest = None
+        if placement is not None:
+            # every arriving row's place, and the final indptr (bias slots included)
+            self.dest, self.indptr = placement
+            self.arrived = 0
+            max_rows = self.indptr.size - 1
+        else:
+            self.indptr = np.empty(max_rows + 1, np.int64)
+            self.indptr[0] = 0
         self.ind = np.empty(max_nnz + self.extra * max_rows, np.int32)
         self.val = np.empty(max_nnz + self.extra * max_rows, np.float64)
         self.lab = np.empty(max_rows, np.int32)
@@ -131,6 +143,9 @@ class RowsBuilder:
         None), keys and blocks (int64); ``n_features`` is the bias column's index."""
         keys = np.asarray(keys, np.int64)
         blocks = np.asarray(blocks, np.int64)
+        if self.dest is not None:
+            self._place(indptr, indices, data, labels, weights, keys, blocks, n_features)
+            return
         if weights is not None:
             keep = np.asarray(weights) > 0
             if not keep.all():
@@ -171,6 +186,39 @@ class RowsBuilder:
         self.blk[r:r + m] = blocks
         self.rows = r + m
 
+    def _place(self, indptr, indices, data, labels, weights, keys, blocks, n_features):
+        """A batch of a placed build: each kept row written at its final row and offset."""
+        m = keys.size
+        dest = self.dest[self.arrived:self.arrived + m]
+        self.arrived += m
+        src_rows = np.flatnonzero(dest >= 0)
+        if not src_rows.size:
+            return
+        t = dest[src_rows]
+        lens = indptr[src_rows + 1] - indptr[src_rows]
+        if not np.array_equal(self.indptr[t + 1] - self.indptr[t] - self.extra, lens):
+            raise RuntimeError("a batch's rows do not have the entries their placement counted")
+        total = int(lens.sum())
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        src = np.repeat(indptr[src_rows], lens) + within
+        dst = np.repeat(self.indptr[t], lens) + within
+        vals = np.asarray(data, np.float64)[src]
+        self.ind[dst] = np.asarray(indices)[src]
+        self.val[dst] = vals
+        # |x|^2 summed in entry order, then the bias (1.0), as the ordered build sums them
+        qd = np.bincount(np.repeat(np.arange(src_rows.size), lens), weights=vals * vals,
+                         minlength=src_rows.size).astype(np.float64, copy=False)
+        if self.extra:
+            self.ind[self.indptr[t] + lens] = n_features
+            self.val[self.indptr[t] + lens] = 1.0
+            qd += 1.0
+        self.qd[t] = qd
+        self.lab[t] = np.asarray(labels)[src_rows]
+        self.cw[t] = self.C if weights is None else self.C * np.asarray(weights)[src_rows]
+        self.keys[t] = keys[src_rows]
+        self.blk[t] = blocks[src_rows]
+        self.rows += int(src_rows.size)
+
     def finish(self, n_features: int) -> LinearData:
         """The task's ``LinearData`` (views of the arrays written)."""
         n = self.rows
@@ -191,6 +239,31 @@ class RowsBuilder:
         return LinearData(self.indptr[:n + 1], self.ind[:nnz], self.val[:nnz], self.lab[:n],
                           self.cw[:n], self.qd[:n], ids.astype(np.int64), ptr,
                           int(n_features) + self.extra)
+
+
+def placement(keys, blocks, counts, keep, fit_intercept: bool):
+    """Where a ``RowsBuilder`` writes each arriving row.
+
+    Parameters
+    ----------
+    keys, blocks : int64 (m,) content key and block id of every row, in arrival order
+    counts : int64 (m,) entries each row's vector keeps (``arrow_io.stored_counts``)
+    keep : bool (m,) rows to train on (weight > 0)
+    fit_intercept : bool (one more entry a row: the bias)
+
+    Returns
+    -------
+    dest : int64 (m,) each row's index in (block, key) order, -1 for a row left out
+    indptr : int64 (kept + 1,) the CSR's row offsets in that order, bias slots included
+    """
+    kept = np.flatnonzero(keep)
+    order = kept[np.lexsort((np.asarray(keys, np.int64)[kept],
+                             np.asarray(blocks, np.int64)[kept]))]
+    dest = np.full(len(keys), -1, np.int64)
+    dest[order] = np.arange(order.size, dtype=np.int64)
+    indptr = np.zeros(order.size + 1, np.int64)
+    np.cumsum(np.asarray(counts, np.int64)[order] + (1 if fit_intercept else 0), out=indptr[1:])
+    return dest, indptr
 
 
 def _rows(ip, ix, vx, rows):
