@@ -4,7 +4,7 @@ run.
 
     .venv/bin/python benchmarks/labeltree_scale.py [--train 500000] [--test 20000]
         [--features 100000] [--labels 50000] [--workers 2] [--predict-rows 100000]
-        [--no-replicated] [--no-bonsai]
+        [--no-replicated] [--no-bonsai] [--no-distributed] [--data-cache DIR]
 
 The data come from ``fastxml_distributed.delicious_like`` (FastXML's distributed benchmark's
 topic-model generator, ~19 labels and ~18 tf-idf features a row) at the sizes given. The
@@ -18,7 +18,10 @@ row-by-row ``predict`` (2 threads trained; its Python API scores one row a call)
 Bonsai trains in the default (replicated) mode. ``--no-replicated`` / ``--no-bonsai`` leave
 those fits out (at the largest sizes each costs as much as the level-wise Parabel fit or
 several times it); prediction then uses the level-wise model, which equals the replicated
-one. A replicated fit's note gives its tasks' seconds (how evenly the nodes were dealt).
+one. ``--no-distributed`` leaves the level-wise fit out. A replicated fit's note gives its
+tasks' seconds (how evenly the nodes were dealt). ``--data-cache DIR`` keeps the generated
+rows in ``DIR`` (an ``.npz`` named by the sizes) and reads them from there on the next run:
+500k rows take about 15 minutes to generate on one core.
 """
 import argparse
 import os
@@ -47,6 +50,22 @@ def write_xc(path, X, Y, start, stop, n_features, n_labels):
             f.write(f"{labs} {feats}\n")
 
 
+def cached_rows(cache_dir, rows, D, L):
+    """``delicious_like(rows, D, L)``, read from / written to ``cache_dir`` when given."""
+    if cache_dir is None:
+        return delicious_like(rows, D, L)
+    path = os.path.join(cache_dir, f"delicious_like_{rows}x{D}x{L}_seed0.npz")
+    if os.path.exists(path):
+        z = np.load(path)
+        return (z["xi"], z["xj"], z["xv"]), (z["yi"], z["yj"])
+    X, Y = delicious_like(rows, D, L)
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, xi=X[0], xj=X[1], xv=X[2], yi=Y[0], yj=Y[1])
+    os.replace(tmp, path)
+    return X, Y
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--train", type=int, default=500000)
@@ -57,7 +76,13 @@ def main():
     ap.add_argument("--predict-rows", type=int, default=100000)
     ap.add_argument("--no-replicated", action="store_true")
     ap.add_argument("--no-bonsai", action="store_true")
+    ap.add_argument("--no-distributed", action="store_true")
+    ap.add_argument("--data-cache", default=None)
+    ap.add_argument("--generate-only", action="store_true",
+                    help="write the --data-cache file and stop")
     args = ap.parse_args()
+    if args.no_distributed and args.no_replicated:
+        ap.error("--no-distributed and --no-replicated leave no Parabel fit")
     import scipy.sparse as sp
     from pyspark.sql import functions as F
 
@@ -68,10 +93,12 @@ def main():
     res = Results("labeltree_scale")
     n, D, L = args.train, args.features, args.labels
     t0 = time.perf_counter()
-    X, Y = delicious_like(n + args.test, D, L)
+    X, Y = cached_rows(args.data_cache, n + args.test, D, L)
+    if args.generate_only:
+        return
     print(f"data: {n} train / {args.test} test rows, {D} features, {L} labels, "
-          f"{X[0][n] / n:.1f} features and {Y[0][n] / n:.1f} labels a train row; generated "
-          f"in {time.perf_counter() - t0:.0f} s", flush=True)
+          f"{X[0][n] / n:.1f} features and {Y[0][n] / n:.1f} labels a train row; ready "
+          f"(generated or read from --data-cache) in {time.perf_counter() - t0:.0f} s", flush=True)
     (xi, xj, xv), Yte = csr_rows(X, Y, n, n + args.test)
     Xte = sp.csr_matrix((xv, xj, xi), shape=(args.test, D))
     rows = {}
@@ -83,7 +110,8 @@ def main():
         train = frame(spark, X, Y, D, 0, n).repartition(args.workers).cache()
         train.count()
         Parabel(numTrees=1, numWorkers=1).fit(train.limit(200))  # warm-up: numba cache
-        configs = [("Parabel distributed", Parabel, "distributed")]
+        configs = [] if args.no_distributed else [("Parabel distributed", Parabel,
+                                                   "distributed")]
         if not args.no_replicated:
             configs.append(("Parabel replicated", Parabel, "replicated"))
         if not args.no_bonsai:
@@ -120,7 +148,7 @@ def main():
                 res.add(name, f"P@{k}", p[k], "%")
             models[name] = model
             print(f"{name}: P@1/3/5 {fmt(p)}, fit {fit:.1f} s; {note}", flush=True)
-        if "Parabel replicated" in models:
+        if "Parabel replicated" in models and "Parabel distributed" in models:
             same = all(np.array_equal(models["Parabel distributed"]._arrays[k],
                                       models["Parabel replicated"]._arrays[k])
                        for k in models["Parabel replicated"]._arrays)
@@ -128,7 +156,7 @@ def main():
         # prediction: the test rows repeated to --predict-rows
         reps = -(-args.predict_rows // args.test)
         big = sp.vstack([Xte] * reps).tocsr()[:args.predict_rows]
-        model = models.get("Parabel replicated", models["Parabel distributed"])
+        model = models.get("Parabel replicated") or models["Parabel distributed"]
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "parabel")
             model.save(path)
