@@ -422,8 +422,11 @@ def _warn_not_converged(summary, max_iter, tol, standardized):
 def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
     """The training columns plus content key and block, hash-partitioned so that task r
     holds the blocks b with b mod n_workers == r (``partition_keys`` gives keys that Spark's
-    hash partitioning sends to a chosen partition). The rows are not sorted here: a task
-    writes each row at its place in (block, key) order (``tasks.make_load_fn``)."""
+    hash partitioning sends to a chosen partition), each partition sorted by key alone (one
+    long: Spark's prefix sort, where (block, key) compared whole rows on the tie of the
+    block). A task writes each row at its place in (block, key) order
+    (``tasks.make_load_fn``): key order within a block, so each block's rows are written
+    front to back as they arrive."""
     cols = [F.col(fcol).alias(F_COL), F.col(lcol).cast("double").alias(Y_COL)]
     hashed = [F.col(fcol), F.col(lcol).cast("double")]
     if wcol is not None:
@@ -432,11 +435,12 @@ def _block_frame(dataset, fcol, lcol, wcol, blocks, n_workers):
     df = dataset.select(*cols, F.xxhash64(*hashed).alias(K_COL))
     df = df.withColumn(B_COL, F.pmod(F.col(K_COL), F.lit(int(blocks))))
     if n_workers == 1:  # every block in one task: the input's partitions, no shuffle
-        return df.coalesce(1)
+        return df.coalesce(1).sortWithinPartitions(K_COL)
     pkeys = partition_keys(n_workers)
     owner = F.element_at(F.array(*[F.lit(int(k)) for k in pkeys]),
                          (F.col(B_COL) % F.lit(n_workers)).cast("int") + F.lit(1))
-    return df.withColumn("__owner", owner).repartition(n_workers, "__owner").drop("__owner")
+    return (df.withColumn("__owner", owner).repartition(n_workers, "__owner").drop("__owner")
+            .sortWithinPartitions(K_COL))
 
 
 add_setters(LinearSVC, _PARAMS)

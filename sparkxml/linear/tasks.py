@@ -87,7 +87,10 @@ def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept
     keys, the weights and the vectors' offsets, ``_placement``), then each one is converted,
     written row by row where it belongs in the final arrays
     (``sparkxml_kernels.linear.data.RowsBuilder``) and released: the Arrow input shrinks as
-    the CSR grows, so the two are never both whole, and the rows need no sort in the JVM. The kernels
+    the CSR grows, so the two are never both whole. The stage sorts each partition by key
+    alone, so each block's rows arrive in order and its part of the CSR is written front to
+    back (rows scattered over the whole CSR would make every page of it resident while the
+    input is still whole). The kernels
     are warmed up first, while the tasks wait for each other's addresses, and the RSS right
     before the first batch is read is recorded (``rss_input_start``).
     """

@@ -11,8 +11,8 @@ Two ways in:
   stays near one copy of the CSR (the aim: worker memory <= 2x its CSR partition).
   - With a ``placement`` (``placement()``: every row's place in (block, key) order,
     computed from the batches' keys, weights and entry counts before any CSR is built),
-    rows arrive in any order and each one is written where it belongs: the Spark stage does
-    not sort its rows in the JVM.
+    rows arrive in any order and each one is written where it belongs (the Spark stage
+    sorts by key only, so each block's part is written front to back).
   - Without one, rows must arrive sorted by (block, key); rows out of order fall back to
     ``prepare``.
 """
