@@ -143,7 +143,8 @@ def collect_chunk_rows(df, max_job_bytes: int | None = None) -> pa.Table:
     (a limit per job: a level of 50,000 leaf labels' classifiers passed 1 GB). The shuffled
     rows are persisted, so that case is collected again from them, in groups of reduce
     partitions of at most :func:`job_result_budget` bytes a job, without training anything
-    twice. ``max_job_bytes`` collects in such groups from the start. They are persisted on
+    twice; a reduce partition larger than that comes back in slices of its chunks.
+    ``max_job_bytes`` collects in such groups from the start. They are persisted on
     disk only: held in the JVM's storage memory, a 300 MB result and the collect's own
     copies of it exhausted a default 1 GB driver heap in local mode.
     """
@@ -174,16 +175,17 @@ def job_result_budget(spark) -> int:
 
 
 def partition_groups(sizes: dict, max_bytes: int) -> list:
-    """Consecutive partition ids (``sizes``: {id: bytes}) packed into groups of at most
-    ``max_bytes`` each; a partition larger than that fails with the figures."""
+    """Consecutive ids (``sizes``: {id: bytes}, reduce partitions or the slices of one)
+    packed into groups of at most ``max_bytes`` each; one larger than that fails with the
+    figures."""
     groups: list = []
     total = 0
     for pid in sorted(sizes):
         size = int(sizes[pid])
         if size > max_bytes:
             raise RuntimeError(
-                f"one reduce partition of a training result holds {size >> 20} MB, more than "
-                f"one collect job may bring back ({max_bytes >> 20} MB, half of "
+                f"one piece of a training result holds {size >> 20} MB, more than one "
+                f"collect job may bring back ({max_bytes >> 20} MB, half of "
                 "spark.driver.maxResultSize); raise spark.driver.maxResultSize")
         if not groups or total + size > max_bytes:
             groups.append([])
@@ -193,14 +195,31 @@ def partition_groups(sizes: dict, max_bytes: int) -> list:
     return groups
 
 
+# a reduce partition over the job budget is collected in slices (its rows' ``part`` modulo
+# this many times the slices the budget needs), so that uneven slices still fit
+SLICE_SPARE = 4
+
+
 def _collect_in_groups(shuffled, max_job_bytes: int) -> pa.Table:
+    """Collect jobs of at most ``max_job_bytes`` of chunk data each: groups of reduce
+    partitions, and a partition larger than that (a model of several GB in 16 partitions) in
+    slices of its chunks by ``part`` modulo k, each slice's size read first."""
     from pyspark.sql import functions as F
 
     pid = F.spark_partition_id()
     sizes = {r[0]: r[1] or 0 for r in shuffled.groupBy(pid.alias("p"))
              .agg(F.sum(F.length("data"))).collect()}
-    tables = [to_arrow(shuffled.where(pid.isin(group)))
-              for group in partition_groups(sizes, max_job_bytes)]
+    big = sorted(p for p, size in sizes.items() if size > max_job_bytes)
+    filters = [pid.isin(group) for group in
+               partition_groups({p: sizes[p] for p in sizes if p not in big}, max_job_bytes)]
+    for p in big:
+        k = SLICE_SPARE * -(-int(sizes[p]) // max_job_bytes)
+        j = (F.col("part") % F.lit(k)).alias("j")
+        part = shuffled.where(pid == p)
+        slices = {r[0]: r[1] or 0 for r in part.groupBy(j).agg(F.sum(F.length("data"))).collect()}
+        filters += [(pid == p) & (F.col("part") % F.lit(k)).isin(group)
+                    for group in partition_groups(slices, max_job_bytes)]
+    tables = [to_arrow(shuffled.where(f)) for f in filters]
     if not tables:
         return to_arrow(shuffled.limit(0))
     return pa.concat_tables(tables)

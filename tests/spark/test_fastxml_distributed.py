@@ -239,6 +239,40 @@ def test_a_result_over_the_job_budget_comes_back_in_several_jobs_from_one_traini
     assert jobs >= 4, jobs  # the sizes job and at least three collects of <= 2 chunks
 
 
+def test_a_reduce_partition_over_the_job_budget_comes_back_in_slices(spark):
+    """A reduce partition larger than one collect job's budget (a model of several GB over
+    the fixed reduce partitions) is collected in slices of its chunks, each within the
+    budget, the arrays unchanged."""
+    from _jobs import job_ids
+
+    import sparkxml._core.barrier as barrier
+
+    n = 5 << 20  # 40 MB in five 8 MB chunks, all in one partition
+
+    def emit(batches):
+        import numpy as np
+
+        from sparkxml._core.barrier import encode_array_batches
+
+        for _ in batches:
+            pass
+        yield from encode_array_batches(0, {"w": np.arange(n, dtype=np.float64)}, {"r": 0})
+
+    out = spark.range(1, numPartitions=1).mapInArrow(emit, barrier.RESULT_SCHEMA).cache()
+    try:
+        assert out.count() == 6  # the five chunks and the info row
+        sc = spark.sparkContext
+        before = job_ids(sc)
+        table = barrier._collect_in_groups(out, barrier.CHUNK_BYTES * 2 + 4096)
+        jobs = len(job_ids(sc) - before)
+        arrays, infos = barrier.decode_ranks(table)
+        np.testing.assert_array_equal(arrays[0]["w"], np.arange(n, dtype=np.float64))
+        assert infos == {0: {"r": 0}}
+        assert jobs >= 5, jobs  # two sizes jobs and at least three collects of <= 2 chunks
+    finally:
+        out.unpersist()
+
+
 def test_partition_groups_pack_within_the_budget_and_name_the_conf():
     from sparkxml._core.barrier import job_result_budget, partition_groups
 
