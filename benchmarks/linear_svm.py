@@ -10,6 +10,9 @@ Sections (each prints a table):
   kernel one process, one core: seconds for the DCD kernel to reach liblinear's objective within
         1e-3 (relative), against liblinear's own fit time; Shark's schedule against
         liblinear's permutation schedule: passes and seconds to tol.
+  kernel-scale  the same on one block of the scale problem (--scale-rows rows, hinge, C =
+        0.1: the rows of block 0 of 2, ~rows/2): seconds of each solver to liblinear's
+        objective, and passes per second (liblinear's iterations, from its own output).
   dna   one-vs-rest (squared hinge, as liblinear -s 1) and Crammer-Singer accuracies.
   pendigits  dense, unscaled (16 features in 0-100), 10 classes, C = 1, intercept, numWorkers 2:
         one-vs-rest hinge and squared hinge, primal objective (liblinear's problem), test
@@ -228,6 +231,69 @@ def section_kernel(data):
           record=("kernel one core", 2, {"kernel s": "s", "liblinear s": "s", "ratio": "x"}))
     table("Shark vs permutation schedule, one block, to the local tol",
           ["loss", "schedule", "tol", "passes", "primal", "gap", "s"], rows2)
+
+
+def _liblinear_iterations(X, y01, args):
+    """(w, seconds, iterations) of liblinear, its "#iter" read from its own stdout."""
+    import re
+    import tempfile
+
+    from liblinear.liblinearutil import parameter, problem, train
+
+    prob = problem(np.where(y01 == 1, 1.0, -1.0), X)
+    with tempfile.TemporaryFile(mode="w+") as out:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(out.fileno(), 1)
+        try:
+            t = time.perf_counter()
+            m = train(prob, parameter(args))
+            sec = time.perf_counter() - t
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        out.seek(0)
+        found = re.findall(r"#iter = (\d+)", out.read())
+    w = np.array([m.w[i] for i in range(X.shape[1])])
+    return (-w if m.get_labels()[0] != 1 else w), sec, int(found[-1]) if found else -1
+
+
+def section_kernel_scale(rows_n):
+    """One CoCoA+ block of the scale problem, one core: each solver to liblinear's objective."""
+    X, y = synthetic(rows_n)
+    X, y = X[::2], y[::2]  # block 0 of fit_local(num_blocks=2): rows i with i mod 2 == 0
+    C = 0.1
+    small = slice(0, 1000)
+    solver.fit_local(X[small].indptr, X[small].indices, X[small].data, y[small], X.shape[1],
+                     C=C, max_iter=1, local_passes=1)  # compile / load cache
+    runs = [_liblinear_iterations(X, y, f"-s 3 -c {C}") for _ in range(3)]
+    w, ll_sec, ll_iter = min(runs, key=lambda r: r[1])
+    target = primal(X, y, w, "hinge", C)
+    rows = [("liblinear -s 3 (eps 0.1)", ll_iter, f"{target:.2f}", f"{ll_sec:.2f}",
+             f"{ll_iter / ll_sec:.1f}", "1.00")]
+    for sched in ("shark", "permutation"):
+        cap, P = 10, None
+        while cap <= 2000:
+            r = solver.fit_local(X.indptr, X.indices, X.data, y, X.shape[1], C=C,
+                                 schedule=sched, tol=1e-12, max_iter=1, local_passes=cap)
+            P = r.primal[-1][0]
+            if P <= target:
+                break
+            cap = int(cap * 1.25) + 1
+        sec = np.inf
+        for _ in range(3):
+            t = time.perf_counter()
+            solver.fit_local(X.indptr, X.indices, X.data, y, X.shape[1], C=C, schedule=sched,
+                             tol=1e-12, max_iter=1, local_passes=cap)
+            sec = min(sec, time.perf_counter() - t)
+        rows.append((f"sparkxml DCD kernel, {sched}", cap, f"{P:.2f}", f"{sec:.2f}",
+                     f"{cap / sec:.1f}", f"{sec / ll_sec:.2f}"))
+    table(f"kernel alone, one core, one block of the scale problem ({X.shape[0]} rows x "
+          f"{X.shape[1]} features, {X.nnz / X.shape[0]:.1f} non-zeros a row), hinge, C={C}: "
+          f"passes to liblinear's objective",
+          ["solver", "passes", "primal", "s (best of 3)", "passes / s", "time / liblinear's"],
+          rows, record=("kernel scale block", 1, {"s (best of 3)": "s", "passes / s": "/s",
+                                                  "time / liblinear's": "x"}))
 
 
 def section_dna(spark, data):
@@ -511,6 +577,8 @@ def main():
     secs = a.sections.split(",")
     if "kernel" in secs:
         section_kernel(a.data)
+    if "kernel-scale" in secs:
+        section_kernel_scale(a.scale_rows)
     parts = a.scale_parts.split(",")
     blocks = [int(b) for b in a.scale_blocks.split(",")]
     if "scale" in secs and not {"fit", "memory"} & set(parts):
