@@ -72,3 +72,38 @@ def test_layout_is_checked():
     with pytest.raises(ValueError):
         build_histograms(binned, np.arange(10, dtype=np.int32), [0], [10], interleave(g, h),
                          np.zeros((1, binned.shape[1], 257, 2), order="F"))
+
+
+def test_histogram_store_reuses_an_array_only_once_nothing_holds_it():
+    """Rank 0's candidate arrays go back to the pool when their round is done and none of
+    their nodes is held; an array still holding a node is never handed out again."""
+    from sparkxml_kernels.gbt.histogram import HistogramStore
+
+    store = HistogramStore((3, 5, 2))
+    a = store.level(2)
+    a[:] = 1.0
+    store.hold(7, a, 0)
+    store.hold(8, a, 1)
+    store.done(a)
+    b = store.level(2)
+    assert b is not a  # a still holds nodes 7 and 8
+    np.testing.assert_array_equal(store[7], np.ones((3, 5, 2)))
+    store.pop(7)
+    assert store.level(2) is not a  # node 8 still held
+    store.pop(8)
+    store.pop(8)  # forgetting twice changes nothing
+    assert 8 not in store
+    c = store.level(2)
+    assert c is a  # free: recycled
+    store.done(b)
+    store.done(c)
+    store.hold(1, c, 0)
+    store.clear()  # end of a tree: every array free, nothing held
+    assert 1 not in store
+    assert {id(store.level(2)) for _ in range(3)} >= {id(b), id(c)}
+    # arrays not from level() (the depth-wise grower's own buffers) are held uncounted
+    buf = np.zeros((1, 3, 5, 2))
+    store.hold(4, buf, 0)
+    store.pop(4)
+    store.done(buf)
+    assert all(store.level(1) is not buf for _ in range(2))

@@ -63,7 +63,7 @@ from .categorical import (
     find_categorical_splits,
     n_set_words,
 )
-from .histogram import has_missing_bins, interleave, n_hist_slots
+from .histogram import HistogramStore, has_missing_bins, interleave, n_hist_slots
 from .node_features import NodeFeatures, search_nodes
 from .partition import column_copy
 from .splitting import (
@@ -180,7 +180,7 @@ def child_bounds(constraint, bounds, w_left, w_right):
 class _State:
     """Per-tree growth state; identical on every rank except ``store``/``heap`` (rank 0)."""
 
-    def __init__(self, n_rows):
+    def __init__(self, n_rows, store):
         self.feature, self.bin, self.threshold, self.default_left = [], [], [], []
         self.left, self.right, self.gain = [], [], []
         self.G, self.H, self.depth, self.start, self.end = [], [], [], [], []
@@ -193,7 +193,7 @@ class _State:
         self.pending = [(0, -1, -1)]        # (node to build, sibling, parent)
         self.n_leaves = 1
         self.round = 0
-        self.store = {}                     # node -> global histogram (rank 0)
+        self.store = store                  # node -> global histogram (rank 0)
         self.heap = []                      # lossguide candidates (rank 0)
 
     def add_node(self, depth, start, end, G, H, bounds=_UNBOUNDED, value_bounds=_UNBOUNDED):
@@ -254,6 +254,7 @@ class TreeGrower:
         self.n_slots = n_hist_slots(self.n_bins)
         self.n_threads = int(n_threads)
         d = self.n_bins.size
+        self._store = HistogramStore((d, self.n_slots, 2))
         self._cat_mask = None
         self._rec = REC
         self._W = 0
@@ -321,7 +322,7 @@ class TreeGrower:
             rows = np.asarray(rows, INDEX)
             k = rows.size
             self._partition[:k] = rows
-        st = _State(k)
+        st = _State(k, self._store)
         st.nodes = NodeFeatures.make(self.params, mask, sample_key)
 
         def decide(summed):
@@ -382,7 +383,7 @@ class TreeGrower:
         cands = sorted(source)
         # the candidates' histograms in one array, siblings subtracted straight into it
         level = self._buffer(f"level{st.round % 2}", len(cands)) \
-            if self.params.grow_policy == "depthwise" else np.empty((len(cands), d, S, 2), FLOAT)
+            if self.params.grow_policy == "depthwise" else st.store.level(len(cands))
         for i, c in enumerate(cands):
             j, par = source[c]
             if par < 0:
@@ -390,7 +391,7 @@ class TreeGrower:
             else:
                 np.subtract(st.store[par], hists[j], out=level[i])
         for _, _, p in st.pending:
-            st.store.pop(p, None)
+            st.store.pop(p)
         recs = []
         if cands:
             bounds = None if self._mono is None else np.array([st.bounds[c] for c in cands])
@@ -415,7 +416,7 @@ class TreeGrower:
                 rec = _record(c, res, cres, i, self._W)
                 if rec is None:
                     continue
-                st.store[c] = level[i]  # may become a parent
+                st.store.hold(c, level, i)  # may become a parent
                 recs.append(rec)
         if self.params.grow_policy == "depthwise":
             out = recs
@@ -431,12 +432,13 @@ class TreeGrower:
                 n_leaves += 1
                 if self._children_need_hist(st.depth[node] + 1, r[7], r[9], n_leaves):
                     break
-                st.store.pop(node, None)
+                st.store.pop(node)
         for r in out:  # parents keep their histogram only if their children will be built
             node = int(r[0])
             if not self._children_need_hist(st.depth[node] + 1, r[7], r[9],
                                             st.n_leaves + len(out)):
-                st.store.pop(node, None)
+                st.store.pop(node)
+        st.store.done(level)
         header[0] = len(out)
         return np.concatenate([header] + out) if out else header
 

@@ -395,3 +395,70 @@ def build_histogram_naive(binned, rows, grad, hess, n_slots, features=None):
             out[f, k, 0] += grad[r]
             out[f, k, 1] += hess[r]
     return out
+
+
+class HistogramStore:
+    """Rank 0's node histograms between rounds, ``node -> (d, n_slots, 2)`` float64, kept as
+    rows of the candidate arrays ``(m, d, n_slots, 2)`` they were computed in.
+
+    A candidate array from :meth:`level` is reused once neither its round nor any of its
+    nodes holds it (:meth:`done`, :meth:`pop`, :meth:`clear`). A fresh array is a fresh
+    mapping: on a 5,000-category fit (12 features x 5,001 slots, ~1 MB a node) writing a
+    node's histogram into one page-faulted 0.4 ms a copy, more than the histogram took to
+    build. Arrays not from :meth:`level` (the depth-wise grower's kept buffers) are held
+    without counting.
+    """
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self._nodes = {}  # node -> (array, row)
+        self._live = {}   # id(array) -> [array, holders: its round + its held nodes]
+        self._free = {}   # m -> arrays of m rows, free
+
+    def level(self, m: int) -> np.ndarray:
+        """An (m, d, n_slots, 2) array for this round's candidates (contents undefined)."""
+        free = self._free.get(m)
+        arr = free.pop() if free else np.empty((m,) + self.shape, FLOAT)
+        self._live[id(arr)] = [arr, 1]
+        return arr
+
+    def __getitem__(self, node):
+        arr, i = self._nodes[node]
+        return arr[i]
+
+    def __contains__(self, node):
+        return node in self._nodes
+
+    def hold(self, node, arr, i: int) -> None:
+        """Keep row ``i`` of ``arr`` as ``node``'s histogram."""
+        self.pop(node)
+        self._nodes[node] = (arr, i)
+        rec = self._live.get(id(arr))
+        if rec is not None:
+            rec[1] += 1
+
+    def pop(self, node) -> None:
+        """Forget ``node``'s histogram (nothing when none is held)."""
+        entry = self._nodes.pop(node, None)
+        if entry is not None:
+            self._release(entry[0])
+
+    def done(self, arr) -> None:
+        """The round that asked for ``arr`` no longer uses it."""
+        self._release(arr)
+
+    def _release(self, arr):
+        rec = self._live.get(id(arr))
+        if rec is None:
+            return
+        rec[1] -= 1
+        if rec[1] == 0:
+            del self._live[id(arr)]
+            self._free.setdefault(arr.shape[0], []).append(arr)
+
+    def clear(self) -> None:
+        """End of a tree: every histogram forgotten, every array free."""
+        self._nodes.clear()
+        for arr, _ in self._live.values():
+            self._free.setdefault(arr.shape[0], []).append(arr)
+        self._live.clear()
