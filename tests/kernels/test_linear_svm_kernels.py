@@ -206,65 +206,60 @@ def test_cocoa_blocks_converge_with_monotone_dual(a9a_slice):
     assert abs(three.primal[-1][0] - one.primal[-1][0]) <= 1e-3 * one.primal[-1][0]
 
 
-@pytest.mark.parametrize("fit_intercept", [False, True])
-def test_rows_builder_equals_prepare(fit_intercept):
-    """Rows arriving sorted by (block, key) in batches build the same arrays as prepare;
-    rows out of order fall back to it."""
-    X, lab = _random_problem(n=90, seed=12)
+def _builder_rows(seed):
+    """90 rows (one empty, every 7th of weight 0) with keys and blocks, and prepare's arrays
+    of them for both ``fit_intercept``."""
+    X, lab = _random_problem(n=90, seed=seed)
     X = X.tolil()
     X[4] = 0  # an empty row
     X = X.tocsr()
     keys, blocks = _blocks_data(X, lab, 3)
     wts = np.where(np.arange(90) % 7 == 0, 0.0, 1.5)
-    ref = solver.prepare(X.indptr, X.indices, X.data, lab, wts, keys, blocks, 0.5,
-                         fit_intercept, X.shape[1])
+    refs = {fi: solver.prepare(X.indptr, X.indices, X.data, lab, wts, keys, blocks, 0.5, fi,
+                               X.shape[1]) for fi in (False, True)}
+    return X, lab, keys, blocks, wts, refs
+
+
+def _build_in_batches(b, X, lab, wts, keys, blocks, perm):
+    """Feed rows ``perm`` to RowsBuilder ``b`` in batches of 25; its LinearData."""
+    for s in range(0, len(perm), 25):
+        sel = perm[s:s + 25]
+        Xs = X[sel]
+        b.add(Xs.indptr, Xs.indices, Xs.data, lab[sel], wts[sel], keys[sel], blocks[sel],
+              X.shape[1])
+    return b.finish(X.shape[1])
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("placed", [False, True])
+def test_rows_builder_equals_prepare(fit_intercept, placed):
+    """Batches build the same arrays as prepare, bit for bit: rows sorted by (block, key), or
+    rows out of order through the fallback (a copy); with a ``placement``, rows in any
+    order, each written where it belongs (no copy)."""
+    X, lab, keys, blocks, wts, refs = _builder_rows(12)
+    ref = refs[fit_intercept]
     order = np.lexsort((keys, blocks))
-    for perm in (order, np.arange(90)):  # sorted; then file order (the fallback)
-        b = data.RowsBuilder(0.5, fit_intercept, 95, X.nnz + 10)
-        for s in range(0, 90, 25):
-            sel = perm[s:s + 25]
-            Xs = X[sel]
-            b.add(Xs.indptr, Xs.indices, Xs.data, lab[sel], wts[sel], keys[sel], blocks[sel],
-                  X.shape[1])
-        assert b.in_order == (perm is order)
-        ld = b.finish(X.shape[1])
-        for name in ("indptr", "indices", "data", "labels", "cw", "qd", "block_ids",
-                     "block_ptr"):
-            np.testing.assert_array_equal(getattr(ld, name), getattr(ref, name), err_msg=name)
-        assert ld.n_features == ref.n_features and ld.n == 90 - 13
-
-
-@pytest.mark.parametrize("fit_intercept", [False, True])
-def test_placed_rows_builder_equals_prepare(fit_intercept):
-    """Rows arriving in any order, each written at the place ``placement`` gives it, build
-    the same arrays as prepare, bit for bit, without the fallback's copy."""
-    X, lab = _random_problem(n=90, seed=13)
-    X = X.tolil()
-    X[4] = 0  # an empty row
-    X = X.tocsr()
-    keys, blocks = _blocks_data(X, lab, 3)
-    wts = np.where(np.arange(90) % 7 == 0, 0.0, 1.5)
-    ref = solver.prepare(X.indptr, X.indices, X.data, lab, wts, keys, blocks, 0.5,
-                         fit_intercept, X.shape[1])
-    for perm in (np.arange(90), np.random.default_rng(3).permutation(90)):
-        plan = data.placement(keys[perm], blocks[perm], np.diff(X.indptr)[perm],
-                              wts[perm] > 0, fit_intercept)
-        assert (plan[0] < 0).sum() == 13 and plan[1].size == 90 - 13 + 1
+    for perm in (order, np.arange(90), np.random.default_rng(3).permutation(90)):
+        plan = None
+        if placed:
+            plan = data.placement(keys[perm], blocks[perm], np.diff(X.indptr)[perm],
+                                  wts[perm] > 0, fit_intercept)
+            assert (plan[0] < 0).sum() == 13 and plan[1].size == 90 - 13 + 1
         b = data.RowsBuilder(0.5, fit_intercept, 95, X.nnz + 10, plan)
-        for s in range(0, 90, 25):
-            sel = perm[s:s + 25]
-            Xs = X[sel]
-            b.add(Xs.indptr, Xs.indices, Xs.data, lab[sel], wts[sel], keys[sel], blocks[sel],
-                  X.shape[1])
-        assert b.in_order
-        ld = b.finish(X.shape[1])
+        ld = _build_in_batches(b, X, lab, wts, keys, blocks, perm)
+        assert b.in_order == (placed or perm is order)
         for name in ("indptr", "indices", "data", "labels", "cw", "qd", "block_ids",
                      "block_ptr"):
             np.testing.assert_array_equal(getattr(ld, name), getattr(ref, name), err_msg=name)
         assert ld.n_features == ref.n_features and ld.n == 90 - 13
-    # a batch whose rows do not hold the entries counted is refused, not written astray
-    plan = data.placement(keys, blocks, np.diff(X.indptr) + 1, wts > 0, fit_intercept)
-    b = data.RowsBuilder(0.5, fit_intercept, 95, X.nnz + 200, plan)
+
+
+def test_placed_rows_builder_refuses_rows_of_other_lengths():
+    """A batch whose rows do not hold the entries their placement counted is refused, not
+    written astray."""
+    X, lab, keys, blocks, wts, _ = _builder_rows(13)
+    plan = data.placement(keys, blocks, np.diff(X.indptr) + 1, wts > 0, True)
+    b = data.RowsBuilder(0.5, True, 95, X.nnz + 200, plan)
     with pytest.raises(RuntimeError, match="placement"):
         b.add(X.indptr, X.indices, X.data, lab, wts, keys, blocks, X.shape[1])
 
