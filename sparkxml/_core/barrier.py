@@ -214,10 +214,10 @@ def _collect_in_groups(shuffled, max_job_bytes: int) -> pa.Table:
                partition_groups({p: sizes[p] for p in sizes if p not in big}, max_job_bytes)]
     for p in big:
         k = SLICE_SPARE * -(-int(sizes[p]) // max_job_bytes)
-        j = (F.col("part") % F.lit(k)).alias("j")
-        part = shuffled.where(pid == p)
-        slices = {r[0]: r[1] or 0 for r in part.groupBy(j).agg(F.sum(F.length("data"))).collect()}
-        filters += [(pid == p) & (F.col("part") % F.lit(k)).isin(group)
+        slice_of = F.col("part") % F.lit(k)
+        slices = {r[0]: r[1] or 0 for r in shuffled.where(pid == p)
+                  .groupBy(slice_of.alias("j")).agg(F.sum(F.length("data"))).collect()}
+        filters += [(pid == p) & slice_of.isin(group)
                     for group in partition_groups(slices, max_job_bytes)]
     tables = [to_arrow(shuffled.where(f)) for f in filters]
     if not tables:

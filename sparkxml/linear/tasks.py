@@ -90,9 +90,9 @@ def make_load_fn(fcol: str, lcol: str, wcol: str | None, C: float, fit_intercept
     the CSR grows, so the two are never both whole. The stage sorts each partition by key
     alone, so each block's rows arrive in order and its part of the CSR is written front to
     back (rows scattered over the whole CSR would make every page of it resident while the
-    input is still whole). The kernels
-    are warmed up first, while the tasks wait for each other's addresses, and the RSS right
-    before the first batch is read is recorded (``rss_input_start``).
+    input is still whole). The kernels are warmed up first, while the tasks wait for each
+    other's addresses, and the RSS right before the first batch is read is recorded
+    (``rss_input_start``).
     """
 
     def load(batches, rank, world):
