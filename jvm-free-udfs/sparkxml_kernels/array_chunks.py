@@ -79,15 +79,23 @@ def array_from_bytes(dtype: str, shape, payload) -> np.ndarray:
     raw = np.frombuffer(payload, np.uint8) if not isinstance(payload, np.ndarray) else payload
     if dtype == UNICODE:
         return np.asarray(raw.tobytes().decode("utf-8"))
+    out = empty_array(dtype, shape)
+    if out.nbytes != raw.size:
+        raise ValueError(f"{raw.size} bytes do not hold a {dtype} array of shape {out.shape}")
+    out.reshape(-1).view(np.uint8)[:] = raw
+    return out
+
+
+def empty_array(dtype: str, shape) -> np.ndarray:
+    """A fresh array of a stored fixed-size dtype string and shape, for the
+    chunks of one array to be copied into."""
     dt = np.dtype(dtype)
     if dt.kind == "O" or dt.itemsize == 0:
         raise ValueError(f"dtype {dtype!r} is not a storable dtype")
     shape = tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape) or int(np.prod(shape, dtype=np.int64)) * dt.itemsize != raw.size:
-        raise ValueError(f"{raw.size} bytes do not hold a {dtype} array of shape {shape}")
-    out = np.empty(shape, dt)
-    out.reshape(-1).view(np.uint8)[:] = raw
-    return out
+    if any(s < 0 for s in shape):
+        raise ValueError(f"shape {shape} has a negative dimension")
+    return np.empty(shape, dt)
 
 
 class Assembler:

@@ -45,8 +45,10 @@ from pyspark.sql import types as T
 from sparkxml._core.compat import to_arrow
 from sparkxml_kernels.array_chunks import (
     CHUNK_FIELDS,
+    UNICODE,
     array_from_bytes,
     binary_array,
+    empty_array,
     iter_chunks,
 )
 from sparkxml_kernels.memory import rss_bytes
@@ -147,18 +149,43 @@ def collect_chunk_rows(df, max_job_bytes: int | None = None) -> pa.Table:
     ``max_job_bytes`` collects in such groups from the start. They are persisted on
     disk only: held in the JVM's storage memory, a 300 MB result and the collect's own
     copies of it exhausted a default 1 GB driver heap in local mode.
+
+    :func:`collect_ranks` decodes the groups as they arrive instead of returning them.
     """
+    tables = list(_collected_tables(df, max_job_bytes))
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def collect_ranks(df, max_job_bytes: int | None = None) -> tuple[dict, dict]:
+    """:func:`collect_chunk_rows` decoded as :func:`decode_ranks` decodes it, one collect
+    job's rows at a time: the driver holds the decoded arrays and one job's rows (at most
+    :func:`job_result_budget` bytes when the result needed several jobs), where collecting
+    everything first held the rows, their Python copies and the arrays together (a 5 GB
+    label-tree forest took a 23 GB driver down)."""
+    decoder = RankDecoder()
+    for table in _collected_tables(df, max_job_bytes):
+        decoder.add(table)
+        del table
+    return decoder.result()
+
+
+def _collected_tables(df, max_job_bytes: int | None):
+    """The Arrow tables of :func:`collect_chunk_rows`' collect jobs, one at a time."""
     shuffled = (df.repartition(RESULT_PARTITIONS, "rank", "name", "part")
                 .persist(StorageLevel.DISK_ONLY))
     try:
         if max_job_bytes is None:
             try:
-                return to_arrow(shuffled)
+                table = to_arrow(shuffled)
             except Exception as exc:  # classic (Py4JJavaError) or Connect: one message
                 if "maxResultSize" not in str(exc):
                     raise
+                table = None
+            if table is not None:
+                yield table
+                return
             max_job_bytes = job_result_budget(df.sparkSession)
-        return _collect_in_groups(shuffled, max_job_bytes)
+        yield from _collect_in_groups(shuffled, max_job_bytes)
     finally:
         shuffled.unpersist()
 
@@ -200,10 +227,11 @@ def partition_groups(sizes: dict, max_bytes: int) -> list:
 SLICE_SPARE = 4
 
 
-def _collect_in_groups(shuffled, max_job_bytes: int) -> pa.Table:
-    """Collect jobs of at most ``max_job_bytes`` of chunk data each: groups of reduce
-    partitions, and a partition larger than that (a model of several GB in 16 partitions) in
-    slices of its chunks by ``part`` modulo k, each slice's size read first."""
+def _collect_in_groups(shuffled, max_job_bytes: int):
+    """Collect jobs of at most ``max_job_bytes`` of chunk data each, yielding each job's
+    table: groups of reduce partitions, and a partition larger than that (a model of several
+    GB in 16 partitions) in slices of its chunks by ``part`` modulo k, each slice's size read
+    first."""
     from pyspark.sql import functions as F
 
     pid = F.spark_partition_id()
@@ -219,28 +247,92 @@ def _collect_in_groups(shuffled, max_job_bytes: int) -> pa.Table:
                   .groupBy(slice_of.alias("j")).agg(F.sum(F.length("data"))).collect()}
         filters += [(pid == p) & slice_of.isin(group)
                     for group in partition_groups(slices, max_job_bytes)]
-    tables = [to_arrow(shuffled.where(f)) for f in filters]
-    if not tables:
-        return to_arrow(shuffled.limit(0))
-    return pa.concat_tables(tables)
+    if not filters:
+        yield to_arrow(shuffled.limit(0))
+    for f in filters:
+        yield to_arrow(shuffled.where(f))
 
 
 def decode_ranks(table: pa.Table) -> tuple[dict, dict]:
     """Inverse of ``encode_arrays`` keeping every rank: ({rank: arrays}, {rank: info})."""
-    cols = table.select(["rank", "name", "dtype", "shape", "part", "data"]).to_pydict()
-    pieces: dict = {}
-    for r, name, dt, shape, part, data in zip(cols["rank"], cols["name"], cols["dtype"],
-                                              cols["shape"], cols["part"], cols["data"]):
-        pieces.setdefault((r, name), (dt, tuple(shape), {}))[2][part] = data
-    arrays: dict = {}
-    infos: dict = {}
-    for (r, name), (dt, shape, parts) in pieces.items():
-        payload = b"".join(parts[i] for i in sorted(parts))
-        if name == _INFO:
-            infos[r] = json.loads(payload.decode("utf-8"))
-        else:
-            arrays.setdefault(r, {})[name] = array_from_bytes(dt, shape, payload)
-    return arrays, infos
+    decoder = RankDecoder()
+    decoder.add(table)
+    return decoder.result()
+
+
+class RankDecoder:
+    """Decodes ``RESULT_SCHEMA`` rows fed in any order and in any number of tables
+    (:meth:`add`) into every rank's arrays and info (:meth:`result`).
+
+    Each array is allocated once, from the dtype and shape its chunks carry, and every chunk
+    is copied from the Arrow buffer straight to its place (``part * CHUNK_BYTES``): one copy
+    of the result, and the caller may drop each table once it is added. The arrays are
+    writable (numba compiles another version of a kernel for read-only arrays)."""
+
+    def __init__(self) -> None:
+        self._arrays: dict = {}   # (rank, name) -> [array, uint8 view, bytes filled, parts]
+        self._small: dict = {}    # (rank, name) -> (dtype, shape, {part: bytes}): info, 'U'
+
+    def add(self, table: pa.Table) -> None:
+        for batch in table.to_batches():
+            if batch.num_rows == 0:
+                continue
+            cols = batch.select(["rank", "name", "dtype", "shape", "part"]).to_pydict()
+            data = batch.column(batch.schema.get_field_index("data"))
+            offsets, raw = _binary_buffers(data)
+            for q, (r, name, dt, shape, part) in enumerate(zip(
+                    cols["rank"], cols["name"], cols["dtype"], cols["shape"], cols["part"])):
+                chunk = raw[offsets[q]:offsets[q + 1]]
+                key = (r, name)
+                if name == _INFO or dt == UNICODE:
+                    self._small.setdefault(key, (dt, tuple(shape), {}))[2][part] = \
+                        chunk.tobytes()
+                    continue
+                slot = self._arrays.get(key)
+                if slot is None:
+                    out = empty_array(dt, shape)
+                    slot = self._arrays[key] = [out, out.reshape(-1).view(np.uint8), 0, set()]
+                view, start = slot[1], int(part) * CHUNK_BYTES
+                if part in slot[3] or start + chunk.size > view.size or part < 0:
+                    raise ValueError(f"result array {name!r} of rank {r}: chunk {part} "
+                                     f"({chunk.size} bytes) is repeated or outside its "
+                                     f"{view.size} bytes")
+                view[start:start + chunk.size] = chunk
+                slot[2] += chunk.size
+                slot[3].add(part)
+
+    def result(self) -> tuple[dict, dict]:
+        arrays: dict = {}
+        infos: dict = {}
+        for (r, name), (out, view, filled, _) in self._arrays.items():
+            if filled != view.size:
+                raise ValueError(f"result array {name!r} of rank {r}: {filled} of its "
+                                 f"{view.size} bytes arrived")
+            arrays.setdefault(r, {})[name] = out
+        for (r, name), (dt, shape, parts) in self._small.items():
+            payload = b"".join(parts[i] for i in sorted(parts))
+            if name == _INFO:
+                infos[r] = json.loads(payload.decode("utf-8"))
+            else:
+                arrays.setdefault(r, {})[name] = array_from_bytes(dt, shape, payload)
+        self._arrays, self._small = {}, {}
+        return arrays, infos
+
+
+def _binary_buffers(col) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets int64, uint8 bytes) of an Arrow binary array, without copying the bytes."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if col.type not in (pa.binary(), pa.large_binary()):  # e.g. a binary view
+        col = col.cast(pa.large_binary())
+    n = len(col)
+    if col.type == pa.large_binary():
+        offsets = np.frombuffer(col.buffers()[1], np.int64, n + 1, col.offset * 8)
+    else:
+        offsets = np.frombuffer(col.buffers()[1], np.int32, n + 1, col.offset * 4)
+    buf = col.buffers()[2]
+    raw = np.frombuffer(buf, np.uint8) if buf is not None else np.zeros(0, np.uint8)
+    return offsets.astype(np.int64), raw
 
 
 def peak_rss_bytes() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from sparkxml._core.barrier import RESULT_SCHEMA, collect_chunk_rows, decode_ranks
+from sparkxml._core.barrier import RESULT_SCHEMA, collect_ranks, decode_ranks
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.partitioning import partition_keys
 
@@ -19,13 +19,13 @@ def replicated_job(spark, data, workers: int, make_train, spread: bool = True):
     """Run replicated training: the rows of ``data`` copied to ``workers`` tasks (a cross
     join with one group key a task, ``repartition`` by it) and ``make_train(keys)`` applied
     to each with ``mapInArrow`` (``RESULT_SCHEMA`` rows), collected through
-    ``collect_chunk_rows`` when ``spread``. Returns ({rank: arrays}, {rank: info}) as
+    ``collect_ranks`` when ``spread``. Returns ({rank: arrays}, {rank: info}) as
     ``decode_ranks`` does."""
     keys = partition_keys(workers)
     groups = spark.createDataFrame([(k,) for k in keys], "_g long")
     out = (data.crossJoin(groups).repartition(workers, "_g")
            .mapInArrow(make_train(keys), RESULT_SCHEMA))
-    return decode_ranks(collect_chunk_rows(out) if spread else to_arrow(out))
+    return collect_ranks(out) if spread else decode_ranks(to_arrow(out))
 
 
 def group_tables(batches):

@@ -37,8 +37,7 @@ from pyspark.sql import types as T
 from sparkxml._core.barrier import (
     RESULT_SCHEMA,
     TaskMemory,
-    collect_chunk_rows,
-    decode_ranks,
+    collect_ranks,
     encode_array_batches,
 )
 from sparkxml._core.partitioning import partition_keys
@@ -80,9 +79,9 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
                                n_features, n_labels, params, fcol, lcol)
         routed = T.StructType(list(data.schema.fields)
                               + [T.StructField("_g", T.LongType(), True)])
-        table = collect_chunk_rows(data.mapInArrow(route, routed).repartition(workers, "_g")
-                                   .mapInArrow(train, RESULT_SCHEMA))
-        per_task, task_info = decode_ranks(table)
+        per_task, task_info = collect_ranks(data.mapInArrow(route, routed)
+                                            .repartition(workers, "_g")
+                                            .mapInArrow(train, RESULT_SCHEMA))
         for arrays in per_task.values():
             weights.update(klevels.unpack_nodes(arrays))
         levels.append({"level": level, "nodes": int(sum(len(s) for s in specs)),
@@ -129,11 +128,10 @@ def representations(data, n_features: int, n_labels: int, fcol: str, partitions:
             "indices": R.indices.astype(np.int32), "data": R.data.astype(np.float64)},
             memory.info(rows=int(len(lab)), labels=int(len(labels))))
 
-    table = collect_chunk_rows(data.select(F.explode("y").alias("_l"), "_k1", "_k2", "f")
-                               .repartition(partitions, "_l")
-                               .sortWithinPartitions("_l", "_k1", "_k2")
-                               .mapInArrow(task, RESULT_SCHEMA))
-    per_task, infos = decode_ranks(table)
+    per_task, infos = collect_ranks(data.select(F.explode("y").alias("_l"), "_k1", "_k2", "f")
+                                    .repartition(partitions, "_l")
+                                    .sortWithinPartitions("_l", "_k1", "_k2")
+                                    .mapInArrow(task, RESULT_SCHEMA))
     parts = [(a["labels"], a["counts"],
               sp.csr_matrix((a["data"], a["indices"], a["indptr"]),
                             shape=(len(a["labels"]), n_features)))

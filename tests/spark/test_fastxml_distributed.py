@@ -172,6 +172,47 @@ def test_results_travel_in_bounded_chunks(monkeypatch):
     np.testing.assert_array_equal(got[3]["small"], arrays["small"])
 
 
+def test_rank_decoder_puts_chunks_in_place_from_any_table_and_order(monkeypatch):
+    """Chunks of several ranks, split over tables and shuffled, decode to the arrays; a
+    repeated or missing chunk is refused with the array named."""
+    import pyarrow as pa
+
+    import sparkxml._core.barrier as barrier
+
+    monkeypatch.setattr(barrier, "CHUNK_BYTES", 1000)
+    rng = np.random.default_rng(0)
+    sent = {r: {"w": rng.normal(size=(37, 11)), "ids": np.arange(999, dtype=np.int32),
+                "empty": np.zeros(0, np.float32), "name": np.asarray(f"rank{r}"),
+                "flag": np.asarray(True)} for r in range(3)}
+    table = pa.Table.from_batches([b for r in sent for b in barrier.encode_array_batches(
+        r, sent[r], {"rank": r}, max_batch_bytes=3000)])
+    table = table.take(pa.array(rng.permutation(table.num_rows)))
+    decoder = barrier.RankDecoder()
+    for lo in range(0, table.num_rows, 5):
+        decoder.add(table.slice(lo, 5))
+    got, infos = decoder.result()
+    assert infos == {r: {"rank": r} for r in range(3)}
+    for r in range(3):
+        assert set(got[r]) == set(sent[r])
+        for name, a in sent[r].items():
+            assert got[r][name].dtype == a.dtype and got[r][name].shape == a.shape, name
+            np.testing.assert_array_equal(got[r][name], a, err_msg=name)
+        assert got[r]["w"].flags.writeable
+    w_rows = [q for q, (rank, name) in enumerate(zip(table.column("rank").to_pylist(),
+                                                     table.column("name").to_pylist()))
+              if rank == 1 and name == "w"]
+    with pytest.raises(ValueError, match="'w' of rank 1: chunk .* repeated"):
+        decoder = barrier.RankDecoder()
+        decoder.add(table)
+        decoder.add(table.take(pa.array(w_rows[:1])))
+    decoder = barrier.RankDecoder()
+    keep = np.ones(table.num_rows, bool)
+    keep[w_rows[0]] = False
+    decoder.add(table.filter(pa.array(keep)))
+    with pytest.raises(ValueError, match="'w' of rank 1: .* bytes arrived"):
+        decoder.result()
+
+
 def test_one_tasks_large_result_reaches_the_driver_in_pieces(spark):
     """A task's model part (here 40 MB from one task) is shuffled by chunk before the collect:
     no reduce partition holds more than a fraction of it, and it decodes unchanged."""
@@ -230,10 +271,10 @@ def test_a_result_over_the_job_budget_comes_back_in_several_jobs_from_one_traini
     out = spark.range(1, numPartitions=1).mapInArrow(emit, barrier.RESULT_SCHEMA)
     sc = spark.sparkContext
     before = job_ids(sc)
-    table = barrier.collect_chunk_rows(out, max_job_bytes=barrier.CHUNK_BYTES * 2 + 4096)
+    arrays, infos = barrier.collect_ranks(out, max_job_bytes=barrier.CHUNK_BYTES * 2 + 4096)
     jobs = len(job_ids(sc) - before)
-    arrays, infos = barrier.decode_ranks(table)
     np.testing.assert_array_equal(arrays[0]["w"], np.arange(n, dtype=np.float64))
+    assert arrays[0]["w"].flags.writeable
     assert infos == {0: {"r": 0}}
     assert len(list(runs.iterdir())) == 1  # the training ran once, whatever the jobs
     assert jobs >= 4, jobs  # the sizes job and at least three collects of <= 2 chunks
@@ -263,9 +304,16 @@ def test_a_reduce_partition_over_the_job_budget_comes_back_in_slices(spark):
         assert out.count() == 6  # the five chunks and the info row
         sc = spark.sparkContext
         before = job_ids(sc)
-        table = barrier._collect_in_groups(out, barrier.CHUNK_BYTES * 2 + 4096)
+        budget = barrier.CHUNK_BYTES * 2 + 4096
+        tables = list(barrier._collect_in_groups(out, budget))
         jobs = len(job_ids(sc) - before)
-        arrays, infos = barrier.decode_ranks(table)
+        assert len(tables) >= 3
+        assert all(sum(len(c) for c in t.column("data").to_pylist()) <= budget
+                   for t in tables)
+        decoder = barrier.RankDecoder()
+        for t in tables[::-1]:  # any order
+            decoder.add(t)
+        arrays, infos = decoder.result()
         np.testing.assert_array_equal(arrays[0]["w"], np.arange(n, dtype=np.float64))
         assert infos == {0: {"r": 0}}
         assert jobs >= 5, jobs  # two sizes jobs and at least three collects of <= 2 chunks
