@@ -24,6 +24,7 @@ rows in ``DIR`` (an ``.npz`` named by the sizes) and reads them from there on th
 500k rows take about 15 minutes to generate on one core.
 """
 import argparse
+import gc
 import os
 import sys
 import tempfile
@@ -164,6 +165,7 @@ def main():
             t0 = time.perf_counter()
             served.predict_topk(big, 5)
             load_s = time.perf_counter() - t0
+            del served  # at 500k rows a model is several GB: one copy at a time
         df = frame(spark, (big.indptr.astype(np.int64), big.indices.astype(np.int32),
                            big.data.astype(np.float32)),
                    (np.zeros(big.shape[0] + 1, np.int64), np.zeros(0, np.int32)), D, 0,
@@ -174,6 +176,10 @@ def main():
         transform_s = time.perf_counter() - t0
     finally:
         spark.stop()
+    # omikuji trains a model of the same size: the driver should not hold ours beside it
+    models.clear()
+    del model
+    gc.collect()
     import omikuji
 
     with tempfile.TemporaryDirectory() as d:

@@ -173,7 +173,8 @@ def pack_nodes(trained: list) -> dict:
 
 
 def unpack_nodes(a: dict) -> dict:
-    """{(tree, node): feature-major classifiers} from :func:`pack_nodes` arrays."""
+    """{(tree, node): feature-major classifiers} from :func:`pack_nodes` arrays (views into
+    them)."""
     out = {}
     f0 = e0 = 0
     for q in range(len(a["tree"])):
@@ -182,9 +183,11 @@ def unpack_nodes(a: dict) -> dict:
         ptr = np.zeros(nf + 1, np.int64)
         np.cumsum(n_entry, out=ptr[1:])
         ne = int(ptr[-1])
+        # views, not copies: the arrays of a large forest are not held twice
         out[(int(a["tree"][q]), int(a["node"][q]))] = (
-            a["feature"][f0:f0 + nf].astype(np.int32), ptr,
-            a["slot"][e0:e0 + ne].astype(np.int32), a["value"][e0:e0 + ne].astype(np.float32))
+            a["feature"][f0:f0 + nf].astype(np.int32, copy=False), ptr,
+            a["slot"][e0:e0 + ne].astype(np.int32, copy=False),
+            a["value"][e0:e0 + ne].astype(np.float32, copy=False))
         f0 += nf
         e0 += ne
     return out
@@ -192,13 +195,37 @@ def unpack_nodes(a: dict) -> dict:
 
 def assemble_forest(trees: list, tree_ids, weights: dict) -> dict:
     """The forest arrays of ``trees`` (as :func:`build_trees` returns them) with the trained
-    nodes ``weights`` {(tree id, node): classifiers}; every node must be there."""
-    parts = []
-    for (children, leaf_labels), t in zip(trees, tree_ids):
+    nodes ``weights`` {(tree id, node): classifiers}; every node must be there.
+
+    The classifier arrays are allocated once at their final size and each node's weights
+    copied to their place: the driver holds the trained nodes and the forest, never a third
+    copy (a forest of several GB comes back from a 500k-row training set)."""
+    order = []
+    for (children, _), t in zip(trees, tree_ids):
         t = int(t)
         missing = [g for g in range(len(children)) if (t, g) not in weights]
         if missing:
             raise RuntimeError(f"tree {t}: nodes {missing[:5]} were not trained")
-        parts.append(tree_arrays(t, children, leaf_labels,
-                                 [weights[(t, g)] for g in range(len(children))]))
-    return concat_forests(parts)
+        order += [weights[(t, g)] for g in range(len(children))]
+    empty = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32),
+             np.zeros(0, np.float32))
+    out = concat_forests([tree_arrays(int(t), children, leaf_labels, [empty] * len(children))
+                          for (children, leaf_labels), t in zip(trees, tree_ids)])
+    n_feat = np.fromiter((len(w[0]) for w in order), np.int64, len(order))
+    n_ent = np.fromiter((int(w[1][-1]) for w in order), np.int64, len(order))
+    out["wf_indptr"] = np.zeros(len(order) + 1, np.int64)
+    np.cumsum(n_feat, out=out["wf_indptr"][1:])
+    nf, ne = int(n_feat.sum()), int(n_ent.sum())
+    out["wf_feature"] = np.empty(nf, np.int32)
+    out["we_indptr"] = np.zeros(nf + 1, np.int64)
+    out["we_slot"] = np.empty(ne, np.int32)
+    out["we_value"] = np.empty(ne, np.float32)
+    f0 = e0 = 0
+    for (feat, ptr, slot, val), f, e in zip(order, n_feat, n_ent):
+        out["wf_feature"][f0:f0 + f] = feat
+        out["we_indptr"][f0 + 1:f0 + f + 1] = ptr[1:] + e0
+        out["we_slot"][e0:e0 + e] = slot
+        out["we_value"][e0:e0 + e] = val
+        f0 += int(f)
+        e0 += int(e)
+    return out
