@@ -254,6 +254,37 @@ def test_corrupt_forests_are_rejected(small_forest):
         LabelTreePredictor(f, d, L, 1.0, "logistic", 0)
 
 
+@pytest.mark.parametrize("check_entries", [1, 7, 1 << 24])
+def test_weight_checks_in_ranges_catch_what_one_pass_catches(small_forest, monkeypatch,
+                                                             check_entries):
+    """The classifier checks run over ranges of whole features (a forest of several hundred
+    million entries is not checked with entry-sized temporaries); a fault on either side of
+    a range's edge is found whatever the range size."""
+    import sparkxml_kernels.labeltree.predictor as pr
+
+    monkeypatch.setattr(pr, "CHECK_ENTRIES", check_entries)
+    f, _, d, L = small_forest
+    LabelTreePredictor(f, d, L, 1.0, "squared_hinge", 10)
+    node = np.repeat(np.arange(len(f["wf_indptr"]) - 1), np.diff(f["wf_indptr"]))
+    same = np.flatnonzero(np.diff(node) == 0)
+    for j in (same[0], same[len(same) // 2], same[-1]):
+        wf = f["wf_feature"].copy()
+        wf[j + 1] = wf[j]
+        with pytest.raises(ValueError, match="rise strictly"):
+            LabelTreePredictor(dict(f, wf_feature=wf), d, L, 1.0, "squared_hinge", 10)
+    slots = np.maximum(np.diff(f["child_indptr"]), np.diff(f["leaf_indptr"]))
+    entry_node = np.repeat(node, np.diff(f["we_indptr"]))
+    for e in (0, len(entry_node) // 2, len(entry_node) - 1):
+        slot = f["we_slot"].copy()
+        slot[e] = slots[entry_node[e]]
+        with pytest.raises(ValueError, match="we_slot"):
+            LabelTreePredictor(dict(f, we_slot=slot), d, L, 1.0, "squared_hinge", 10)
+        value = f["we_value"].copy()
+        value[e] = np.inf
+        with pytest.raises(ValueError, match="non-finite"):
+            LabelTreePredictor(dict(f, we_value=value), d, L, 1.0, "squared_hinge", 10)
+
+
 def test_bad_params_and_inputs(small_forest):
     (xp, xi, xv), (yp, yi), d, L = topics(n=20)
     for kw, word in [({"loss": "hinge"}, "loss"), ({"branch": 1}, "branch"),

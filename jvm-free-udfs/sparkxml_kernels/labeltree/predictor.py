@@ -202,25 +202,13 @@ def check_forest(f: dict, n_features: int, n_labels: int) -> None:
             raise ValueError(f"{ptr} must be ({rows}+1,), start at 0, rise, end at len({idx})")
     if f["we_slot"].shape != f["we_value"].shape:
         raise ValueError("we_slot and we_value differ in length")
-    if not np.isfinite(f["we_value"]).all():
-        raise ValueError("we_value holds non-finite values")
-    wf = f["wf_feature"]
-    if F and (wf.min() < 0 or wf.max() > n_features):
-        raise ValueError(f"wf_feature holds ids outside [0, n_features={n_features}]")
-    node_of_feature = np.repeat(np.arange(M), np.diff(f["wf_indptr"]))
-    if F > 1 and np.any((np.diff(wf) <= 0) & (np.diff(node_of_feature) == 0)):
-        raise ValueError("wf_feature must rise strictly within each node")
     lab = f["leaf_label"]
     if lab.size and (lab.min() < 0 or lab.max() >= n_labels):
         raise ValueError(f"leaf_label holds ids outside [0, n_labels={n_labels})")
     nchild, nleaf = np.diff(f["child_indptr"]), np.diff(f["leaf_indptr"])
     if np.any((nchild > 0) & (nleaf > 0)):
         raise ValueError("an internal node carries leaf labels")
-    slots = np.maximum(nchild, nleaf)
-    entry_node = np.repeat(node_of_feature, np.diff(f["we_indptr"]))
-    if f["we_slot"].size and (np.any(f["we_slot"] < 0)
-                              or np.any(f["we_slot"] >= slots[entry_node])):
-        raise ValueError("we_slot holds a slot outside its node's children or labels")
+    _check_weights(f, np.maximum(nchild, nleaf), n_features)
     # children point forward inside their tree, every non-root node has exactly one parent
     tree_of = np.repeat(np.arange(T), np.diff(off))
     parent = np.repeat(np.arange(M), nchild)
@@ -232,6 +220,39 @@ def check_forest(f: dict, n_features: int, n_labels: int) -> None:
     want[off[:-1][np.diff(off) > 0]] = 0
     if np.any(np.bincount(ci + root, minlength=M) != want):
         raise ValueError("corrupt tree: every node must be reached exactly once")
+
+
+# entries checked at a time by _check_weights: its temporaries stay a few hundred MB whatever
+# the forest (a 500k-row, 50k-label forest holds several hundred million entries)
+CHECK_ENTRIES = 1 << 24
+
+
+def _check_weights(f: dict, slots: np.ndarray, n_features: int) -> None:
+    """The classifier arrays' checks of :func:`check_forest`, over ranges of whole features
+    of about ``CHECK_ENTRIES`` entries."""
+    wf, wf_ptr, we_ptr = f["wf_feature"], f["wf_indptr"], f["we_indptr"]
+    F = wf.shape[0]
+    if F and (wf.min() < 0 or wf.max() > n_features):
+        raise ValueError(f"wf_feature holds ids outside [0, n_features={n_features}]")
+    a = 0
+    while a < F:
+        # features [a, b): at least one, and entries up to CHECK_ENTRIES past a's start
+        b = int(np.searchsorted(we_ptr, we_ptr[a] + CHECK_ENTRIES, side="right")) - 1
+        b = min(F, max(b, a + 1))
+        node = np.searchsorted(wf_ptr, np.arange(a, b), side="right") - 1
+        if b - a > 1 and np.any((np.diff(wf[a:b]) <= 0) & (np.diff(node) == 0)):
+            raise ValueError("wf_feature must rise strictly within each node")
+        if a > 0 and node[0] == np.searchsorted(wf_ptr, a - 1, side="right") - 1 \
+                and wf[a] <= wf[a - 1]:
+            raise ValueError("wf_feature must rise strictly within each node")
+        e0, e1 = int(we_ptr[a]), int(we_ptr[b])
+        if not np.isfinite(f["we_value"][e0:e1]).all():
+            raise ValueError("we_value holds non-finite values")
+        slot = f["we_slot"][e0:e1]
+        bound = np.repeat(slots[node], np.diff(we_ptr[a:b + 1]))
+        if slot.size and (slot.min() < 0 or np.any(slot >= bound)):
+            raise ValueError("we_slot holds a slot outside its node's children or labels")
+        a = b
 
 
 class LabelTreePredictor:
