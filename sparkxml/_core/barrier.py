@@ -152,8 +152,7 @@ def collect_chunk_rows(df, max_job_bytes: int | None = None) -> pa.Table:
 
     :func:`collect_ranks` decodes the groups as they arrive instead of returning them.
     """
-    tables = list(_collected_tables(df, max_job_bytes))
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    return pa.concat_tables(list(_collected_tables(df, max_job_bytes)))
 
 
 def collect_ranks(df, max_job_bytes: int | None = None) -> tuple[dict, dict]:

@@ -29,6 +29,10 @@ from .data import label_matrix, label_representations, normalised_rows
 from .forest import concat_forests, tree_arrays
 from .nodes import labels_under, node_groups, node_rows, train_node
 
+# a node without classifiers (feature-major: no features, one entry pointer)
+_EMPTY = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32),
+          np.zeros(0, np.float32))
+
 
 def representations_part(xptr, xidx, xval, lab, n_features: int):
     """Rows of ``R`` for one group of whole labels.
@@ -193,6 +197,13 @@ def unpack_nodes(a: dict) -> dict:
     return out
 
 
+def pack_trees(trees: list, tree_ids) -> dict:
+    """The trees' structure (as :func:`build_trees` returns it) as forest arrays without
+    classifiers (``forest``'s layout, every node's weights empty)."""
+    return concat_forests([tree_arrays(int(t), children, leaf_labels, [_EMPTY] * len(children))
+                           for (children, leaf_labels), t in zip(trees, tree_ids)])
+
+
 def assemble_forest(trees: list, tree_ids, weights: dict) -> dict:
     """The forest arrays of ``trees`` (as :func:`build_trees` returns them) with the trained
     nodes ``weights`` {(tree id, node): classifiers}; every node must be there.
@@ -207,10 +218,7 @@ def assemble_forest(trees: list, tree_ids, weights: dict) -> dict:
         if missing:
             raise RuntimeError(f"tree {t}: nodes {missing[:5]} were not trained")
         order += [weights[(t, g)] for g in range(len(children))]
-    empty = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32),
-             np.zeros(0, np.float32))
-    out = concat_forests([tree_arrays(int(t), children, leaf_labels, [empty] * len(children))
-                          for (children, leaf_labels), t in zip(trees, tree_ids)])
+    out = pack_trees(trees, tree_ids)
     n_feat = np.fromiter((len(w[0]) for w in order), np.int64, len(order))
     n_ent = np.fromiter((int(w[1][-1]) for w in order), np.int64, len(order))
     out["wf_indptr"] = np.zeros(len(order) + 1, np.int64)

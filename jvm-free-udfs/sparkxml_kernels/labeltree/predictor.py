@@ -239,12 +239,11 @@ def _check_weights(f: dict, slots: np.ndarray, n_features: int) -> None:
         # features [a, b): at least one, and entries up to CHECK_ENTRIES past a's start
         b = int(np.searchsorted(we_ptr, we_ptr[a] + CHECK_ENTRIES, side="right")) - 1
         b = min(F, max(b, a + 1))
-        node = np.searchsorted(wf_ptr, np.arange(a, b), side="right") - 1
-        if b - a > 1 and np.any((np.diff(wf[a:b]) <= 0) & (np.diff(node) == 0)):
+        lo = max(a - 1, 0)  # one feature back: the pair across the range's edge too
+        node = np.searchsorted(wf_ptr, np.arange(lo, b), side="right") - 1
+        if np.any((np.diff(wf[lo:b]) <= 0) & (np.diff(node) == 0)):
             raise ValueError("wf_feature must rise strictly within each node")
-        if a > 0 and node[0] == np.searchsorted(wf_ptr, a - 1, side="right") - 1 \
-                and wf[a] <= wf[a - 1]:
-            raise ValueError("wf_feature must rise strictly within each node")
+        node = node[a - lo:]
         e0, e1 = int(we_ptr[a]), int(we_ptr[b])
         if not np.isfinite(f["we_value"][e0:e1]).all():
             raise ValueError("we_value holds non-finite values")

@@ -10,7 +10,7 @@ groups and (seed, tree, node) (``nodes.train_node``), so the forest is the one-t
 bit for bit, whichever task trains each node.
 
 Every task computes the same plan from the same data: :func:`node_plan`. Task 0 also sends
-the trees' structure back (:func:`pack_trees`); the driver joins it with every task's
+the trees' structure back (``levels.pack_trees``); the driver joins it with every task's
 :func:`levels.pack_nodes` arrays (``levels.assemble_forest``).
 """
 from __future__ import annotations
@@ -20,12 +20,9 @@ from operator import itemgetter
 
 import numpy as np
 
-from .forest import Prepared, check_params, concat_forests, split_trees, tree_arrays
-from .levels import build_trees, longest_first, pack_nodes
+from .forest import Prepared, check_params, split_trees
+from .levels import build_trees, longest_first, pack_nodes, pack_trees
 from .nodes import labels_under, node_groups, node_rows, train_node
-
-_EMPTY = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32),
-          np.zeros(0, np.float32))
 
 
 def node_plan(prep: Prepared, trees: list, workers: int, unders: list | None = None) -> list:
@@ -80,13 +77,6 @@ def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
     if rank == 0:
         out.update(pack_trees(trees, ids))
     return out
-
-
-def pack_trees(trees: list, tree_ids) -> dict:
-    """The trees' structure (as ``levels.build_trees`` returns it) as forest arrays without
-    classifiers (``forest``'s layout, every node's weights empty)."""
-    return concat_forests([tree_arrays(int(t), children, leaf_labels, [_EMPTY] * len(children))
-                           for (children, leaf_labels), t in zip(trees, tree_ids)])
 
 
 def unpack_trees(arrays: dict) -> tuple:
