@@ -51,7 +51,7 @@ def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
     """Task ``rank`` of ``workers``: cluster every tree of ``tree_ids`` on the whole training
     set (CSR rows X, Y as ``forest.train_forest`` takes them) and train this task's share of
     their nodes (:func:`node_plan`). Returns :func:`levels.pack_nodes` arrays, plus
-    :func:`pack_trees` arrays from task 0. ``report(done, total)`` is called as the task
+    ``levels.pack_trees`` arrays from task 0. ``report(done, total)`` is called as the task
     finishes its share of each tree (``total``: the trees it has nodes of).
     """
     p = check_params(params)
@@ -80,7 +80,7 @@ def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
 
 
 def unpack_trees(arrays: dict) -> tuple:
-    """(trees, tree ids) from :func:`pack_trees` arrays."""
+    """(trees, tree ids) from ``levels.pack_trees`` arrays."""
     trees, ids = [], []
     for tree in split_trees(arrays):
         cp, ci = tree["child_indptr"], tree["child_index"]
