@@ -25,6 +25,7 @@ rows in ``DIR`` (an ``.npz`` named by the sizes) and reads them from there on th
 """
 import argparse
 import gc
+import hashlib
 import os
 import sys
 import tempfile
@@ -78,6 +79,9 @@ def main():
     ap.add_argument("--no-replicated", action="store_true")
     ap.add_argument("--no-bonsai", action="store_true")
     ap.add_argument("--no-distributed", action="store_true")
+    ap.add_argument("--no-omikuji", action="store_true")
+    ap.add_argument("--no-predict", action="store_true",
+                    help="skip the 100k-row prediction timings")
     ap.add_argument("--data-cache", default=None)
     ap.add_argument("--generate-only", action="store_true",
                     help="write the --data-cache file and stop")
@@ -85,14 +89,13 @@ def main():
     if args.no_distributed and args.no_replicated:
         ap.error("--no-distributed and --no-replicated leave no Parabel fit")
     import scipy.sparse as sp
-    from pyspark.sql import functions as F
 
-    import sparkxml_kernels
     from sparkxml import Bonsai, Parabel
     from sparkxml.synthetic import csr_rows
 
     res = Results("labeltree_scale")
     n, D, L = args.train, args.features, args.labels
+    scale = f" ({n // 1000}k rows)"  # the cases of each training size stay apart
     t0 = time.perf_counter()
     X, Y = cached_rows(args.data_cache, n + args.test, D, L)
     if args.generate_only:
@@ -117,7 +120,8 @@ def main():
             configs.append(("Parabel replicated", Parabel, "replicated"))
         if not args.no_bonsai:
             configs.append(("Bonsai replicated", Bonsai, "replicated"))
-        models = {}
+        models: dict = {}
+        digests = {}
         for name, cls, mode in configs:
             t0 = time.perf_counter()
             model = cls(numWorkers=args.workers, trainingMode=mode, seed=0).fit(train)
@@ -126,61 +130,113 @@ def main():
             p = precision_at([r[r >= 0].tolist() for r in labels], Yte)
             info = model._training_info
             note = f"{mode}, numWorkers {args.workers}"
+            # what a task grew by while it ran (peak RSS less its RSS at the start): the
+            # data and work it held, without the worker's imports and compiled kernels
+            stages = (info["levels"] + ([info["split_stage"]] if "split_stage" in info else [])
+                      if mode == "distributed" else [info])
+            grown = max(t["peak_rss_bytes"] - t["rss_start_bytes"] for lv in stages
+                        for t in lv["tasks"])
+            note += f"; largest task growth {grown >> 20} MiB"
+            res.add(name + scale, "largest task RSS growth", grown / 2**20, "MiB")
             if mode == "distributed":
-                biggest = max(t["rows"] for lv in info["levels"] for t in lv["tasks"])
+                biggest = max(t["rows"] for lv in stages for t in lv["tasks"])
                 peak = max(t["peak_rss_bytes"] for t in info["tasks"])
                 note += (f"; largest task {biggest} rows ({100 * biggest / n:.0f}% of the "
                          f"training rows), peak RSS {peak >> 20} MiB vs replicated task "
                          f"estimate {info['replicated_task_bytes'] >> 20} MiB")
-                res.add(name, "largest task rows", biggest / n * 100, "%")
-                res.add(name, "largest task peak RSS", peak / 2**20, "MiB")
+                res.add(name + scale, "largest task rows", biggest / n * 100, "%")
+                res.add(name + scale, "largest task peak RSS", peak / 2**20, "MiB")
+                split = info.get("split_stage")
+                if split:
+                    t0 = split["tasks"][0]
+                    print(f"{name}: split nodes {split['nodes']} in {split['seconds']:.1f} s "
+                          f"({t0['waves']} waves, {t0['rounds']} rounds; rank 0 visited blocks "
+                          f"{t0['visit_seconds']:.1f} s, exchanged {t0['exchange_seconds']:.1f} s), "
+                          "task rows " + ", ".join(str(t["rows"]) for t in split["tasks"])
+                          + ", peak RSS " + ", ".join(f"{t['peak_rss_bytes'] >> 20} MiB"
+                                                      for t in split["tasks"]), flush=True)
                 print(f"{name}: representations {info['representation_seconds']:.1f} s, "
                       f"clustering {info['cluster_seconds']:.1f} s, levels "
                       + ", ".join(f"{lv['seconds']:.1f}" for lv in info["levels"])
-                      + " s; the leaf level's tasks "
-                      + ", ".join(f"{t['task_seconds']:.1f}" for t in info["levels"][-1]["tasks"])
-                      + " s", flush=True)
+                      + " s; tasks a level " + ", ".join(str(len(lv["tasks"]))
+                                                         for lv in info["levels"])
+                      + f", the longest {max(t['task_seconds'] for lv in info['levels'] for t in lv['tasks']):.1f} s",
+                      flush=True)
             else:
                 note += "; tasks " + ", ".join(f"{t['task_seconds']:.1f}"
                                                for t in info["tasks"]) + " s"
             rows[name] = (p, fit, note)
-            res.add(name, "fit", fit, "s", note=note)
+            res.add(name + scale, "fit", fit, "s", note=note)
             for k in (1, 3, 5):
-                res.add(name, f"P@{k}", p[k], "%")
-            models[name] = model
-            print(f"{name}: P@1/3/5 {fmt(p)}, fit {fit:.1f} s; {note}", flush=True)
-        if "Parabel replicated" in models and "Parabel distributed" in models:
-            same = all(np.array_equal(models["Parabel distributed"]._arrays[k],
-                                      models["Parabel replicated"]._arrays[k])
-                       for k in models["Parabel replicated"]._arrays)
-            print(f"distributed model == replicated model: {same}", flush=True)
-        # prediction: the test rows repeated to --predict-rows
-        reps = -(-args.predict_rows // args.test)
-        big = sp.vstack([Xte] * reps).tocsr()[:args.predict_rows]
-        model = models.get("Parabel replicated") or models["Parabel distributed"]
-        models.clear()
-        df = frame(spark, (big.indptr.astype(np.int64), big.indices.astype(np.int32),
-                           big.data.astype(np.float32)),
-                   (np.zeros(big.shape[0] + 1, np.int64), np.zeros(0, np.int32)), D, 0,
-                   big.shape[0]).repartition(args.workers).cache()
-        df.count()
-        t0 = time.perf_counter()
-        model.transform(df).agg(F.sum(F.size("prediction"))).collect()
-        transform_s = time.perf_counter() - t0
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "parabel")
-            model.save(path)
-            # at 500k rows a model is several GB: the driver holds one copy at a time
+                res.add(name + scale, f"P@{k}", p[k], "%")
+            # a digest of each array, not the model: at 500k rows a forest is GBs, and the
+            # driver holds one at a time
+            digests[name] = {k: hashlib.sha256(np.ascontiguousarray(v).view(np.uint8))
+                             .hexdigest() for k, v in model._arrays.items()}
+            if not args.no_predict and (name == "Parabel replicated" or (
+                    name == "Parabel distributed" and args.no_replicated)):
+                models[name] = model
             del model
             gc.collect()
-            served = sparkxml_kernels.load_model(path)
-            t0 = time.perf_counter()
-            served.predict_topk(big, 5)
-            load_s = time.perf_counter() - t0
-            del served
+            print(f"{name}: P@1/3/5 {fmt(p)}, fit {fit:.1f} s; {note}", flush=True)
+        if "Parabel replicated" in digests and "Parabel distributed" in digests:
+            same = digests["Parabel replicated"] == digests["Parabel distributed"]
+            print(f"distributed model == replicated model: {same}", flush=True)
+        if not args.no_predict:
+            transform_s, load_s, big = _predict_times(spark, models, Xte, D, args)
     finally:
         spark.stop()
     gc.collect()
+    if not args.no_omikuji:
+        _omikuji(X, Y, n, D, L, Xte, Yte, rows, res, None if args.no_predict else big)
+    print(f"\nload average {load_average()[0]:.1f} at the end (2 cores)\n")
+    print("| system | P@1/3/5 | fit s | note |\n|---|---|---|---|")
+    for name, (p, fit, note) in rows.items():
+        print(f"| {name} | {fmt(p)} | {fit:.1f} | {note} |")
+    if not args.no_predict:
+        print(f"\nPredict {big.shape[0]} rows (top 5): transform {transform_s:.1f} s, "
+              f"load_model(...).predict_topk {load_s:.1f} s")
+        for name, v in (("transform", transform_s), ("load_model predict_topk", load_s)):
+            res.add(f"predict {big.shape[0]} rows", name, v, "s")
+    res.write()
+
+
+def _predict_times(spark, models, Xte, D, args):
+    """(transform s, load_model predict_topk s, the rows): the test rows repeated to
+    --predict-rows, scored by the replicated Parabel model (or the level-wise one)."""
+    import scipy.sparse as sp
+    from pyspark.sql import functions as F
+
+    import sparkxml_kernels
+
+    reps = -(-args.predict_rows // args.test)
+    big = sp.vstack([Xte] * reps).tocsr()[:args.predict_rows]
+    model = models.get("Parabel replicated") or models["Parabel distributed"]
+    models.clear()
+    df = frame(spark, (big.indptr.astype(np.int64), big.indices.astype(np.int32),
+                       big.data.astype(np.float32)),
+               (np.zeros(big.shape[0] + 1, np.int64), np.zeros(0, np.int32)), D, 0,
+               big.shape[0]).repartition(args.workers).cache()
+    df.count()
+    t0 = time.perf_counter()
+    model.transform(df).agg(F.sum(F.size("prediction"))).collect()
+    transform_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "parabel")
+        model.save(path)
+        # at 500k rows a model is several GB: the driver holds one copy at a time
+        del model
+        gc.collect()
+        served = sparkxml_kernels.load_model(path)
+        t0 = time.perf_counter()
+        served.predict_topk(big, 5)
+        load_s = time.perf_counter() - t0
+        del served
+    return transform_s, load_s, big
+
+
+def _omikuji(X, Y, n, D, L, Xte, Yte, rows, res, big):
+    """omikuji's fit and P@k (2 threads, defaults), and its row-by-row prediction of ``big``."""
     import omikuji
 
     with tempfile.TemporaryDirectory() as d:
@@ -195,24 +251,18 @@ def main():
             for i in range(Xte.shape[0])]
     p = precision_at(pred, Yte)
     rows["omikuji"] = (p, fit, "defaults, 2 threads")
-    res.add("omikuji", "fit", fit, "s")
+    res.add(f"omikuji ({n // 1000}k rows)", "fit", fit, "s")
     for k in (1, 3, 5):
-        res.add("omikuji", f"P@{k}", p[k], "%")
+        res.add(f"omikuji ({n // 1000}k rows)", f"P@{k}", p[k], "%")
+    if big is None:
+        return
     t0 = time.perf_counter()
     for i in range(big.shape[0]):
         row = big.getrow(i)
         om.predict(list(zip(row.indices.tolist(), row.data.tolist())), top_k=5)
     om_pred = time.perf_counter() - t0
-    for name, v in (("transform", transform_s), ("load_model predict_topk", load_s),
-                    ("omikuji predict", om_pred)):
-        res.add(f"predict {big.shape[0]} rows", name, v, "s")
-    print(f"\nload average {load_average()[0]:.1f} at the end (2 cores)\n")
-    print("| system | P@1/3/5 | fit s | note |\n|---|---|---|---|")
-    for name, (p, fit, note) in rows.items():
-        print(f"| {name} | {fmt(p)} | {fit:.1f} | {note} |")
-    print(f"\nPredict {big.shape[0]} rows (top 5): transform {transform_s:.1f} s, "
-          f"load_model(...).predict_topk {load_s:.1f} s, omikuji row by row {om_pred:.1f} s")
-    res.write()
+    res.add(f"predict {big.shape[0]} rows", "omikuji predict", om_pred, "s")
+    print(f"omikuji predicts {big.shape[0]} rows one by one in {om_pred:.1f} s")
 
 
 if __name__ == "__main__":

@@ -63,13 +63,19 @@ def profile_fastxml(spark):
 
 
 def profile_labeltree(spark):
-    """What Parabel and Bonsai fits and transforms use (squared hinge and logistic nodes)."""
+    """What Parabel and Bonsai fits and transforms use (squared hinge and logistic nodes, and
+    split nodes in both training modes)."""
     from sparkxml import Bonsai, Parabel
+    from sparkxml_kernels.labeltree import forest as kforest
 
     train, test = _multilabel(spark)
     for est in (Parabel(numTrees=2, numWorkers=2, maxLeafLabels=20),
                 Bonsai(numTrees=2, numWorkers=2, maxLeafLabels=20, loss="logistic")):
         est.fit(train).transform(test).collect()
+    # every squared-hinge node is split (this process only)
+    kforest.DEFAULTS.update(split_rows=0, split_share=0.0)
+    for mode in ("replicated", "distributed"):
+        Parabel(numTrees=1, numWorkers=2, maxLeafLabels=20, trainingMode=mode).fit(train)
 
 
 def profile_gbt(spark):

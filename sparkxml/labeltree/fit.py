@@ -62,7 +62,8 @@ def fit_label_trees(est, dataset, who: str):
         if mode == "distributed":
             with progress.phase("train"):
                 forest, more = fit_levelwise(data, params, num_trees, workers, n_features,
-                                             n_labels, fcol, lcol, who, progress.verbose)
+                                             n_labels, stats["rows"], fcol, lcol, who,
+                                             progress.verbose)
             info.update(more, train_seconds=time.perf_counter() - t0)
             return forest, n_features, n_labels, info
         check_memory(spark, stats, workers, who)
@@ -115,7 +116,7 @@ def _make_train_fn(keys: list, tree_ids: list, n_features: int, n_labels: int, p
             out = kspread.train_spread(
                 xi, xj, xv, yi, yj, n_features, n_labels, tree_ids, rank_of[key], len(keys),
                 report=(lambda done, total: reporter.progress(done, total, unit="tree"))
-                if reporter.enabled else None, **params)
+                if reporter.enabled else None, keys=table.column("_k1").to_numpy(), **params)
             reporter.close()
             yield from encode_array_batches(rank_of[key], out, memory.info(rows=len(xi) - 1))
 

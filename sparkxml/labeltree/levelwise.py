@@ -3,7 +3,7 @@
 The forest is the replicated mode's bit for bit (same seed, same rows, whatever numWorkers
 and the partitioning). With DataFrame operations only
 (``explode``, ``repartition``, ``sortWithinPartitions``, ``mapInArrow``; Spark Connect
-works), in ``2 + levels`` jobs:
+works), in at most ``3 + levels`` jobs:
 
 1. **Label representations.** The rows are exploded to one copy per label, brought together
    per label in the global row order (``repartition`` by label, sort by (label, content
@@ -12,14 +12,22 @@ works), in ``2 + levels`` jobs:
    L x D sparse ``R``.
 2. **Trees.** The driver clusters ``R`` into every tree (``cluster.build_tree``): the
    clustering needs the representations only.
-3. **One job a tree level.** Every node of the level, in every tree, is given to one of
-   ``numWorkers`` tasks (longest first on its labels' row counts); a ``mapInArrow`` sends
-   each row to every task owning a node it belongs to (once a task), ``repartition`` brings
-   each task its rows, which it orders by the content key as the replicated task does and
-   trains its nodes' classifiers on (``levels.train_level``). A task holds the rows of its
-   nodes only. A root's classifiers see every row carrying a label, so at the root level
-   the task owning a root holds all of them (once, whatever the number of trees it owns);
-   below the root the rows are split between the tasks.
+3. **The split nodes, in one barrier job.** A node whose labels carry many (row, label)
+   pairs (``sparkxml_kernels.labeltree.nodes.split_node``: at least 16,384 and half the
+   rows; the roots and the levels below them) is solved over fixed blocks of rows (a row's
+   block is its content key modulo 64), each pass visiting the blocks in a random order of
+   its own. Each barrier task holds a contiguous range of blocks, every labelled row once in
+   all, and a node problem goes, with its weights, to the task holding its next block
+   (``sparkxml_kernels.labeltree.pipeline``), so no task holds the rows of a root.
+4. **One job a tree level for the other nodes.** Every node of the level, in every tree, is
+   given to one task (``levels.level_plan``): to one of ``numWorkers`` tasks, longest first
+   on its labels' row counts, or, when the level's rows would not fit that few, to one of
+   consecutive groups of nodes of at most ``rows / (2 numWorkers)`` estimated rows, a task
+   each (Spark runs them ``numWorkers`` at a time). A ``mapInArrow`` sends each row to every
+   task owning a node it belongs to (once a task), ``repartition`` brings each task its
+   rows, which it orders by the content key as the replicated task does and trains its
+   nodes' classifiers on (``levels.train_level``). A task holds the rows of its nodes
+   only.
 
 The trained nodes come back as chunked binary rows (``_core.barrier.encode_array_batches``)
 and the driver lays the forest out (``levels.assemble_forest``).
@@ -39,20 +47,31 @@ from sparkxml._core.barrier import (
     TaskMemory,
     collect_ranks,
     encode_array_batches,
+    run_barrier_training,
 )
 from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.replicated import group_tables
 from sparkxml.fastxml.fit import task_csr
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.labeltree import levels as klevels
+from sparkxml_kernels.labeltree import pipeline as kpipeline
+from sparkxml_kernels.labeltree.blocked import NUM_BLOCKS
+from sparkxml_kernels.labeltree.data import label_matrix, normalised_rows
+from sparkxml_kernels.labeltree.nodes import row_blocks
 from sparkxml_kernels.progress import LOGGER, format_record
+
+# bound on a split-node task's wait for its peers: one round is one visit of a task's rows
+# per problem it holds, seconds even at millions of rows
+SPLIT_TIMEOUT_S = 1800.0
 
 
 def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: int,
-                  n_labels: int, fcol: str, lcol: str, who: str, verbose: int = 0):
+                  n_labels: int, n_rows: int, fcol: str, lcol: str, who: str,
+                  verbose: int = 0):
     """Train the forest level by level (see the module docstring).
 
-    ``data``: ``sparkxml.fastxml.fit.ordered_rows`` output (``_k1``, ``_k2``, ``f``, ``y``);
+    ``data``: ``sparkxml.fastxml.fit.ordered_rows`` output (``_k1``, ``_k2``, ``f``, ``y``)
+    of ``n_rows`` rows;
     ``params``: ``sparkxml_kernels.labeltree.forest.check_params`` output. Returns (forest,
     info): ``info`` has per level the nodes trained and per task its rows and peak RSS.
     """
@@ -67,20 +86,35 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
     del R
     info["cluster_seconds"] = time.perf_counter() - t0
     depth = max(int(klevels.node_depths(children).max()) for children, _ in trees)
-    keys = partition_keys(workers)
     weights: dict = {}
+    split = klevels.split_nodes(trees, tree_ids, counts, params, n_rows)
+    if split:
+        t0 = time.perf_counter()
+        trained, split_tasks = fit_split_nodes(data, split, params, workers, n_features,
+                                               n_labels, fcol, lcol)
+        weights.update(trained)
+        info["split_stage"] = {"nodes": len(split), "seconds": time.perf_counter() - t0,
+                               "tasks": split_tasks}
+        if verbose > 0:
+            LOGGER.info(format_record({
+                "source": who, "kind": "progress", "unit": "split nodes", "done": len(split),
+                "total": len(split), "elapsed": info["split_stage"]["seconds"]}))
     levels = []
     for level in range(depth + 1):
         t0 = time.perf_counter()
         specs, label_task = klevels.level_plan(trees, tree_ids, level, counts, workers,
-                                               n_labels)
+                                               n_labels, params, n_rows, exclude_split=True,
+                                               cap=max(1, n_rows // (2 * workers)))
+        if not any(specs):  # every node of the level is a split node
+            continue
+        keys = partition_keys(len(specs))
         route = _make_route_fn(label_task, keys)
         train = _make_level_fn({keys[w]: s for w, s in enumerate(specs) if s}, keys,
                                n_features, n_labels, params, fcol, lcol)
         routed = T.StructType(list(data.schema.fields)
                               + [T.StructField("_g", T.LongType(), True)])
         per_task, task_info = collect_ranks(data.mapInArrow(route, routed)
-                                            .repartition(workers, "_g")
+                                            .repartition(len(specs), "_g")
                                             .mapInArrow(train, RESULT_SCHEMA))
         for arrays in per_task.values():
             weights.update(klevels.unpack_nodes(arrays))
@@ -93,9 +127,10 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
                 "total": depth + 1, "metrics": {"nodes": levels[-1]["nodes"]}}))
     forest = klevels.assemble_forest(trees, tree_ids, weights)
     info["levels"] = levels
-    # per task, its largest level (rows and peak RSS): what the task had to hold
+    # per task, its largest stage (rows and peak RSS): what the task had to hold
     tasks: dict = {}
-    for lv in levels:
+    stages = levels + ([dict(info["split_stage"], level="split")] if split else [])
+    for lv in stages:
         for t in lv["tasks"]:
             r = t["rank"]
             best = tasks.get(r)
@@ -103,6 +138,50 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
                 tasks[r] = dict(t, level=lv["level"])
     info["tasks"] = [tasks[r] for r in sorted(tasks)]
     return forest, info
+
+
+def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: int,
+                    n_labels: int, fcol: str, lcol: str):
+    """Train the split nodes (``levels.split_nodes``) in one barrier stage of
+    min(numWorkers, 64) tasks, task r holding the rows of blocks
+    ``pipeline.block_rank(block) == r``; returns ({(tree, node): classifiers}, per-task info
+    with ``rows`` and ``peak_rss_bytes``)."""
+    world = min(workers, NUM_BLOCKS)
+    keys = partition_keys(world)
+    rank = F.expr(f"cast(pmod(_k1, {NUM_BLOCKS}) * {world} div {NUM_BLOCKS} as int)")
+    rows = (data.where(F.size("y") > 0)
+            .withColumn("_g", F.element_at(F.array(*[F.lit(int(k)) for k in keys]), rank + 1))
+            .repartition(world, "_g"))
+    bias = float(params["bias"])
+
+    def load(batches, r, world_size):
+        tables = [t for _, t in group_tables(batches)]
+        if not tables:
+            z = np.zeros(1, np.int64)
+            return (normalised_rows(z, np.zeros(0, np.int32), np.zeros(0), n_features, bias),
+                    label_matrix(z, np.zeros(0, np.int32), 0, n_labels), np.zeros(0, np.int64))
+        table = tables[0]
+        xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
+        blocks = row_blocks(table.column("_k1").to_numpy(), len(xi) - 1)
+        del table, tables
+        if np.any(kpipeline.block_rank(blocks, world_size) != r):
+            raise RuntimeError(f"split-node task {r} was sent rows of another task's blocks")
+        X = normalised_rows(xi, xj, xv, n_features, bias)
+        return X, label_matrix(yi, yj, X.shape[0], n_labels), blocks
+
+    def train(state, coll, r, world_size):
+        X, Y, blocks = state
+        stats: dict = {}
+        trained = kpipeline.train_split_nodes(X, Y, blocks, nodes, params, coll, stats=stats,
+                                              keep=r == 0)
+        return (klevels.pack_nodes(trained) if r == 0 else None,
+                dict(stats, rows=int(X.shape[0]), nodes=len(nodes)))
+
+    res = run_barrier_training(rows, world, load, train, timeout_s=SPLIT_TIMEOUT_S,
+                               repartition=False)
+    infos = [dict(i, task_seconds=i.get("train_seconds", 0.0) + i.get("load_seconds", 0.0))
+             for i in sorted(res.infos, key=lambda i: i["rank"])]
+    return klevels.unpack_nodes(res.arrays), infos
 
 
 def representations(data, n_features: int, n_labels: int, fcol: str, partitions: int):
@@ -167,10 +246,11 @@ def _make_level_fn(spec_of: dict, keys: list, n_features: int, n_labels: int, pa
         memory = TaskMemory()
         for key, table in group_tables(batches):
             xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
+            keys = table.column("_k1").to_numpy()
             del table
             spec = spec_of.get(key, [])
             trained = klevels.train_level(xi, xj, xv, yi, yj, n_features, n_labels, spec,
-                                          params)
+                                          params, keys)
             yield from encode_array_batches(rank_of[key], klevels.pack_nodes(trained),
                                             memory.info(rows=len(xi) - 1, nodes=len(spec)))
 

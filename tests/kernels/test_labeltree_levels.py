@@ -1,17 +1,25 @@
 """Level-wise label-tree training pieces (``sparkxml_kernels.labeltree.levels``), run here
 the way the Spark tasks run them: representations from label groups, nodes from the rows a
 task is sent, must give ``train_forest``'s forest bit for bit."""
+import threading
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from test_labeltree_kernels import topics
 
+from sparkxml_kernels.collective import InProcessGroup
 from sparkxml_kernels.labeltree import levels as lv
+from sparkxml_kernels.labeltree import pipeline
+from sparkxml_kernels.labeltree.blocked import NUM_BLOCKS
 from sparkxml_kernels.labeltree.data import label_matrix, label_representations, normalised_rows
 from sparkxml_kernels.labeltree.forest import FOREST_KEYS, check_params, train_forest
+from sparkxml_kernels.labeltree.nodes import row_blocks
 
 
-def _levelwise(xs, ys, d, L, trees, workers, groups, params):
+def _levelwise(xs, ys, d, L, trees, workers, groups, params, keys, world=0, cap=0, **kw):
+    """The level-wise forest; ``world`` > 0: the split nodes trained by ``world`` thread
+    ranks holding blocks of the rows (``pipeline``), the other nodes level by level."""
     p = check_params(params)
     X = sp.csr_matrix((xs[2], xs[1], xs[0]), shape=(len(xs[0]) - 1, d))
     Y = sp.csr_matrix((np.ones(len(ys[1])), ys[1], ys[0]), shape=(len(ys[0]) - 1, L))
@@ -27,27 +35,95 @@ def _levelwise(xs, ys, d, L, trees, workers, groups, params):
     built = lv.build_trees(R, labels, trees, p)
     depth = max(int(lv.node_depths(c).max()) for c, _ in built)
     weights, held = {}, []
+    if world:
+        split = lv.split_nodes(built, trees, counts, p, X.shape[0])
+        assert split, "the test wants split nodes"
+        for t, g, fm in _split_on_ranks(xs, ys, d, L, split, p, keys, world, held, **kw):
+            weights[(t, g)] = fm
     for level in range(depth + 1):
-        specs, owner = lv.level_plan(built, trees, level, counts, workers, L)
+        specs, owner = lv.level_plan(built, trees, level, counts, workers, L, p, X.shape[0],
+                                     exclude_split=bool(world), cap=cap)
         r, t = lv.row_tasks(ys[0], ys[1], owner)
-        for w in range(workers):
+        for w in range(len(specs)):
             Xw, Yw = X[r[t == w]], Y[r[t == w]]
             held.append(Xw.shape[0])
             out = lv.train_level(Xw.indptr, Xw.indices, Xw.data, Yw.indptr, Yw.indices, d, L,
-                                 specs[w], p)
+                                 specs[w], p, keys[r[t == w]])
             weights.update(lv.unpack_nodes(lv.pack_nodes(out)))
     return lv.assemble_forest(built, trees, weights), R, counts, held
 
 
+def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, **kw):
+    X = normalised_rows(*xs, d, 1.0)
+    Y = label_matrix(*ys, X.shape[0], L)
+    blocks = row_blocks(keys, X.shape[0])
+    owner = pipeline.block_rank(blocks, world)
+    group = InProcessGroup(world, timeout=60)
+    results = [None] * world
+
+    def run(r):
+        rows = np.flatnonzero(owner == r)
+        held.append(len(rows))
+        try:
+            results[r] = pipeline.train_split_nodes(X[rows], Y[rows], blocks[rows], nodes, p,
+                                                    group.collective(r), **kw)
+        except BaseException:
+            group.abort()
+            raise
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert all(r is not None for r in results)
+    for other in results[1:]:  # every rank ends with every node's weights
+        for (t, g, a), (t2, g2, b) in zip(results[0], other):
+            assert (t, g) == (t2, g2)
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)
+    return results[0]
+
+
+@pytest.mark.parametrize("world,kw", [(1, {}), (2, {}), (3, dict(wave_tokens=5)),
+                                      (2, dict(wave_tokens=3, per_round=1)), (20, {})])
+def test_split_nodes_on_ranks_holding_row_blocks_give_the_replicated_forest(world, kw):
+    xs, ys, d, L = topics(n=300, d=80, L=24)
+    keys = np.random.default_rng(6).integers(-2**62, 2**62, 300)
+    params = dict(max_leaf=3, split_rows=60)
+    ref = train_forest(*xs, *ys, d, L, [0, 2], keys=keys, **params)
+    forest, _, _, held = _levelwise(xs, ys, d, L, [0, 2], 2, 1, params, keys, world, **kw)
+    for k in FOREST_KEYS:
+        np.testing.assert_array_equal(forest[k], ref[k], err_msg=k)
+    ranks = min(world, NUM_BLOCKS)
+    if ranks > 1:  # the split nodes' rows are divided: no rank holds them all
+        assert max(held[:world]) < 300 and sum(held[:world]) == 300
+    if world == 2 and not kw:  # a rank that keeps nothing trains the same, returns nothing
+        from sparkxml_kernels.collective import LocalCollective
+
+        p = check_params(params)
+        X = normalised_rows(*xs, d, 1.0)
+        Y = label_matrix(*ys, X.shape[0], L)
+        R = label_representations(X, Y, d)
+        built = lv.build_trees(R, np.flatnonzero(np.diff(Y.tocsc().indptr)), [0], p)
+        counts = np.diff(Y.tocsc().indptr)
+        split = lv.split_nodes(built, [0], counts, p, X.shape[0])
+        assert split
+        assert pipeline.train_split_nodes(X, Y, row_blocks(keys, 300), split, p,
+                                          LocalCollective(), keep=False) == []
+
+
 @pytest.mark.parametrize("params", [
     dict(max_leaf=3),
+    dict(max_leaf=3, split_rows=60),  # the upper nodes solved over row blocks
     dict(max_leaf=2, branch=3, balanced=False, max_depth=2, loss="logistic"),
 ])
 @pytest.mark.parametrize("workers,groups", [(1, 1), (3, 4)])
 def test_levelwise_forest_is_the_replicated_forest(params, workers, groups):
     xs, ys, d, L = topics(n=300, d=80, L=24)
-    ref = train_forest(*xs, *ys, d, L, [0, 2], **params)
-    forest, R, counts, held = _levelwise(xs, ys, d, L, [0, 2], workers, groups, params)
+    keys = np.random.default_rng(5).integers(-2**62, 2**62, 300)
+    ref = train_forest(*xs, *ys, d, L, [0, 2], keys=keys, **params)
+    forest, R, counts, held = _levelwise(xs, ys, d, L, [0, 2], workers, groups, params, keys)
     for k in FOREST_KEYS:
         assert forest[k].dtype == ref[k].dtype, k
         np.testing.assert_array_equal(forest[k], ref[k], err_msg=k)
@@ -58,6 +134,42 @@ def test_levelwise_forest_is_the_replicated_forest(params, workers, groups):
     np.testing.assert_array_equal(counts, np.diff(Y.T.tocsr().indptr))
     if workers > 1:  # below the roots no task holds every row
         assert max(held[-workers:]) < 300
+
+
+def test_levels_cut_into_groups_of_capped_rows_give_the_same_forest():
+    xs, ys, d, L = topics(n=300, d=80, L=24)
+    keys = np.arange(300)
+    params = dict(max_leaf=3)
+    ref = train_forest(*xs, *ys, d, L, [0, 2], keys=keys, **params)
+    forest, _, counts, held = _levelwise(xs, ys, d, L, [0, 2], 2, 1, params, keys, cap=60)
+    for k in FOREST_KEYS:
+        np.testing.assert_array_equal(forest[k], ref[k], err_msg=k)
+    assert len(held) > 2 * 4  # more tasks than workers at some level
+
+
+def test_level_plan_cuts_consecutive_nodes_under_the_cap():
+    xs, ys, d, L = topics(n=300, d=80, L=24)
+    p = check_params(dict(max_leaf=3))
+    X = sp.csr_matrix((np.ones(len(ys[1])), ys[1], ys[0]), shape=(300, L))
+    counts = np.diff(X.T.tocsr().indptr)
+    from sparkxml_kernels.labeltree.forest import Prepared
+
+    prep = Prepared(*xs, *ys, d, L, 1.0)
+    built = lv.build_trees(prep.R, prep.labels, [0, 2], p)
+    specs, owner = lv.level_plan(built, [0, 2], 2, counts, 2, L, p, 300, cap=60)
+    est = [[int(counts[n[2]].sum()) for n in spec] for spec in specs]
+    assert len(specs) > 2
+    for e in est:  # within the cap, or one node alone
+        assert sum(e) <= 60 or len(e) == 1
+    order = [(t, g) for spec in specs for t, g, *_ in spec]
+    assert order == sorted(order)  # consecutive (tree, node) runs
+    # under the cap's total the plan is the workers' longest-first one
+    few, _ = lv.level_plan(built, [0, 2], 2, counts, 2, L, p, 300, cap=10**6)
+    base, _ = lv.level_plan(built, [0, 2], 2, counts, 2, L, p, 300)
+    assert len(few) == 2 and [[n[:2] for n in s] for s in few] == [[n[:2] for n in s]
+                                                                   for s in base]
+    assert lv.consecutive_groups([5, 70, 20, 30, 10], list("abcde"), 60) == [
+        ["a"], ["b"], ["c", "d", "e"]]
 
 
 def test_row_tasks_sends_a_row_once_to_each_owner():

@@ -34,8 +34,33 @@ def test_parabel_levelwise_is_the_replicated_model(tiny, caplog):
     assert info["mode"] == "distributed" and two.summary.trainingMode == "distributed"
     levels = info["levels"]
     assert [lv["nodes"] for lv in levels] == [2, 4, 8]  # 24 labels, leaves of <= 6
-    # each level's nodes are shared by the two tasks, a row sent to a task at most once
+    # each level's nodes are shared by the tasks, a row sent to a task at most once; the
+    # levels' rows are more than 2 tasks of 240 / 4 rows hold, so the nodes go to more tasks
     for lv in levels[1:]:
-        assert len(lv["tasks"]) == 2 and sum(t["nodes"] for t in lv["tasks"]) == lv["nodes"]
-        assert all(0 < t["rows"] <= 240 for t in lv["tasks"])
+        assert len(lv["tasks"]) > 2 and sum(t["nodes"] for t in lv["tasks"]) == lv["nodes"]
+        assert all(0 < t["rows"] < 240 for t in lv["tasks"])
     assert any("level" in r.getMessage() for r in caplog.records)
+
+
+def test_split_nodes_train_on_tasks_holding_blocks_of_rows(spark, monkeypatch):
+    from sparkxml_kernels.labeltree import forest as kforest
+
+    X, Y = make_multilabel(n_rows=240, n_features=120, n_labels=24, seed=7)
+    pairs = int(Y[0][240])
+    labelled = int(np.count_nonzero(np.diff(Y[0][:241])))
+    frame = rows_frame(spark, X, Y, 0, 240, 120)
+    kw = dict(maxLeafLabels=6, numTrees=2, seed=11)
+    default = Parabel(numWorkers=1, **kw).fit(frame.repartition(1))
+    # the roots and the nodes below them carry more than a third of the (row, label) pairs
+    monkeypatch.setitem(kforest.DEFAULTS, "split_rows", pairs // 3)
+    replicated = Parabel(numWorkers=1, **kw).fit(frame.repartition(1))
+    two = Parabel(trainingMode="distributed", numWorkers=2, **kw).fit(frame.repartition(4))
+    _same(replicated, two)
+    assert not np.array_equal(default._arrays["we_value"], replicated._arrays["we_value"])
+    info = two._training_info
+    stage = info["split_stage"]
+    assert stage["nodes"] >= 2  # the two roots at least
+    assert stage["nodes"] + sum(lv["nodes"] for lv in info["levels"]) == 14
+    rows = [t["rows"] for t in stage["tasks"]]
+    # every labelled row once, divided between the two tasks
+    assert len(rows) == 2 and sum(rows) == labelled and max(rows) < labelled

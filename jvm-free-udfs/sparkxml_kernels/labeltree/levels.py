@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from .cluster import build_tree
 from .data import label_matrix, label_representations, normalised_rows
 from .forest import concat_forests, tree_arrays
-from .nodes import labels_under, node_groups, node_rows, train_node
+from .nodes import labels_under, node_groups, node_rows, row_blocks, split_node, train_node
 
 # a node without classifiers (feature-major: no features, one entry pointer)
 _EMPTY = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32),
@@ -90,14 +90,25 @@ def node_depths(children: list) -> np.ndarray:
 
 
 def level_plan(trees: list, tree_ids, level: int, counts: np.ndarray, workers: int,
-               n_labels: int):
+               n_labels: int, params: dict, n_rows: int, exclude_split: bool = False,
+               cap: int = 0):
     """The nodes of one level and who trains them.
 
     Returns (specs, label_task): ``specs[w]`` is task w's list of (tree, node, labels under
-    it int32, its slots' label groups); ``label_task`` int32 (len(trees), n_labels): per
-    tree, the task owning the level's node above each label (-1: none at this level). Nodes
-    go to tasks by longest-first on their estimated rows (the sum of their labels' row
-    counts); ties by (tree, node). Where a node is trained never changes its classifiers.
+    it int32, its slots' label groups, whether it is split: ``nodes.split_node`` on its
+    labels' row counts and the training set's ``n_rows``, as the replicated task decides
+    it); ``label_task`` int32
+    (len(trees), n_labels): per tree, the task owning the level's node above each label (-1:
+    none at this level). A node's estimated rows are the sum of its labels' row counts (at
+    least its rows). Where a node is trained never changes its classifiers.
+
+    The nodes go to ``workers`` tasks, longest first on their estimated rows (ties by (tree,
+    node)), unless ``cap`` > 0 and the level's estimated rows exceed ``workers * cap``: then
+    they are cut, in (tree, node) order (neighbouring subtrees, which share rows), into
+    consecutive groups of at most ``cap`` estimated rows (a node above it alone), one task
+    each, so a task holds at most about ``cap`` rows and Spark runs the tasks ``workers`` at
+    a time. ``exclude_split``: leave the split nodes out (:func:`split_nodes` lists them for
+    ``pipeline.train_split_nodes``).
     """
     nodes = []
     for i, (children, leaf_labels) in enumerate(trees):
@@ -105,16 +116,54 @@ def level_plan(trees: list, tree_ids, level: int, counts: np.ndarray, workers: i
         depth = node_depths(children)
         for g in np.flatnonzero(depth == level):
             g = int(g)
-            nodes.append((int(counts[under[g]].sum()), i, g, under[g],
-                          node_groups(children, leaf_labels, under, g)))
-    specs: list = [[] for _ in range(workers)]
+            rows = int(counts[under[g]].sum())
+            if exclude_split and split_node(rows, n_rows, params):
+                continue
+            nodes.append((rows, i, g, under[g], node_groups(children, leaf_labels, under, g)))
     label_task = np.full((len(trees), n_labels), -1, np.int32)
-    for w, mine in enumerate(longest_first([n[0] for n in nodes], nodes, workers)):
+    if cap > 0 and sum(n[0] for n in nodes) > workers * cap:
+        groups_of = consecutive_groups([n[0] for n in nodes], nodes, cap)
+    else:
+        groups_of = longest_first([n[0] for n in nodes], nodes, workers)
+    specs: list = [[] for _ in groups_of]
+    for w, mine in enumerate(groups_of):
         for _, i, g, under, groups in mine:
             specs[w].append((int(tree_ids[i]), g, np.asarray(under, np.int32),
-                             [np.asarray(x, np.int32) for x in groups]))
+                             [np.asarray(x, np.int32) for x in groups],
+                             split_node(int(counts[under].sum()), n_rows, params)))
             label_task[i, under] = w
     return specs, label_task
+
+
+def split_nodes(trees: list, tree_ids, counts: np.ndarray, params: dict, n_rows: int) -> list:
+    """Every split node of the forest (``nodes.split_node``), by (depth, tree, node): the
+    (tree id, node, labels under it int32, its slots' label groups) that
+    ``pipeline.train_split_nodes`` takes. A node's label rows are at least its children's,
+    so the split nodes are the top of each tree."""
+    out = []
+    for i, (children, leaf_labels) in enumerate(trees):
+        under = labels_under(children, leaf_labels)
+        depth = node_depths(children)
+        for g in range(len(children)):
+            if split_node(int(counts[under[g]].sum()), n_rows, params):
+                out.append((int(depth[g]), int(tree_ids[i]), g, np.asarray(under[g], np.int32),
+                            [np.asarray(x, np.int32)
+                             for x in node_groups(children, leaf_labels, under, g)]))
+    return [n[1:] for n in sorted(out, key=lambda n: n[:3])]
+
+
+def consecutive_groups(costs, items: list, cap: int) -> list:
+    """``items`` cut, in order, into consecutive groups whose costs sum to at most ``cap``
+    (an item above it alone)."""
+    out: list = []
+    load = 0
+    for cost, item in zip(costs, items):
+        if not out or load + cost > cap:
+            out.append([])
+            load = 0
+        out[-1].append(item)
+        load += cost
+    return out
 
 
 def longest_first(costs, items: list, workers: int) -> list:
@@ -149,17 +198,20 @@ def row_tasks(yptr, yidx, label_task: np.ndarray):
 
 
 def train_level(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, spec: list,
-                params: dict) -> list:
+                params: dict, keys=None) -> list:
     """Train a task's nodes of one level on its rows (in the replicated task's row order).
 
-    ``spec``: the task's (tree, node, labels under it, slot groups) from :func:`level_plan`.
+    ``spec``: the task's (tree, node, labels under it, slot groups, split) from
+    :func:`level_plan`; ``keys``: the rows' content keys (``forest.train_forest``'s).
     Returns [(tree, node, feature-major classifiers)] in ``spec`` order."""
     X = normalised_rows(xptr, xidx, xval, n_features, float(params["bias"]))
     Y = label_matrix(yptr, yidx, X.shape[0], n_labels)
     Yt = Y.T.tocsr()
+    blocks = row_blocks(keys, X.shape[0])
     out = []
-    for tree, g, under, groups in spec:
-        out.append((tree, g, train_node(X, Y, node_rows(Yt, under), groups, params, tree, g)))
+    for tree, g, under, groups, split in spec:
+        out.append((tree, g, train_node(X, Y, node_rows(Yt, under), groups, params, tree, g,
+                                        blocks if split else None)))
     return out
 
 

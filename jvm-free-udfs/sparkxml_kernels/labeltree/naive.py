@@ -5,7 +5,8 @@
 - :func:`beam_search_naive`: the beam search of ``predictor.predict_kernel`` with Python
   lists and ``sorted``;
 - :func:`exhaustive_naive`: every leaf label's full path probability in every tree, no beam:
-  what the beam search returns once the beam holds every node of a level.
+  what the beam search returns once the beam holds every node of a level;
+- :func:`blocked_segment_naive`: ``blocked.segment`` with Python loops.
 """
 from __future__ import annotations
 
@@ -13,6 +14,18 @@ import math
 
 import numpy as np
 
+from ..linear._rng import PyRng
+from .blocked import (
+    ACTIVE,
+    NUM_BLOCKS,
+    PASSES,
+    PGMAX_NEW,
+    PGMAX_OLD,
+    PGMIN_NEW,
+    POS,
+    RESET,
+    STEPS,
+)
 from .cluster import initial_centroids
 
 
@@ -143,3 +156,77 @@ def beam_search_naive(f, indptr, indices, data, n_features, bias, loss, beam, k)
 def exhaustive_naive(f, indptr, indices, data, n_features, bias, loss, k):
     """Every leaf label scored by its full path in every tree (no beam)."""
     return beam_search_naive(f, indptr, indices, data, n_features, bias, loss, None, k)
+
+
+def _stream_naive(base, pass_no: int, block: int) -> PyRng:
+    start = (int(base[0]) + pass_no * (NUM_BLOCKS + 1) + block) % (1 << 64)
+    return PyRng(np.array([PyRng(np.array([start], np.uint64)).next()], np.uint64))
+
+
+def pass_order_naive(base, pass_no: int) -> list:
+    """``blocked.pass_order`` in plain Python."""
+    order = list(range(NUM_BLOCKS))
+    rng = _stream_naive(base, pass_no, NUM_BLOCKS)
+    for s in range(NUM_BLOCKS):
+        j = s + rng.below(NUM_BLOCKS - s)
+        order[s], order[j] = order[j], order[s]
+    return order
+
+
+def blocked_segment_naive(X, y, C: float, qd, alpha, boff, block_ids, index, active, u, base,
+                          carry, held):
+    """:func:`segment` in plain Python, sums taken entry by entry as the kernel takes them
+    (the twin the tests compare it with)."""
+    diag = 0.5 / C
+    reset = carry[RESET] != 0.0
+    old_max = carry[PGMAX_OLD]
+    new_max, new_min = carry[PGMAX_NEW], carry[PGMIN_NEW]
+    act_sum = steps = 0
+    pass_no = int(carry[PASSES])
+    order = pass_order_naive(base, pass_no)
+    group = {int(b): k for k, b in enumerate(block_ids)}
+    pos = int(carry[POS])
+    while pos < NUM_BLOCKS and held[order[pos]]:
+        b = order[pos]
+        pos += 1
+        if b not in group:
+            continue
+        k = group[b]
+        lo, hi = int(boff[k]), int(boff[k + 1])
+        if reset:
+            active[k] = hi - lo
+        rng = _stream_naive(base, pass_no, b)
+        act = int(active[k])
+        for s in range(act):
+            j = s + rng.below(act - s)
+            index[lo + s], index[lo + j] = index[lo + j], index[lo + s]
+        s = 0
+        while s < act:
+            t = int(index[lo + s])
+            entries = range(X.indptr[t], X.indptr[t + 1])
+            sign = 1.0 if y[t] else -1.0
+            a = alpha[t]
+            dot = 0.0
+            for p in entries:
+                dot += u[X.indices[p]] * X.data[p]
+            G = sign * dot - 1.0 + a * diag
+            if a == 0.0 and G > old_max:  # shrunk (the upper bound is infinite)
+                act -= 1
+                index[lo + s], index[lo + act] = index[lo + act], t
+                continue
+            PG = min(G, 0.0) if a == 0.0 else G
+            new_max, new_min = max(new_max, PG), min(new_min, PG)
+            if abs(PG) > 1e-12:
+                na = max(a - G / (1.0 * qd[t] + diag), 0.0)
+                alpha[t] = na
+                sd = (na - a) * sign
+                for p in entries:
+                    u[X.indices[p]] += sd * X.data[p]
+                steps += 1
+            s += 1
+        active[k] = act
+        act_sum += act
+    carry[POS] = pos
+    carry[PGMAX_NEW], carry[PGMIN_NEW] = new_max, new_min
+    carry[ACTIVE] += act_sum
+    carry[STEPS] += steps

@@ -15,6 +15,13 @@ weights are tiny and the model shrinks several fold. A problem trains on the nod
 its columns renumbered to the features those rows use, so its cost does not grow with D.
 Problem (tree t, node g, child c) draws its coordinate order from
 ``linear._rng.stream_state(seed, t, g, c)``: the same classifier wherever it is trained.
+
+A *split* node (:func:`split_node`: squared hinge, and its labels carry at least
+max(``split_rows``, ``split_share`` x the rows) (row, label) pairs) is solved over fixed row
+blocks instead
+(``blocked.solve_blocked``: the same method, each pass visiting the blocks in order), so that
+its rows can be divided between tasks; a row's block comes from its content key
+(:func:`row_blocks`).
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import scipy.sparse as sp
 
 from ..linear._rng import stream_state
 from ..linear.dcd import PERMUTATION, dcd_block
+from .blocked import NUM_BLOCKS, block_offsets, solve_blocked
 from .logistic import lr_dual_cd
 
 SQUARED_HINGE = 0
@@ -52,6 +60,26 @@ def solve_binary(X: sp.csr_matrix, y: np.ndarray, loss: int, C: float, tol: floa
               np.full(n, 0.5 / C), qd, np.zeros(n), w, 1.0, float(tol), int(max_iter),
               PERMUTATION, rng, np.empty(n, np.int64), np.empty(0), np.zeros(3))
     return w
+
+
+def row_blocks(keys, n: int) -> np.ndarray:
+    """Each row's block (int64 in [0, ``blocked.NUM_BLOCKS``)): its content key modulo the
+    block count; without keys (``None``), its position modulo it."""
+    if keys is None:
+        return np.arange(n, dtype=np.int64) % NUM_BLOCKS
+    keys = np.asarray(keys, np.int64)
+    if len(keys) != n:
+        raise ValueError(f"keys has {len(keys)} entries for {n} rows")
+    return np.mod(keys, NUM_BLOCKS)
+
+
+def split_node(label_rows: int, n_rows: int, params: dict) -> bool:
+    """Whether a node is solved over fixed row blocks: squared hinge, and its labels' row
+    counts (``label_rows``) sum to at least ``params["split_rows"]`` and to at least
+    ``params["split_share"]`` times the training rows (``n_rows``). It depends on the data
+    only, so both training modes decide it alike."""
+    need = max(float(params["split_rows"]), float(params["split_share"]) * float(n_rows))
+    return params["loss"] == "squared_hinge" and float(label_rows) >= need
 
 
 def row_norms2(X: sp.csr_matrix) -> np.ndarray:
@@ -134,27 +162,38 @@ def node_rows(Yt: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
 
 
 def train_node(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: list,
-               params: dict, tree: int, g: int):
+               params: dict, tree: int, g: int, blocks: np.ndarray | None = None):
     """Node g of tree ``tree``: its slots' classifiers trained on ``rows`` of (X, Y), as a
-    :func:`feature_major` matrix. The result depends only on those rows in that order."""
+    :func:`feature_major` matrix. The result depends only on those rows in that order.
+    ``blocks`` (the rows' blocks, :func:`row_blocks`): given for a split node."""
     loss = LOSSES[params["loss"]]
     C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
     thr, seed = float(params["weight_threshold"]), int(params["seed"])
     Xl, cols, P = node_problems(X, Y, rows, groups)
     qd = row_norms2(Xl)
-    ws = [solve_binary(Xl, P[:, c], loss, C, tol, it, stream_state(seed, tree, g, c), qd)
-          for c in range(len(groups))]
+    if blocks is not None:
+        order, boff, ids = block_offsets(blocks[rows])
+        Xl, P, qd = Xl[order], P[order], qd[order]
+        ws = [solve_blocked(Xl, P[:, c], boff, ids, C, tol, it, stream_state(seed, tree, g, c),
+                            qd) for c in range(len(groups))]
+    else:
+        ws = [solve_binary(Xl, P[:, c], loss, C, tol, it, stream_state(seed, tree, g, c), qd)
+              for c in range(len(groups))]
     return feature_major(ws, cols, thr)
 
 
 def train_tree_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, Yt: sp.csr_matrix, children: list,
-                     leaf_labels: list, params: dict, tree: int) -> list:
+                     leaf_labels: list, params: dict, tree: int, blocks: np.ndarray) -> list:
     """Train one tree's classifiers: per node (breadth-first) its children's classifiers
     (internal node) or its labels' (leaf), as :func:`feature_major` matrices (slot = position
-    of the child in ``children[g]`` or of the label in ``leaf_labels[g]``)."""
+    of the child in ``children[g]`` or of the label in ``leaf_labels[g]``). ``blocks``: the
+    rows' blocks (:func:`row_blocks`)."""
     under = labels_under(children, leaf_labels)
+    counts = np.diff(Yt.indptr)
     out = []
     for g in range(len(children)):
+        split = split_node(counts[under[g]].sum(), X.shape[0], params)
         out.append(train_node(X, Y, node_rows(Yt, under[g]),
-                              node_groups(children, leaf_labels, under, g), params, tree, g))
+                              node_groups(children, leaf_labels, under, g), params, tree, g,
+                              blocks if split else None))
     return out

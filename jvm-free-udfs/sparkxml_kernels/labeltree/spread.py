@@ -22,7 +22,7 @@ import numpy as np
 
 from .forest import Prepared, check_params, split_trees
 from .levels import build_trees, longest_first, pack_nodes, pack_trees
-from .nodes import labels_under, node_groups, node_rows, train_node
+from .nodes import labels_under, node_groups, node_rows, split_node, train_node
 
 
 def node_plan(prep: Prepared, trees: list, workers: int, unders: list | None = None) -> list:
@@ -47,7 +47,7 @@ def node_plan(prep: Prepared, trees: list, workers: int, unders: list | None = N
 
 
 def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, tree_ids,
-                 rank: int, workers: int, report=None, **params) -> dict:
+                 rank: int, workers: int, report=None, keys=None, **params) -> dict:
     """Task ``rank`` of ``workers``: cluster every tree of ``tree_ids`` on the whole training
     set (CSR rows X, Y as ``forest.train_forest`` takes them) and train this task's share of
     their nodes (:func:`node_plan`). Returns :func:`levels.pack_nodes` arrays, plus
@@ -55,8 +55,11 @@ def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
     finishes its share of each tree (``total``: the trees it has nodes of).
     """
     p = check_params(params)
-    prep = Prepared(xptr, xidx, xval, yptr, yidx, n_features, n_labels, float(p["bias"]))
+    prep = Prepared(xptr, xidx, xval, yptr, yidx, n_features, n_labels, float(p["bias"]),
+                    keys)
     ids = [int(t) for t in tree_ids]
+    counts = np.diff(prep.Yt.indptr)
+    n_rows = prep.X.shape[0]
     trees = build_trees(prep.R, prep.labels, ids, p)
     unders = [labels_under(children, leaves) for children, leaves in trees]
     # this task's (tree, node) pairs, sorted: grouped by tree
@@ -68,9 +71,11 @@ def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
         children, leaf_labels = trees[i]
         under = unders[i]
         for g in nodes:
+            split = split_node(counts[under[g]].sum(), n_rows, p)
             trained.append((ids[i], g, train_node(
                 prep.X, prep.Y, node_rows(prep.Yt, under[g]),
-                node_groups(children, leaf_labels, under, g), p, ids[i], g)))
+                node_groups(children, leaf_labels, under, g), p, ids[i], g,
+                prep.blocks if split else None)))
         if report is not None:
             report(done, len(shares))
     out = pack_nodes(trained)

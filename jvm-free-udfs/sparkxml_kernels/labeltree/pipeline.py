@@ -1,0 +1,231 @@
+"""Training the split nodes of a forest with their rows divided between tasks.
+
+A split node (``nodes.split_node``) is solved over fixed row blocks (``blocked``). Here every
+task of one collective holds the rows of a contiguous range of blocks (:func:`block_rank`),
+and the node problems travel between the tasks:
+
+- a *token* is one problem (tree, node, slot): its weights ``u`` over the node's features and
+  its ``blocked`` carry. A pass of a token visits the blocks in the pass's random order
+  (``blocked.pass_order``): a visit (``blocked.segment``) runs on the rank holding the next
+  block and goes on while that rank holds the following ones; after the pass's last block
+  ``blocked.end_pass`` decides whether it is done. The steps are those of
+  ``blocked.solve_blocked`` over all the rows, so the weights are the replicated task's bit
+  for bit;
+- the tokens move in lockstep rounds: in a round each rank visits up to ``per_round`` tokens
+  waiting for it (oldest first; by default all of them), then the
+  visited tokens' states are summed over the ranks (each is non-zero on the rank that
+  visited it only, and x + 0 == x), and every rank queues each of them at the rank holding
+  its next block. Every rank simulates the same queues from the same states, so they agree
+  on the schedule without further messages. With ``world_size`` ranks a pass hops between
+  ranks about NUM_BLOCKS (1 - 1 / world_size) times;
+- a problem's weights ``u`` cover all of the task's columns, and the rows are visited where
+  they lie in the task's CSR (no copy a node); only the node's features, the union of those
+  its rows use on every rank (one sum of 0/1 markers a wave of nodes), travel, and they are
+  the node's classifier in ``nodes.node_problems``' numbering.
+
+Nodes are taken in waves of at most ``wave_tokens`` problems, so a task holds the solver
+state of one wave at a time: per node and row its row number and norm (16 bytes), per
+problem and row its label, ``alpha`` and ``index`` (20 bytes), and per problem the weights
+over all columns. At 250,000 rows a task and 16 problems a wave that is about 100 MB.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..linear._rng import stream_state
+from .blocked import (
+    CARRY,
+    DONE,
+    NUM_BLOCKS,
+    PASSES,
+    POS,
+    Shard,
+    block_offsets,
+    end_pass,
+    new_carry,
+    pass_order,
+)
+from .nodes import feature_major, node_rows, row_norms2
+
+
+def block_rank(blocks, world_size: int) -> np.ndarray:
+    """The rank (int64) holding each block: contiguous ranges of block ids, in rank order.
+    With more ranks than blocks, the ranks from ``NUM_BLOCKS`` on hold none."""
+    return np.asarray(blocks, np.int64) * min(world_size, NUM_BLOCKS) // NUM_BLOCKS
+
+
+def held_blocks(rank: int, world_size: int) -> np.ndarray:
+    """uint8 (NUM_BLOCKS,): which blocks ``rank`` holds (:func:`block_rank`)."""
+    return (block_rank(np.arange(NUM_BLOCKS), world_size) == rank).astype(np.uint8)
+
+
+def _node_shard(Y, Yt, blocks, under, groups):
+    """This rank's rows of a node, grouped by block: (rows int64, P bool (rows, slots),
+    boff, block ids)."""
+    rows = node_rows(Yt, under)
+    order, boff, ids = block_offsets(blocks[rows])
+    rows = rows[order]
+    group_of = np.full(Y.shape[1], -1, np.int64)
+    for c, labs in enumerate(groups):
+        group_of[labs] = c
+    Yr = Y[rows]
+    ent = group_of[Yr.indices]
+    row_of = np.repeat(np.arange(len(rows)), np.diff(Yr.indptr))
+    P = np.zeros((len(rows), len(groups)), bool)
+    m = ent >= 0
+    P[row_of[m], ent[m]] = True
+    return rows, P, boff, ids
+
+
+def train_split_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nodes: list,
+                      params: dict, coll, wave_tokens: int = 16, per_round: int = 0,
+                      stats: dict | None = None, keep: bool = True):
+    """Train ``nodes`` (every rank: the same list of (tree, node, labels under it, slot
+    groups)) with this rank's rows: ``X`` (normalised, bias column included), ``Y`` and their
+    ``blocks``, which must all be blocks this rank holds (:func:`block_rank`), rows in the
+    global row order. Returns, on every rank, [(tree, node, feature-major classifiers)] in
+    ``nodes`` order; with ``keep`` False, [] (a rank whose results nobody collects need not
+    hold the trained weights). ``stats`` (a dict) gets the waves, rounds and seconds spent
+    visiting blocks and exchanging states."""
+    stats = {} if stats is None else stats
+    for key in ("waves", "rounds", "visit_seconds", "exchange_seconds"):
+        stats[key] = 0
+    C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
+    thr, seed = float(params["weight_threshold"]), int(params["seed"])
+    X = sp.csr_matrix((np.ascontiguousarray(X.data, np.float64),
+                       np.ascontiguousarray(X.indices, np.int32),
+                       np.ascontiguousarray(X.indptr, np.int64)), shape=X.shape)
+    qd = row_norms2(X)
+    Yt = Y.T.tocsr()
+    out = []
+    wave: list = []
+    for node in nodes:
+        if wave and sum(len(n[3]) for n in wave) + len(node[3]) > wave_tokens:
+            out += _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll,
+                               per_round, stats, keep)
+            wave = []
+        wave.append(node)
+    if wave:
+        out += _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_round,
+                           stats, keep)
+    return out
+
+
+def _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_round, stats,
+                keep):
+    D = X.shape[1]
+    stats["waves"] += 1
+    # every node's features over all ranks, and its row count, in one sum
+    marks = np.zeros((len(wave), D + 1))
+    for q, (_, _, under, _) in enumerate(wave):
+        rows = node_rows(Yt, under)
+        marks[q, X[rows].indices] = 1.0
+        marks[q, D] = len(rows)
+    marks = coll.allreduce_sum(marks)
+    # (wave node, slot, shard, u over X's columns, carry, base, total rows, node columns)
+    tokens = []
+    node_cols = []
+    held = held_blocks(coll.rank, coll.world_size)
+    for q, (tree, g, under, groups) in enumerate(wave):
+        cols = np.flatnonzero(marks[q, :D] > 0).astype(np.int32)
+        total = int(marks[q, D])
+        rows, P, boff, ids = _node_shard(Y, Yt, blocks, under, groups)
+        qn = qd[rows]  # shared by the node's problems, as ``rows`` is
+        node_cols.append(cols)
+        for c in range(len(groups)):
+            carry = new_carry()
+            if total == 0:
+                carry[DONE] = 1.0  # no rows: the weights stay zero
+            tokens.append([q, c, Shard(X, rows, P[:, c], qn, boff, ids, C, held=held),
+                           np.zeros(D), carry, stream_state(seed, tree, g, c), total, cols])
+    per_round = per_round or len(tokens)
+    orders: dict = {}  # token -> (pass, its block order): one draw a pass
+    queues = [deque() for _ in range(coll.world_size)]
+    for k, t in enumerate(tokens):
+        if not t[4][DONE]:
+            queues[_holder(k, t[4], t[5], orders, coll.world_size)].append(k)
+    while any(queues):
+        moving = [[queues[r].popleft() for _ in range(min(per_round, len(queues[r])))]
+                  for r in range(coll.world_size)]
+        t0 = time.perf_counter()
+        before = {}
+        for k in moving[coll.rank]:
+            shard, u, carry, base = tokens[k][2:6]
+            if coll.world_size > 1:
+                before[k] = u[tokens[k][7]]
+            shard.visit(u, base, carry)
+        t1 = time.perf_counter()
+        _exchange(tokens, moving, before, coll)
+        stats["visit_seconds"] += t1 - t0
+        stats["exchange_seconds"] += time.perf_counter() - t1
+        stats["rounds"] += 1
+        for ks in moving:
+            for k in ks:
+                carry = tokens[k][4]
+                if carry[POS] < NUM_BLOCKS or not end_pass(carry, tokens[k][6], tol, it):
+                    queues[_holder(k, carry, tokens[k][5], orders, coll.world_size)].append(k)
+    out: list = []
+    if not keep:
+        return out
+    for q, (tree, g, _, groups) in enumerate(wave):
+        # the node's weights in its own column numbering, as nodes.train_node gives them
+        ws = [t[3][node_cols[q]] for t in tokens if t[0] == q]
+        out.append((tree, g, feature_major(ws, node_cols[q], thr)))
+    return out
+
+
+def _holder(k: int, carry: np.ndarray, base: np.ndarray, orders: dict, world_size: int) -> int:
+    """The rank holding the block problem ``k`` visits next (``orders`` caches its pass's
+    block order)."""
+    pass_no = int(carry[PASSES])
+    got = orders.get(k)
+    if got is None or got[0] != pass_no:
+        got = orders[k] = (pass_no, block_rank(pass_order(base, pass_no), world_size))
+    return int(got[1][int(carry[POS])])
+
+
+def _exchange(tokens, moving, before, coll):
+    """Every rank gets the states of the tokens visited this round: per token the weights
+    its visit changed (their positions among the node's columns and their new values; a
+    visit of a few blocks changes a fraction of them, and a label's problem in a leaf hardly
+    any) and its carry. Two sums: the sizes, then the states, each token's slice non-zero on
+    its visitor only (x + 0 == x), so every rank ends with the same weights bit for bit.
+    ``before``: the node-column weights of this rank's visited tokens before the visit."""
+    if coll.world_size == 1:
+        return
+    ks = [k for r in moving for k in r]
+    if not ks:
+        return
+    changed = {}
+    sizes = np.zeros(len(ks))
+    for i, k in enumerate(ks):
+        if k in before:
+            now = tokens[k][3][tokens[k][7]]
+            nz = np.flatnonzero(now != before[k])
+            changed[k] = (nz, now[nz])
+            sizes[i] = len(nz)
+    sizes = coll.allreduce_sum(sizes).astype(np.int64)
+    lens = 2 * sizes + CARRY
+    buf = np.zeros(int(lens.sum()))
+    pos = 0
+    for i, k in enumerate(ks):
+        m = sizes[i]
+        if k in changed:
+            nz, vals = changed[k]
+            buf[pos:pos + m] = nz
+            buf[pos + m:pos + 2 * m] = vals
+            buf[pos + 2 * m:pos + lens[i]] = tokens[k][4]
+        pos += lens[i]
+    buf = coll.allreduce_sum(buf)
+    pos = 0
+    for i, k in enumerate(ks):
+        m = sizes[i]
+        if k not in changed:
+            nz = buf[pos:pos + m].astype(np.int64)
+            tokens[k][3][tokens[k][7][nz]] = buf[pos + m:pos + 2 * m]
+            tokens[k][4][:] = buf[pos + 2 * m:pos + lens[i]]
+        pos += lens[i]
