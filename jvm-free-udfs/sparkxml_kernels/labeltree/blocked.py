@@ -37,7 +37,7 @@ import numpy as np
 
 from .._jit import njit
 from ..linear._rng import rng_next, shuffle_prefix
-from ..linear.dcd import _A, _D, _E, _P, _Q, _S, _U, _Y, _prefetch_visit, _rec_dot, _rec_step
+from ..linear.dcd import _A, _D, _E, _P, _Q, _S, _U, _Y, dcd_sweep
 
 NUM_BLOCKS = 64
 # carry fields; POS: how many blocks of the current pass's order are visited
@@ -128,42 +128,36 @@ def segment(indptr, indices, data, rows, y, diag, qd, alpha, boff, slot, index, 
     order (:func:`pass_order`) the blocks are visited while ``held`` says so; ``carry[POS]``
     then points at the first block held elsewhere (``NUM_BLOCKS``: the pass is over, and
     :func:`end_pass` closes it). Only the visited blocks' active rows are packed, one block
-    at a time. Updates ``alpha``, ``index``, ``active``, ``u`` and the carry's new bounds, active
-    count and steps."""
-    state = _open(carry)
-    pass_no = np.int64(carry[PASSES])
-    order = pass_order(base, pass_no)
-    pos = np.int64(carry[POS])
-    while pos < NUM_BLOCKS and held[order[pos]] != 0:
-        b = order[pos]
-        pos += 1
-        k = slot[b]
-        if k < 0:
-            continue
-        lo = boff[k]
-        hi = boff[k + 1]
-        # only the block's active rows (index[lo:lo + act]), numbered in their own records:
-        # the shuffle and the shrinking swaps act on positions, so the steps are the
-        # packed solve's
-        act = hi - lo if state[0] != 0.0 else active[k]
-        sel = index[lo:lo + act].copy()
-        rec = pack_rows(indptr, rows[sel], y[sel], diag, qd[sel], alpha[sel])
-        view = np.arange(act)
-        _visit_block(rec, indices, data, view, active, k, act, u, base, pass_no, b, state)
-        for t in range(act):
-            index[lo + t] = sel[view[t]]
-            alpha[sel[t]] = rec[t, _A]
-    _close(carry, pos, state)
+    at a time. Updates ``alpha``, ``index``, ``active``, ``u`` and the carry's new bounds,
+    active count and steps."""
+    _segment(indptr, indices, data, rows, y, diag, qd, alpha, np.empty((0, 8)), boff, slot,
+             index, active, u, base, carry, held)
 
 
 @njit(cache=True, nogil=True)
 def segment_packed(rec, indices, data, boff, slot, index, active, u, base, carry, held):
     """:func:`segment` on rows already packed as ``linear.dcd`` records (alpha inside): a
     process holding every block keeps them packed from pass to pass."""
-    state = _open(carry)
+    none = np.empty(0, np.int64)
+    _segment(none, indices, data, none, np.empty(0, np.int32), 0.0, np.empty(0),
+             np.empty(0), rec, boff, slot, index, active, u, base, carry, held)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _segment(indptr, indices, data, rows, y, diag, qd, alpha, packed, boff, slot, index,
+             active, u, base, carry, held):
+    """:func:`segment` (``packed`` empty) or :func:`segment_packed` (``packed``: every row's
+    record, alpha inside)."""
+    reset = carry[RESET] != 0.0
+    pgmax_old = carry[PGMAX_OLD]
+    pgmin_old = carry[PGMIN_OLD]
+    pgmax_new = carry[PGMAX_NEW]
+    pgmin_new = carry[PGMIN_NEW]
     pass_no = np.int64(carry[PASSES])
     order = pass_order(base, pass_no)
     pos = np.int64(carry[POS])
+    act_sum = 0
+    steps = 0
     while pos < NUM_BLOCKS and held[order[pos]] != 0:
         b = order[pos]
         pos += 1
@@ -172,90 +166,33 @@ def segment_packed(rec, indices, data, boff, slot, index, active, u, base, carry
             continue
         lo = boff[k]
         hi = boff[k + 1]
-        _visit_block(rec, indices, data, index[lo:hi], active, k, hi - lo, u, base, pass_no,
-                     b, state)
-    _close(carry, pos, state)
-
-
-@njit(cache=True, nogil=True)
-def _open(carry):
-    """The pass's running state: [reset, PGmax old, PGmin old, PGmax new, PGmin new, active
-    rows seen, steps]."""
-    state = np.empty(7)
-    state[0] = carry[RESET]
-    state[1] = carry[PGMAX_OLD]
-    state[2] = carry[PGMIN_OLD]
-    state[3] = carry[PGMAX_NEW]
-    state[4] = carry[PGMIN_NEW]
-    state[5] = 0.0
-    state[6] = 0.0
-    return state
-
-
-@njit(cache=True, nogil=True)
-def _close(carry, pos, state):
-    carry[POS] = pos
-    carry[PGMAX_NEW] = state[3]
-    carry[PGMIN_NEW] = state[4]
-    carry[ACTIVE] += state[5]
-    carry[STEPS] += state[6]
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _visit_block(rec, indices, data, view, active, k, size, u, base, pass_no, b, state):
-    """One block's active rows (``view``: their records in ``rec``, active ones first) in
-    the block's random order, liblinear's shrinking against the previous pass's bounds."""
-    if state[0] != 0.0:
-        active[k] = size
-    pgmax_old = state[1]
-    pgmin_old = state[2]
-    pgmax_new = state[3]
-    pgmin_new = state[4]
-    act = active[k]
-    shuffle_prefix(view, act, block_stream(base, pass_no, b))
-    steps = 0
-    s = 0
-    while s < act:
-        _prefetch_visit(rec, indices, data, view, s, act)
-        t = view[s]
-        yi = rec[t, _Y]
-        a = rec[t, _A]
-        G = yi * _rec_dot(rec, t, indices, data, u) - 1.0 + a * rec[t, _D]
-        C = rec[t, _U]
-        PG = 0.0
-        if a == 0.0:
-            if G > pgmax_old:
-                act -= 1
-                view[s] = view[act]
-                view[act] = t
-                continue
-            elif G < 0.0:
-                PG = G
-        elif a == C:
-            if G < pgmin_old:
-                act -= 1
-                view[s] = view[act]
-                view[act] = t
-                continue
-            elif G > 0.0:
-                PG = G
+        act = hi - lo if reset else active[k]
+        seen = act
+        if packed.shape[0] > 0:
+            rec = packed
+            view = index[lo:hi]
         else:
-            PG = G
-        if PG > pgmax_new:
-            pgmax_new = PG
-        if PG < pgmin_new:
-            pgmin_new = PG
-        if abs(PG) > 1.0e-12:
-            na = min(max(a - G / rec[t, _Q], 0.0), C)
-            rec[t, _A] = na
-            _rec_step(rec, t, indices, data, (na - a) * yi, u)
-            steps += 1
-        s += 1
-    active[k] = act
-    state[3] = pgmax_new
-    state[4] = pgmin_new
-    state[5] += act
-    state[6] += steps
+            # only the block's active rows (index[lo:lo + act]), numbered in their own
+            # records: the shuffle and the shrinking swaps act on positions, so the steps
+            # are the packed solve's
+            sel = index[lo:lo + act].copy()
+            rec = pack_rows(indptr, rows[sel], y[sel], diag, qd[sel], alpha[sel])
+            view = np.arange(act)
+        shuffle_prefix(view, act, block_stream(base, pass_no, b))
+        act, pgmax_new, pgmin_new, n = dcd_sweep(rec, indices, data, view, act, u, 1.0,
+                                                 pgmax_old, pgmin_old, pgmax_new, pgmin_new)
+        steps += n
+        active[k] = act
+        act_sum += act
+        if packed.shape[0] == 0:
+            for t in range(seen):
+                index[lo + t] = sel[view[t]]
+                alpha[sel[t]] = rec[t, _A]
+    carry[POS] = pos
+    carry[PGMAX_NEW] = pgmax_new
+    carry[PGMIN_NEW] = pgmin_new
+    carry[ACTIVE] += act_sum
+    carry[STEPS] += steps
 
 
 def end_pass(carry: np.ndarray, n_rows: int, tol: float, max_iter: int) -> bool:

@@ -102,6 +102,12 @@ def node_problems(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: 
     local = np.empty(X.shape[1], np.int32)
     local[cols] = np.arange(len(cols), dtype=np.int32)
     Xl = sp.csr_matrix((Xl.data, local[Xl.indices], Xl.indptr), shape=(len(rows), len(cols)))
+    return Xl, cols, slot_matrix(Y, rows, groups)
+
+
+def slot_matrix(Y: sp.csr_matrix, rows: np.ndarray, groups: list) -> np.ndarray:
+    """bool (len(rows), len(groups)): whether row ``rows[i]`` of ``Y`` has a label in slot
+    c's group (the positives of the node's problem c)."""
     group_of = np.full(Y.shape[1], -1, np.int64)
     for c, labs in enumerate(groups):
         group_of[labs] = c
@@ -111,7 +117,7 @@ def node_problems(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: 
     P = np.zeros((len(rows), len(groups)), bool)
     m = ent >= 0
     P[row_of[m], ent[m]] = True
-    return Xl, cols, P
+    return P
 
 
 def feature_major(weights: list, cols: np.ndarray, threshold: float):

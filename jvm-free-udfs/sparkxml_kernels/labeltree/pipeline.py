@@ -49,7 +49,7 @@ from .blocked import (
     new_carry,
     pass_order,
 )
-from .nodes import feature_major, node_rows, row_norms2
+from .nodes import feature_major, node_rows, row_norms2, slot_matrix
 
 
 def block_rank(blocks, world_size: int) -> np.ndarray:
@@ -69,16 +69,7 @@ def _node_shard(Y, Yt, blocks, under, groups):
     rows = node_rows(Yt, under)
     order, boff, ids = block_offsets(blocks[rows])
     rows = rows[order]
-    group_of = np.full(Y.shape[1], -1, np.int64)
-    for c, labs in enumerate(groups):
-        group_of[labs] = c
-    Yr = Y[rows]
-    ent = group_of[Yr.indices]
-    row_of = np.repeat(np.arange(len(rows)), np.diff(Yr.indptr))
-    P = np.zeros((len(rows), len(groups)), bool)
-    m = ent >= 0
-    P[row_of[m], ent[m]] = True
-    return rows, P, boff, ids
+    return rows, slot_matrix(Y, rows, groups), boff, ids
 
 
 def train_split_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nodes: list,

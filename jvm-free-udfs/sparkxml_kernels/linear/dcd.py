@@ -121,6 +121,55 @@ def _rec_step(rec, t, indices, data, sd, u):
         u[indices[p]] += sd * data[p]
 
 
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def dcd_sweep(rec, indices, data, index, active, u, sigma, pgmax_old, pgmin_old, pgmax_new,
+              pgmin_new):
+    """One sweep of the active records ``index[:active]`` in their order: liblinear's
+    projected-gradient step for each, shrinking (moving to the inactive tail) those whose
+    gradient lies outside [``pgmin_old``, ``pgmax_old``] at a bound. Returns (active,
+    pgmax_new, pgmin_new, steps), the bounds extended by the sweep's projected gradients;
+    steps go into ``u`` scaled by ``sigma``."""
+    steps = 0
+    s = 0
+    while s < active:
+        _prefetch_visit(rec, indices, data, index, s, active)
+        t = index[s]
+        yi = rec[t, _Y]
+        a = rec[t, _A]
+        G = yi * _rec_dot(rec, t, indices, data, u) - 1.0 + a * rec[t, _D]
+        C = rec[t, _U]
+        PG = 0.0
+        if a == 0.0:
+            if G > pgmax_old:
+                active -= 1
+                index[s] = index[active]
+                index[active] = t
+                continue
+            elif G < 0.0:
+                PG = G
+        elif a == C:
+            if G < pgmin_old:
+                active -= 1
+                index[s] = index[active]
+                index[active] = t
+                continue
+            elif G > 0.0:
+                PG = G
+        else:
+            PG = G
+        if PG > pgmax_new:
+            pgmax_new = PG
+        if PG < pgmin_new:
+            pgmin_new = PG
+        if abs(PG) > 1.0e-12:
+            na = min(max(a - G / rec[t, _Q], 0.0), C)
+            rec[t, _A] = na
+            _rec_step(rec, t, indices, data, sigma * (na - a) * yi, u)
+            steps += 1
+        s += 1
+    return active, pgmax_new, pgmin_new, steps
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _permutation(rec, indices, data, u, sigma, tol, max_passes, rng, index):
     l = rec.shape[0]
@@ -139,46 +188,10 @@ def _permutation(rec, indices, data, u, sigma, tol, max_passes, rng, index):
             active = l
             pgmax_old = inf
             pgmin_old = -inf
-        pgmax_new = -inf
-        pgmin_new = inf
         shuffle_prefix(index, active, rng)
-        s = 0
-        while s < active:
-            _prefetch_visit(rec, indices, data, index, s, active)
-            t = index[s]
-            yi = rec[t, _Y]
-            a = rec[t, _A]
-            G = yi * _rec_dot(rec, t, indices, data, u) - 1.0 + a * rec[t, _D]
-            C = rec[t, _U]
-            PG = 0.0
-            if a == 0.0:
-                if G > pgmax_old:
-                    active -= 1
-                    index[s] = index[active]
-                    index[active] = t
-                    continue
-                elif G < 0.0:
-                    PG = G
-            elif a == C:
-                if G < pgmin_old:
-                    active -= 1
-                    index[s] = index[active]
-                    index[active] = t
-                    continue
-                elif G > 0.0:
-                    PG = G
-            else:
-                PG = G
-            if PG > pgmax_new:
-                pgmax_new = PG
-            if PG < pgmin_new:
-                pgmin_new = PG
-            if abs(PG) > 1.0e-12:
-                na = min(max(a - G / rec[t, _Q], 0.0), C)
-                rec[t, _A] = na
-                _rec_step(rec, t, indices, data, sigma * (na - a) * yi, u)
-                steps += 1
-            s += 1
+        active, pgmax_new, pgmin_new, n_steps = dcd_sweep(
+            rec, indices, data, index, active, u, sigma, pgmax_old, pgmin_old, -inf, inf)
+        steps += n_steps
         passes += 1
         viol = max(pgmax_new, -pgmin_new, 0.0)
         if pgmax_new - pgmin_new <= tol and abs(pgmax_new) <= tol and abs(pgmin_new) <= tol:
