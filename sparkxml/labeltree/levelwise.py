@@ -16,9 +16,11 @@ works), in at most ``3 + levels`` jobs:
    pairs (``sparkxml_kernels.labeltree.nodes.split_node``: at least 16,384 and half the
    rows; the roots and the levels below them) is solved over fixed blocks of rows (a row's
    block is its content key modulo 64), each pass visiting the blocks in a random order of
-   its own. Each barrier task holds a contiguous range of blocks, every labelled row once in
-   all, and a node problem goes, with its weights, to the task holding its next block
-   (``sparkxml_kernels.labeltree.pipeline``), so no task holds the rows of a root.
+   its own (``blocked.pass_order``: the blocks' eight groups of eight in a random order,
+   each group's blocks in a random order). Each barrier task holds a contiguous range of
+   blocks, every labelled row once in all, and a node problem goes, with its weights, to the
+   task holding its next block (``sparkxml_kernels.labeltree.pipeline``), so no task holds
+   the rows of a root.
 4. **One job a tree level for the other nodes.** Every node of the level, in every tree, is
    given to one task (``levels.level_plan``): to one of ``numWorkers`` tasks, longest first
    on its labels' row counts, or, when the level's rows would not fit that few, to one of

@@ -17,7 +17,9 @@ import numpy as np
 from ..linear._rng import PyRng
 from .blocked import (
     ACTIVE,
+    GROUP_BLOCKS,
     NUM_BLOCKS,
+    NUM_GROUPS,
     PASSES,
     PGMAX_NEW,
     PGMAX_OLD,
@@ -165,11 +167,17 @@ def _stream_naive(base, pass_no: int, block: int) -> PyRng:
 
 def pass_order_naive(base, pass_no: int) -> list:
     """``blocked.pass_order`` in plain Python."""
-    order = list(range(NUM_BLOCKS))
     rng = _stream_naive(base, pass_no, NUM_BLOCKS)
-    for s in range(NUM_BLOCKS):
-        j = s + rng.below(NUM_BLOCKS - s)
-        order[s], order[j] = order[j], order[s]
+
+    def shuffled(items):
+        for s in range(len(items)):
+            j = s + rng.below(len(items) - s)
+            items[s], items[j] = items[j], items[s]
+        return items
+
+    order = []
+    for g in shuffled(list(range(NUM_GROUPS))):
+        order += shuffled([g * GROUP_BLOCKS + t for t in range(GROUP_BLOCKS)])
     return order
 
 

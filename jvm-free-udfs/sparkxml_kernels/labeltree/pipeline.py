@@ -16,8 +16,9 @@ and the node problems travel between the tasks:
   visited tokens' states are summed over the ranks (each is non-zero on the rank that
   visited it only, and x + 0 == x), and every rank queues each of them at the rank holding
   its next block. Every rank simulates the same queues from the same states, so they agree
-  on the schedule without further messages. With ``world_size`` ranks a pass hops between
-  ranks about NUM_BLOCKS (1 - 1 / world_size) times;
+  on the schedule without further messages. A pass visits whole groups of consecutive
+  blocks (``blocked.pass_order``), so with 2 ranks it hops between them 4.5 times on average,
+  with 2, 4 or 8 ranks at most ``blocked.NUM_GROUPS`` times;
 - a problem's weights ``u`` cover all of the task's columns, and the rows are visited where
   they lie in the task's CSR (no copy a node); only the node's features, the union of those
   its rows use on every rank (one sum of 0/1 markers a wave of nodes), travel, and they are
@@ -80,10 +81,10 @@ def train_split_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, no
     ``blocks``, which must all be blocks this rank holds (:func:`block_rank`), rows in the
     global row order. Returns, on every rank, [(tree, node, feature-major classifiers)] in
     ``nodes`` order; with ``keep`` False, [] (a rank whose results nobody collects need not
-    hold the trained weights). ``stats`` (a dict) gets the waves, rounds and seconds spent
-    visiting blocks and exchanging states."""
+    hold the trained weights). ``stats`` (a dict) gets the waves, rounds, passes (summed over
+    the problems) and seconds spent visiting blocks and exchanging states."""
     stats = {} if stats is None else stats
-    for key in ("waves", "rounds", "visit_seconds", "exchange_seconds"):
+    for key in ("waves", "rounds", "passes", "visit_seconds", "exchange_seconds"):
         stats[key] = 0
     C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
     thr, seed = float(params["weight_threshold"]), int(params["seed"])
@@ -159,6 +160,7 @@ def _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_rou
                 carry = tokens[k][4]
                 if carry[POS] < NUM_BLOCKS or not end_pass(carry, tokens[k][6], tol, it):
                     queues[_holder(k, carry, tokens[k][5], orders, coll.world_size)].append(k)
+    stats["passes"] += int(sum(t[4][PASSES] for t in tokens))
     out: list = []
     if not keep:
         return out
