@@ -73,7 +73,7 @@ def profile_labeltree(spark):
                 Bonsai(numTrees=2, numWorkers=2, maxLeafLabels=20, loss="logistic")):
         est.fit(train).transform(test).collect()
     # every squared-hinge node is split (this process only)
-    kforest.DEFAULTS.update(split_rows=0, split_share=0.0)
+    kforest.DEFAULTS.update(split_nodes=True, split_rows=0, split_share=0.0)
     for mode in ("replicated", "distributed"):
         Parabel(numTrees=1, numWorkers=2, maxLeafLabels=20, trainingMode=mode).fit(train)
 

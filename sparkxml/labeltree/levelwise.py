@@ -1,7 +1,9 @@
 """Level-wise distributed training of label-tree forests (``trainingMode="distributed"``).
 
-The forest is the replicated mode's bit for bit (same seed, same rows, whatever numWorkers
-and the partitioning). With DataFrame operations only
+The forest is the same for the same seed and rows, whatever numWorkers and the
+partitioning. It is the replicated mode's bit for bit except at the split nodes (below),
+whose solver visits the rows block by block instead of in one permutation of them all.
+With DataFrame operations only
 (``explode``, ``repartition``, ``sortWithinPartitions``, ``mapInArrow``; Spark Connect
 works), in at most ``3 + levels`` jobs:
 
@@ -77,6 +79,7 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
     ``params``: ``sparkxml_kernels.labeltree.forest.check_params`` output. Returns (forest,
     info): ``info`` has per level the nodes trained and per task its rows and peak RSS.
     """
+    params = dict(params, split_nodes=True)
     t0 = time.perf_counter()
     R, labels, counts, rep_tasks = representations(data, n_features, n_labels, fcol,
                                                    max(2 * workers, 2))

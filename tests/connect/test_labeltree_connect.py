@@ -37,7 +37,7 @@ def test_parabel_over_connect(spark_connect, tmp_path):
 
 def test_levelwise_split_nodes_over_connect(spark_connect, monkeypatch):
     """The split stage (a barrier stage whose tasks hold row blocks) runs over Connect and
-    gives the replicated forest."""
+    gives the one-task forest."""
     import numpy as np
 
     from sparkxml_kernels.labeltree import forest as kforest
@@ -47,7 +47,7 @@ def test_levelwise_split_nodes_over_connect(spark_connect, monkeypatch):
     monkeypatch.setitem(kforest.DEFAULTS, "split_rows", int(Y[0][240]) // 3)
     kw = dict(maxLeafLabels=6, numTrees=2, seed=11)
     two = Parabel(trainingMode="distributed", numWorkers=2, **kw).fit(frame)
-    one = Parabel(numWorkers=1, **kw).fit(frame)
+    one = Parabel(trainingMode="distributed", numWorkers=1, **kw).fit(frame)
     assert two._training_info["split_stage"]["nodes"] >= 2
     for k, v in one._arrays.items():
         np.testing.assert_array_equal(two._arrays[k], v, err_msg=k)

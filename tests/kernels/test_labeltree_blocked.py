@@ -150,10 +150,12 @@ def test_split_rule_takes_the_larger_of_the_floor_and_the_share():
     from sparkxml_kernels.labeltree.forest import check_params
     from sparkxml_kernels.labeltree.nodes import split_node
 
-    p = check_params(dict(split_rows=100, split_share=0.25))
+    p = check_params(dict(split_nodes=True, split_rows=100, split_share=0.25))
     assert split_node(100, 400, p) and not split_node(99, 400, p)  # the floor
     assert split_node(250, 1000, p) and not split_node(249, 1000, p)  # the share of the rows
-    assert not split_node(10**6, 10**6, check_params(dict(loss="logistic")))
+    assert not split_node(10**6, 10**6, check_params(dict(split_nodes=True, loss="logistic")))
+    # only the level-wise mode splits nodes: by default every node keeps one permutation
+    assert not split_node(10**6, 10**6, check_params({}))
     for bad in (dict(split_rows=-1), dict(split_share=1.5), dict(split_share=-0.1)):
         with pytest.raises(ValueError, match=next(iter(bad))):
             check_params(bad)

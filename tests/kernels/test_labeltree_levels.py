@@ -90,7 +90,7 @@ def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, **kw):
 def test_split_nodes_on_ranks_holding_row_blocks_give_the_replicated_forest(world, kw):
     xs, ys, d, L = topics(n=300, d=80, L=24)
     keys = np.random.default_rng(6).integers(-2**62, 2**62, 300)
-    params = dict(max_leaf=3, split_rows=60)
+    params = dict(max_leaf=3, split_nodes=True, split_rows=60)
     ref = train_forest(*xs, *ys, d, L, [0, 2], keys=keys, **params)
     forest, _, _, held = _levelwise(xs, ys, d, L, [0, 2], 2, 1, params, keys, world, **kw)
     for k in FOREST_KEYS:
@@ -115,7 +115,7 @@ def test_split_nodes_on_ranks_holding_row_blocks_give_the_replicated_forest(worl
 
 @pytest.mark.parametrize("params", [
     dict(max_leaf=3),
-    dict(max_leaf=3, split_rows=60),  # the upper nodes solved over row blocks
+    dict(max_leaf=3, split_nodes=True, split_rows=60),  # the upper nodes over row blocks
     dict(max_leaf=2, branch=3, balanced=False, max_depth=2, loss="logistic"),
 ])
 @pytest.mark.parametrize("workers,groups", [(1, 1), (3, 4)])

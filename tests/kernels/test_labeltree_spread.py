@@ -27,7 +27,7 @@ def _spread(xs, ys, d, L, trees, workers, params):
 
 @pytest.mark.parametrize("params", [
     dict(max_leaf=3),
-    dict(max_leaf=3, split_rows=60),  # the upper nodes solved over row blocks
+    dict(max_leaf=3, split_nodes=True, split_rows=60),  # the upper nodes over row blocks
     dict(max_leaf=2, branch=3, balanced=False, max_depth=2, loss="logistic"),
 ])
 @pytest.mark.parametrize("workers", [1, 2, 5])

@@ -35,16 +35,18 @@ _CSR = (("child_indptr", ("child_index",)), ("leaf_indptr", ("leaf_label",)),
 FOREST_KEYS = tuple(FOREST_DTYPES)
 
 # Parabel's, except C (0.5, as the Spark estimators: see sparkxml.labeltree.params).
-# split_rows, split_share: a node whose labels carry at least max(split_rows, split_share x
-# the rows) (row, label) pairs is solved over fixed row blocks (nodes.split_node), so the
-# level-wise mode can divide its rows between tasks. A node has at most as many rows as
+# split_nodes, split_rows, split_share: with split_nodes (the level-wise mode sets it), a
+# node whose labels carry at least max(split_rows, split_share x the rows) (row, label) pairs
+# is solved over fixed row blocks (nodes.split_node), so the level-wise mode can divide its
+# rows between tasks. Off by default: the blocked order converges more slowly than one
+# permutation of all rows (blocked.py), so a task holding every row keeps Parabel's solver. A node has at most as many rows as
 # pairs, so every other node holds under half the rows; rows with many labels reach most
 # nodes of the upper levels (Delicious-shaped rows, 19 labels each: 61% of the rows in a
 # node of the fifth level), so that takes the roots and about five levels below them. The
 # floor keeps small data sets (Bibtex: 11.7k pairs) unsplit
 DEFAULTS = dict(branch=2, balanced=True, max_leaf=100, max_depth=64, cluster_eps=1e-4,
                 loss="squared_hinge", C=0.5, tol=0.1, max_iter=20, weight_threshold=0.1,
-                bias=1.0, seed=0, split_rows=16384, split_share=0.5)
+                bias=1.0, seed=0, split_nodes=False, split_rows=16384, split_share=0.5)
 
 
 def _ptr(lengths) -> np.ndarray:

@@ -16,9 +16,9 @@ its columns renumbered to the features those rows use, so its cost does not grow
 Problem (tree t, node g, child c) draws its coordinate order from
 ``linear._rng.stream_state(seed, t, g, c)``: the same classifier wherever it is trained.
 
-A *split* node (:func:`split_node`: squared hinge, and its labels carry at least
-max(``split_rows``, ``split_share`` x the rows) (row, label) pairs) is solved over fixed row
-blocks instead (``blocked.solve_blocked``: the same method, each pass visiting the blocks in
+A *split* node (:func:`split_node`: with ``split_nodes``, which the level-wise mode sets,
+squared hinge, and its labels carry at least max(``split_rows``, ``split_share`` x the rows)
+(row, label) pairs) is solved over fixed row blocks instead (``blocked.solve_blocked``: the same method, each pass visiting the blocks in
 a random order of its own), so that its rows can be divided between tasks; a row's block
 comes from its content key (:func:`row_blocks`).
 """
@@ -73,12 +73,15 @@ def row_blocks(keys, n: int) -> np.ndarray:
 
 
 def split_node(label_rows: int, n_rows: int, params: dict) -> bool:
-    """Whether a node is solved over fixed row blocks: squared hinge, and its labels' row
-    counts (``label_rows``) sum to at least ``params["split_rows"]`` and to at least
-    ``params["split_share"]`` times the training rows (``n_rows``). It depends on the data
-    only, so both training modes decide it alike."""
+    """Whether a node is solved over fixed row blocks: ``params["split_nodes"]``, squared
+    hinge, and its labels' row counts (``label_rows``) sum to at least
+    ``params["split_rows"]`` and to at least ``params["split_share"]`` times the training
+    rows (``n_rows``). It depends on the parameters and the data only, so the level-wise
+    mode decides it alike on every task and for any number of them."""
+    if not params["split_nodes"] or params["loss"] != "squared_hinge":
+        return False
     need = max(float(params["split_rows"]), float(params["split_share"]) * float(n_rows))
-    return params["loss"] == "squared_hinge" and float(label_rows) >= need
+    return float(label_rows) >= need
 
 
 def row_norms2(X: sp.csr_matrix) -> np.ndarray:
