@@ -60,10 +60,13 @@ _PARAMS_DOC = """
         share of all the trees' nodes, dealt by estimated cost (slots x the entries of the
         node's rows), so the tasks finish together whatever numTrees.
         "distributed": level by level; the label representations are reduced across tasks,
-        the trees clustered on the driver, and each tree level's node classifiers trained
-        by the numWorkers tasks that own the nodes, each holding its nodes' rows only (at
-        the root level: every row with a label; ``sparkxml.labeltree.levelwise``). The same
-        model as "replicated".
+        the trees clustered on the driver, the upper nodes (whose labels carry at least
+        16,384 and half the rows' (row, label) pairs) solved over row blocks by tasks
+        holding a share of the rows each, and each lower level's node classifiers trained
+        by tasks that own the nodes, each holding its nodes' rows only
+        (``sparkxml.labeltree.levelwise``). The same trees as "replicated"; the upper
+        nodes' weights differ (coordinate descent block by block, not in one permutation
+        of all rows).
     topK, predictionCol, scoresCol
         Copied to the model.
     verbose : int, default 0
