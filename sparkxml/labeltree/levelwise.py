@@ -22,7 +22,9 @@ works), in at most ``3 + levels`` jobs:
    each group's blocks in a random order). Each barrier task holds a contiguous range of
    blocks, every labelled row once in all, and a node problem goes, with its weights, to the
    task holding its next block (``sparkxml_kernels.labeltree.pipeline``), so no task holds
-   the rows of a root.
+   the rows of a root. The nodes go in waves of at most 16 problems; every task ends a wave
+   with all its weights, and task ``w mod tasks`` sends wave ``w``'s classifiers on as the
+   wave ends, so no task holds every split node's classifiers either.
 4. **One job a tree level for the other nodes.** Every node of the level, in every tree, is
    given to one task (``levels.level_plan``): to one of ``numWorkers`` tasks, longest first
    on its labels' row counts, or, when the level's rows would not fit that few, to one of
@@ -51,12 +53,13 @@ from sparkxml._core.barrier import (
     TaskMemory,
     collect_ranks,
     encode_array_batches,
-    run_barrier_training,
+    make_barrier_task,
 )
 from sparkxml._core.partitioning import partition_keys
 from sparkxml._core.replicated import group_tables
 from sparkxml.fastxml.fit import task_csr
 from sparkxml_kernels import arrow_io
+from sparkxml_kernels.collective import new_authkey
 from sparkxml_kernels.labeltree import levels as klevels
 from sparkxml_kernels.labeltree import pipeline as kpipeline
 from sparkxml_kernels.labeltree.blocked import NUM_BLOCKS
@@ -150,7 +153,9 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
     """Train the split nodes (``levels.split_nodes``) in one barrier stage of
     min(numWorkers, 64) tasks, task r holding the rows of blocks
     ``pipeline.block_rank(block) == r``; returns ({(tree, node): classifiers}, per-task info
-    with ``rows`` and ``peak_rss_bytes``)."""
+    with ``rows`` and ``peak_rss_bytes``). Every task ends a wave of nodes with all their
+    weights; wave w's classifiers are sent on by task w mod the tasks as soon as the wave
+    ends, so a task holds one wave's classifiers at a time, not the stage's."""
     world = min(workers, NUM_BLOCKS)
     keys = partition_keys(world)
     rank = F.expr(f"cast(pmod(_k1, {NUM_BLOCKS}) * {world} div {NUM_BLOCKS} as int)")
@@ -160,11 +165,13 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
     bias = float(params["bias"])
 
     def load(batches, r, world_size):
+        memory = TaskMemory()
         tables = [t for _, t in group_tables(batches)]
         if not tables:
             z = np.zeros(1, np.int64)
             return (normalised_rows(z, np.zeros(0, np.int32), np.zeros(0), n_features, bias),
-                    label_matrix(z, np.zeros(0, np.int32), 0, n_labels), np.zeros(0, np.int64))
+                    label_matrix(z, np.zeros(0, np.int32), 0, n_labels), np.zeros(0, np.int64),
+                    memory)
         table = tables[0]
         xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
         blocks = row_blocks(table.column("_k1").to_numpy(), len(xi) - 1)
@@ -172,21 +179,27 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
         if np.any(kpipeline.block_rank(blocks, world_size) != r):
             raise RuntimeError(f"split-node task {r} was sent rows of another task's blocks")
         X = normalised_rows(xi, xj, xv, n_features, bias)
-        return X, label_matrix(yi, yj, X.shape[0], n_labels), blocks
+        return X, label_matrix(yi, yj, X.shape[0], n_labels), blocks, memory
 
     def train(state, coll, r, world_size):
-        X, Y, blocks = state
+        X, Y, blocks, memory = state
         stats: dict = {}
-        trained = kpipeline.train_split_nodes(X, Y, blocks, nodes, params, coll, stats=stats,
-                                              keep=r == 0)
-        return (klevels.pack_nodes(trained) if r == 0 else None,
-                dict(stats, rows=int(X.shape[0]), nodes=len(nodes)))
+        # a result key per wave (each is sent by one task), and one per task for its info
+        for w, trained in kpipeline.split_node_waves(X, Y, blocks, nodes, params, coll,
+                                                     stats=stats,
+                                                     keeper=lambda w: w % world_size == r):
+            yield from encode_array_batches(w, klevels.pack_nodes(trained), None,
+                                            with_info=False)
+            del trained
+        yield from encode_array_batches(-1 - r, None, memory.info(
+            **stats, rank=r, rows=int(X.shape[0]), nodes=len(nodes)))
 
-    res = run_barrier_training(rows, world, load, train, timeout_s=SPLIT_TIMEOUT_S,
-                               repartition=False)
-    infos = [dict(i, task_seconds=i.get("train_seconds", 0.0) + i.get("load_seconds", 0.0))
-             for i in sorted(res.infos, key=lambda i: i["rank"])]
-    return klevels.unpack_nodes(res.arrays), infos
+    task = make_barrier_task(load, train, new_authkey(), SPLIT_TIMEOUT_S, stream=True)
+    per_key, infos = collect_ranks(rows.mapInArrow(task, RESULT_SCHEMA, barrier=True))
+    weights: dict = {}
+    for key in sorted(k for k in per_key if k >= 0):
+        weights.update(klevels.unpack_nodes(per_key[key]))
+    return weights, [infos[k] for k in sorted(infos, reverse=True)]
 
 
 def representations(data, n_features: int, n_labels: int, fcol: str, partitions: int):

@@ -53,7 +53,9 @@ def _levelwise(xs, ys, d, L, trees, workers, groups, params, keys, world=0, cap=
     return lv.assemble_forest(built, trees, weights), R, counts, held
 
 
-def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, **kw):
+def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, spread=False, **kw):
+    """Every rank's split nodes (``spread``: ``split_node_waves`` with wave w kept by rank
+    w % world, checked against each other and returned in wave order)."""
     X = normalised_rows(*xs, d, 1.0)
     Y = label_matrix(*ys, X.shape[0], L)
     blocks = row_blocks(keys, X.shape[0])
@@ -65,8 +67,13 @@ def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, **kw):
         rows = np.flatnonzero(owner == r)
         held.append(len(rows))
         try:
-            results[r] = pipeline.train_split_nodes(X[rows], Y[rows], blocks[rows], nodes, p,
-                                                    group.collective(r), **kw)
+            if spread:
+                results[r] = list(pipeline.split_node_waves(
+                    X[rows], Y[rows], blocks[rows], nodes, p, group.collective(r),
+                    keeper=lambda w: w % world == r, **kw))
+            else:
+                results[r] = pipeline.train_split_nodes(X[rows], Y[rows], blocks[rows],
+                                                        nodes, p, group.collective(r), **kw)
         except BaseException:
             group.abort()
             raise
@@ -77,6 +84,11 @@ def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, **kw):
     for th in threads:
         th.join()
     assert all(r is not None for r in results)
+    if spread:  # each rank kept its own waves, and together they kept every wave once
+        assert all(w % world == r for r in range(world) for w, _ in results[r])
+        waves = sorted((w, t) for res in results for w, t in res)
+        assert [w for w, _ in waves] == list(range(len(waves))) and len(waves) > world
+        return [t for _, wave in waves for t in wave]
     for other in results[1:]:  # every rank ends with every node's weights
         for (t, g, a), (t2, g2, b) in zip(results[0], other):
             assert (t, g) == (t2, g2)
@@ -86,7 +98,8 @@ def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, **kw):
 
 
 @pytest.mark.parametrize("world,kw", [(1, {}), (2, {}), (3, dict(wave_tokens=5)),
-                                      (2, dict(wave_tokens=3, per_round=1)), (20, {})])
+                                      (2, dict(wave_tokens=3, per_round=1)), (20, {}),
+                                      (3, dict(wave_tokens=3, spread=True))])
 def test_split_nodes_on_ranks_holding_row_blocks_give_the_replicated_forest(world, kw):
     xs, ys, d, L = topics(n=300, d=80, L=24)
     keys = np.random.default_rng(6).integers(-2**62, 2**62, 300)

@@ -81,11 +81,26 @@ def train_split_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, no
     ``blocks``, which must all be blocks this rank holds (:func:`block_rank`), rows in the
     global row order. Returns, on every rank, [(tree, node, feature-major classifiers)] in
     ``nodes`` order; with ``keep`` False, [] (a rank whose results nobody collects need not
-    hold the trained weights). ``stats`` (a dict) gets the waves, rounds, passes (summed over
-    the problems) and seconds spent visiting blocks and exchanging states."""
+    hold the trained weights). ``stats``: see :func:`split_node_waves`."""
+    return [t for _, wave in split_node_waves(X, Y, blocks, nodes, params, coll, wave_tokens,
+                                              per_round, stats, lambda w: keep)
+            for t in wave]
+
+
+def split_node_waves(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nodes: list,
+                     params: dict, coll, wave_tokens: int = 16, per_round: int = 0,
+                     stats: dict | None = None, keeper=None):
+    """:func:`train_split_nodes` one wave at a time: yields (wave number, [(tree, node,
+    feature-major classifiers)]) for each wave ``keeper(wave number)`` is true of (default:
+    every wave). Every rank ends a wave with every problem's weights, so any rank can keep
+    any wave: spreading the waves over the ranks spreads the trained classifiers' memory,
+    and a caller sending each wave on as it comes holds one wave's at a time. ``stats`` (a
+    dict) gets the waves, rounds, passes (summed over the problems) and seconds spent
+    visiting blocks and exchanging states, complete once the generator is exhausted."""
     stats = {} if stats is None else stats
     for key in ("waves", "rounds", "passes", "visit_seconds", "exchange_seconds"):
         stats[key] = 0
+    keeper = keeper or (lambda w: True)
     C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
     thr, seed = float(params["weight_threshold"]), int(params["seed"])
     X = sp.csr_matrix((np.ascontiguousarray(X.data, np.float64),
@@ -93,18 +108,17 @@ def train_split_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, no
                        np.ascontiguousarray(X.indptr, np.int64)), shape=X.shape)
     qd = row_norms2(X)
     Yt = Y.T.tocsr()
-    out = []
-    wave: list = []
+    waves: list = [[]]
     for node in nodes:
-        if wave and sum(len(n[3]) for n in wave) + len(node[3]) > wave_tokens:
-            out += _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll,
-                               per_round, stats, keep)
-            wave = []
-        wave.append(node)
-    if wave:
-        out += _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_round,
-                           stats, keep)
-    return out
+        if waves[-1] and sum(len(n[3]) for n in waves[-1]) + len(node[3]) > wave_tokens:
+            waves.append([])
+        waves[-1].append(node)
+    for w, wave in enumerate(waves if nodes else []):
+        keep = bool(keeper(w))
+        trained = _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll,
+                              per_round, stats, keep)
+        if keep:
+            yield w, trained
 
 
 def _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_round, stats,
