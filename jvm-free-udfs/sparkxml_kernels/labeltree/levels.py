@@ -1,8 +1,9 @@
 """Level-wise training of label-tree forests: the pieces Spark tasks and the driver run.
 
 The replicated kernel (``forest.train_forest``) holds the whole training set. Level-wise
-training splits the same computation so that no task needs it, and gives the same forest
-bit for bit:
+training splits the same computation so that no task needs it, and gives the forest
+``train_forest`` gives with the same params bit for bit (the Spark level-wise mode sets
+``split_nodes``, which the replicated mode leaves off: see ``nodes.split_node``):
 
 1. **Label representations** (:func:`representations_part`). The rows, exploded to one copy
    per label and ordered by (label, row order), are cut into groups of whole labels; each
@@ -96,8 +97,8 @@ def level_plan(trees: list, tree_ids, level: int, counts: np.ndarray, workers: i
 
     Returns (specs, label_task): ``specs[w]`` is task w's list of (tree, node, labels under
     it int32, its slots' label groups, whether it is split: ``nodes.split_node`` on its
-    labels' row counts and the training set's ``n_rows``, as the replicated task decides
-    it); ``label_task`` int32
+    labels' row counts and the training set's ``n_rows``, as ``train_forest`` decides it
+    with the same params); ``label_task`` int32
     (len(trees), n_labels): per tree, the task owning the level's node above each label (-1:
     none at this level). A node's estimated rows are the sum of its labels' row counts (at
     least its rows). Where a node is trained never changes its classifiers.

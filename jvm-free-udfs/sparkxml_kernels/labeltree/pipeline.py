@@ -9,8 +9,8 @@ and the node problems travel between the tasks:
   (``blocked.pass_order``): a visit (``blocked.segment``) runs on the rank holding the next
   block and goes on while that rank holds the following ones; after the pass's last block
   ``blocked.end_pass`` decides whether it is done. The steps are those of
-  ``blocked.solve_blocked`` over all the rows, so the weights are the replicated task's bit
-  for bit;
+  ``blocked.solve_blocked`` over all the rows, so the weights are its one-process solve's
+  bit for bit;
 - the tokens move in lockstep rounds: in a round each rank visits up to ``per_round`` tokens
   waiting for it (oldest first; by default all of them), then the
   visited tokens' states are summed over the ranks (each is non-zero on the rank that
