@@ -191,3 +191,49 @@ def test_row_tasks_sends_a_row_once_to_each_owner():
     yidx = np.array([0, 1, 3, 2])  # rows: {0, 1}, {3}, {}, {2}
     rows, tasks = lv.row_tasks(yptr, yidx, label_task)
     assert list(zip(rows.tolist(), tasks.tolist())) == [(0, 0), (0, 1), (1, 0), (3, 1)]
+
+
+def test_exchange_gives_every_rank_the_visitors_weights_and_carries():
+    """Rank 0's visit of token 0 changes 1 of its node's 10 columns, rank 1's of token 1
+    changes 8 of them: every rank ends with both visitors' weights and carries bit for
+    bit."""
+    from sparkxml_kernels.labeltree.blocked import CARRY
+
+    world, D = 2, 30
+    cols = [np.arange(0, 20, 2, dtype=np.int32), np.arange(10, 20, dtype=np.int32)]
+    start = np.random.default_rng(3).normal(size=D)
+    group = InProcessGroup(world, timeout=30)
+    results = [None] * world
+
+    def run(r):
+        tokens = [[0, c, None, start.copy(), np.full(CARRY, float(c)), None, 0, cols[c]]
+                  for c in range(2)]
+        before = {}
+        if r == 0:  # rank 0 visits token 0, rank 1 token 1
+            before[0] = tokens[0][3][cols[0]]
+            tokens[0][3][4] = -7.25
+            tokens[0][4][:] = 3.5
+        else:
+            before[1] = tokens[1][3][cols[1]]
+            tokens[1][3][cols[1][:8]] *= 1.5
+            tokens[1][4][:] = np.inf
+        try:
+            pipeline._exchange(tokens, [[0], [1]], before, group.collective(r))
+        except BaseException:
+            group.abort()
+            raise
+        results[r] = tokens
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    want0, want1 = start.copy(), start.copy()
+    want0[4] = -7.25
+    want1[cols[1][:8]] *= 1.5
+    for tokens in results:
+        np.testing.assert_array_equal(tokens[0][3], want0)
+        np.testing.assert_array_equal(tokens[1][3], want1)
+        np.testing.assert_array_equal(tokens[0][4], np.full(CARRY, 3.5))
+        np.testing.assert_array_equal(tokens[1][4], np.full(CARRY, np.inf))
