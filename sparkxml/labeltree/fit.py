@@ -12,8 +12,8 @@ with the trees' structure. A node's classifiers depend only on the data, the par
 
 ``trainingMode="distributed"`` trains level by level instead, without any task holding the
 training set (``sparkxml.labeltree.levelwise``); the forest is the same except at the
-nodes it solves over row blocks (those whose labels carry at least 16,384 and half the rows'
-(row, label) pairs).
+nodes it solves over row blocks (those whose labels carry at least 16,384 (row, label)
+pairs and half as many as there are rows).
 
 The data pass, its checks and error messages, and the memory check are FastXML's.
 """

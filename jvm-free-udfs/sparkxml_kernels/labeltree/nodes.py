@@ -18,9 +18,9 @@ Problem (tree t, node g, child c) draws its coordinate order from
 
 A *split* node (:func:`split_node`: with ``split_nodes``, which the level-wise mode sets,
 squared hinge, and its labels carry at least max(``split_rows``, ``split_share`` x the rows)
-(row, label) pairs) is solved over fixed row blocks instead (``blocked.solve_blocked``: the same method, each pass visiting the blocks in
-a random order of its own), so that its rows can be divided between tasks; a row's block
-comes from its content key (:func:`row_blocks`).
+(row, label) pairs) is solved over fixed row blocks instead (``blocked.solve_blocked``: the
+same method, each pass visiting the blocks in a random order of its own), so that its rows
+can be divided between tasks; a row's block comes from its content key (:func:`row_blocks`).
 """
 from __future__ import annotations
 
