@@ -12,8 +12,8 @@ and the node problems travel between the tasks:
   ``blocked.solve_blocked`` over all the rows, so the weights are its one-process solve's
   bit for bit;
 - the tokens move in lockstep rounds: in a round each rank visits up to ``per_round`` tokens
-  waiting for it (oldest first; by default all of them), then the
-  visited tokens' states are summed over the ranks (each is non-zero on the rank that
+  waiting for it (oldest first; by default its share, the waiting tokens over the ranks,
+  rounded up), then the visited tokens' states are summed over the ranks (each is non-zero on the rank that
   visited it only, and x + 0 == x), and every rank queues each of them at the rank holding
   its next block. Every rank simulates the same queues from the same states, so they agree
   on the schedule without further messages. A pass visits whole groups of consecutive
@@ -148,14 +148,17 @@ def _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_rou
                 carry[DONE] = 1.0  # no rows: the weights stay zero
             tokens.append([q, c, Shard(X, rows, P[:, c], qn, boff, ids, C, held=held),
                            np.zeros(D), carry, stream_state(seed, tree, g, c), total, cols])
-    per_round = per_round or len(tokens)
     orders: dict = {}  # token -> (pass, its block order): one draw a pass
     queues = [deque() for _ in range(coll.world_size)]
     for k, t in enumerate(tokens):
         if not t[4][DONE]:
             queues[_holder(k, t[4], t[5], orders, coll.world_size)].append(k)
     while any(queues):
-        moving = [[queues[r].popleft() for _ in range(min(per_round, len(queues[r])))]
+        # a rank visits at most its share of the waiting tokens: a visited token moves to
+        # another rank, so a rank visiting more than its share would hand the surplus on
+        # and the ranks would swap loads round after round
+        cap = per_round or -(-sum(len(q) for q in queues) // coll.world_size)
+        moving = [[queues[r].popleft() for _ in range(min(cap, len(queues[r])))]
                   for r in range(coll.world_size)]
         t0 = time.perf_counter()
         before = {}
