@@ -118,9 +118,11 @@ def level_plan(trees: list, tree_ids, level: int, counts: np.ndarray, workers: i
         for g in np.flatnonzero(depth == level):
             g = int(g)
             rows = int(counts[under[g]].sum())
-            if exclude_split and split_node(rows, n_rows, params):
+            split = split_node(rows, n_rows, params)
+            if exclude_split and split:
                 continue
-            nodes.append((rows, i, g, under[g], node_groups(children, leaf_labels, under, g)))
+            nodes.append((rows, i, g, under[g], node_groups(children, leaf_labels, under, g),
+                          split))
     label_task = np.full((len(trees), n_labels), -1, np.int32)
     if cap > 0 and sum(n[0] for n in nodes) > workers * cap:
         groups_of = consecutive_groups([n[0] for n in nodes], nodes, cap)
@@ -128,10 +130,9 @@ def level_plan(trees: list, tree_ids, level: int, counts: np.ndarray, workers: i
         groups_of = longest_first([n[0] for n in nodes], nodes, workers)
     specs: list = [[] for _ in groups_of]
     for w, mine in enumerate(groups_of):
-        for _, i, g, under, groups in mine:
+        for _, i, g, under, groups, split in mine:
             specs[w].append((int(tree_ids[i]), g, np.asarray(under, np.int32),
-                             [np.asarray(x, np.int32) for x in groups],
-                             split_node(int(counts[under].sum()), n_rows, params)))
+                             [np.asarray(x, np.int32) for x in groups], split))
             label_task[i, under] = w
     return specs, label_task
 
