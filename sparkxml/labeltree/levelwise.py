@@ -17,9 +17,8 @@ works), in at most ``3 + levels`` jobs:
 3. **The split nodes, in one barrier job.** A node whose labels carry many (row, label)
    pairs (``sparkxml_kernels.labeltree.nodes.split_node``: at least 16,384 and half the
    rows; the roots and the levels below them) is solved over fixed blocks of rows (a row's
-   block is its content key modulo 64), each pass visiting the blocks in a random order of
-   its own (``blocked.pass_order``: the blocks' eight groups of eight in a random order,
-   each group's blocks in a random order). Each barrier task holds a contiguous range of
+   block is its content key modulo 8), each pass visiting the blocks in a random order of
+   its own (``blocked.pass_order``). Each barrier task holds a contiguous range of
    blocks, every labelled row once in all, and a node problem goes, with its weights, to the
    task holding its next block (``sparkxml_kernels.labeltree.pipeline``), so no task holds
    the rows of a root. The nodes go in waves of at most 16 problems; every task ends a wave

@@ -71,14 +71,10 @@ def test_pass_order_is_a_permutation_that_changes_by_pass():
     for p, order in enumerate(orders):
         assert sorted(order.tolist()) == list(range(bl.NUM_BLOCKS))
         assert order.tolist() == pass_order_naive(base, p)
-        # a group of consecutive ids is visited whole: tasks holding whole groups hop less
-        groups = order.reshape(bl.NUM_GROUPS, bl.GROUP_BLOCKS) // bl.GROUP_BLOCKS
-        assert (groups == groups[:, :1]).all()
-        assert sorted(groups[:, 0].tolist()) == list(range(bl.NUM_GROUPS))
     assert orders[0].tolist() != orders[1].tolist()
 
 
-@pytest.mark.parametrize("cuts", [[32], [5, 40], [1, 2, 3, 9, 20, 33, 50]])
+@pytest.mark.parametrize("cuts", [[4], [1, 5], [1, 2, 3, 5, 6, 7]])
 def test_segments_split_over_tasks_are_the_one_process_solve(cuts):
     X, y, boff, ids = _grouped(2)
     C, tol, it = 1.0, 1e-3, 40

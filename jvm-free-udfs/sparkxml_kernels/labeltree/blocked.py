@@ -8,29 +8,26 @@ segments are the same steps whether one process holds every block or the blocks 
 between tasks, bit for bit.
 
 What. liblinear's ``-s 1`` (squared hinge, as ``nodes.solve_binary``): each pass visits the
-:data:`NUM_BLOCKS` blocks in a random order of its own (:func:`pass_order`: the groups of
-:data:`GROUP_BLOCKS` consecutive ids in a random order, each group's blocks in a random
-order), and every block's active rows in a random permutation of their own (a stream per
-(problem, pass, block), :func:`block_stream`); rows are shrunk against the previous pass's
-[PGmin, PGmax] taken over all blocks; the solver stops when max PG - min PG <= tol (and both
-|.| <= tol) over all rows, a pass with shrunk rows being followed by a full one, or after
-``max_iter`` passes. Only the order differs from ``solve_binary``.
+:data:`NUM_BLOCKS` blocks in a random order of its own (:func:`pass_order`), and every
+block's active rows in a random permutation of their own (a stream per (problem, pass,
+block), :func:`block_stream`); rows are shrunk against the previous pass's [PGmin, PGmax]
+taken over all blocks; the solver stops when max PG - min PG <= tol (and both |.| <= tol)
+over all rows, a pass with shrunk rows being followed by a full one, or after ``max_iter``
+passes. Only the order differs from ``solve_binary``.
 
-The order costs convergence. Parabel's rows are normalised and carry a bias, so every pair
-of rows correlates, and coordinate descent over them needs a fresh permutation of all rows
-each pass: visiting fixed sets of rows together is slower, even in a random order. A fixed
-block order is the cyclic worst case (to tol 1e-2, 16 fixed blocks took 490 passes against
-44 for one permutation). In a random order a pass it still lags: on the top nodes of a
-50,000-row Delicious-shaped tree (22 problems), after 20 passes the primal objective is
-4.6e-3 above its optimum (relative, mean) against 1.8e-8 for one permutation, alike for 64
-blocks in any order and for this grouped one; on P@k the difference stays within the
-spread of the random orders (that tree: 43.28/34.58/29.19 against 43.58/34.81/29.38 at
-P@1/3/5; two trees through Spark: 44.30/35.59/30.58 against 44.22/35.50/30.40). Only the
-level-wise mode, whose tasks cannot hold a root's rows, solves nodes this way
-(``nodes.split_node``). The groups are what the
-pipeline's hops cost: tasks hold contiguous ranges of ids, so with 2, 4 or 8 tasks a pass
-crosses between them at most :data:`NUM_GROUPS` times instead of about NUM_BLOCKS (1 - 1 /
-tasks), for the same convergence.
+The order costs convergence, and the more blocks, the more. Parabel's rows are normalised
+and carry a bias, so every pair of rows correlates, and coordinate descent over them needs a
+fresh permutation of all rows each pass: visiting fixed sets of rows together is slower,
+even in a random order. A fixed block order is the cyclic worst case (to tol 1e-2, 16 fixed
+blocks took 490 passes against 44 for one permutation). On the 14 problems of the top seven
+nodes of a 50,000-row Delicious-shaped tree, at Parabel's tol 0.1 and 20 passes at most, the
+primal objective ends above its optimum by (relative, mean) 3.3e-5 for one permutation,
+2.4e-4 with 2 blocks, 7.1e-4 with 8 (the problems stop by the tolerance after 9 to 16
+passes), 1.9e-3 with 16 and 3.5e-3 with 64 (7.2e-3 when a pass visits groups of eight
+consecutive blocks whole; every problem then runs all 20 passes). Eight blocks still divide
+a root's rows among up to eight tasks (about half each with two). Only the level-wise mode, whose tasks cannot hold a root's
+rows, solves nodes this way (``nodes.split_node``). With 2 tasks a pass crosses between them
+4.5 times on average.
 
 A row's block is its content key modulo :data:`NUM_BLOCKS` (the Spark side computes the key
 from the row's features and labels), so the blocks do not depend on the partitioning or the
@@ -52,12 +49,7 @@ from .._jit import njit
 from ..linear._rng import rng_next, shuffle_prefix
 from ..linear.dcd import _A, _D, _E, _P, _Q, _S, _U, _Y, dcd_sweep
 
-NUM_BLOCKS = 64
-# a pass visits groups of consecutive block ids whole (see pass_order); tasks hold
-# contiguous ranges of ids, so with 2, 4 or 8 of them a pass crosses between tasks at most
-# NUM_GROUPS times
-GROUP_BLOCKS = 8
-NUM_GROUPS = NUM_BLOCKS // GROUP_BLOCKS
+NUM_BLOCKS = 8
 # carry fields; POS: how many blocks of the current pass's order are visited
 PGMAX_OLD, PGMIN_OLD, PGMAX_NEW, PGMIN_NEW, ACTIVE, RESET, PASSES, DONE, STEPS, POS = range(10)
 CARRY = 10
@@ -99,18 +91,9 @@ def block_stream(base, pass_no, block):
 @njit(cache=True, nogil=True)
 def pass_order(base, pass_no):
     """The order (int64 (NUM_BLOCKS,), a permutation of the block ids) in which pass
-    ``pass_no`` of the problem with stream ``base`` visits the blocks: the
-    :data:`NUM_GROUPS` groups of :data:`GROUP_BLOCKS` consecutive ids in a random order,
-    each group's blocks in a random order of their own (one stream, groups first)."""
-    state = block_stream(base, pass_no, NUM_BLOCKS)
-    groups = np.arange(NUM_GROUPS)
-    shuffle_prefix(groups, NUM_GROUPS, state)
-    order = np.empty(NUM_BLOCKS, np.int64)
-    for q in range(NUM_GROUPS):
-        part = order[q * GROUP_BLOCKS:(q + 1) * GROUP_BLOCKS]
-        for t in range(GROUP_BLOCKS):
-            part[t] = groups[q] * GROUP_BLOCKS + t
-        shuffle_prefix(part, GROUP_BLOCKS, state)
+    ``pass_no`` of the problem with stream ``base`` visits the blocks."""
+    order = np.arange(NUM_BLOCKS)
+    shuffle_prefix(order, NUM_BLOCKS, block_stream(base, pass_no, NUM_BLOCKS))
     return order
 
 

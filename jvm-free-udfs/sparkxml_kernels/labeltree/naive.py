@@ -17,9 +17,7 @@ import numpy as np
 from ..linear._rng import PyRng
 from .blocked import (
     ACTIVE,
-    GROUP_BLOCKS,
     NUM_BLOCKS,
-    NUM_GROUPS,
     PASSES,
     PGMAX_NEW,
     PGMAX_OLD,
@@ -175,10 +173,7 @@ def pass_order_naive(base, pass_no: int) -> list:
             items[s], items[j] = items[j], items[s]
         return items
 
-    order = []
-    for g in shuffled(list(range(NUM_GROUPS))):
-        order += shuffled([g * GROUP_BLOCKS + t for t in range(GROUP_BLOCKS)])
-    return order
+    return shuffled(list(range(NUM_BLOCKS)))
 
 
 def blocked_segment_naive(X, y, C: float, qd, alpha, boff, block_ids, index, active, u, base,
