@@ -150,7 +150,7 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
 def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: int,
                     n_labels: int, fcol: str, lcol: str):
     """Train the split nodes (``levels.split_nodes``) in one barrier stage of
-    min(numWorkers, 64) tasks, task r holding the rows of blocks
+    min(numWorkers, ``blocked.NUM_BLOCKS``) tasks, task r holding the rows of blocks
     ``pipeline.block_rank(block) == r``; returns ({(tree, node): classifiers}, per-task info
     with ``rows`` and ``peak_rss_bytes``). Every task ends a wave of nodes with all their
     weights; wave w's classifiers are sent on by task w mod the tasks as soon as the wave
