@@ -25,9 +25,9 @@ primal objective ends above its optimum by (relative, mean) 3.3e-5 for one permu
 2.4e-4 with 2 blocks, 7.1e-4 with 8 (the problems stop by the tolerance after 9 to 16
 passes), 1.9e-3 with 16 and 3.5e-3 with 64 (7.2e-3 when a pass visits groups of eight
 consecutive blocks whole; every problem then runs all 20 passes). Eight blocks still divide
-a root's rows among up to eight tasks (about half each with two). Only the level-wise mode, whose tasks cannot hold a root's
-rows, solves nodes this way (``nodes.split_node``). With 2 tasks a pass crosses between them
-4.5 times on average.
+a root's rows among up to eight tasks (about half each with two), and with 2 tasks a pass
+crosses between them 4.5 times on average. Only the level-wise mode, whose tasks cannot
+hold a root's rows, solves nodes this way (``nodes.split_node``).
 
 A row's block is its content key modulo :data:`NUM_BLOCKS` (the Spark side computes the key
 from the row's features and labels), so the blocks do not depend on the partitioning or the

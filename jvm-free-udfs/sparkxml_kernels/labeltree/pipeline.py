@@ -13,9 +13,9 @@ and the node problems travel between the tasks:
   bit for bit;
 - the tokens move in lockstep rounds: in a round each rank visits up to ``per_round`` tokens
   waiting for it (oldest first; by default its share, the waiting tokens over the ranks,
-  rounded up), then the visited tokens' states are summed over the ranks (each is non-zero on the rank that
-  visited it only, and x + 0 == x), and every rank queues each of them at the rank holding
-  its next block. Every rank simulates the same queues from the same states, so they agree
+  rounded up), then the visited tokens' states are summed over the ranks (each is non-zero
+  on the rank that visited it only, and x + 0 == x), and every rank queues each of them at
+  the rank holding its next block. Every rank simulates the same queues from the same states, so they agree
   on the schedule without further messages. With 2 ranks a pass hops between them 4.5 times
   on average, and at most ``blocked.NUM_BLOCKS`` times with any number;
 - a problem's weights ``u`` cover all of the task's columns, and the rows are visited where
