@@ -31,7 +31,15 @@ def replicated_job(spark, data, workers: int, make_train, spread: bool = True):
 def group_tables(batches):
     """(group key, its rows as one Arrow table ordered by (_k1, _k2)) for each ``_g`` group
     of a replicated training task's batches: the order must not depend on how the shuffle
-    delivered the rows."""
+    delivered the rows. While the caller holds a group, only that group's ordered table is
+    alive (no batch, no unordered copy), so a caller that converts it and drops it can hand
+    its Arrow memory back (``sparkxml_kernels.memory.release_freed``)."""
+    by_group = _by_group(batches)
+    for key in list(by_group):
+        yield key, _ordered(by_group.pop(key))
+
+
+def _by_group(batches) -> dict:
     by_group: dict = {}
     for b in batches:
         if b.num_rows == 0:
@@ -40,7 +48,10 @@ def group_tables(batches):
         for key in np.unique(g):
             sel = b.filter(pa.array(g == key)) if len(np.unique(g)) > 1 else b
             by_group.setdefault(int(key), []).append(sel)
-    for key, parts in by_group.items():
-        table = pa.Table.from_batches(parts).combine_chunks()
-        order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
-        yield key, table.take(pa.array(order))
+    return by_group
+
+
+def _ordered(parts) -> pa.Table:
+    table = pa.Table.from_batches(parts).combine_chunks()
+    order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
+    return table.take(pa.array(order))
