@@ -15,9 +15,10 @@ and the node problems travel between the tasks:
   waiting for it (oldest first; by default its share, the waiting tokens over the ranks,
   rounded up), then the visited tokens' states are summed over the ranks (each is non-zero
   on the rank that visited it only, and x + 0 == x), and every rank queues each of them at
-  the rank holding its next block. Every rank simulates the same queues from the same states, so they agree
-  on the schedule without further messages. With 2 ranks a pass hops between them 4.5 times
-  on average, and at most ``blocked.NUM_BLOCKS`` times with any number;
+  the rank holding its next block. Every rank simulates the same queues from the same
+  states, so they agree on the schedule without further messages. With 2 ranks a pass hops
+  between them 4.5 times on average, and at most ``blocked.NUM_BLOCKS`` times with any
+  number;
 - a problem's weights ``u`` cover all of the task's columns, and the rows are visited where
   they lie in the task's CSR (no copy a node); only the node's features, the union of those
   its rows use on every rank (one sum of 0/1 markers a wave of nodes), travel, and they are
