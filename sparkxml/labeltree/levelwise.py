@@ -170,7 +170,8 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
         if not tables:
             z = np.zeros(1, np.int64)
             return (normalised_rows(z, np.zeros(0, np.int32), np.zeros(0), n_features, bias),
-                    label_matrix(z, np.zeros(0, np.int32), 0, n_labels), np.zeros(0, np.int64),
+                    label_matrix(z, np.zeros(0, np.int32), 0, n_labels, bool),
+                    np.zeros(0, np.int64),
                     memory)
         table = tables[0]
         xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
@@ -182,7 +183,8 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
         if np.any(kpipeline.block_rank(blocks, world_size) != r):
             raise RuntimeError(f"split-node task {r} was sent rows of another task's blocks")
         X = normalised_rows(xi, xj, xv, n_features, bias)
-        return X, label_matrix(yi, yj, X.shape[0], n_labels), blocks, memory
+        # the split nodes read the labels' structure only: 1 byte an entry, not 8
+        return X, label_matrix(yi, yj, X.shape[0], n_labels, bool), blocks, memory
 
     def train(state, coll, r, world_size):
         X, Y, blocks, memory = state

@@ -96,7 +96,8 @@ def test_segments_split_over_tasks_are_the_one_process_solve(cuts):
             shards.append(bl.Shard(X[lo:hi], np.arange(hi - lo), y[lo:hi], qd[lo:hi],
                                    boff[k0:k1 + 1] - lo, ids[k0:k1], C, held=held))
         else:
-            shards.append(bl.Shard(X, np.arange(lo, hi), y[lo:hi], qd[lo:hi],
+            # the norms of all of X's rows, indexed by the shard's rows
+            shards.append(bl.Shard(X, np.arange(lo, hi), y[lo:hi], qd,
                                    boff[k0:k1 + 1] - lo, ids[k0:k1], C, held=held))
     u, carry = np.zeros(X.shape[1]), bl.new_carry()
     hops = 0

@@ -23,9 +23,19 @@ from sparkxml_kernels.labeltree.forest import (
 from sparkxml_kernels.labeltree.naive import (
     beam_search_naive,
     exhaustive_naive,
+    node_columns_naive,
+    node_rows_naive,
+    slot_matrix_naive,
     spherical_kmeans_naive,
 )
-from sparkxml_kernels.labeltree.nodes import LOGISTIC, SQUARED_HINGE, solve_binary
+from sparkxml_kernels.labeltree.nodes import (
+    LOGISTIC,
+    SQUARED_HINGE,
+    mark_columns,
+    node_rows,
+    slot_matrix,
+    solve_binary,
+)
 from sparkxml_kernels.labeltree.predictor import LabelTreePredictor, predict_kernel
 from sparkxml_kernels.linear._rng import stream_state
 
@@ -150,6 +160,30 @@ def test_node_classifier_is_seeded():
     c = solve_binary(X, y, SQUARED_HINGE, 1.0, 0.1, 3, stream_state(0, 0, 0, 1))
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)  # unconverged after 3 passes: the order shows
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_node_rows_slots_and_columns_match_naive_twins(index_dtype):
+    """A node's rows, its problems' positives and its features, read in place, equal the
+    naive twins' scipy row selections (labels with no rows and empty groups included)."""
+    (xptr, xidx, xval), (yptr, yidx), d, L = topics(n=400, d=120, L=30, seed=3)
+    X = normalised_rows(xptr, xidx, xval, d, 1.0)
+    Y = label_matrix(yptr, yidx, len(yptr) - 1, L)
+    Y.indptr = Y.indptr.astype(index_dtype)
+    Yt = Y.T.tocsr()
+    rng = np.random.default_rng(0)
+    for size in (0, 1, 5, 30):
+        labels = np.sort(rng.choice(30, size, replace=False))
+        rows = node_rows(Yt, labels)
+        assert rows.dtype == np.int64
+        np.testing.assert_array_equal(rows, node_rows_naive(Yt, labels))
+        groups = [labels[: size // 2], labels[size // 2:], np.zeros(0, np.int64)]
+        np.testing.assert_array_equal(slot_matrix(Y, rows, groups),
+                                      slot_matrix_naive(Y, rows, groups))
+        marks = np.zeros(X.shape[1] + 1)
+        mark_columns(X, rows, marks)
+        assert marks[-1] == 0.0
+        np.testing.assert_array_equal(np.flatnonzero(marks[:-1]), node_columns_naive(X, rows))
 
 
 @pytest.fixture(scope="module")

@@ -186,7 +186,7 @@ def _segment(indptr, indices, data, rows, y, diag, qd, alpha, packed, boff, slot
             # records: the shuffle and the shrinking swaps act on positions, so the steps
             # are the packed solve's
             sel = index[lo:lo + act].copy()
-            rec = pack_rows(indptr, rows[sel], y[sel], diag, qd[sel], alpha[sel])
+            rec = pack_rows(indptr, rows[sel], y[sel], diag, qd[rows[sel]], alpha[sel])
             view = np.arange(act)
         shuffle_prefix(view, act, block_stream(base, pass_no, b))
         act, pgmax_new, pgmin_new, n = dcd_sweep(rec, indices, data, view, act, u, 1.0,
@@ -237,7 +237,8 @@ class Shard:
 
     ``X``: the task's rows (CSR; its arrays are shared, not copied, when they already have
     the kernel's dtypes), ``rows`` the problem's (grouped by block as ``boff``/``block_ids``
-    say), ``y`` per problem row (bool or 0/1), ``qd`` their squared norms, ``held`` uint8
+    say), ``y`` per problem row (bool or 0/1), ``qd`` the squared norms of ``X``'s rows (all
+    of them: the problems of one task share it), ``held`` uint8
     (NUM_BLOCKS,) the blocks the task holds (all of them by default). ``packed``: keep
     the rows packed between visits (64 bytes a row instead of 16, and no packing a pass),
     for a process that solves one problem at a time; the dual variables are then in the
@@ -259,7 +260,8 @@ class Shard:
         self.boff = np.asarray(boff, np.int64)
         self.slot = block_slots(block_ids)
         self.held = np.ascontiguousarray(held, np.uint8)
-        self.rec = (pack_rows(self.indptr, self.rows, self.y, self.diag, self.qd, self.alpha)
+        self.rec = (pack_rows(self.indptr, self.rows, self.y, self.diag, self.qd[self.rows],
+                              self.alpha)
                     if packed and n else None)
 
     def visit(self, u: np.ndarray, base: np.ndarray, carry: np.ndarray) -> None:

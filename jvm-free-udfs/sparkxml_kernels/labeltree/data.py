@@ -30,12 +30,13 @@ def normalised_rows(indptr, indices, data, n_features: int, bias: float) -> sp.c
     return X.astype(np.float64)
 
 
-def label_matrix(yptr, yidx, n_rows: int, n_labels: int) -> sp.csr_matrix:
-    """Y (n, L) 0/1 CSR of the rows' label sets (a repeated label counts once)."""
-    Y = sp.csr_matrix((np.ones(len(yidx)), np.asarray(yidx, np.int32),
+def label_matrix(yptr, yidx, n_rows: int, n_labels: int, dtype=np.float64) -> sp.csr_matrix:
+    """Y (n, L) 0/1 CSR of the rows' label sets (a repeated label counts once). ``dtype``
+    bool: the structure alone at 1 byte an entry, for callers that never multiply by Y."""
+    Y = sp.csr_matrix((np.ones(len(yidx), dtype), np.asarray(yidx, np.int32),
                        np.asarray(yptr, np.int64)), shape=(n_rows, n_labels))
     Y.sum_duplicates()
-    Y.data[:] = 1.0
+    Y.data[:] = 1
     return Y
 
 

@@ -6,7 +6,10 @@
   lists and ``sorted``;
 - :func:`exhaustive_naive`: every leaf label's full path probability in every tree, no beam:
   what the beam search returns once the beam holds every node of a level;
-- :func:`blocked_segment_naive`: ``blocked.segment`` with Python loops.
+- :func:`blocked_segment_naive`: ``blocked.segment`` with Python loops;
+- :func:`node_rows_naive`, :func:`slot_matrix_naive`, :func:`node_columns_naive`: a node's
+  rows, its problems' positives and its features by scipy row selection (copies), as
+  ``nodes.node_rows``, ``nodes.slot_matrix`` and ``nodes.mark_columns`` read them in place.
 """
 from __future__ import annotations
 
@@ -233,3 +236,28 @@ def blocked_segment_naive(X, y, C: float, qd, alpha, boff, block_ids, index, act
     carry[PGMAX_NEW], carry[PGMIN_NEW] = new_max, new_min
     carry[ACTIVE] += act_sum
     carry[STEPS] += steps
+
+
+def node_rows_naive(Yt, labels) -> np.ndarray:
+    """``nodes.node_rows`` through a copy of the labels' rows of ``Yt``."""
+    carry = np.zeros(Yt.shape[1], bool)
+    if len(labels):
+        carry[Yt[np.asarray(labels)].indices] = True
+    return np.flatnonzero(carry)
+
+
+def slot_matrix_naive(Y, rows, groups) -> np.ndarray:
+    """``nodes.slot_matrix`` with a Python set per group over a copy of the rows."""
+    Yl = Y[np.asarray(rows, np.int64)]
+    sets = [set(np.asarray(g).tolist()) for g in groups]
+    P = np.zeros((len(rows), len(groups)), bool)
+    for i in range(len(rows)):
+        labs = set(Yl.indices[Yl.indptr[i]:Yl.indptr[i + 1]].tolist())
+        for c, g in enumerate(sets):
+            P[i, c] = bool(labs & g)
+    return P
+
+
+def node_columns_naive(X, rows) -> np.ndarray:
+    """The columns (ascending) that ``rows`` of ``X`` use, through a copy of the rows."""
+    return np.unique(X[np.asarray(rows, np.int64)].indices)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._jit import njit
 from ..linear._rng import stream_state
 from ..linear.dcd import PERMUTATION, dcd_block
 from .blocked import NUM_BLOCKS, block_offsets, solve_blocked
@@ -109,17 +110,47 @@ def node_problems(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: 
 
 def slot_matrix(Y: sp.csr_matrix, rows: np.ndarray, groups: list) -> np.ndarray:
     """bool (len(rows), len(groups)): whether row ``rows[i]`` of ``Y`` has a label in slot
-    c's group (the positives of the node's problem c)."""
+    c's group (the positives of the node's problem c). Reads ``Y``'s structure in place:
+    no copy of the node's rows (at a root, the whole label matrix)."""
     group_of = np.full(Y.shape[1], -1, np.int64)
     for c, labs in enumerate(groups):
         group_of[labs] = c
-    Yl = Y[rows]
-    ent = group_of[Yl.indices]
-    row_of = np.repeat(np.arange(len(rows)), np.diff(Yl.indptr))
     P = np.zeros((len(rows), len(groups)), bool)
-    m = ent >= 0
-    P[row_of[m], ent[m]] = True
+    _slot_flags(np.asarray(Y.indptr, np.int64), np.asarray(Y.indices, np.int32),
+                np.asarray(rows, np.int64), group_of, P)
     return P
+
+
+@njit(cache=True, nogil=True)
+def _slot_flags(indptr, indices, rows, group_of, P):
+    for i in range(len(rows)):
+        r = rows[i]
+        for p in range(indptr[r], indptr[r + 1]):
+            c = group_of[indices[p]]
+            if c >= 0:
+                P[i, c] = True
+
+
+@njit(cache=True, nogil=True)
+def _mark_rows(indptr, indices, labels, carry):
+    for lab in labels:
+        for p in range(indptr[lab], indptr[lab + 1]):
+            carry[indices[p]] = True
+
+
+@njit(cache=True, nogil=True)
+def _mark_columns(indptr, indices, rows, marks):
+    for r in rows:
+        for p in range(indptr[r], indptr[r + 1]):
+            marks[indices[p]] = 1.0
+
+
+def mark_columns(X: sp.csr_matrix, rows: np.ndarray, marks: np.ndarray) -> None:
+    """Set ``marks[j]`` (float64, at least X.shape[1] long) to 1.0 for every column j that
+    one of ``rows`` of ``X`` uses, in place: the node's features without a copy of its
+    rows."""
+    _mark_columns(np.asarray(X.indptr, np.int64), np.asarray(X.indices, np.int32),
+                  np.asarray(rows, np.int64), marks)
 
 
 def feature_major(weights: list, cols: np.ndarray, threshold: float):
@@ -162,10 +193,11 @@ def node_groups(children: list, leaf_labels: list, under: list, g: int) -> list:
 
 def node_rows(Yt: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
     """The rows (ascending, int64) carrying at least one of ``labels``; ``Yt``: the label
-    matrix transposed (labels x rows)."""
+    matrix transposed (labels x rows), read in place."""
     carry = np.zeros(Yt.shape[1], bool)
     if len(labels):
-        carry[Yt[labels].indices] = True
+        _mark_rows(np.asarray(Yt.indptr, np.int64), np.asarray(Yt.indices, np.int32),
+                   np.asarray(labels, np.int64), carry)
     return np.flatnonzero(carry)
 
 

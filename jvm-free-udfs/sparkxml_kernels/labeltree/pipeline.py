@@ -25,19 +25,24 @@ and the node problems travel between the tasks:
   the node's classifier in ``nodes.node_problems``' numbering.
 
 Nodes are taken in waves of at most ``wave_tokens`` problems, so a task holds the solver
-state of one wave at a time: per node and row its row number and norm (16 bytes), per
-problem and row its label, ``alpha`` and ``index`` (20 bytes), and per problem the weights
-over all columns. At 250,000 rows a task and 16 problems a wave that is about 100 MB.
+state of one wave at a time: per node and row its row number (8 bytes), per problem and row
+its label, ``alpha`` and ``index`` (20 bytes), and per problem the weights over all columns;
+the rows, their norms and the labels' structure (1 byte an entry) are the task's, shared by
+every problem. A node's rows, positives and features are read where they lie in the task's
+matrices, never copied (at a root, a copy would be all of them). At 250,000 rows a task and
+16 problems a wave (8 nodes) that is about 110 MB.
 """
 from __future__ import annotations
 
 import time
 from collections import deque
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..linear._rng import stream_state
+from ..memory import release_freed
 from .blocked import (
     CARRY,
     DONE,
@@ -50,7 +55,16 @@ from .blocked import (
     new_carry,
     pass_order,
 )
-from .nodes import feature_major, node_rows, row_norms2, slot_matrix
+from .nodes import feature_major, mark_columns, node_rows, row_norms2, slot_matrix
+
+
+class _Rows(NamedTuple):
+    """A task's rows in the kernels' dtypes (``Shard`` and ``row_norms2`` read these)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    shape: tuple
 
 
 def block_rank(blocks, world_size: int) -> np.ndarray:
@@ -64,10 +78,9 @@ def held_blocks(rank: int, world_size: int) -> np.ndarray:
     return (block_rank(np.arange(NUM_BLOCKS), world_size) == rank).astype(np.uint8)
 
 
-def _node_shard(Y, Yt, blocks, under, groups):
-    """This rank's rows of a node, grouped by block: (rows int64, P bool (rows, slots),
+def _node_shard(Y, rows, blocks, groups):
+    """This rank's ``rows`` of a node, grouped by block: (rows int64, P bool (rows, slots),
     boff, block ids)."""
-    rows = node_rows(Yt, under)
     order, boff, ids = block_offsets(blocks[rows])
     rows = rows[order]
     return rows, slot_matrix(Y, rows, groups), boff, ids
@@ -103,11 +116,13 @@ def split_node_waves(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nod
     keeper = keeper or (lambda w: True)
     C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
     thr, seed = float(params["weight_threshold"]), int(params["seed"])
-    X = sp.csr_matrix((np.ascontiguousarray(X.data, np.float64),
-                       np.ascontiguousarray(X.indices, np.int32),
-                       np.ascontiguousarray(X.indptr, np.int64)), shape=X.shape)
+    # the kernels' dtypes once, shared by every problem (a csr_matrix would narrow the
+    # int64 indptr back to int32, and each problem's shard would widen its own copy)
+    X = _Rows(np.ascontiguousarray(X.indptr, np.int64), np.ascontiguousarray(X.indices, np.int32),
+              np.ascontiguousarray(X.data, np.float64), X.shape)
     qd = row_norms2(X)
     Yt = Y.T.tocsr()
+    release_freed()  # the conversions' freed copies, before the waves' state lands on top
     waves: list = [[]]
     for node in nodes:
         if waves[-1] and sum(len(n[3]) for n in waves[-1]) + len(node[3]) > wave_tokens:
@@ -127,27 +142,28 @@ def _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_rou
     stats["waves"] += 1
     # every node's features over all ranks, and its row count, in one sum
     marks = np.zeros((len(wave), D + 1))
-    for q, (_, _, under, _) in enumerate(wave):
-        rows = node_rows(Yt, under)
-        marks[q, X[rows].indices] = 1.0
+    wave_rows = [node_rows(Yt, under) for _, _, under, _ in wave]
+    for q, rows in enumerate(wave_rows):
+        mark_columns(X, rows, marks[q])
         marks[q, D] = len(rows)
     marks = coll.allreduce_sum(marks)
     # (wave node, slot, shard, u over X's columns, carry, base, total rows, node columns)
     tokens = []
     node_cols = []
     held = held_blocks(coll.rank, coll.world_size)
-    for q, (tree, g, under, groups) in enumerate(wave):
+    for q, (tree, g, _, groups) in enumerate(wave):
         cols = np.flatnonzero(marks[q, :D] > 0).astype(np.int32)
         total = int(marks[q, D])
-        rows, P, boff, ids = _node_shard(Y, Yt, blocks, under, groups)
-        qn = qd[rows]  # shared by the node's problems, as ``rows`` is
+        rows, P, boff, ids = _node_shard(Y, wave_rows[q], blocks, groups)
+        wave_rows[q] = rows
         node_cols.append(cols)
         for c in range(len(groups)):
             carry = new_carry()
             if total == 0:
                 carry[DONE] = 1.0  # no rows: the weights stay zero
-            tokens.append([q, c, Shard(X, rows, P[:, c], qn, boff, ids, C, held=held),
+            tokens.append([q, c, Shard(X, rows, P[:, c], qd, boff, ids, C, held=held),
                            np.zeros(D), carry, stream_state(seed, tree, g, c), total, cols])
+    release_freed()  # the node rows' and slot matrices' transients
     orders: dict = {}  # token -> (pass, its block order): one draw a pass
     queues = [deque() for _ in range(coll.world_size)]
     for k, t in enumerate(tokens):
