@@ -99,11 +99,18 @@ def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, spread=False, **k
 
 @pytest.mark.parametrize("world,kw", [(1, {}), (2, {}), (3, dict(wave_tokens=5)),
                                       (2, dict(wave_tokens=3, per_round=1)), (20, {}),
-                                      (3, dict(wave_tokens=3, spread=True))])
+                                      (3, dict(wave_tokens=3, spread=True)),
+                                      # every node split: leaves of 3 labels are cut into
+                                      # parts of 2 and 1
+                                      (2, dict(wave_tokens=2, every_node=True)),
+                                      (3, dict(wave_tokens=2, spread=True, every_node=True))])
 def test_split_nodes_on_ranks_holding_row_blocks_give_the_replicated_forest(world, kw):
     xs, ys, d, L = topics(n=300, d=80, L=24)
     keys = np.random.default_rng(6).integers(-2**62, 2**62, 300)
     params = dict(max_leaf=3, split_nodes=True, split_rows=60)
+    kw = dict(kw)
+    if kw.pop("every_node", False):
+        params.update(split_rows=0, split_share=0.0)
     ref = train_forest(*xs, *ys, d, L, [0, 2], keys=keys, **params)
     forest, _, _, held = _levelwise(xs, ys, d, L, [0, 2], 2, 1, params, keys, world, **kw)
     for k in FOREST_KEYS:
@@ -124,6 +131,18 @@ def test_split_nodes_on_ranks_holding_row_blocks_give_the_replicated_forest(worl
         assert split
         assert pipeline.train_split_nodes(X, Y, row_blocks(keys, 300), split, p,
                                           LocalCollective(), keep=False) == []
+
+
+def test_wave_plan_bounds_a_wave_and_cuts_wide_nodes_into_parts():
+    nodes = [(0, g, None, [None] * k) for g, k in enumerate([2, 2, 5, 1, 0, 3])]
+    plan = pipeline.wave_plan(nodes, 4)
+    assert plan == [[(0, 0, 2), (1, 0, 2)], [(2, 0, 4)], [(2, 4, 5), (3, 0, 1), (4, 0, 0)],
+                    [(5, 0, 3)]]
+    for wave in plan:
+        assert sum(c1 - c0 for _, c0, c1 in wave) <= 4
+    # every slot of every node once, in node and slot order
+    assert [(i, c) for wave in plan for i, c0, c1 in wave for c in range(c0, c1)] == \
+        [(i, c) for i, n in enumerate(nodes) for c in range(len(n[3]))]
 
 
 @pytest.mark.parametrize("params", [

@@ -157,15 +157,28 @@ def feature_major(weights: list, cols: np.ndarray, threshold: float):
     """One node's classifiers (dense local weights, one per slot) as a feature-major sparse
     matrix: (features int32 ascending, entry indptr int64, slots int32, values float32),
     weights with |w| < threshold dropped."""
+    return feature_major_entries([kept_entries(weights, cols, threshold)])
+
+
+def kept_entries(weights: list, cols: np.ndarray, threshold: float, first_slot: int = 0):
+    """The weights of slots ``first_slot``, ``first_slot`` + 1, ... (dense local weights, one
+    per slot) with |w| >= ``threshold``, as (slot int32, feature int32, value float64)
+    entries: a node's classifiers trained in parts are kept part by part."""
     slots = [np.zeros(0, np.int32)]
     feats = [np.zeros(0, np.int32)]
     vals = [np.zeros(0)]
     for c, w in enumerate(weights):
         keep = np.flatnonzero(np.abs(w) >= threshold)
-        slots.append(np.full(len(keep), c, np.int32))
+        slots.append(np.full(len(keep), first_slot + c, np.int32))
         feats.append(cols[keep])
         vals.append(w[keep])
-    slot, feat, val = (np.concatenate(a) for a in (slots, feats, vals))
+    return tuple(np.concatenate(a) for a in (slots, feats, vals))
+
+
+def feature_major_entries(parts: list):
+    """:func:`feature_major` of a node from the :func:`kept_entries` of its slots (in any
+    grouping: the order (feature, slot) is total)."""
+    slot, feat, val = (np.concatenate([p[i] for p in parts]) for i in range(3))
     order = np.lexsort((slot, feat))
     feat, slot, val = feat[order], slot[order], val[order]
     uniq, counts = np.unique(feat, return_counts=True)

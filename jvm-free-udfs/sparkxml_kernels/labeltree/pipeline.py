@@ -24,8 +24,9 @@ and the node problems travel between the tasks:
   its rows use on every rank (one sum of 0/1 markers a wave of nodes), travel, and they are
   the node's classifier in ``nodes.node_problems``' numbering.
 
-Nodes are taken in waves of at most ``wave_tokens`` problems, so a task holds the solver
-state of one wave at a time: per node and row its row number (8 bytes), per problem and row
+Nodes are taken in waves of at most ``wave_tokens`` problems (:func:`wave_plan`; a node with
+more problems, a split leaf's labels, is cut into parts), so a task holds the solver state
+of at most ``wave_tokens`` problems at a time: per node and row its row number (8 bytes), per problem and row
 its label, ``alpha`` and ``index`` (20 bytes), and per problem the weights over all columns;
 the rows, their norms and the labels' structure (1 byte an entry) are the task's, shared by
 every problem. A node's rows, positives and features are read where they lie in the task's
@@ -55,7 +56,14 @@ from .blocked import (
     new_carry,
     pass_order,
 )
-from .nodes import feature_major, mark_columns, node_rows, row_norms2, slot_matrix
+from .nodes import (
+    feature_major_entries,
+    kept_entries,
+    mark_columns,
+    node_rows,
+    row_norms2,
+    slot_matrix,
+)
 
 
 class _Rows(NamedTuple):
@@ -105,11 +113,12 @@ def split_node_waves(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nod
                      stats: dict | None = None, keeper=None):
     """:func:`train_split_nodes` one wave at a time: yields (wave number, [(tree, node,
     feature-major classifiers)]) for each wave ``keeper(wave number)`` is true of (default:
-    every wave). Every rank ends a wave with every problem's weights, so any rank can keep
-    any wave: spreading the waves over the ranks spreads the trained classifiers' memory,
-    and a caller sending each wave on as it comes holds one wave's at a time. ``stats`` (a
-    dict) gets the waves, rounds, passes (summed over the problems) and seconds spent
-    visiting blocks and exchanging states, complete once the generator is exhausted."""
+    every wave); a node cut into parts comes with the wave of its last part. Every rank ends
+    a wave with every problem's weights, so any rank can keep any wave: spreading the waves
+    over the ranks spreads the trained classifiers' memory, and a caller sending each wave
+    on as it comes holds one wave's at a time. ``stats`` (a dict) gets the waves, rounds,
+    passes (summed over the problems) and seconds spent visiting blocks and exchanging
+    states, complete once the generator is exhausted."""
     stats = {} if stats is None else stats
     for key in ("waves", "rounds", "passes", "visit_seconds", "exchange_seconds"):
         stats[key] = 0
@@ -123,45 +132,70 @@ def split_node_waves(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nod
     qd = row_norms2(X)
     Yt = Y.T.tocsr()
     release_freed()  # the conversions' freed copies, before the waves' state lands on top
-    waves: list = [[]]
-    for node in nodes:
-        if waves[-1] and sum(len(n[3]) for n in waves[-1]) + len(node[3]) > wave_tokens:
-            waves.append([])
-        waves[-1].append(node)
-    for w, wave in enumerate(waves if nodes else []):
+    pending: dict = {}  # node index -> the kept entries of its slots trained so far
+    for w, wave in enumerate(wave_plan(nodes, wave_tokens)):
         keep = bool(keeper(w))
-        trained = _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll,
-                              per_round, stats, keep)
+        parts = _train_wave(X, qd, Y, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll,
+                            per_round, stats)
+        trained = []
+        for (i, _, c1), entries in zip(wave, parts):
+            pending.setdefault(i, []).append(entries)
+            if c1 == len(nodes[i][3]):  # the node's last slots: it is complete
+                done = pending.pop(i)
+                if keep:
+                    trained.append((nodes[i][0], nodes[i][1], feature_major_entries(done)))
         if keep:
             yield w, trained
 
 
-def _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_round, stats,
-                keep):
+def wave_plan(nodes: list, wave_tokens: int) -> list:
+    """The waves of ``nodes``' problems: per wave [(node index, first slot, end slot)], at
+    most ``wave_tokens`` problems (slots) a wave, in node and slot order. A node with more
+    slots than that (a split leaf's labels) is cut into parts of ``wave_tokens``: its
+    problems are independent, and a wave's solver state stays bounded."""
+    waves: list = []
+    size = wave_tokens
+    for i, node in enumerate(nodes):
+        k = len(node[3])
+        for c0 in range(0, max(k, 1), wave_tokens):  # a node without slots: an empty part
+            c1 = min(k, c0 + wave_tokens)
+            if size + c1 - c0 > wave_tokens:
+                waves.append([])
+                size = 0
+            waves[-1].append((i, c0, c1))
+            size += c1 - c0
+    return waves
+
+
+def _train_wave(X, qd, Y, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll, per_round,
+                stats):
+    """Solve one wave's problems (``wave``: :func:`wave_plan`'s parts); returns per part the
+    :func:`nodes.kept_entries` of its slots (every rank: all of them)."""
     D = X.shape[1]
     stats["waves"] += 1
-    # every node's features over all ranks, and its row count, in one sum
+    # every part's node features over all ranks, and its row count, in one sum
     marks = np.zeros((len(wave), D + 1))
-    wave_rows = [node_rows(Yt, under) for _, _, under, _ in wave]
+    wave_rows = [node_rows(Yt, nodes[i][2]) for i, _, _ in wave]
     for q, rows in enumerate(wave_rows):
         mark_columns(X, rows, marks[q])
         marks[q, D] = len(rows)
     marks = coll.allreduce_sum(marks)
-    # (wave node, slot, shard, u over X's columns, carry, base, total rows, node columns)
+    # (wave part, slot, shard, u over X's columns, carry, base, total rows, node columns)
     tokens = []
     node_cols = []
     held = held_blocks(coll.rank, coll.world_size)
-    for q, (tree, g, _, groups) in enumerate(wave):
+    for q, (i, c0, c1) in enumerate(wave):
+        tree, g, _, groups = nodes[i]
         cols = np.flatnonzero(marks[q, :D] > 0).astype(np.int32)
         total = int(marks[q, D])
-        rows, P, boff, ids = _node_shard(Y, wave_rows[q], blocks, groups)
+        rows, P, boff, ids = _node_shard(Y, wave_rows[q], blocks, groups[c0:c1])
         wave_rows[q] = rows
         node_cols.append(cols)
-        for c in range(len(groups)):
+        for c in range(c0, c1):
             carry = new_carry()
             if total == 0:
                 carry[DONE] = 1.0  # no rows: the weights stay zero
-            tokens.append([q, c, Shard(X, rows, P[:, c], qd, boff, ids, C, held=held),
+            tokens.append([q, c, Shard(X, rows, P[:, c - c0], qd, boff, ids, C, held=held),
                            np.zeros(D), carry, stream_state(seed, tree, g, c), total, cols])
     release_freed()  # the node rows' and slot matrices' transients
     orders: dict = {}  # token -> (pass, its block order): one draw a pass
@@ -194,14 +228,10 @@ def _train_wave(X, qd, Y, Yt, blocks, wave, C, tol, it, thr, seed, coll, per_rou
                 if carry[POS] < NUM_BLOCKS or not end_pass(carry, tokens[k][6], tol, it):
                     queues[_holder(k, carry, tokens[k][5], orders, coll.world_size)].append(k)
     stats["passes"] += int(sum(t[4][PASSES] for t in tokens))
-    out: list = []
-    if not keep:
-        return out
-    for q, (tree, g, _, groups) in enumerate(wave):
-        # the node's weights in its own column numbering, as nodes.train_node gives them
-        ws = [t[3][node_cols[q]] for t in tokens if t[0] == q]
-        out.append((tree, g, feature_major(ws, node_cols[q], thr)))
-    return out
+    # the parts' weights in their node's own column numbering, as nodes.train_node gives
+    # them, thresholded
+    return [kept_entries([t[3][node_cols[q]] for t in tokens if t[0] == q], node_cols[q], thr,
+                         c0) for q, (_, c0, _) in enumerate(wave)]
 
 
 def _holder(k: int, carry: np.ndarray, base: np.ndarray, orders: dict, world_size: int) -> int:
