@@ -26,12 +26,12 @@ and the node problems travel between the tasks:
 
 Nodes are taken in waves of at most ``wave_tokens`` problems (:func:`wave_plan`; a node with
 more problems, a split leaf's labels, is cut into parts), so a task holds the solver state
-of at most ``wave_tokens`` problems at a time: per node and row its row number (8 bytes), per problem and row
-its label, ``alpha`` and ``index`` (20 bytes), and per problem the weights over all columns;
-the rows, their norms and the labels' structure (1 byte an entry) are the task's, shared by
-every problem. A node's rows, positives and features are read where they lie in the task's
-matrices, never copied (at a root, a copy would be all of them). At 250,000 rows a task and
-16 problems a wave (8 nodes) that is about 110 MB.
+of at most ``wave_tokens`` problems at a time: per node and row its row number (8 bytes),
+per problem and row its label, ``alpha`` and ``index`` (20 bytes), and per problem the
+weights over all columns; the rows, their norms and the labels' structure (1 byte an
+entry) are the task's, shared by every problem. A node's rows, positives and features are
+read where they lie in the task's matrices, never copied (at a root, a copy would be all
+of them). At 250,000 rows a task and 16 problems a wave (8 nodes) that is about 110 MB.
 """
 from __future__ import annotations
 
