@@ -27,6 +27,11 @@ NOT_WARMED = {
     # and lossguide growth, which the gbt profiles do not use
     "sparkxml_kernels.gbt.binned._route_generic",
     "sparkxml_kernels.gbt.partition._route_binned",
+    # partitions of sparse binned rows by category sets, and their bin look-up (also used by
+    # _route_generic): the recorded categorical profile bins dense
+    "sparkxml_kernels.gbt.binned._partition_generic",
+    "sparkxml_kernels.gbt.binned._sparse_bin",
+    "sparkxml_kernels.gbt.binned._goes_left",
     # binning a scipy CSR matrix with bin_data (kernel-level API; Spark tasks bin sparse
     # vectors through gbt.binned)
     "sparkxml_kernels.binning._bin_csr",

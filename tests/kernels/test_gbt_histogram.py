@@ -107,3 +107,23 @@ def test_histogram_store_reuses_an_array_only_once_nothing_holds_it():
     store.pop(4)
     store.done(buf)
     assert all(store.level(1) is not buf for _ in range(2))
+
+
+def test_used_slot_copy_and_subtraction():
+    from sparkxml_kernels.gbt.histogram import copy_used, subtract_used
+    rng = np.random.default_rng(5)
+    nb = np.array([5, 1, 9, 0], np.int32)
+    S = n_hist_slots(nb)
+    parent, child = rng.normal(size=(2, nb.size, S, 2))
+    used = np.zeros((nb.size, S), bool)
+    for f, b in enumerate(nb):
+        used[f, :b] = True
+    used[:, -1] = True
+    out = np.full_like(parent, 7.0)
+    subtract_used(parent, child, out, nb)
+    np.testing.assert_array_equal(out[used], subtract(parent, child)[used])
+    assert (out[~used] == 7.0).all()  # the slots no split search reads are left alone
+    out2 = np.full_like(parent, 7.0)
+    copy_used(parent, out2, nb)
+    np.testing.assert_array_equal(out2[used], parent[used])
+    assert (out2[~used] == 7.0).all()

@@ -202,3 +202,59 @@ def test_categorical_matches_lightgbm():
                        min_data_per_group=1, verbose=-1, min_data_in_bin=1),
                   lgb.Dataset(X, y, categorical_feature=[0, 1, 2]), R)
     np.testing.assert_allclose(pred.predict_raw(X), m.predict(X), atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_partition_with_category_sets_matches_naive(dtype):
+    from sparkxml_kernels.gbt.partition import (
+        column_copy,
+        partition_nodes_sets,
+        partition_nodes_sets_naive,
+    )
+    rng = np.random.default_rng(4)
+    n, d = 2000, 3
+    top = 40 if dtype == np.uint8 else 3000  # the uint16 sets span many words
+    binned = rng.integers(0, top, (n, d)).astype(dtype)
+    binned[rng.random((n, d)) < 0.1] = np.iinfo(dtype).max  # missing
+    part = rng.permutation(n).astype(np.int32)
+    starts, ends = np.array([0, 700, 701, 1500]), np.array([700, 701, 1500, 2000])
+    feats = np.array([0, 1, 2, 1], np.int32)
+    bins = np.array([20, 5, 17, 0], np.int64)
+    dl = np.array([1, 0, 0, 1], np.uint8)
+    is_cat = np.array([1, 0, 1, 0], np.uint8)
+    sets = rng.integers(0, 2**32, (4, (top + 31) // 32), dtype=np.uint64).astype(np.uint32)
+    want_part, want_left = partition_nodes_sets_naive(binned, part, starts, ends, feats, bins,
+                                                      dl, is_cat, sets)
+    got = part.copy()
+    nl = partition_nodes_sets(column_copy(binned), got, np.empty(n, np.int32), starts, ends,
+                              feats, bins, dl, is_cat, sets)
+    np.testing.assert_array_equal(nl, want_left)
+    np.testing.assert_array_equal(got, want_part)
+    assert 0 < want_left[0] < 700 and 0 < want_left[2] < 799
+    # without sets the numeric nodes split as the uint8/uint16 column kernels do
+    got2 = part.copy()
+    nl2 = B.partition_nodes_any(binned, got2, np.empty(n, np.int32), starts, ends, feats, bins,
+                                dl, is_cat, sets, columns=column_copy(binned))
+    np.testing.assert_array_equal(got2, want_part)
+    np.testing.assert_array_equal(nl2, want_left)
+
+
+@pytest.mark.parametrize("missing", [True, False])
+def test_wide_dense_histograms_match_naive(missing):
+    rng = np.random.default_rng(8)
+    n, nb = 1500, np.array([4000, 3, 700, 1], np.int32)
+    binned = np.column_stack([rng.integers(0, b, n) for b in nb]).astype(np.uint16)
+    if missing:
+        binned[rng.random(binned.shape) < 0.05] = np.iinfo(np.uint16).max
+    g, h = rng.normal(size=n), rng.uniform(0.5, 1.5, n)
+    S = n_hist_slots(nb)
+    part = rng.permutation(n).astype(np.int32)
+    starts, ends = np.array([0, 500, 501]), np.array([500, 501, 1500])
+    for feats in (None, np.array([0, 2], np.int32)):
+        out = np.zeros((3, nb.size, S, 2))
+        B.build_histograms_any(binned, part, starts, ends, interleave(g, h), out, feats,
+                               has_missing=missing)
+        for j in range(3):
+            rows = np.sort(part[starts[j]:ends[j]])
+            want = B.build_histogram_any_naive(binned, rows, g, h, S, feats)
+            np.testing.assert_allclose(out[j], want, atol=1e-10)

@@ -1,9 +1,9 @@
 """Binned matrices beyond dense uint8: sparse (CSR) storage, uint16 (wide) bins and
 categorical features, with their histogram, partition and routing kernels.
 
-The dense uint8 matrix without categorical features keeps its own kernels (histogram.py,
-partition.py): every function here sends that case there as it is, and takes its own code
-paths only for the data that need them:
+Dense matrices, uint8 or uint16, keep the kernels of histogram.py and partition.py (the
+partitions read the grower's column copy, for category sets too): every function here sends
+them there, and takes its own code paths only for the data that need them:
 
 * **wide bins** -- a feature with more than 255 real bins (``maxBins`` up to 65536) is binned
   to uint16 with 65535 as the missing bin;
@@ -275,24 +275,6 @@ def to_sparse(binned, default_bin=None) -> SparseBinned:
 
 
 @njit(cache=True, nogil=True)
-def _hist_dense_generic(binned, partition, starts, ends, features, gh, out, missing):
-    d = binned.shape[1]
-    n_slots = out.shape[1] // d
-    miss = n_slots - 1
-    for j in range(starts.shape[0]):
-        h = out[j]
-        for i in range(starts[j], ends[j]):
-            r = partition[i]
-            v = gh[r]
-            for fi in range(features.shape[0]):
-                f = features[fi]
-                k = np.int64(binned[r, f])
-                if k == missing:
-                    k = miss
-                h[f * n_slots + k] += v
-
-
-@njit(cache=True, nogil=True)
 def _hist_sparse(indptr, indices, bins, default_bin, partition, starts, ends, features,
                  fmask, gh, out, missing):
     d = fmask.shape[0]
@@ -335,8 +317,8 @@ def _hist_sparse(indptr, indices, bins, default_bin, partition, starts, ends, fe
 def build_histograms_any(binned, partition, starts, ends, gradhess, hist_out, features=None,
                          n_threads=1, has_missing=True):
     """:func:`histogram.build_histograms` for any binned matrix (same arguments;
-    ``n_threads`` and ``has_missing`` are used by the dense uint8 kernels only)."""
-    if not needs_generic(binned):
+    ``n_threads`` and ``has_missing`` are used by the dense kernels only)."""
+    if not is_sparse(binned):
         return _hist.build_histograms(binned, partition, starts, ends, gradhess, hist_out,
                                       features, n_threads, has_missing)
     m = len(starts)
@@ -347,14 +329,10 @@ def build_histograms_any(binned, partition, starts, ends, gradhess, hist_out, fe
     gh = _hist._complex_view(gradhess, gradhess.shape[0]).reshape(-1)
     out = _hist._complex_view(hist_out, m)
     st, en = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
-    if is_sparse(binned):
-        fmask = np.zeros(d, np.uint8)
-        fmask[feats] = 1
-        _hist_sparse(binned.indptr, binned.indices, binned.bins, binned.default_bin,
-                     partition, st, en, feats, fmask, gh, out, binned.missing)
-    else:
-        _hist_dense_generic(binned, partition, st, en, feats, gh, out,
-                            missing_code(binned.dtype))
+    fmask = np.zeros(d, np.uint8)
+    fmask[feats] = 1
+    _hist_sparse(binned.indptr, binned.indices, binned.bins, binned.default_bin,
+                 partition, st, en, feats, fmask, gh, out, binned.missing)
 
 
 def build_histogram_any_naive(binned, rows, grad, hess, n_slots, features=None):
@@ -439,16 +417,20 @@ def partition_nodes_any(binned, partition, scratch, starts, ends, features, bins
 
     is_cat : uint8 (m,), optional  1 where node j splits on a category set
     sets : uint32 (m, W), optional  node j's left bins (bitset; see the module docstring)
-    n_threads : int  used by the dense uint8 kernel without category sets only
-    columns : the dense uint8 matrix's ``partition.column_copy``, optional (same use)
+    n_threads : int  used by the dense kernels without category sets only
+    columns : the dense matrix's ``partition.column_copy``, optional: the column kernels
+        read it (the same partitions)
     """
-    if is_cat is None or not np.any(is_cat):
-        if not needs_generic(binned):
-            return _part.partition_nodes(binned, partition, scratch, starts, ends, features,
-                                         bins, default_left, n_threads, columns)
+    no_sets = is_cat is None or not np.any(is_cat)
+    if no_sets and (columns is not None or not needs_generic(binned)):
+        return _part.partition_nodes(binned, partition, scratch, starts, ends, features,
+                                     bins, default_left, n_threads, columns)
     m = len(starts)
     is_cat = np.zeros(m, np.uint8) if is_cat is None else np.asarray(is_cat, np.uint8)
     sets = _EMPTY_SETS if sets is None else np.ascontiguousarray(sets, np.uint32)
+    if columns is not None:
+        return _part.partition_nodes_sets(columns, partition, scratch, starts, ends, features,
+                                          bins, default_left, is_cat, sets)
     n_left = np.empty(m, np.int64)
     _partition_generic(*_parts(binned), partition, scratch, np.asarray(starts, np.int64),
                        np.asarray(ends, np.int64), np.asarray(features, np.int32),

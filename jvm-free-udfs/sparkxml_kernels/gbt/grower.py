@@ -34,9 +34,10 @@ filled in the first round only). Records are applied in order; children get the 
 node ids (left first). With categorical features every record carries ``1 + W`` more values:
 ``is_cat`` and the ``W`` uint32 words of the left bin set (categorical.py), as exact floats.
 
-Binned data may be dense uint8 (histogram.py/partition.py kernels), dense uint16 or sparse
-(binned.py kernels); categorical features (``TreeParams.categorical``) take the binned.py
-partition/routing kernels and categorical.py's split search beside the numerical one.
+Dense binned data, uint8 or uint16, take the histogram.py/partition.py kernels (the partition
+reads a column-major copy, also for category-set splits); sparse binned data take the binned.py
+kernels. Categorical features (``TreeParams.categorical``) add categorical.py's split search
+beside the numerical one.
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ from ..threads import worth_threads
 from .binned import (
     as_binned,
     build_histograms_any,
-    needs_generic,
+    is_sparse,
     partition_nodes_any,
     route_binned_any,
 )
@@ -63,7 +64,14 @@ from .categorical import (
     find_categorical_splits,
     n_set_words,
 )
-from .histogram import HistogramStore, has_missing_bins, interleave, n_hist_slots
+from .histogram import (
+    HistogramStore,
+    copy_used,
+    has_missing_bins,
+    interleave,
+    n_hist_slots,
+    subtract_used,
+)
 from .node_features import NodeFeatures, search_nodes
 from .partition import column_copy
 from .splitting import (
@@ -267,9 +275,9 @@ class TreeGrower:
             self._W = n_set_words(self.n_slots)
             self._rec = REC + 1 + self._W
         n = self.binned.shape[0]
-        # dense uint8: a column-major copy for the partition kernels (partition.py; n x d
-        # more bytes, and splitting takes a third of the time)
-        self._columns = None if needs_generic(self.binned) else column_copy(self.binned)
+        # dense bins: a column-major copy for the partition kernels (partition.py; n x d
+        # more bins, and splitting takes a third of the time)
+        self._columns = None if is_sparse(self.binned) else column_copy(self.binned)
         # dense data without NaN: the histogram kernels skip the missing-bin check (~10%)
         self._has_missing = True if self._columns is None else has_missing_bins(self.binned)
         self._partition = np.empty(n, INDEX)
@@ -387,9 +395,9 @@ class TreeGrower:
         for i, c in enumerate(cands):
             j, par = source[c]
             if par < 0:
-                level[i] = hists[j]
+                copy_used(hists[j], level[i], self.n_bins)
             else:
-                np.subtract(st.store[par], hists[j], out=level[i])
+                subtract_used(st.store[par], hists[j], level[i], self.n_bins)
         for _, _, p in st.pending:
             st.store.pop(p)
         recs = []

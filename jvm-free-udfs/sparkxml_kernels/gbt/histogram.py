@@ -17,9 +17,15 @@ an odd number (:func:`n_hist_slots`), for two reasons:
 Several nodes built in one call are ``(m, d, n_slots, 2)``, C order, so concatenating nodes
 for one collective reduce is a reshape.
 
-Binned data are row-major uint8 (n, d): a row's features are one contiguous read, and the
-rows of a node are visited in ascending order (the grower's partition is stable), so the
-gradients, kept interleaved as (n, 2) [grad, hess], are read as a forward sweep too.
+Binned data are row-major uint8 or uint16 (n, d), the missing bin the dtype's largest value
+(255 or 65535): a row's features are one contiguous read, and the rows of a node are visited
+in ascending order (the grower's partition is stable), so the gradients, kept interleaved as
+(n, 2) [grad, hess], are read as a forward sweep too.
+
+A split search reads each feature's real bins and its missing slot only, so completing a
+node's histogram (a copy, or the sibling's subtraction) touches those slots alone
+(:func:`copy_used`, :func:`subtract_used`): with one feature of 5,000 categories beside
+narrow ones, most slots lie between a feature's bins and its missing slot.
 """
 from __future__ import annotations
 
@@ -306,7 +312,7 @@ def build_histograms(binned, partition, starts, ends, gradhess, hist_out, featur
 
     Parameters
     ----------
-    binned : uint8 (n, d), C order
+    binned : uint8 or uint16 (n, d), C order
     partition : int32 (k,)
         Row indices; node j owns ``partition[starts[j]:ends[j]]`` (ascending is fastest).
     starts, ends : int64 (m,)
@@ -321,7 +327,7 @@ def build_histograms(binned, partition, starts, ends, gradhess, hist_out, featur
         nodes, and runs of features of the big ones, over the threads
         (:func:`plan_histogram_tasks`). The sums are identical whatever ``n_threads``.
     has_missing : bool
-        False promises that ``binned`` holds no missing bin (255): the kernels then skip
+        False promises that ``binned`` holds no missing bin (255 or 65535): the kernels skip
         mapping it to the last slot (:func:`has_missing_bins` tells).
     """
     m = len(starts)
@@ -335,13 +341,26 @@ def build_histograms(binned, partition, starts, ends, gradhess, hist_out, featur
     if n_threads > 1 and m and worth_threads(args[3] - args[2]):
         plan = plan_histogram_tasks(args[3] - args[2], args[4].size, n_threads)
         _build_histograms_parallel(*args, *plan, _missing_of(binned), bool(has_missing))
-    else:
+    elif binned.dtype == BIN:
         _build_histograms(*args, bool(has_missing))
+    else:  # uint16 bins: the block kernel takes the missing code as an argument
+        _build_histograms_blocks(*args, _missing_of(binned), bool(has_missing))
+
+
+@njit(cache=True, nogil=True)
+def _build_histograms_blocks(binned, partition, starts, ends, features, gh, out, miss_code,
+                             has_missing):
+    # the serial kernel for bins of any width: each node is one block of all its features
+    for j in range(starts.shape[0]):
+        _accumulate_block(binned, partition, starts[j], ends[j], features, 0,
+                          features.shape[0], gh, out[j], miss_code, has_missing)
 
 
 def has_missing_bins(binned) -> bool:
-    """Whether the dense uint8 ``binned`` holds the missing bin 255 anywhere."""
-    return bool(_any_equal(np.asarray(binned).reshape(-1), np.uint8(255)))
+    """Whether the dense ``binned`` (uint8 or uint16) holds its missing bin (the dtype's
+    largest value) anywhere."""
+    a = np.ascontiguousarray(binned).reshape(-1)
+    return bool(_any_equal(a, a.dtype.type(_missing_of(a))))
 
 
 @njit(cache=True, nogil=True)
@@ -380,6 +399,45 @@ def build_histogram(binned, rows, grad, hess, hist_out, features=None):
 def subtract(parent, child, out=None):
     """Sibling histogram = parent - child (elementwise; any matching shapes)."""
     return np.subtract(parent, child, out=out)
+
+
+def copy_used(src, out, n_bins) -> None:
+    """``out[f, b] = src[f, b]`` for the slots a split search reads: each feature's real
+    bins ``b < n_bins[f]`` and its missing slot (the last one).
+
+    src, out : float64 (d, n_slots, 2), C order; n_bins : int32 (d,).
+    The slots between a feature's real bins and its missing slot are left as they were:
+    with one wide feature (5,000 categories) beside narrow ones, most of a histogram is such
+    slots, and copying or subtracting them cost more than building the histogram.
+    """
+    _combine_used(src, src, out, n_bins, False)
+
+
+def subtract_used(parent, child, out, n_bins) -> None:
+    """``out = parent - child`` on the slots :func:`copy_used` copies (the same arrays and
+    shapes); the others are left as they were. Each slot is the same float subtraction as
+    :func:`subtract`'s."""
+    _combine_used(parent, child, out, n_bins, True)
+
+
+@njit(cache=True, nogil=True)
+def _combine_used(a, b, out, n_bins, sub):
+    d, n_slots, _ = a.shape
+    miss = n_slots - 1
+    for f in range(d):
+        for t in range(n_bins[f]):
+            if sub:
+                out[f, t, 0] = a[f, t, 0] - b[f, t, 0]
+                out[f, t, 1] = a[f, t, 1] - b[f, t, 1]
+            else:
+                out[f, t, 0] = a[f, t, 0]
+                out[f, t, 1] = a[f, t, 1]
+        if sub:
+            out[f, miss, 0] = a[f, miss, 0] - b[f, miss, 0]
+            out[f, miss, 1] = a[f, miss, 1] - b[f, miss, 1]
+        else:
+            out[f, miss, 0] = a[f, miss, 0]
+            out[f, miss, 1] = a[f, miss, 1]
 
 
 def build_histogram_naive(binned, rows, grad, hess, n_slots, features=None):
