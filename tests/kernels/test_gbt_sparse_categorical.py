@@ -258,3 +258,31 @@ def test_wide_dense_histograms_match_naive(missing):
             rows = np.sort(part[starts[j]:ends[j]])
             want = B.build_histogram_any_naive(binned, rows, g, h, S, feats)
             np.testing.assert_allclose(out[j], want, atol=1e-10)
+
+
+def test_raw_category_sets_match_naive():
+    from sparkxml_kernels.gbt.categorical import raw_category_sets, raw_category_sets_naive
+    rng = np.random.default_rng(2)
+    n = 4000
+    # sparse category values (up to 5,000): the value bitsets span many words
+    values = [rng.choice(5000, 60, replace=False), rng.choice(40, 12, replace=False)]
+    X = np.column_stack([rng.choice(values[0], n), rng.choice(values[1], n),
+                         rng.normal(size=n)]).astype(float)
+    eff = {v: e for v, e in zip(values[0], rng.normal(size=60) * 2)}
+    y = np.array([eff[v] for v in X[:, 0]]) + 0.5 * X[:, 2] + rng.normal(size=n) * 0.3
+    cats = [np.unique(X[:, 0]), np.unique(X[:, 1]), None]
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    Xb = B.bin_matrix(X, edges, categories=cats)
+    p = G.TreeParams(max_depth=4, categorical=(0, 1), cat=CatParams(cat_smooth=1.0))
+    trees = []
+    for k in range(4):
+        t, _ = G.grow_tree(Xb, -(y - 0.1 * k), np.ones(n), edges, p)
+        trees.append(t)
+    ptr, words = raw_category_sets(trees, cats)
+    want_ptr, want_words = raw_category_sets_naive(trees, cats)
+    assert sum(int(t.is_cat.sum()) for t in trees) >= 4
+    assert np.diff(ptr).max() > 10  # values in the thousands
+    np.testing.assert_array_equal(ptr, want_ptr)
+    np.testing.assert_array_equal(words, want_words)
+    numeric, _ = G.grow_tree(Xb, -y, np.ones(n), edges, G.TreeParams(max_depth=2))
+    assert raw_category_sets([numeric], None) == (None, None)

@@ -280,11 +280,76 @@ def check_categories(values, name: str) -> np.ndarray:
 
 def raw_category_sets(trees, categories):
     """(cat_ptr, cat_words) of grower trees with categorical splits (bins -> values), or
-    (None, None) when no tree has one."""
+    (None, None) when no tree has one.
+
+    Node i of the trees taken in order (tree by tree) owns ``cat_words[cat_ptr[i]:cat_ptr[i
+    + 1]]``: the :func:`value_bitset` of the category values its set sends left (no words
+    for a node without a category set)."""
     if not any(getattr(t, "is_cat", None) is not None and t.is_cat.any() for t in trees):
         return None, None
     if categories is None:
         raise ValueError("trees with categorical splits need the features' categories")
+    is_cat = np.concatenate([np.zeros(t.n_nodes, np.uint8) if getattr(t, "is_cat", None) is None
+                             else np.asarray(t.is_cat, np.uint8) for t in trees])
+    W = max(t.cat_sets.shape[1] for t in trees if getattr(t, "is_cat", None) is not None)
+    sets = np.zeros((is_cat.size, W), np.uint32)
+    feature = np.concatenate([np.asarray(t.feature, np.int64) for t in trees])
+    at = 0
+    for t in trees:
+        if getattr(t, "is_cat", None) is not None:
+            sets[at:at + t.n_nodes, :t.cat_sets.shape[1]] = t.cat_sets
+        at += t.n_nodes
+    vals = [np.zeros(0, FLOAT) if c is None else np.asarray(c, FLOAT) for c in categories]
+    off = np.zeros(len(vals) + 1, np.int64)
+    np.cumsum([v.size for v in vals], out=off[1:])
+    flat = np.concatenate(vals) if vals else np.zeros(0, FLOAT)
+    if (flat < 0).any():
+        raise ValueError("category values must be >= 0")
+    counts = np.zeros(is_cat.size, np.int64)
+    _set_word_counts(is_cat, feature, sets, flat, off, counts)
+    ptr = np.zeros(is_cat.size + 1, INDPTR)
+    np.cumsum(counts, out=ptr[1:])
+    words = np.zeros(int(ptr[-1]), np.uint32)
+    _fill_value_sets(is_cat, feature, sets, flat, off, ptr, words)
+    return ptr, words
+
+
+@njit(cache=True, nogil=True)
+def _set_word_counts(is_cat, feature, sets, flat, off, counts):
+    # words of each category node's value bitset: its largest left value // 32 + 1
+    for i in range(is_cat.shape[0]):
+        if is_cat[i] == 0:
+            continue
+        base = off[feature[i]]
+        top = -1
+        for w in range(sets.shape[1]):
+            word = np.int64(sets[i, w])
+            for k in range(32):
+                if (word >> k) & 1:
+                    top = max(top, np.int64(flat[base + w * 32 + k]))
+        counts[i] = top // 32 + 1 if top >= 0 else 1
+
+
+@njit(cache=True, nogil=True)
+def _fill_value_sets(is_cat, feature, sets, flat, off, ptr, words):
+    # bit v % 32 of word v // 32 of a node's value bitset, for each value v it sends left
+    for i in range(is_cat.shape[0]):
+        if is_cat[i] == 0:
+            continue
+        base = off[feature[i]]
+        for w in range(sets.shape[1]):
+            word = np.int64(sets[i, w])
+            for k in range(32):
+                if (word >> k) & 1:
+                    v = np.int64(flat[base + w * 32 + k])
+                    words[ptr[i] + v // 32] |= np.uint32(1) << np.uint32(v % 32)
+
+
+def raw_category_sets_naive(trees, categories):
+    """Slow twin of :func:`raw_category_sets`: node by node, through :func:`bins_of_set` and
+    :func:`value_bitset`."""
+    if not any(getattr(t, "is_cat", None) is not None and t.is_cat.any() for t in trees):
+        return None, None
     counts, words = [], []
     for t in trees:
         is_cat = getattr(t, "is_cat", None)

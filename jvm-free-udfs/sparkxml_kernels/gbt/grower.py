@@ -260,6 +260,12 @@ class TreeGrower:
             takes = False
         self._consume = {"consume": True} if takes else {}
         self.n_slots = n_hist_slots(self.n_bins)
+        # mostly unused slots (narrow features beside a wide one): the candidates' histograms
+        # are completed on the used slots only (histogram.subtract_used); otherwise whole, as
+        # numpy's vectorised subtraction is faster there (6 us against 11 us a node of
+        # 50 x 257 slots)
+        self._gaps = 2 * (int(self.n_bins.sum()) + self.n_bins.size) < \
+            self.n_bins.size * self.n_slots
         self.n_threads = int(n_threads)
         d = self.n_bins.size
         self._store = HistogramStore((d, self.n_slots, 2))
@@ -394,7 +400,12 @@ class TreeGrower:
             if self.params.grow_policy == "depthwise" else st.store.level(len(cands))
         for i, c in enumerate(cands):
             j, par = source[c]
-            if par < 0:
+            if not self._gaps:
+                if par < 0:
+                    level[i] = hists[j]
+                else:
+                    np.subtract(st.store[par], hists[j], out=level[i])
+            elif par < 0:
                 copy_used(hists[j], level[i], self.n_bins)
             else:
                 subtract_used(st.store[par], hists[j], level[i], self.n_bins)

@@ -29,6 +29,8 @@ narrow ones, most slots lie between a feature's bins and its missing slot.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import prange
 
@@ -303,7 +305,7 @@ def _complex_view(a, rows):
     """(rows, ..., 2) float64, C order -> (rows, prod(...)) complex128 view (no copy)."""
     if not (a.flags.c_contiguous and a.dtype == FLOAT and a.shape[-1] == 2):
         raise ValueError("expected a C-contiguous float64 array whose last axis has size 2")
-    return a.view(np.complex128).reshape(rows, int(np.prod(a.shape[1:-1], dtype=np.int64)))
+    return a.view(np.complex128).reshape(rows, math.prod(a.shape[1:-1]))
 
 
 def build_histograms(binned, partition, starts, ends, gradhess, hist_out, features=None,
