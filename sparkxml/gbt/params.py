@@ -373,8 +373,9 @@ class HasMaxCatToOnehot(Params):
 
 class HasCatSmooth(Params):
     """Mixin for param catSmooth: added to a category's hessian sum when categories are sorted by
-    gradient / hessian; categories with a smaller hessian sum are left out of the search
-    (LightGBM's cat_smooth, which counts rows; >= 0).
+    gradient / hessian; categories with fewer rows are left out of the search, a category's
+    rows estimated as LightGBM does from its hessian share of the node (LightGBM's cat_smooth;
+    >= 0).
     """
 
     catSmooth: "Param[float]" = param("catSmooth", __doc__, TypeConverters.toFloat, ge(0.0))

@@ -286,3 +286,79 @@ def test_raw_category_sets_match_naive():
     np.testing.assert_array_equal(words, want_words)
     numeric, _ = G.grow_tree(Xb, -y, np.ones(n), edges, G.TreeParams(max_depth=2))
     assert raw_category_sets([numeric], None) == (None, None)
+
+
+def _logistic_cat_problem(n=4000, seed=6):
+    # a binary label: hessians p (1 - p) far below 1, so a category's hessian sum is well
+    # below its row count and the cat_smooth filter depends on counting rows
+    rng = np.random.default_rng(seed)
+    # 150 categories of about 27 rows: below the root, their rows cross cat_smooth (12)
+    X = np.column_stack([rng.integers(0, 150, n), rng.integers(0, 8, n),
+                         rng.normal(size=n)]).astype(float)
+    eff = rng.normal(size=150)
+    p = 1 / (1 + np.exp(-(eff[X[:, 0].astype(int)] + 0.5 * X[:, 2])))
+    y = (rng.random(n) < p).astype(float)
+    cats = [np.unique(X[:, 0]), np.unique(X[:, 1]), None]
+    edges = binning.edges_from_sketch(binning.sketch(X, None, 256), 256)
+    q = np.full(n, y.mean())
+    return B.bin_matrix(X, edges, categories=cats), edges, q - y, q * (1 - q)
+
+
+@pytest.mark.parametrize("policy", ["depthwise", "lossguide"])
+def test_category_rows_filter_matches_naive_and_two_workers(policy):
+    import threading
+
+    from sparkxml_kernels.collective import InProcessGroup
+    Xb, edges, g, h = _logistic_cat_problem()
+    p = G.TreeParams(policy, max_depth=4, max_leaves=12, categorical=(0, 1),
+                     cat=CatParams(cat_smooth=12.0, max_cat_to_onehot=4))
+    t, leaf = G.grow_tree(Xb, g, h, edges, p)
+    tn, ln = G.grow_tree_naive(Xb, g, h, edges, p)
+    assert t.is_cat.sum() >= 2
+    np.testing.assert_array_equal(t.feature, tn.feature)
+    np.testing.assert_array_equal(t.cat_sets, tn.cat_sets)
+    np.testing.assert_array_equal(leaf, ln)
+    # two workers: the nodes' rows are summed over both, or the filter would halve them
+    n_bins = np.array([len(e) + 1 for e in edges], np.int32)
+    parts = [np.arange(0, len(g), 2), np.arange(1, len(g), 2)]
+    group = InProcessGroup(2, timeout=120)
+    out, errors = [None, None], []
+
+    def work(rank):
+        try:
+            rows = parts[rank]
+            grower = G.TreeGrower(Xb[rows], n_bins, edges, p, group.collective(rank))
+            out[rank] = grower.grow(g[rows], h[rows])
+        except Exception as e:  # pragma: no cover - surfaced below
+            errors.append(e)
+            group.abort()
+
+    threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for rank in range(2):
+        tree, lf = out[rank]
+        np.testing.assert_array_equal(tree.cat_sets, t.cat_sets)
+        np.testing.assert_array_equal(tree.feature, t.feature)
+        np.testing.assert_array_equal(lf, leaf[parts[rank]])
+
+
+def test_category_rows_change_the_search_under_small_hessians():
+    # a node of 400 rows in 4 categories of 100 rows, hessian 0.05 a row: each category
+    # holds 5.0 of hessian but 100 rows; cat_smooth 10 keeps them all by rows, none by hessian
+    hists = np.zeros((1, 1, 5, 2))
+    hists[0, 0, :4, 0] = [-4.0, -1.0, 1.0, 4.0]
+    hists[0, 0, :4, 1] = 5.0
+    sums = np.array([[0.0, 20.0]])
+    args = (sums, np.array([4], np.int32), np.array([1], np.uint8), SplitParams(),
+            CatParams(cat_smooth=10.0, max_cat_to_onehot=2))
+    by_hess = find_categorical_splits(hists, *args)
+    by_rows = find_categorical_splits(hists, *args, counts=np.array([400.0]))
+    assert by_hess.feature[0] == -1
+    assert by_rows.feature[0] == 0
+    naive = find_categorical_splits_naive(hists, *args, counts=np.array([400.0]))
+    np.testing.assert_array_equal(naive.sets, by_rows.sets)
+    assert naive.feature[0] == 0

@@ -6,13 +6,15 @@ see binned.py for how categories become bins):
 
 * ``k <= max_cat_to_onehot``: one-vs-rest -- each category alone on the left, the rest (and
   missing values) on the right; gain as for numerical splits;
-* otherwise the categories whose hessian sum is at least ``cat_smooth`` (LightGBM counts rows
-  there; here hessian, i.e. rows for squared error) are sorted by ``G_c / (H_c + cat_smooth)``
+* otherwise the categories with at least ``cat_smooth`` rows are sorted by
+  ``G_c / (H_c + cat_smooth)``
   (a stable sort: ties keep the bin order) and scanned as prefixes from both ends, at most
   ``min(max_cat_threshold, (used + 1) // 2)`` categories on the left; the children's scores
   use ``lambda + cat_l2``, the parent's plain ``lambda`` (LightGBM's ``GetSplitGains`` with
   ``l2 += cat_l2`` against its ``min_gain_shift``). A prefix stops growing once the right side
-  falls below ``min_child_weight``.
+  falls below ``min_child_weight``. A category's rows are estimated as LightGBM estimates
+  them, ``round(H_c * n / H)`` for a node of ``n`` rows (the histograms hold no counts); for
+  squared error without weights that is the count itself.
 
 The missing bin (NaN, and categories the sketch never saw) always goes right, like LightGBM's
 unseen categories. Leaf values below a categorical split use plain ``lambda`` (LightGBM uses
@@ -60,10 +62,18 @@ def n_set_words(n_slots: int) -> int:
     return (int(n_slots) + 31) // 32
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _enough_rows(h, factor, smooth):
+    # LightGBM's filter RoundInt(hess * cnt_factor) >= cat_smooth, RoundInt(x) = int(x + 0.5)
+    if factor < 0.0:
+        return h >= smooth
+    return np.floor(h * factor + 0.5) >= smooth
+
+
 @njit(cache=True, nogil=True)
 def _find_cat_splits(hists, sums, n_bins, cat_mask, lam, alpha, gamma, mcw, empty, onehot_max,
-                     smooth, cat_l2, max_thr, out_feature, out_gain, out_left, out_right,
-                     out_sets):
+                     smooth, cat_l2, max_thr, counts, out_feature, out_gain, out_left,
+                     out_right, out_sets):
     m, d, n_slots, _ = hists.shape
     keys = np.empty(n_slots)
     order = np.empty(n_slots, np.int64)
@@ -73,6 +83,9 @@ def _find_cat_splits(hists, sums, n_bins, cat_mask, lam, alpha, gamma, mcw, empt
     for j in range(m):
         G = sums[j, 0]
         H = sums[j, 1]
+        # rows of a category, estimated as LightGBM does: its hessian times the node's rows
+        # per unit of hessian (counts[j] < 0: no row counts, the hessian itself)
+        factor = counts[j] / H if counts[j] >= 0.0 and H > 0.0 else -1.0
         parent = _score(G, H, lam, alpha, mcw)
         tie = TIE_RTOL * abs(parent)
         best = -np.inf
@@ -98,7 +111,7 @@ def _find_cat_splits(hists, sums, n_bins, cat_mask, lam, alpha, gamma, mcw, empt
                 continue
             used = 0
             for t in range(nb):
-                if hf[t, 1] > empty and hf[t, 1] >= smooth:
+                if hf[t, 1] > empty and _enough_rows(hf[t, 1], factor, smooth):
                     order[used] = t
                     keys[used] = hf[t, 0] / (hf[t, 1] + smooth)
                     used += 1
@@ -160,7 +173,7 @@ class CatSplitResult:
 
 
 def find_categorical_splits(hists, sums, n_bins, cat_mask, params, cat: CatParams,
-                            empty_hess: float = 0.0) -> CatSplitResult:
+                            empty_hess: float = 0.0, counts=None) -> CatSplitResult:
     """Best categorical split of each of ``m`` nodes over the features in ``cat_mask``.
 
     Parameters
@@ -172,9 +185,14 @@ def find_categorical_splits(hists, sums, n_bins, cat_mask, params, cat: CatParam
     cat : CatParams
     empty_hess : float
         Categories with hessian sum <= this are ignored.
+    counts : float64 (m,), optional
+        Rows of each node over all workers. A category joins the many-vs-many search when
+        its estimated rows, ``round(H_c * counts[j] / H)``, reach ``cat_smooth``
+        (LightGBM's estimate); without counts, when its hessian sum ``H_c`` does.
     """
     hists = np.ascontiguousarray(hists, FLOAT)
     m, _, n_slots, _ = hists.shape
+    counts = np.full(m, -1.0) if counts is None else np.ascontiguousarray(counts, FLOAT)
     res = CatSplitResult(np.empty(m, NODE), np.empty(m, FLOAT), np.empty((m, 2), FLOAT),
                          np.empty((m, 2), FLOAT), np.zeros((m, n_set_words(n_slots)), np.uint32))
     _find_cat_splits(hists, np.ascontiguousarray(sums, FLOAT), np.asarray(n_bins, np.int32),
@@ -182,13 +200,13 @@ def find_categorical_splits(hists, sums, n_bins, cat_mask, params, cat: CatParam
                      float(params.reg_alpha), float(params.min_split_loss),
                      float(params.min_child_weight), float(empty_hess),
                      int(cat.max_cat_to_onehot), float(cat.cat_smooth), float(cat.cat_l2),
-                     int(cat.max_cat_threshold), res.feature, res.gain, res.left_sums,
-                     res.right_sums, res.sets)
+                     int(cat.max_cat_threshold), counts, res.feature, res.gain,
+                     res.left_sums, res.right_sums, res.sets)
     return res
 
 
 def find_categorical_splits_naive(hists, sums, n_bins, cat_mask, params, cat: CatParams,
-                                  empty_hess: float = 0.0) -> CatSplitResult:
+                                  empty_hess: float = 0.0, counts=None) -> CatSplitResult:
     """Slow twin of :func:`find_categorical_splits`: candidate sets enumerated as Python
     lists, children's sums recomputed from scratch."""
     lam, alpha, mcw = params.reg_lambda, params.reg_alpha, params.min_child_weight
@@ -206,6 +224,12 @@ def find_categorical_splits_naive(hists, sums, n_bins, cat_mask, params, cat: Ca
         G, H = sums[j]
         parent = score(G, H, lam)
         best = None
+        if counts is None:
+            def enough(h):
+                return h >= cat.cat_smooth
+        else:
+            def enough(h, rows=counts[j] / H if H > 0 else 0.0):
+                return int(h * rows + 0.5) >= cat.cat_smooth
         for f in range(d):
             if not cat_mask[f]:
                 continue
@@ -215,8 +239,7 @@ def find_categorical_splits_naive(hists, sums, n_bins, cat_mask, params, cat: Ca
             if nb <= cat.max_cat_to_onehot:
                 cands = [([t], lam) for t in range(nb) if hf[t, 1] > empty_hess]
             else:
-                used = [t for t in range(nb) if hf[t, 1] > empty_hess
-                        and hf[t, 1] >= cat.cat_smooth]
+                used = [t for t in range(nb) if hf[t, 1] > empty_hess and enough(hf[t, 1])]
                 if len(used) >= 2:
                     srt = sorted(used, key=lambda t: hf[t, 0] / (hf[t, 1] + cat.cat_smooth))
                     k = min(cat.max_cat_threshold, (len(used) + 1) // 2, len(used))

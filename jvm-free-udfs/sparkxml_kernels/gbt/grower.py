@@ -202,6 +202,7 @@ class _State:
         self.n_leaves = 1
         self.round = 0
         self.store = store                  # node -> global histogram (rank 0)
+        self.rows = {}                      # node -> rows over all ranks (rank 0, categorical)
         self.heap = []                      # lossguide candidates (rank 0)
 
     def add_node(self, depth, start, end, G, H, bounds=_UNBOUNDED, value_bounds=_UNBOUNDED):
@@ -343,21 +344,38 @@ class TreeGrower:
             return self._decide(st, summed, mask, hist_features)
 
         while st.pending:
-            local = self._buffer("local", len(st.pending))
-            local.fill(0.0)
+            local, payload = self._local(st)
             build_histograms_any(binned, self._partition,
                                  [st.start[b] for b, _, _ in st.pending],
                                  [st.end[b] for b, _, _ in st.pending],
                                  gradhess, local, hist_features, self.n_threads,
                                  self._has_missing)
-            # (local is this round's own array: a collective that can may sum into it)
-            dec = self.collective.reduce_and_decide(local.reshape(-1), decide,
-                                                    **self._consume)
+            # (payload is this round's own array: a collective that can may sum into it)
+            dec = self.collective.reduce_and_decide(payload, decide, **self._consume)
             self._apply(st, np.asarray(dec, FLOAT))
             st.round += 1
         st.store.clear()
         st.heap.clear()
         return self._finish(st, k, rows)
+
+    def _local(self, st):
+        """This round's local histograms, zeroed, (m, d, n_slots, 2), and the flat array the
+        collective sums: the histograms, followed, with categorical features, by each
+        node's local row count (categorical.py estimates a category's rows from them)."""
+        m = len(st.pending)
+        if self._cat_mask is None:
+            local = self._buffer("local", m)
+            local.fill(0.0)
+            return local, local.reshape(-1)
+        d = self.binned.shape[1]
+        nh = m * d * self.n_slots * 2
+        buf = self._bufs.get("local")
+        if buf is None or buf.size < nh + m:
+            buf = self._bufs["local"] = np.empty(nh + m, FLOAT)
+        payload = buf[:nh + m]
+        payload[:nh] = 0.0
+        payload[nh:] = [st.end[b] - st.start[b] for b, _, _ in st.pending]
+        return payload[:nh].reshape(m, d, self.n_slots, 2), payload
 
     def _buffer(self, name, m):
         """The first ``m`` histograms of the kept array ``name`` (grown when too small)."""
@@ -383,7 +401,15 @@ class TreeGrower:
     def _decide(self, st, summed, mask, hist_features):
         """Rank 0: complete the histograms of this round, choose splits, encode them."""
         d, S = self.binned.shape[1], self.n_slots
-        hists = np.asarray(summed, FLOAT).reshape(len(st.pending), d, S, 2)
+        m = len(st.pending)
+        summed = np.asarray(summed, FLOAT)
+        hists = summed[:m * d * S * 2].reshape(m, d, S, 2)
+        if self._cat_mask is not None:  # rows of the nodes built, then of their siblings
+            rows = summed[m * d * S * 2:]
+            for j, (b, s, p) in enumerate(st.pending):
+                st.rows[b] = rows[j]
+                if s >= 0:
+                    st.rows[s] = st.rows[p] - rows[j]
         header = np.zeros(HEADER, FLOAT)
         source = {}  # candidate node -> (j, parent): hists[j], or store[parent] - hists[j]
         for j, (b, s, p) in enumerate(st.pending):
@@ -427,10 +453,13 @@ class TreeGrower:
             cres = None
             if self._cat_mask is not None:
                 cat_args = (self.n_bins, self.params.split, self.params.cat, EMPTY_REL * st.H[0])
+                counts = np.array([st.rows[c] for c in cands], FLOAT)
                 cres = (find_categorical_splits(level, sums, cat_args[0], mask & self._cat_mask,
-                                                *cat_args[1:]) if st.nodes is None else
+                                                *cat_args[1:], counts=counts)
+                        if st.nodes is None else
                         search_nodes(find_categorical_splits, level, sums,
-                                     masks & self._cat_mask, *cat_args))
+                                     masks & self._cat_mask, *cat_args,
+                                     node_args={"counts": counts}))
             for i, c in enumerate(cands):
                 rec = _record(c, res, cres, i, self._W)
                 if rec is None:

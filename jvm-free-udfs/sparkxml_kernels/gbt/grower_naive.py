@@ -51,7 +51,8 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
                                      params.split, edges, EMPTY_REL * H[0], mono,
                                      np.array([bounds[c]]))
         cres = None if cat_mask is None else find_categorical_splits_naive(
-            h[None], sums, n_bins, m & cat_mask, params.split, params.cat, EMPTY_REL * H[0])
+            h[None], sums, n_bins, m & cat_mask, params.split, params.cat, EMPTY_REL * H[0],
+            counts=np.array([float(len(node_rows[c]))]))
         rec = _record(c, res, cres, 0, grower._W)
         if rec is None:
             return None

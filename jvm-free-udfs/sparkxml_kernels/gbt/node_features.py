@@ -135,11 +135,12 @@ class NodeFeatures:
         return out
 
 
-def search_nodes(find, level, sums, masks, *args, bounds=None, **kwargs):
+def search_nodes(find, level, sums, masks, *args, bounds=None, node_args=None, **kwargs):
     """Run split finder ``find(hists, sums, n_bins, mask, ...)`` with a different feature
     mask per node: nodes that share a mask in one call, results merged in node order.
 
-    ``masks`` is uint8 (m, d); ``bounds`` (m, 2) or None is passed per node as ``bounds=``.
+    ``masks`` is uint8 (m, d); ``bounds`` (m, 2) or None is passed per node as ``bounds=``,
+    and so is each array of ``node_args`` (name -> array of m rows) as its keyword.
     Returns the finder's result dataclass for all ``m`` nodes.
     """
     m = masks.shape[0]
@@ -149,6 +150,7 @@ def search_nodes(find, level, sums, masks, *args, bounds=None, **kwargs):
     for u in range(uniq.shape[0]):
         idx = np.flatnonzero(inv == u)
         extra = {} if bounds is None else {"bounds": bounds[idx]}
+        extra.update({k: v[idx] for k, v in (node_args or {}).items()})
         hs = level if idx.size == m else level[idx]
         parts.append(find(hs, sums[idx], args[0], uniq[u], *args[1:], **extra, **kwargs))
         order.append(idx)
