@@ -4,6 +4,7 @@ predictor's category sets, persistence, and LightGBM where the algorithms coinci
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _gbt_helpers import run_ranks
 
 from sparkxml_kernels import binning
 from sparkxml_kernels.gbt import binned as B
@@ -306,9 +307,6 @@ def _logistic_cat_problem(n=4000, seed=6):
 
 @pytest.mark.parametrize("policy", ["depthwise", "lossguide"])
 def test_category_rows_filter_matches_naive_and_two_workers(policy):
-    import threading
-
-    from sparkxml_kernels.collective import InProcessGroup
     Xb, edges, g, h = _logistic_cat_problem()
     p = G.TreeParams(policy, max_depth=4, max_leaves=12, categorical=(0, 1),
                      cat=CatParams(cat_smooth=12.0, max_cat_to_onehot=4))
@@ -321,29 +319,15 @@ def test_category_rows_filter_matches_naive_and_two_workers(policy):
     # two workers: the nodes' rows are summed over both, or the filter would halve them
     n_bins = np.array([len(e) + 1 for e in edges], np.int32)
     parts = [np.arange(0, len(g), 2), np.arange(1, len(g), 2)]
-    group = InProcessGroup(2, timeout=120)
-    out, errors = [None, None], []
 
-    def work(rank):
-        try:
-            rows = parts[rank]
-            grower = G.TreeGrower(Xb[rows], n_bins, edges, p, group.collective(rank))
-            out[rank] = grower.grow(g[rows], h[rows])
-        except Exception as e:  # pragma: no cover - surfaced below
-            errors.append(e)
-            group.abort()
+    def rank(r, collective):
+        rows = parts[r]
+        return G.TreeGrower(Xb[rows], n_bins, edges, p, collective).grow(g[rows], h[rows])
 
-    threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors, errors
-    for rank in range(2):
-        tree, lf = out[rank]
+    for r, (tree, lf) in enumerate(run_ranks(2, rank)):
         np.testing.assert_array_equal(tree.cat_sets, t.cat_sets)
         np.testing.assert_array_equal(tree.feature, t.feature)
-        np.testing.assert_array_equal(lf, leaf[parts[rank]])
+        np.testing.assert_array_equal(lf, leaf[parts[r]])
 
 
 def test_category_rows_change_the_search_under_small_hessians():

@@ -425,22 +425,21 @@ def subtract_used(parent, child, out, n_bins) -> None:
 
 @njit(cache=True, nogil=True)
 def _combine_used(a, b, out, n_bins, sub):
-    d, n_slots, _ = a.shape
-    miss = n_slots - 1
-    for f in range(d):
-        for t in range(n_bins[f]):
-            if sub:
-                out[f, t, 0] = a[f, t, 0] - b[f, t, 0]
-                out[f, t, 1] = a[f, t, 1] - b[f, t, 1]
-            else:
-                out[f, t, 0] = a[f, t, 0]
-                out[f, t, 1] = a[f, t, 1]
+    miss = a.shape[1] - 1
+    for f in range(a.shape[0]):  # the real bins, then the missing slot
+        _combine_slots(a[f], b[f], out[f], 0, n_bins[f], sub)
+        _combine_slots(a[f], b[f], out[f], miss, miss + 1, sub)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _combine_slots(a, b, out, lo, hi, sub):
+    for t in range(lo, hi):
         if sub:
-            out[f, miss, 0] = a[f, miss, 0] - b[f, miss, 0]
-            out[f, miss, 1] = a[f, miss, 1] - b[f, miss, 1]
+            out[t, 0] = a[t, 0] - b[t, 0]
+            out[t, 1] = a[t, 1] - b[t, 1]
         else:
-            out[f, miss, 0] = a[f, miss, 0]
-            out[f, miss, 1] = a[f, miss, 1]
+            out[t, 0] = a[t, 0]
+            out[t, 1] = a[t, 1]
 
 
 def build_histogram_naive(binned, rows, grad, hess, n_slots, features=None):

@@ -56,6 +56,8 @@ def _partition_nodes(binned, partition, scratch, starts, ends, features, bins, d
         n_left_out[j] = nl
 
 
+_NO_SETS = np.zeros((1, 1), np.uint32)
+
 # rows per piece of the parallel partition: small enough to balance threads on the root
 # node, large enough that a piece's bookkeeping is noise
 PARTITION_CHUNK = 16384
@@ -172,28 +174,42 @@ def _side(b, t, dl, miss_code):
     return np.int64(b <= t) * (1 - m) + np.int64(dl) * m
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _in_set(b, sets, j, miss_code):
+    # 1 when bin b is in node j's left category set, without a branch (missing: 0, right)
+    m = np.int64(b == miss_code)
+    k = np.int64(b) * (1 - m)  # the missing code may lie past the bitset's words
+    bit = (np.int64(sets[j, k >> 5]) >> (k & 31)) & 1
+    return bit * (1 - m)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _split_slice(col, partition, scratch, s, e, t, dl, miss_code, cat, sets, j):
+    # one node's rows partition[s:e] -> [left | right], both sides in order; the side of a
+    # row from its bin in ``col``: by threshold, or (``cat``) by node j's category set
+    nl = 0
+    nr = 0
+    for i in range(s, e):
+        r = partition[i]
+        b = col[np.uint64(r)]
+        go = _in_set(b, sets, j, miss_code) if cat else _side(b, t, dl, miss_code)
+        # both stores always happen; only the cursor of the row's side moves on
+        partition[s + nl] = r  # s + nl <= i: never overwrites an unread row
+        scratch[nr] = r
+        nl += go
+        nr += 1 - go
+    for i in range(nr):
+        partition[s + nl + i] = scratch[i]
+    return nl
+
+
 @njit(cache=True, nogil=True)
 def _partition_cols(columns, partition, scratch, starts, ends, features, bins, default_left,
                     miss_code, n_left_out):
     for j in range(starts.shape[0]):
-        s = starts[j]
-        e = ends[j]
-        col = columns[features[j]]
-        t = bins[j]
-        dl = default_left[j] != 0
-        nl = 0
-        nr = 0
-        for i in range(s, e):
-            r = partition[i]
-            go = _side(col[np.uint64(r)], t, dl, miss_code)
-            # both stores always happen; only the cursor of the row's side moves on
-            partition[s + nl] = r  # s + nl <= i: never overwrites an unread row
-            scratch[nr] = r
-            nl += go
-            nr += 1 - go
-        for i in range(nr):
-            partition[s + nl + i] = scratch[i]
-        n_left_out[j] = nl
+        n_left_out[j] = _split_slice(columns[features[j]], partition, scratch, starts[j],
+                                     ends[j], bins[j], default_left[j] != 0, miss_code, False,
+                                     _NO_SETS, 0)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -276,46 +292,14 @@ def partition_nodes(binned, partition, scratch, starts, ends, features, bins, de
     return n_left
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _in_set(b, sets, j, miss_code):
-    # 1 when bin b is in node j's left category set, without a branch (missing: 0, right)
-    m = np.int64(b == miss_code)
-    k = np.int64(b) * (1 - m)  # the missing code may lie past the bitset's words
-    bit = (np.int64(sets[j, k >> 5]) >> (k & 31)) & 1
-    return bit * (1 - m)
-
-
 @njit(cache=True, nogil=True)
 def _partition_cols_sets(columns, partition, scratch, starts, ends, features, bins,
                          default_left, is_cat, sets, miss_code, n_left_out):
     # _partition_cols, with nodes that split on a category set (is_cat[j] = 1)
     for j in range(starts.shape[0]):
-        s = starts[j]
-        e = ends[j]
-        col = columns[features[j]]
-        t = bins[j]
-        dl = default_left[j] != 0
-        nl = 0
-        nr = 0
-        if is_cat[j] != 0:
-            for i in range(s, e):
-                r = partition[i]
-                go = _in_set(col[np.uint64(r)], sets, j, miss_code)
-                partition[s + nl] = r
-                scratch[nr] = r
-                nl += go
-                nr += 1 - go
-        else:
-            for i in range(s, e):
-                r = partition[i]
-                go = _side(col[np.uint64(r)], t, dl, miss_code)
-                partition[s + nl] = r
-                scratch[nr] = r
-                nl += go
-                nr += 1 - go
-        for i in range(nr):
-            partition[s + nl + i] = scratch[i]
-        n_left_out[j] = nl
+        n_left_out[j] = _split_slice(columns[features[j]], partition, scratch, starts[j],
+                                     ends[j], bins[j], default_left[j] != 0, miss_code,
+                                     is_cat[j] != 0, sets, j)
 
 
 def partition_nodes_sets(columns, partition, scratch, starts, ends, features, bins,
