@@ -421,7 +421,7 @@ def partition_nodes_any(binned, partition, scratch, starts, ends, features, bins
     columns : the dense matrix's ``partition.column_copy``, optional: the column kernels
         read it (the same partitions)
     """
-    no_sets = is_cat is None or not np.any(is_cat)
+    no_sets = is_cat is None or not np.asarray(is_cat).any()
     if no_sets and (columns is not None or not needs_generic(binned)):
         return _part.partition_nodes(binned, partition, scratch, starts, ends, features,
                                      bins, default_left, n_threads, columns)

@@ -340,8 +340,14 @@ class TreeGrower:
         st = _State(k, self._store)
         st.nodes = NodeFeatures.make(self.params, mask, sample_key)
 
+        # this tree's features for each search (None: no feature to search)
+        num_mask = mask if self._cat_mask is None else mask & (1 - self._cat_mask)
+        cat_mask = None if self._cat_mask is None else mask & self._cat_mask
+        searches = (num_mask if num_mask.any() else None,
+                    cat_mask if cat_mask is not None and cat_mask.any() else None)
+
         def decide(summed):
-            return self._decide(st, summed, mask, hist_features)
+            return self._decide(st, summed, searches, hist_features)
 
         while st.pending:
             local, payload = self._local(st)
@@ -398,7 +404,7 @@ class TreeGrower:
                 return False
         return H > 0.0 and H >= 2.0 * p.split.min_child_weight
 
-    def _decide(self, st, summed, mask, hist_features):
+    def _decide(self, st, summed, searches, hist_features):
         """Rank 0: complete the histograms of this round, choose splits, encode them."""
         d, S = self.binned.shape[1], self.n_slots
         m = len(st.pending)
@@ -441,25 +447,25 @@ class TreeGrower:
         if cands:
             bounds = None if self._mono is None else np.array([st.bounds[c] for c in cands])
             sums = np.array([[st.G[c], st.H[c]] for c in cands], FLOAT)
-            num_mask = mask if self._cat_mask is None else mask & (1 - self._cat_mask)
-            if st.nodes is None:
+            num_mask, cat_mask = searches
+            res = cres = None
+            if st.nodes is not None:  # a mask per node: column sampling, interaction constraints
+                masks = np.array([st.nodes.mask(c, st.depth[c], st.paths[c]) for c in cands])
+            if num_mask is not None and st.nodes is None:
                 res = find_best_splits(level, sums, self.n_bins, num_mask, self.params.split,
                                        self.edges, EMPTY_REL * st.H[0], self._mono, bounds)
-            else:  # a mask per node: column sampling by level/node, interaction constraints
-                masks = np.array([st.nodes.mask(c, st.depth[c], st.paths[c]) for c in cands])
+            elif num_mask is not None:
                 res = search_nodes(find_best_splits, level, sums, masks & num_mask, self.n_bins,
                                    self.params.split, self.edges, EMPTY_REL * st.H[0],
                                    self._mono, bounds=bounds)
-            cres = None
-            if self._cat_mask is not None:
+            if cat_mask is not None:
                 cat_args = (self.n_bins, self.params.split, self.params.cat, EMPTY_REL * st.H[0])
                 counts = np.array([st.rows[c] for c in cands], FLOAT)
-                cres = (find_categorical_splits(level, sums, cat_args[0], mask & self._cat_mask,
+                cres = (find_categorical_splits(level, sums, cat_args[0], cat_mask,
                                                 *cat_args[1:], counts=counts)
                         if st.nodes is None else
-                        search_nodes(find_categorical_splits, level, sums,
-                                     masks & self._cat_mask, *cat_args,
-                                     node_args={"counts": counts}))
+                        search_nodes(find_categorical_splits, level, sums, masks & cat_mask,
+                                     *cat_args, node_args={"counts": counts}))
             for i, c in enumerate(cands):
                 rec = _record(c, res, cres, i, self._W)
                 if rec is None:
@@ -530,7 +536,8 @@ class TreeGrower:
             st.feature[p], st.bin[p] = int(r[1]), int(r[2])
             st.default_left[p], st.threshold[p], st.gain[p] = int(r[3]), float(r[4]), float(r[5])
             st.left[p], st.right[p] = lc, rc
-            st.paths[lc] = st.paths[rc] = st.paths[p] | {int(r[1])}
+            if st.nodes is not None:  # (only per-node feature masks read the paths)
+                st.paths[lc] = st.paths[rc] = st.paths[p] | {int(r[1])}
             if is_cat is not None and is_cat[i]:
                 st.is_cat[p], st.sets[p] = 1, sets[i]
             st.n_leaves += 1
@@ -602,24 +609,32 @@ def _leaf_index_parallel(partition, starts, ends, leaves, out):
 
 def _record(c, res, cres, i, W):
     """Decision record of candidate node ``c`` (row ``i`` of the numerical result ``res``
-    and of the categorical one ``cres``), or None when neither has a split. A categorical
-    split wins only when better by the near-tie margin (splitting.TIE_RTOL)."""
-    num_ok = res.feature[i] >= 0
+    and of the categorical one ``cres``; None where that search did not run), or None when
+    neither has a split. A categorical split wins only when better by the near-tie margin
+    (splitting.TIE_RTOL)."""
+    num_ok = res is not None and res.feature[i] >= 0
     cat_ok = cres is not None and cres.feature[i] >= 0
     if cat_ok and num_ok:
         g = res.gain[i]
         cat_ok = cres.gain[i] > g + TIE_RTOL * 2.0 * abs(g)
-    if cat_ok:
-        return np.concatenate([[c, cres.feature[i], -1, 0, np.nan, cres.gain[i],
-                                *cres.left_sums[i], *cres.right_sums[i], 1],
-                               cres.sets[i].astype(FLOAT)])
-    if not num_ok:
+    if not (cat_ok or num_ok):
         return None
-    rec = [c, res.feature[i], res.bin[i], res.default_left[i], res.threshold[i], res.gain[i],
-           *res.left_sums[i], *res.right_sums[i]]
-    if W:
-        rec += [0] * (1 + W)
-    return np.array(rec, FLOAT)
+    # filled in place: a record is built every round, and list-to-array conversions cost
+    # several microseconds each
+    rec = np.zeros(REC + (1 + W if W else 0), FLOAT)
+    rec[0] = c
+    if cat_ok:
+        rec[1], rec[2], rec[4], rec[5] = cres.feature[i], -1, np.nan, cres.gain[i]
+        rec[6:8] = cres.left_sums[i]
+        rec[8:10] = cres.right_sums[i]
+        rec[REC] = 1
+        rec[REC + 1:] = cres.sets[i]
+    else:
+        rec[1], rec[2], rec[3] = res.feature[i], res.bin[i], res.default_left[i]
+        rec[4], rec[5] = res.threshold[i], res.gain[i]
+        rec[6:8] = res.left_sums[i]
+        rec[8:10] = res.right_sums[i]
+    return rec
 
 
 def grow_tree(binned, grad, hess, edges, params: TreeParams, collective=None, rows=None,

@@ -342,11 +342,11 @@ def build_histograms(binned, partition, starts, ends, gradhess, hist_out, featur
     n_threads = int(n_threads)
     if n_threads > 1 and m and worth_threads(args[3] - args[2]):
         plan = plan_histogram_tasks(args[3] - args[2], args[4].size, n_threads)
-        _build_histograms_parallel(*args, *plan, _missing_of(binned), bool(has_missing))
+        _build_histograms_parallel(*args, *plan, missing_of(binned), bool(has_missing))
     elif binned.dtype == BIN:
         _build_histograms(*args, bool(has_missing))
     else:  # uint16 bins: the block kernel takes the missing code as an argument
-        _build_histograms_blocks(*args, _missing_of(binned), bool(has_missing))
+        _build_histograms_blocks(*args, missing_of(binned), bool(has_missing))
 
 
 @njit(cache=True, nogil=True)
@@ -362,7 +362,7 @@ def has_missing_bins(binned) -> bool:
     """Whether the dense ``binned`` (uint8 or uint16) holds its missing bin (the dtype's
     largest value) anywhere."""
     a = np.ascontiguousarray(binned).reshape(-1)
-    return bool(_any_equal(a, a.dtype.type(_missing_of(a))))
+    return bool(_any_equal(a, a.dtype.type(missing_of(a))))
 
 
 @njit(cache=True, nogil=True)
@@ -373,9 +373,14 @@ def _any_equal(a, v):
     return False
 
 
-def _missing_of(binned) -> int:
-    """The bin value that means "missing" in ``binned`` (the dtype's largest value)."""
-    return int(np.iinfo(binned.dtype).max)
+_LARGEST = {np.dtype(np.uint8): 255, np.dtype(np.uint16): 65535}
+
+
+def missing_of(binned) -> int:
+    """The bin value that means "missing" in ``binned`` (the dtype's largest value; a dict
+    look-up, as ``np.iinfo`` costs microseconds a call, every round of a tree)."""
+    code = _LARGEST.get(binned.dtype)
+    return int(np.iinfo(binned.dtype).max) if code is None else code
 
 
 def build_histogram(binned, rows, grad, hess, hist_out, features=None):

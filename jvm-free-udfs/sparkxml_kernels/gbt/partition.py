@@ -30,7 +30,7 @@ from .._jit import njit
 from ..inplace import close_partition, place_row
 from ..intrinsics import prefetch
 from ..threads import worth_threads
-from .histogram import PREFETCH_ROWS
+from .histogram import PREFETCH_ROWS, missing_of
 
 
 @njit(cache=True, nogil=True)
@@ -270,7 +270,7 @@ def partition_nodes(binned, partition, scratch, starts, ends, features, bins, de
     args = (binned, partition, scratch, np.asarray(starts, np.int64),
             np.asarray(ends, np.int64), np.asarray(features, np.int32),
             np.asarray(bins, np.int32), np.asarray(default_left, np.uint8))
-    miss = np.iinfo(binned.dtype).max
+    miss = missing_of(binned)
     parallel = n_threads > 1 and len(starts) and worth_threads(args[4] - args[3])
     if parallel and scratch.size < partition.size:
         raise ValueError("the parallel partition needs scratch as long as partition")
@@ -328,7 +328,7 @@ def partition_nodes_sets(columns, partition, scratch, starts, ends, features, bi
                          np.asarray(ends, np.int64), np.asarray(features, np.int32),
                          np.asarray(bins, np.int64), np.asarray(default_left, np.uint8),
                          np.asarray(is_cat, np.uint8), np.ascontiguousarray(sets, np.uint32),
-                         np.iinfo(columns.dtype).max, n_left)
+                         missing_of(columns), n_left)
     return n_left
 
 

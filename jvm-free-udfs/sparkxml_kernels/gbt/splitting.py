@@ -350,10 +350,11 @@ def find_best_splits(hists, sums, n_bins, feature_mask, params: SplitParams,
            float(params.reg_alpha), float(params.min_split_loss),
            float(params.min_child_weight), float(empty_hess), constraints, bounds, feature,
            bins, dl, gain, left, right)
-    thr = np.full(m, np.nan, FLOAT)
-    if edges is not None:
-        for j in np.flatnonzero(feature >= 0):
-            thr[j] = split_threshold(edges, feature[j], bins[j])
+    thr = np.empty(m, FLOAT)
+    for j in range(m):  # m is a round's few candidates: a Python loop beats flatnonzero
+        f = feature[j]
+        thr[j] = split_threshold(edges, f, bins[j]) if edges is not None and f >= 0 \
+            else np.nan
     return SplitResult(feature, bins, thr, dl, gain, left, right)
 
 
