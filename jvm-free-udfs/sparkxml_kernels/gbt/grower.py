@@ -26,13 +26,7 @@ because it is global and known to every rank from the decision (equal to the cou
 unweighted squared error). Children that cannot be split (depth, ``max_leaves``, or
 H < 2 min_child_weight) need no histogram; a round with nothing to build ends the tree.
 
-Decision array (float64)
-------------------------
-``[n_records, root_G, root_H, 0, record_0 ..., record_{n-1}]``, each record
-``[node, feature, bin, default_left, threshold, gain, G_L, H_L, G_R, H_R]`` (root sums are
-filled in the first round only). Records are applied in order; children get the next two
-node ids (left first). With categorical features every record carries ``1 + W`` more values:
-``is_cat`` and the ``W`` uint32 words of the left bin set (categorical.py), as exact floats.
+The decision array each round sends to every rank is laid out in decision.py.
 
 Dense binned data, uint8 or uint16, take the histogram.py/partition.py kernels (the partition
 reads a column-major copy, also for category-set splits); sparse binned data take the binned.py
@@ -64,6 +58,7 @@ from .categorical import (
     find_categorical_splits,
     n_set_words,
 )
+from .decision import HEADER, REC, split_record
 from .histogram import (
     HistogramStore,
     copy_used,
@@ -75,16 +70,14 @@ from .histogram import (
 from .node_features import NodeFeatures, search_nodes
 from .partition import column_copy
 from .splitting import (
-    TIE_RTOL,
     SplitParams,
     bounded_leaf_weight,
     check_monotone,
+    child_bounds,
     find_best_splits,
     leaf_weight,
 )
 
-HEADER = 4
-REC = 10
 # bins whose hessian sum is below this fraction of the root's count as empty when choosing
 # thresholds: far above the rounding noise of subtracted histograms (splitting.py)
 EMPTY_REL = 1e-11
@@ -170,21 +163,6 @@ class Tree:
 _UNBOUNDED = (-np.inf, np.inf)
 
 
-def child_bounds(constraint, bounds, w_left, w_right):
-    """Weight bounds of the two children of a node split on a feature with monotone
-    ``constraint`` (XGBoost's ``TreeEvaluator::AddSplit``): both inherit the node's
-    ``bounds``; an increasing split caps the left child and floors the right one at the mean
-    of the children's (clamped, unscaled) weights ``w_left``, ``w_right``; decreasing the
-    reverse."""
-    lo, hi = bounds
-    mid = 0.5 * (w_left + w_right)
-    if constraint > 0:
-        return (lo, mid), (mid, hi)
-    if constraint < 0:
-        return (mid, hi), (lo, mid)
-    return bounds, bounds
-
-
 class _State:
     """Per-tree growth state; identical on every rank except ``store``/``heap`` (rank 0)."""
 
@@ -263,7 +241,7 @@ class TreeGrower:
         self.n_slots = n_hist_slots(self.n_bins)
         # mostly unused slots (narrow features beside a wide one): the candidates' histograms
         # are completed on the used slots only (histogram.subtract_used); otherwise whole, as
-        # numpy's vectorised subtraction is faster there (6 us against 11 us a node of
+        # numpy's vectorised subtraction is faster there (6 us against 9 us a node of
         # 50 x 257 slots)
         self._gaps = 2 * (int(self.n_bins.sum()) + self.n_bins.size) < \
             self.n_bins.size * self.n_slots
@@ -467,7 +445,7 @@ class TreeGrower:
                         search_nodes(find_categorical_splits, level, sums, masks & cat_mask,
                                      *cat_args, node_args={"counts": counts}))
             for i, c in enumerate(cands):
-                rec = _record(c, res, cres, i, self._W)
+                rec = split_record(c, res, cres, i, self._W)
                 if rec is None:
                     continue
                 st.store.hold(c, level, i)  # may become a parent
@@ -605,36 +583,6 @@ def _leaf_index_parallel(partition, starts, ends, leaves, out):
             while i >= ends[order[j]]:
                 j += 1
             out[partition[i]] = leaves[order[j]]
-
-
-def _record(c, res, cres, i, W):
-    """Decision record of candidate node ``c`` (row ``i`` of the numerical result ``res``
-    and of the categorical one ``cres``; None where that search did not run), or None when
-    neither has a split. A categorical split wins only when better by the near-tie margin
-    (splitting.TIE_RTOL)."""
-    num_ok = res is not None and res.feature[i] >= 0
-    cat_ok = cres is not None and cres.feature[i] >= 0
-    if cat_ok and num_ok:
-        g = res.gain[i]
-        cat_ok = cres.gain[i] > g + TIE_RTOL * 2.0 * abs(g)
-    if not (cat_ok or num_ok):
-        return None
-    # filled in place: a record is built every round, and list-to-array conversions cost
-    # several microseconds each
-    rec = np.zeros(REC + (1 + W if W else 0), FLOAT)
-    rec[0] = c
-    if cat_ok:
-        rec[1], rec[2], rec[4], rec[5] = cres.feature[i], -1, np.nan, cres.gain[i]
-        rec[6:8] = cres.left_sums[i]
-        rec[8:10] = cres.right_sums[i]
-        rec[REC] = 1
-        rec[REC + 1:] = cres.sets[i]
-    else:
-        rec[1], rec[2], rec[3] = res.feature[i], res.bin[i], res.default_left[i]
-        rec[4], rec[5] = res.threshold[i], res.gain[i]
-        rec[6:8] = res.left_sums[i]
-        rec[8:10] = res.right_sums[i]
-    return rec
 
 
 def grow_tree(binned, grad, hess, edges, params: TreeParams, collective=None, rows=None,

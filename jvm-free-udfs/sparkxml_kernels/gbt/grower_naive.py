@@ -10,10 +10,11 @@ import numpy as np
 from .._dtypes import NODE
 from .binned import build_histogram_any_naive, is_sparse, missing_code, route_binned_any
 from .categorical import find_categorical_splits_naive
-from .grower import _UNBOUNDED, EMPTY_REL, REC, Tree, TreeGrower, TreeParams, _record, child_bounds
+from .decision import REC, split_record
+from .grower import _UNBOUNDED, EMPTY_REL, Tree, TreeGrower, TreeParams
 from .histogram import n_hist_slots
 from .node_features import NodeFeatures
-from .splitting import bounded_leaf_weight, find_best_splits_naive
+from .splitting import bounded_leaf_weight, child_bounds, find_best_splits_naive
 
 
 def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
@@ -53,7 +54,7 @@ def grow_tree_naive(binned, grad, hess, edges, params: TreeParams, rows=None,
         cres = None if cat_mask is None else find_categorical_splits_naive(
             h[None], sums, n_bins, m & cat_mask, params.split, params.cat, EMPTY_REL * H[0],
             counts=np.array([float(len(node_rows[c]))]))
-        rec = _record(c, res, cres, 0, grower._W)
+        rec = split_record(c, res, cres, 0, grower._W)
         if rec is None:
             return None
         cat_set = rec[REC + 1:].astype(np.uint32) if rec.size > REC and rec[REC] else None

@@ -415,3 +415,18 @@ def find_best_splits_naive(hists, sums, n_bins, feature_mask, params: SplitParam
             if edges is not None:
                 res.threshold[j] = split_threshold(edges, f, t)
     return res
+
+
+def child_bounds(constraint, bounds, w_left, w_right):
+    """Weight bounds of the two children of a node split on a feature with monotone
+    ``constraint`` (XGBoost's ``TreeEvaluator::AddSplit``): both inherit the node's
+    ``bounds``; an increasing split caps the left child and floors the right one at the mean
+    of the children's (clamped, unscaled) weights ``w_left``, ``w_right``; decreasing the
+    reverse."""
+    lo, hi = bounds
+    mid = 0.5 * (w_left + w_right)
+    if constraint > 0:
+        return (lo, mid), (mid, hi)
+    if constraint < 0:
+        return (mid, hi), (lo, mid)
+    return bounds, bounds
