@@ -52,6 +52,16 @@ def _by_group(batches) -> dict:
 
 
 def _ordered(parts) -> pa.Table:
-    table = pa.Table.from_batches(parts).combine_chunks()
-    order = np.lexsort((table.column("_k2").to_numpy(), table.column("_k1").to_numpy()))
-    return table.take(pa.array(order))
+    # taken from the batches as they are: no combined copy of the whole group first (the
+    # peak was the batches, their combined copy and the ordered one), and the caller's list
+    # lets go of the batches, so each column's source is freed once it is taken
+    table = pa.Table.from_batches(parts)
+    parts.clear()
+    schema = table.schema
+    order = pa.array(np.lexsort((table.column("_k2").to_numpy(),
+                                 table.column("_k1").to_numpy())))
+    columns = []
+    for name in schema.names:
+        columns.append(table.column(name).take(order).combine_chunks())
+        table = table.drop_columns([name])
+    return pa.Table.from_arrays(columns, schema=schema)
