@@ -352,3 +352,30 @@ def test_kernel_takes_contiguous_arrays(small_forest):
     f, (xp, xi, xv), d, L = small_forest
     lab, sc = predict_kernel(xp, xi, xv, d, L, 1.0, 0, 10, 3, *(f[k] for k in FOREST_KEYS[1:]))
     assert lab.shape == (len(xp) - 1, 3) and (sc[:, 0] > 0).all()
+
+
+@pytest.mark.parametrize("bias", [1.0, 0.0])
+def test_normalised_rows_match_the_scipy_twin_bit_for_bit(bias):
+    from sparkxml_kernels.labeltree.data import normalised_rows, normalised_rows_naive
+    rng = np.random.default_rng(3)
+    n, d = 3000, 500
+    lens = rng.integers(0, 30, n)
+    lens[::37] = 0  # empty rows: the bias alone
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=ptr[1:])
+    idx = np.concatenate([np.sort(rng.choice(d, k, replace=False)) for k in lens])
+    val = rng.normal(size=idx.size) * rng.choice([1e-3, 1.0, 1e3], idx.size)
+    val[::41] = 0.0  # explicit zeros are dropped, as scipy's product drops them
+    val[ptr[5]:ptr[6]] = 0.0  # a zero row
+    got = normalised_rows(ptr, idx.astype(np.int32), val, d, bias)
+    want = normalised_rows_naive(ptr, idx.astype(np.int32), val, d, bias)
+    assert got.shape == want.shape == (n, d + 1)
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data.view(np.int64), want.data.view(np.int64))
+    # unsorted or repeated indices take the naive path, with the same result
+    idx2 = idx.astype(np.int32).copy()
+    r = int(np.flatnonzero(lens >= 2)[0])
+    idx2[ptr[r]:ptr[r] + 2] = idx2[ptr[r]]
+    got = normalised_rows(ptr.copy(), idx2.copy(), val.copy(), d, bias)
+    assert (got != normalised_rows_naive(ptr.copy(), idx2.copy(), val.copy(), d, bias)).nnz == 0
