@@ -7,9 +7,9 @@ see binned.py for how categories become bins):
 * ``k <= max_cat_to_onehot``: one-vs-rest -- each category alone on the left, the rest (and
   missing values) on the right; gain as for numerical splits;
 * otherwise the categories with at least ``cat_smooth`` rows are sorted by
-  ``G_c / (H_c + cat_smooth)``
-  (a stable sort: ties keep the bin order) and scanned as prefixes from both ends, at most
-  ``min(max_cat_threshold, (used + 1) // 2)`` categories on the left; the children's scores
+  ``G_c / (H_c + cat_smooth)`` (a stable sort: ties keep the bin order) and scanned as
+  prefixes from both ends, at most ``min(max_cat_threshold, (used + 1) // 2)`` categories
+  on the left; the children's scores
   use ``lambda + cat_l2``, the parent's plain ``lambda`` (LightGBM's ``GetSplitGains`` with
   ``l2 += cat_l2`` against its ``min_gain_shift``). A prefix stops growing once the right side
   falls below ``min_child_weight``. A category's rows are estimated as LightGBM estimates
