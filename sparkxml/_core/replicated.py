@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import scipy.sparse as sp
 
 from sparkxml._core.barrier import RESULT_SCHEMA, collect_ranks, decode_ranks
 from sparkxml._core.compat import to_arrow
 from sparkxml._core.partitioning import partition_keys
+from sparkxml_kernels.csr_rows import rows_in_order
 
 
 def replicated_job(spark, data, workers: int, make_train, spread: bool = True):
@@ -65,3 +67,44 @@ def _ordered(parts) -> pa.Table:
         columns.append(table.column(name).take(order).combine_chunks())
         table = table.drop_columns([name])
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+
+def converted_groups(batches, convert):
+    """(group key, its ``_k1`` (n,) int64, its converted matrices) for each ``_g`` group of a
+    task's batches, the rows ordered by (_k1, _k2) as :func:`group_tables` orders them.
+
+    ``convert(batch)`` returns a tuple of CSR matrices with one row a batch row (and no view
+    of the batch's memory). Each batch is converted as it arrives and then dropped, and the
+    converted pieces are written to their places in the order
+    (``sparkxml_kernels.csr_rows.rows_in_order``), so the task's peak is about its converted
+    rows once, not the Arrow input, its ordered copy and the conversion together.
+    """
+    pieces: dict = {}
+    for b in batches:
+        if b.num_rows == 0:
+            continue
+        g = b.column("_g").to_numpy()
+        keys = np.unique(g)
+        for key in keys:
+            sel = b if len(keys) == 1 else b.filter(pa.array(g == key))
+            mats = convert(sel)
+            # copies: a view of an IPC batch's column keeps the whole batch alive
+            pieces.setdefault(int(key), []).append(
+                (np.array(sel.column("_k1").to_numpy(), np.int64),
+                 np.array(sel.column("_k2").to_numpy(), np.int64),
+                 [(m.indptr, m.indices, m.data) for m in mats], [m.shape[1] for m in mats]))
+            del sel, mats
+        del b
+    for key in list(pieces):
+        parts = pieces.pop(key)
+        k1 = np.concatenate([p[0] for p in parts])
+        order = np.lexsort((np.concatenate([p[1] for p in parts]), k1))
+        widths = parts[0][3]
+        columns = [[p[2][m] for p in parts] for m in range(len(widths))]
+        parts.clear()
+        out = []
+        for width, column in zip(widths, columns):
+            indptr, indices, data = rows_in_order(column, order)
+            out.append(sp.csr_matrix((data, indices, indptr), shape=(len(order), width)))
+        yield key, k1[order], tuple(out)

@@ -55,7 +55,7 @@ from sparkxml._core.barrier import (
     make_barrier_task,
 )
 from sparkxml._core.partitioning import partition_keys
-from sparkxml._core.replicated import group_tables
+from sparkxml._core.replicated import converted_groups
 from sparkxml.fastxml.fit import task_csr
 from sparkxml_kernels import arrow_io
 from sparkxml_kernels.collective import new_authkey
@@ -166,31 +166,33 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
 
     def load(batches, r, world_size):
         memory = TaskMemory()
-        tables = [t for _, t in group_tables(batches)]
-        if not tables:
+
+        def convert(b):
+            return _split_rows(b, fcol, lcol, n_features, n_labels, bias)
+
+        groups = list(converted_groups(batches, convert))
+        if not groups:
             z = np.zeros(1, np.int64)
             return (normalised_rows(z, np.zeros(0, np.int32), np.zeros(0), n_features, bias),
-                    label_matrix(z, np.zeros(0, np.int32), 0, n_labels, bool),
+                    label_matrix(z, np.zeros(0, np.int32), 0, n_labels, bool).T.tocsr(),
                     np.zeros(0, np.int64),
                     memory)
-        table = tables[0]
-        xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
-        blocks = row_blocks(table.column("_k1").to_numpy(), len(xi) - 1)
-        del table, tables
-        # the Arrow pool keeps the freed input resident, where numpy cannot reuse it: at
-        # 250,000 rows a task about 200 MB of its peak
+        _, k1, (X, Y) = groups.pop()
+        # the nodes read the labels by label: the transposed matrix alone is kept
+        Yt = Y.T.tocsr()
+        del Y
+        blocks = row_blocks(k1, X.shape[0])
+        # the Arrow pool keeps the freed input batches resident, where numpy cannot reuse it
         release_freed()
         if np.any(kpipeline.block_rank(blocks, world_size) != r):
             raise RuntimeError(f"split-node task {r} was sent rows of another task's blocks")
-        X = normalised_rows(xi, xj, xv, n_features, bias)
-        # the split nodes read the labels' structure only: 1 byte an entry, not 8
-        return X, label_matrix(yi, yj, X.shape[0], n_labels, bool), blocks, memory
+        return X, Yt, blocks, memory
 
     def train(state, coll, r, world_size):
-        X, Y, blocks, memory = state
+        X, Yt, blocks, memory = state
         stats: dict = {}
         # a result key per wave (each is sent by one task), and one per task for its info
-        for w, trained in kpipeline.split_node_waves(X, Y, blocks, nodes, params, coll,
+        for w, trained in kpipeline.split_node_waves(X, Yt, blocks, nodes, params, coll,
                                                      stats=stats,
                                                      keeper=lambda w: w % world_size == r):
             yield from encode_array_batches(w, klevels.pack_nodes(trained), None,
@@ -206,6 +208,23 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
     for key in sorted(k for k in per_key if k >= 0):
         weights.update(klevels.unpack_nodes(per_key[key]))
     return weights, [infos[k] for k in sorted(infos, reverse=True)]
+
+
+def _split_rows(batch, fcol: str, lcol: str, n_features: int, n_labels: int, bias: float):
+    # a split-node task's rows as the nodes read them, one batch at a time: the normalised
+    # rows, and the labels' structure only (1 byte an entry, not 8)
+    xi, xj, xv, yi, yj = task_csr(batch, fcol, lcol, n_features)
+    X = normalised_rows(xi, xj, xv, n_features, bias)
+    return X, label_matrix(yi, yj.copy(), X.shape[0], n_labels, bool)
+
+
+def _level_rows(batch, fcol: str, lcol: str, n_features: int, n_labels: int):
+    # a level task's rows as CSR, one batch at a time (copies: no view of the batch); the
+    # entries stay as they came, repeated labels included
+    xi, xj, xv, yi, yj = task_csr(batch, fcol, lcol, n_features)
+    n = len(xi) - 1
+    return (sp.csr_matrix((xv, xj.copy(), xi), shape=(n, n_features)),
+            sp.csr_matrix((np.ones(len(yj), bool), yj.copy(), yi), shape=(n, n_labels)))
 
 
 def representations(data, n_features: int, n_labels: int, fcol: str, partitions: int):
@@ -268,14 +287,18 @@ def _make_level_fn(spec_of: dict, keys: list, n_features: int, n_labels: int, pa
 
     def train(batches):
         memory = TaskMemory()
-        for key, table in group_tables(batches):
-            xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
-            keys = table.column("_k1").to_numpy()
-            del table
+
+        def convert(b):
+            return _level_rows(b, fcol, lcol, n_features, n_labels)
+
+        for key, k1, (X, Y) in converted_groups(batches, convert):
             release_freed()  # the input's Arrow memory, as in the split stage
+            xi, xj, xv = X.indptr.astype(np.int64), X.indices, X.data
+            yi, yj = Y.indptr.astype(np.int64), Y.indices
+            del X, Y
             spec = spec_of.get(key, [])
             trained = klevels.train_level(xi, xj, xv, yi, yj, n_features, n_labels, spec,
-                                          params, keys)
+                                          params, k1)
             yield from encode_array_batches(rank_of[key], klevels.pack_nodes(trained),
                                             memory.info(rows=len(xi) - 1, nodes=len(spec)))
 

@@ -106,10 +106,32 @@ def test_sum_order_is_deterministic():
         np.testing.assert_array_equal(r, runs[0])
 
 
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_allreduce_consume_sums_in_place_with_the_same_bits(world):
+    rng = np.random.default_rng(7)
+    local = [rng.normal(size=500) * 10.0 ** rng.integers(-8, 8, size=500) for _ in range(world)]
+
+    def body(coll):
+        mine = local[coll.rank].copy()
+        plain = coll.allreduce_sum(mine)
+        np.testing.assert_array_equal(mine, local[coll.rank])  # left as it was
+        given = local[coll.rank].copy()
+        consumed = coll.allreduce_sum(given, consume=True)
+        return plain, consumed, consumed is given
+
+    results, errors = _run_ranks(world, body)
+    assert errors == [None] * world, errors
+    for plain, consumed, same in results:
+        np.testing.assert_array_equal(consumed, plain)
+        np.testing.assert_array_equal(consumed, results[0][0])
+        assert same  # summed into the caller's array, no copy
+
+
 def test_local_collective():
     c = LocalCollective()
     x = np.arange(4.0)
     np.testing.assert_array_equal(c.allreduce_sum(x), x)
+    assert c.allreduce_sum(x) is not x and c.allreduce_sum(x, consume=True) is x
     np.testing.assert_array_equal(c.reduce_and_decide(x, lambda s: s * 2), x * 2)
 
 

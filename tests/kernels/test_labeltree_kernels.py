@@ -34,6 +34,7 @@ from sparkxml_kernels.labeltree.nodes import (
     mark_columns,
     node_rows,
     slot_matrix,
+    slot_matrix_t,
     solve_binary,
 )
 from sparkxml_kernels.labeltree.predictor import LabelTreePredictor, predict_kernel
@@ -180,6 +181,10 @@ def test_node_rows_slots_and_columns_match_naive_twins(index_dtype):
         groups = [labels[: size // 2], labels[size // 2:], np.zeros(0, np.int64)]
         np.testing.assert_array_equal(slot_matrix(Y, rows, groups),
                                       slot_matrix_naive(Y, rows, groups))
+        # from the transposed matrix, rows in another order (as a split node's blocks give)
+        shuffled = rng.permutation(rows)
+        np.testing.assert_array_equal(slot_matrix_t(Yt, shuffled, groups),
+                                      slot_matrix_naive(Y, shuffled, groups))
         marks = np.zeros(X.shape[1] + 1)
         mark_columns(X, rows, marks)
         assert marks[-1] == 0.0

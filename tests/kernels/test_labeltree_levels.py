@@ -69,7 +69,7 @@ def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, spread=False, **k
         try:
             if spread:
                 results[r] = list(pipeline.split_node_waves(
-                    X[rows], Y[rows], blocks[rows], nodes, p, group.collective(r),
+                    X[rows], Y[rows].T.tocsr(), blocks[rows], nodes, p, group.collective(r),
                     keeper=lambda w: w % world == r, **kw))
             else:
                 results[r] = pipeline.train_split_nodes(X[rows], Y[rows], blocks[rows],
@@ -227,17 +227,20 @@ def test_exchange_gives_every_rank_the_visitors_weights_and_carries():
     def run(r):
         tokens = [[0, c, None, start.copy(), np.full(CARRY, float(c)), None, 0, cols[c]]
                   for c in range(2)]
-        before = {}
+        changed = {}
         if r == 0:  # rank 0 visits token 0, rank 1 token 1
-            before[0] = tokens[0][3][cols[0]]
+            before = tokens[0][3][cols[0]]
             tokens[0][3][4] = -7.25
             tokens[0][4][:] = 3.5
+            changed[0] = pipeline._changes(tokens[0][3], cols[0], before)
+            assert changed[0][0].tolist() == [2]
         else:
-            before[1] = tokens[1][3][cols[1]]
+            before = tokens[1][3][cols[1]]
             tokens[1][3][cols[1][:8]] *= 1.5
             tokens[1][4][:] = np.inf
+            changed[1] = pipeline._changes(tokens[1][3], cols[1], before)
         try:
-            pipeline._exchange(tokens, [[0], [1]], before, group.collective(r))
+            pipeline._exchange(tokens, [[0], [1]], changed, group.collective(r))
         except BaseException:
             group.abort()
             raise

@@ -1,7 +1,7 @@
 """Level-wise distributed training (Parabel here; Bonsai's trees and the logistic loss go
 through the same code, checked in tests/kernels/test_labeltree_levels.py): the replicated
-mode's model bit for bit when no node is split, and the same model whatever numWorkers and
-the partitioning."""
+mode's model bit for bit when no node is split, and the same model whatever numWorkers, the
+partitioning and the Arrow batches the tasks' rows come in."""
 import logging
 
 import numpy as np
@@ -17,13 +17,23 @@ def tiny(spark):
     return rows_frame(spark, X, Y, 0, 240, 120).repartition(3).cache()
 
 
+@pytest.fixture
+def small_batches(spark):
+    """Tasks get their rows in many Arrow batches (converted one by one, then ordered)."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    spark.conf.set(key, "16")
+    yield
+    spark.conf.set(key, old)
+
+
 def _same(a, b):
     assert set(a._arrays) == set(b._arrays)
     for k in a._arrays:
         np.testing.assert_array_equal(a._arrays[k], b._arrays[k], err_msg=k)
 
 
-def test_parabel_levelwise_is_the_replicated_model(tiny, caplog):
+def test_parabel_levelwise_is_the_replicated_model(tiny, caplog, small_batches):
     kw = dict(maxLeafLabels=6, numTrees=2, seed=11)
     # replicated on one task and one partition, level-wise on two tasks and three partitions
     # (tests/kernels/test_labeltree_levels.py covers more task counts without Spark)
@@ -43,7 +53,7 @@ def test_parabel_levelwise_is_the_replicated_model(tiny, caplog):
     assert any("level" in r.getMessage() for r in caplog.records)
 
 
-def test_split_nodes_train_on_tasks_holding_blocks_of_rows(spark, monkeypatch):
+def test_split_nodes_train_on_tasks_holding_blocks_of_rows(spark, monkeypatch, small_batches):
     from sparkxml_kernels.labeltree import forest as kforest
 
     X, Y = make_multilabel(n_rows=240, n_features=120, n_labels=24, seed=7)

@@ -30,8 +30,9 @@ class Collective(Protocol):
     rank: int
     world_size: int
 
-    def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
-        """Element-wise float64 sum over all ranks, returned on every rank."""
+    def allreduce_sum(self, arr: np.ndarray, consume: bool = False) -> np.ndarray:
+        """Element-wise float64 sum over all ranks, returned on every rank. ``consume=True``:
+        the caller gives ``arr`` up and it may be summed into (and returned) in place."""
 
     def reduce_and_decide(self, local: np.ndarray, decide: Callable[[np.ndarray], np.ndarray],
                           consume: bool = False) -> np.ndarray:

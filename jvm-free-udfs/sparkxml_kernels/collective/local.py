@@ -32,8 +32,8 @@ class LocalCollective(ContextCollective):
 
     # the arrays keep their dtype: a caller may reduce any numeric buffer (the socket
     # collective sums float64 payloads, which is what every caller sends it)
-    def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
-        return np.array(arr, copy=True)
+    def allreduce_sum(self, arr: np.ndarray, consume: bool = False) -> np.ndarray:
+        return arr if consume and isinstance(arr, np.ndarray) else np.array(arr, copy=True)
 
     def reduce_and_decide(self, local: np.ndarray, decide, consume: bool = False) -> np.ndarray:
         local = local if consume else np.array(local, copy=True)
@@ -132,7 +132,7 @@ class InProcessCollective(ContextCollective):
         self.rank = rank
         self.world_size = group.world_size
 
-    def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
+    def allreduce_sum(self, arr: np.ndarray, consume: bool = False) -> np.ndarray:
         arr = np.asarray(arr, FLOAT)
         return self._group._exchange(self.rank, arr, None).reshape(arr.shape)
 

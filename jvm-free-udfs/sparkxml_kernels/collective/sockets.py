@@ -582,13 +582,15 @@ class SocketCollective(ContextCollective):
         return np.frombuffer(payload, dtype=np.float64, offset=1).copy()
 
     # ------------------------------------------------------------------ public API
-    def allreduce_sum(self, arr: np.ndarray) -> np.ndarray:
+    def allreduce_sum(self, arr: np.ndarray, consume: bool = False) -> np.ndarray:
         """Element-wise sum of ``arr`` over all ranks; every rank gets the result.
 
         ``arr`` must have the same shape and dtype on every rank; the result keeps them.
+        ``consume=True``: ``arr`` may be summed into and returned (no copy of a large
+        payload; the caller must not use it afterwards).
         """
         arr = np.asarray(arr)
-        total = self._reduce_to_root(arr)
+        total = self._reduce_to_root(arr, consume)
         if self._parent is not None:
             self._recv_exact(self._parent, total, "a broadcast sum")
         for child in self._child_ranks:

@@ -131,6 +131,27 @@ def _slot_flags(indptr, indices, rows, group_of, P):
                 P[i, c] = True
 
 
+def slot_matrix_t(Yt: sp.csr_matrix, rows: np.ndarray, groups: list) -> np.ndarray:
+    """:func:`slot_matrix` read from the label matrix transposed (``Yt``: labels x rows),
+    for a caller that keeps ``Yt`` only: per slot, the rows of its group's labels."""
+    pos = np.full(Yt.shape[1], -1, np.int64)
+    pos[np.asarray(rows, np.int64)] = np.arange(len(rows))
+    P = np.zeros((len(rows), len(groups)), bool)
+    indptr, indices = np.asarray(Yt.indptr, np.int64), np.asarray(Yt.indices, np.int32)
+    for c, labs in enumerate(groups):
+        _slot_flags_t(indptr, indices, np.asarray(labs, np.int64), pos, P, c)
+    return P
+
+
+@njit(cache=True, nogil=True)
+def _slot_flags_t(indptr, indices, labels, pos, P, c):
+    for lab in labels:
+        for p in range(indptr[lab], indptr[lab + 1]):
+            i = pos[indices[p]]
+            if i >= 0:
+                P[i, c] = True
+
+
 @njit(cache=True, nogil=True)
 def _mark_rows(indptr, indices, labels, carry):
     for lab in labels:

@@ -28,10 +28,12 @@ Nodes are taken in waves of at most ``wave_tokens`` problems (:func:`wave_plan`;
 more problems, a split leaf's labels, is cut into parts), so a task holds the solver state
 of at most ``wave_tokens`` problems at a time: per node and row its row number (8 bytes),
 per problem and row its label, ``alpha`` and ``index`` (20 bytes), and per problem the
-weights over all columns; the rows, their norms and the labels' structure (1 byte an
-entry) are the task's, shared by every problem. A node's rows, positives and features are
-read where they lie in the task's matrices, never copied (at a root, a copy would be all
-of them). At 250,000 rows a task and 16 problems a wave (8 nodes) that is about 110 MB.
+weights over all columns; the rows, their norms and the labels' structure (the label
+matrix transposed, 1 byte an entry) are the task's, shared by every problem. A node's rows,
+positives and features are read where they lie in the task's matrices, never copied (at a
+root, a copy would be all of them). At 250,000 rows a task and 8 problems a wave (4 root
+nodes) that is about 55 MB. A visit keeps what it changed, not a copy of the weights
+before it, and the exchange sums its buffer in place.
 """
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ from .nodes import (
     mark_columns,
     node_rows,
     row_norms2,
-    slot_matrix,
+    slot_matrix_t,
 )
 
 
@@ -73,6 +75,13 @@ class _Rows(NamedTuple):
     indices: np.ndarray
     data: np.ndarray
     shape: tuple
+
+
+# problems a wave (:func:`wave_plan`): each holds per row its label, ``alpha`` and ``index``,
+# and a round's exchange grows with them. The split stage of a 500k-row forest (191 nodes,
+# two tasks) grew its tasks by 238-249 MiB with 8 against 380-386 MiB with 16, in 617 s
+# against 580 s (one run each)
+WAVE_TOKENS = 8
 
 
 def block_rank(blocks, world_size: int) -> np.ndarray:
@@ -86,16 +95,16 @@ def held_blocks(rank: int, world_size: int) -> np.ndarray:
     return (block_rank(np.arange(NUM_BLOCKS), world_size) == rank).astype(np.uint8)
 
 
-def _node_shard(Y, rows, blocks, groups):
+def _node_shard(Yt, rows, blocks, groups):
     """This rank's ``rows`` of a node, grouped by block: (rows int64, P bool (rows, slots),
     boff, block ids)."""
     order, boff, ids = block_offsets(blocks[rows])
     rows = rows[order]
-    return rows, slot_matrix(Y, rows, groups), boff, ids
+    return rows, slot_matrix_t(Yt, rows, groups), boff, ids
 
 
 def train_split_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nodes: list,
-                      params: dict, coll, wave_tokens: int = 16, per_round: int = 0,
+                      params: dict, coll, wave_tokens: int = WAVE_TOKENS, per_round: int = 0,
                       stats: dict | None = None, keep: bool = True):
     """Train ``nodes`` (every rank: the same list of (tree, node, labels under it, slot
     groups)) with this rank's rows: ``X`` (normalised, bias column included), ``Y`` and their
@@ -103,15 +112,17 @@ def train_split_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, no
     global row order. Returns, on every rank, [(tree, node, feature-major classifiers)] in
     ``nodes`` order; with ``keep`` False, [] (a rank whose results nobody collects need not
     hold the trained weights). ``stats``: see :func:`split_node_waves`."""
-    return [t for _, wave in split_node_waves(X, Y, blocks, nodes, params, coll, wave_tokens,
-                                              per_round, stats, lambda w: keep)
+    return [t for _, wave in split_node_waves(X, Y.T.tocsr(), blocks, nodes, params, coll,
+                                              wave_tokens, per_round, stats, lambda w: keep)
             for t in wave]
 
 
-def split_node_waves(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nodes: list,
-                     params: dict, coll, wave_tokens: int = 16, per_round: int = 0,
+def split_node_waves(X: sp.csr_matrix, Yt: sp.csr_matrix, blocks: np.ndarray, nodes: list,
+                     params: dict, coll, wave_tokens: int = WAVE_TOKENS, per_round: int = 0,
                      stats: dict | None = None, keeper=None):
-    """:func:`train_split_nodes` one wave at a time: yields (wave number, [(tree, node,
+    """:func:`train_split_nodes` one wave at a time, given the label matrix transposed
+    (``Yt``: labels x rows, its structure only is read; the rows' label lists are never
+    needed, so a caller keeps ``Yt`` alone): yields (wave number, [(tree, node,
     feature-major classifiers)]) for each wave ``keeper(wave number)`` is true of (default:
     every wave); a node cut into parts comes with the wave of its last part. Every rank ends
     a wave with every problem's weights, so any rank can keep any wave: spreading the waves
@@ -130,12 +141,11 @@ def split_node_waves(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nod
     X = _Rows(np.ascontiguousarray(X.indptr, np.int64), np.ascontiguousarray(X.indices, np.int32),
               np.ascontiguousarray(X.data, np.float64), X.shape)
     qd = row_norms2(X)
-    Yt = Y.T.tocsr()
     release_freed()  # the conversions' freed copies, before the waves' state lands on top
     pending: dict = {}  # node index -> the kept entries of its slots trained so far
     for w, wave in enumerate(wave_plan(nodes, wave_tokens)):
         keep = bool(keeper(w))
-        parts = _train_wave(X, qd, Y, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll,
+        parts = _train_wave(X, qd, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll,
                             per_round, stats)
         trained = []
         for (i, _, c1), entries in zip(wave, parts):
@@ -146,6 +156,9 @@ def split_node_waves(X: sp.csr_matrix, Y: sp.csr_matrix, blocks: np.ndarray, nod
                     trained.append((nodes[i][0], nodes[i][1], feature_major_entries(done)))
         if keep:
             yield w, trained
+        # this wave's weights go before the next wave's state is built (the caller has sent
+        # them on)
+        parts = trained = done = entries = None
 
 
 def wave_plan(nodes: list, wave_tokens: int) -> list:
@@ -167,7 +180,7 @@ def wave_plan(nodes: list, wave_tokens: int) -> list:
     return waves
 
 
-def _train_wave(X, qd, Y, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll, per_round,
+def _train_wave(X, qd, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll, per_round,
                 stats):
     """Solve one wave's problems (``wave``: :func:`wave_plan`'s parts); returns per part the
     :func:`nodes.kept_entries` of its slots (every rank: all of them)."""
@@ -179,7 +192,7 @@ def _train_wave(X, qd, Y, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll, 
     for q, rows in enumerate(wave_rows):
         mark_columns(X, rows, marks[q])
         marks[q, D] = len(rows)
-    marks = coll.allreduce_sum(marks)
+    marks = coll.allreduce_sum(marks, consume=True)
     # (wave part, slot, shard, u over X's columns, carry, base, total rows, node columns)
     tokens = []
     node_cols = []
@@ -188,8 +201,7 @@ def _train_wave(X, qd, Y, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll, 
         tree, g, _, groups = nodes[i]
         cols = np.flatnonzero(marks[q, :D] > 0).astype(np.int32)
         total = int(marks[q, D])
-        rows, P, boff, ids = _node_shard(Y, wave_rows[q], blocks, groups[c0:c1])
-        wave_rows[q] = rows
+        rows, P, boff, ids = _node_shard(Yt, wave_rows[q], blocks, groups[c0:c1])
         node_cols.append(cols)
         for c in range(c0, c1):
             carry = new_carry()
@@ -197,7 +209,10 @@ def _train_wave(X, qd, Y, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll, 
                 carry[DONE] = 1.0  # no rows: the weights stay zero
             tokens.append([q, c, Shard(X, rows, P[:, c - c0], qd, boff, ids, C, held=held),
                            np.zeros(D), carry, stream_state(seed, tree, g, c), total, cols])
-    release_freed()  # the node rows' and slot matrices' transients
+    # the shards hold what they need: the markers, the unordered node rows and the slot
+    # matrices go before the visits' state grows
+    marks = wave_rows = rows = P = None
+    release_freed()
     orders: dict = {}  # token -> (pass, its block order): one draw a pass
     queues = [deque() for _ in range(coll.world_size)]
     for k, t in enumerate(tokens):
@@ -211,14 +226,16 @@ def _train_wave(X, qd, Y, Yt, blocks, nodes, wave, C, tol, it, thr, seed, coll, 
         moving = [[queues[r].popleft() for _ in range(min(cap, len(queues[r])))]
                   for r in range(coll.world_size)]
         t0 = time.perf_counter()
-        before = {}
+        changed = {}
         for k in moving[coll.rank]:
             shard, u, carry, base = tokens[k][2:6]
-            if coll.world_size > 1:
-                before[k] = u[tokens[k][7]]
+            before = u[tokens[k][7]] if coll.world_size > 1 else None
             shard.visit(u, base, carry)
+            if before is not None:  # what the visit changed, not the whole before-copy
+                changed[k] = _changes(u, tokens[k][7], before)
+                del before
         t1 = time.perf_counter()
-        _exchange(tokens, moving, before, coll)
+        _exchange(tokens, moving, changed, coll)
         stats["visit_seconds"] += t1 - t0
         stats["exchange_seconds"] += time.perf_counter() - t1
         stats["rounds"] += 1
@@ -244,26 +261,31 @@ def _holder(k: int, carry: np.ndarray, base: np.ndarray, orders: dict, world_siz
     return int(got[1][int(carry[POS])])
 
 
-def _exchange(tokens, moving, before, coll):
+def _changes(u: np.ndarray, cols: np.ndarray, before: np.ndarray):
+    """(positions among ``cols``, new values) of the weights ``u[cols]`` that differ from
+    ``before``."""
+    now = u[cols]
+    nz = np.flatnonzero(now != before)
+    return nz, now[nz]
+
+
+def _exchange(tokens, moving, changed, coll):
     """Every rank gets the states of the tokens visited this round: per token the weights
     its visit changed (their positions among the node's columns and their new values; a
     visit of a few blocks changes a fraction of them, and a label's problem in a leaf hardly
     any) and its carry. Two sums: the sizes, then the states, each token's slice non-zero on
     its visitor only (x + 0 == x), so every rank ends with the same weights bit for bit.
-    ``before``: the node-column weights of this rank's visited tokens before the visit."""
+    ``changed``: per token this rank visited, (positions, new values) of the node-column
+    weights its visit changed."""
     if coll.world_size == 1:
         return
     ks = [k for r in moving for k in r]
     if not ks:
         return
-    changed = {}
     sizes = np.zeros(len(ks))
     for i, k in enumerate(ks):
-        if k in before:
-            now = tokens[k][3][tokens[k][7]]
-            nz = np.flatnonzero(now != before[k])
-            changed[k] = (nz, now[nz])
-            sizes[i] = len(nz)
+        if k in changed:
+            sizes[i] = len(changed[k][0])
     sizes = coll.allreduce_sum(sizes).astype(np.int64)
     lens = 2 * sizes + CARRY
     buf = np.zeros(int(lens.sum()))
@@ -276,7 +298,7 @@ def _exchange(tokens, moving, before, coll):
             buf[pos + m:pos + 2 * m] = vals
             buf[pos + 2 * m:pos + lens[i]] = tokens[k][4]
         pos += lens[i]
-    buf = coll.allreduce_sum(buf)
+    buf = coll.allreduce_sum(buf, consume=True)
     pos = 0
     for i, k in enumerate(ks):
         m = sizes[i]
