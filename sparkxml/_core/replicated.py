@@ -43,14 +43,20 @@ def group_tables(batches):
 
 def _by_group(batches) -> dict:
     by_group: dict = {}
+    for key, sel in _group_slices(batches):
+        by_group.setdefault(key, []).append(sel)
+    return by_group
+
+
+def _group_slices(batches):
+    """(group key, the batch's rows of that ``_g`` group) for each non-empty batch."""
     for b in batches:
         if b.num_rows == 0:
             continue
         g = b.column("_g").to_numpy()
-        for key in np.unique(g):
-            sel = b.filter(pa.array(g == key)) if len(np.unique(g)) > 1 else b
-            by_group.setdefault(int(key), []).append(sel)
-    return by_group
+        keys = np.unique(g)
+        for key in keys:
+            yield int(key), (b if len(keys) == 1 else b.filter(pa.array(g == key)))
 
 
 def _ordered(parts) -> pa.Table:
@@ -81,21 +87,14 @@ def converted_groups(batches, convert):
     rows once, not the Arrow input, its ordered copy and the conversion together.
     """
     pieces: dict = {}
-    for b in batches:
-        if b.num_rows == 0:
-            continue
-        g = b.column("_g").to_numpy()
-        keys = np.unique(g)
-        for key in keys:
-            sel = b if len(keys) == 1 else b.filter(pa.array(g == key))
-            mats = convert(sel)
-            # copies: a view of an IPC batch's column keeps the whole batch alive
-            pieces.setdefault(int(key), []).append(
-                (np.array(sel.column("_k1").to_numpy(), np.int64),
-                 np.array(sel.column("_k2").to_numpy(), np.int64),
-                 [(m.indptr, m.indices, m.data) for m in mats], [m.shape[1] for m in mats]))
-            del sel, mats
-        del b
+    for key, sel in _group_slices(batches):
+        mats = convert(sel)
+        # copies: a view of an IPC batch's column keeps the whole batch alive
+        pieces.setdefault(key, []).append(
+            (np.array(sel.column("_k1").to_numpy(), np.int64),
+             np.array(sel.column("_k2").to_numpy(), np.int64),
+             [(m.indptr, m.indices, m.data) for m in mats], [m.shape[1] for m in mats]))
+        del sel, mats
     for key in list(pieces):
         parts = pieces.pop(key)
         k1 = np.concatenate([p[0] for p in parts])
