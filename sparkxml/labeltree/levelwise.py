@@ -166,24 +166,15 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
 
     def load(batches, r, world_size):
         memory = TaskMemory()
-
-        def convert(b):
-            return _split_rows(b, fcol, lcol, n_features, n_labels, bias)
-
-        groups = list(converted_groups(batches, convert))
+        groups = list(_node_row_groups(batches, fcol, lcol, n_features, n_labels, bias))
         if not groups:
             z = np.zeros(1, np.int64)
             return (normalised_rows(z, np.zeros(0, np.int32), np.zeros(0), n_features, bias),
                     label_matrix(z, np.zeros(0, np.int32), 0, n_labels, bool).T.tocsr(),
                     np.zeros(0, np.int64),
                     memory)
-        _, k1, (X, Y) = groups.pop()
-        # the nodes read the labels by label: the transposed matrix alone is kept
-        Yt = Y.T.tocsr()
-        del Y
+        _, k1, X, Yt = groups.pop()
         blocks = row_blocks(k1, X.shape[0])
-        # the Arrow pool keeps the freed input batches resident, where numpy cannot reuse it
-        release_freed()
         if np.any(kpipeline.block_rank(blocks, world_size) != r):
             raise RuntimeError(f"split-node task {r} was sent rows of another task's blocks")
         return X, Yt, blocks, memory
@@ -210,21 +201,26 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
     return weights, [infos[k] for k in sorted(infos, reverse=True)]
 
 
-def _split_rows(batch, fcol: str, lcol: str, n_features: int, n_labels: int, bias: float):
-    # a split-node task's rows as the nodes read them, one batch at a time: the normalised
-    # rows, and the labels' structure only (1 byte an entry, not 8)
-    xi, xj, xv, yi, yj = task_csr(batch, fcol, lcol, n_features)
-    X = normalised_rows(xi, xj, xv, n_features, bias)
-    return X, label_matrix(yi, yj.copy(), X.shape[0], n_labels, bool)
+def _node_row_groups(batches, fcol: str, lcol: str, n_features: int, n_labels: int,
+                     bias: float):
+    """Per ``_g`` group of the input, (group, content keys ``_k1``, X, Yt): the rows, in the
+    (``_k1``, ``_k2``) order, as the nodes read them. ``X``: the normalised rows
+    (``data.normalised_rows``); ``Yt``: the labels' structure, transposed (labels x rows,
+    bool: 1 byte an entry). Each Arrow batch is converted as it arrives, so the raw rows
+    are never whole, and the labels are never held both ways at once but while one group
+    is transposed."""
+    def convert(b):
+        xi, xj, xv, yi, yj = task_csr(b, fcol, lcol, n_features)
+        X = normalised_rows(xi, xj, xv, n_features, bias)
+        return X, label_matrix(yi, yj.copy(), X.shape[0], n_labels, bool)
 
-
-def _level_rows(batch, fcol: str, lcol: str, n_features: int, n_labels: int):
-    # a level task's rows as CSR, one batch at a time (copies: no view of the batch); the
-    # entries stay as they came, repeated labels included
-    xi, xj, xv, yi, yj = task_csr(batch, fcol, lcol, n_features)
-    n = len(xi) - 1
-    return (sp.csr_matrix((xv, xj.copy(), xi), shape=(n, n_features)),
-            sp.csr_matrix((np.ones(len(yj), bool), yj.copy(), yi), shape=(n, n_labels)))
+    for key, k1, (X, Y) in converted_groups(batches, convert):
+        # the nodes read the labels by label: the transposed matrix alone is kept
+        Yt = Y.T.tocsr()
+        del Y
+        # the Arrow pool keeps the freed input batches resident, where numpy cannot reuse it
+        release_freed()
+        yield key, k1, X, Yt
 
 
 def representations(data, n_features: int, n_labels: int, fcol: str, partitions: int):
@@ -287,19 +283,13 @@ def _make_level_fn(spec_of: dict, keys: list, n_features: int, n_labels: int, pa
 
     def train(batches):
         memory = TaskMemory()
-
-        def convert(b):
-            return _level_rows(b, fcol, lcol, n_features, n_labels)
-
-        for key, k1, (X, Y) in converted_groups(batches, convert):
-            release_freed()  # the input's Arrow memory, as in the split stage
-            xi, xj, xv = X.indptr.astype(np.int64), X.indices, X.data
-            yi, yj = Y.indptr.astype(np.int64), Y.indices
-            del X, Y
+        for key, k1, X, Yt in _node_row_groups(batches, fcol, lcol, n_features, n_labels,
+                                               float(params["bias"])):
             spec = spec_of.get(key, [])
-            trained = klevels.train_level(xi, xj, xv, yi, yj, n_features, n_labels, spec,
-                                          params, k1)
+            rows = X.shape[0]
+            trained = klevels.train_level(X, Yt, spec, params, k1)
+            del X, Yt
             yield from encode_array_batches(rank_of[key], klevels.pack_nodes(trained),
-                                            memory.info(rows=len(xi) - 1, nodes=len(spec)))
+                                            memory.info(rows=rows, nodes=len(spec)))
 
     return train

@@ -24,6 +24,7 @@ from sparkxml_kernels.labeltree.naive import (
     beam_search_naive,
     exhaustive_naive,
     node_columns_naive,
+    node_problems_naive,
     node_rows_naive,
     slot_matrix_naive,
     spherical_kmeans_naive,
@@ -32,8 +33,8 @@ from sparkxml_kernels.labeltree.nodes import (
     LOGISTIC,
     SQUARED_HINGE,
     mark_columns,
+    node_problems,
     node_rows,
-    slot_matrix,
     slot_matrix_t,
     solve_binary,
 )
@@ -165,8 +166,9 @@ def test_node_classifier_is_seeded():
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_node_rows_slots_and_columns_match_naive_twins(index_dtype):
-    """A node's rows, its problems' positives and its features, read in place, equal the
-    naive twins' scipy row selections (labels with no rows and empty groups included)."""
+    """A node's rows, its problems' positives, its features and its problems, read in
+    place, equal the naive twins' scipy row selections (labels with no rows and empty groups
+    included)."""
     (xptr, xidx, xval), (yptr, yidx), d, L = topics(n=400, d=120, L=30, seed=3)
     X = normalised_rows(xptr, xidx, xval, d, 1.0)
     Y = label_matrix(yptr, yidx, len(yptr) - 1, L)
@@ -179,8 +181,16 @@ def test_node_rows_slots_and_columns_match_naive_twins(index_dtype):
         assert rows.dtype == np.int64
         np.testing.assert_array_equal(rows, node_rows_naive(Yt, labels))
         groups = [labels[: size // 2], labels[size // 2:], np.zeros(0, np.int64)]
-        np.testing.assert_array_equal(slot_matrix(Y, rows, groups),
+        np.testing.assert_array_equal(slot_matrix_t(Yt, rows, groups),
                                       slot_matrix_naive(Y, rows, groups))
+        # the node's problems: its rows with their columns renumbered in place
+        Xl, cols, P = node_problems(X, Yt, rows, groups)
+        Xn, cols_n, P_n = node_problems_naive(X, Y, rows, groups)
+        np.testing.assert_array_equal(cols, cols_n)
+        np.testing.assert_array_equal(P, P_n)
+        assert Xl.shape == Xn.shape
+        for a, b in ((Xl.indptr, Xn.indptr), (Xl.indices, Xn.indices), (Xl.data, Xn.data)):
+            np.testing.assert_array_equal(a, b)
         # from the transposed matrix, rows in another order (as a split node's blocks give)
         shuffled = rng.permutation(rows)
         np.testing.assert_array_equal(slot_matrix_t(Yt, shuffled, groups),

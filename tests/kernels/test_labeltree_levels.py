@@ -47,8 +47,9 @@ def _levelwise(xs, ys, d, L, trees, workers, groups, params, keys, world=0, cap=
         for w in range(len(specs)):
             Xw, Yw = X[r[t == w]], Y[r[t == w]]
             held.append(Xw.shape[0])
-            out = lv.train_level(Xw.indptr, Xw.indices, Xw.data, Yw.indptr, Yw.indices, d, L,
-                                 specs[w], p, keys[r[t == w]])
+            Xw = normalised_rows(Xw.indptr, Xw.indices, Xw.data, d, float(p["bias"]))
+            Yt = label_matrix(Yw.indptr, Yw.indices, Xw.shape[0], L, bool).T.tocsr()
+            out = lv.train_level(Xw, Yt, specs[w], p, keys[r[t == w]])
             weights.update(lv.unpack_nodes(lv.pack_nodes(out)))
     return lv.assemble_forest(built, trees, weights), R, counts, held
 

@@ -58,13 +58,14 @@ def test_node_plan_balances_the_estimated_cost():
     assert sorted(x for mine in plan for x in mine) == [
         (i, g) for i, (c, _) in enumerate(trees) for g in range(len(c))]
     # the plan's cost per task, recomputed the naive way: within the costliest node
+    Y = prep.Yt.T.tocsr()
     row_nnz = np.diff(prep.X.indptr)
     cost = {}
     for i, (children, leaves) in enumerate(trees):
         under = lv.labels_under(children, leaves)
         for g in range(len(children)):
             rows = [r for r in range(prep.X.shape[0])
-                    if set(prep.Y[r].indices) & set(under[g].tolist())]
+                    if set(Y[r].indices) & set(under[g].tolist())]
             slots = len(children[g]) or len(leaves[g])
             cost[(i, g)] = slots * int(row_nnz[rows].sum())
     loads = [sum(cost[x] for x in mine) for mine in plan]

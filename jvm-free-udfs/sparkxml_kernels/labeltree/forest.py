@@ -105,9 +105,10 @@ class Prepared:
                  bias: float, keys=None):
         self.X = normalised_rows(xptr, xidx, xval, n_features, bias)
         self.blocks = row_blocks(keys, self.X.shape[0])
-        self.Y = label_matrix(yptr, yidx, self.X.shape[0], n_labels)
-        self.Yt = self.Y.T.tocsr()
-        self.R = label_representations(self.X, self.Y, n_features)
+        Y = label_matrix(yptr, yidx, self.X.shape[0], n_labels)
+        # the nodes read the labels by label: the transposed matrix alone is kept
+        self.Yt = Y.T.tocsr()
+        self.R = label_representations(self.X, Y, n_features)
         # labels without training rows are left out of the trees: nothing could be learnt
         self.labels = np.flatnonzero(np.diff(self.Yt.indptr) > 0).astype(np.int32)
 
@@ -119,7 +120,7 @@ def train_tree(prep: Prepared, tree_id: int, params: dict) -> dict:
                                        bool(p["balanced"]), int(p["max_leaf"]),
                                        int(p["max_depth"]), float(p["cluster_eps"]),
                                        int(p["seed"]), int(tree_id))
-    weights = train_tree_nodes(prep.X, prep.Y, prep.Yt, children, leaf_labels, p,
+    weights = train_tree_nodes(prep.X, prep.Yt, children, leaf_labels, p,
                                int(tree_id), prep.blocks)
     return tree_arrays(tree_id, children, leaf_labels, weights)
 

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .cluster import build_tree
-from .data import label_matrix, label_representations, normalised_rows
+from .data import label_representations, normalised_rows
 from .forest import concat_forests, tree_arrays
 from .nodes import labels_under, node_groups, node_rows, row_blocks, split_node, train_node
 
@@ -199,20 +199,20 @@ def row_tasks(yptr, yidx, label_task: np.ndarray):
     return pair // width, pair % width
 
 
-def train_level(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, spec: list,
-                params: dict, keys=None) -> list:
+def train_level(X: sp.csr_matrix, Yt: sp.csr_matrix, spec: list, params: dict,
+                keys=None) -> list:
     """Train a task's nodes of one level on its rows (in the replicated task's row order).
 
-    ``spec``: the task's (tree, node, labels under it, slot groups, split) from
-    :func:`level_plan`; ``keys``: the rows' content keys (``forest.train_forest``'s).
-    Returns [(tree, node, feature-major classifiers)] in ``spec`` order."""
-    X = normalised_rows(xptr, xidx, xval, n_features, float(params["bias"]))
-    Y = label_matrix(yptr, yidx, X.shape[0], n_labels)
-    Yt = Y.T.tocsr()
+    ``X``: the rows as ``data.normalised_rows`` gives them (with ``params``' bias); ``Yt``:
+    their label matrix transposed (labels x rows: ``data.label_matrix(...).T``, its
+    structure only is read, so bool does); ``spec``: the task's (tree, node, labels under
+    it, slot groups, split) from :func:`level_plan`; ``keys``: the rows' content keys
+    (``forest.train_forest``'s). Returns [(tree, node, feature-major classifiers)] in
+    ``spec`` order."""
     blocks = row_blocks(keys, X.shape[0])
     out = []
     for tree, g, under, groups, split in spec:
-        out.append((tree, g, train_node(X, Y, node_rows(Yt, under), groups, params, tree, g,
+        out.append((tree, g, train_node(X, Yt, node_rows(Yt, under), groups, params, tree, g,
                                         blocks if split else None)))
     return out
 

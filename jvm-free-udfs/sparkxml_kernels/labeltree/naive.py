@@ -9,7 +9,9 @@
 - :func:`blocked_segment_naive`: ``blocked.segment`` with Python loops;
 - :func:`node_rows_naive`, :func:`slot_matrix_naive`, :func:`node_columns_naive`: a node's
   rows, its problems' positives and its features by scipy row selection (copies), as
-  ``nodes.node_rows``, ``nodes.slot_matrix`` and ``nodes.mark_columns`` read them in place.
+  ``nodes.node_rows``, ``nodes.slot_matrix_t`` and ``nodes.mark_columns`` read them in
+  place;
+- :func:`node_problems_naive`: ``nodes.node_problems`` by scipy row and column selection.
 """
 from __future__ import annotations
 
@@ -247,7 +249,8 @@ def node_rows_naive(Yt, labels) -> np.ndarray:
 
 
 def slot_matrix_naive(Y, rows, groups) -> np.ndarray:
-    """``nodes.slot_matrix`` with a Python set per group over a copy of the rows."""
+    """``nodes.slot_matrix_t`` with a Python set per group over a copy of the rows (of the
+    label matrix ``Y``, not transposed)."""
     Yl = Y[np.asarray(rows, np.int64)]
     sets = [set(np.asarray(g).tolist()) for g in groups]
     P = np.zeros((len(rows), len(groups)), bool)
@@ -261,3 +264,13 @@ def slot_matrix_naive(Y, rows, groups) -> np.ndarray:
 def node_columns_naive(X, rows) -> np.ndarray:
     """The columns (ascending) that ``rows`` of ``X`` use, through a copy of the rows."""
     return np.unique(X[np.asarray(rows, np.int64)].indices)
+
+
+def node_problems_naive(X, Y, rows, groups):
+    """``nodes.node_problems`` from ``Y`` (not transposed): the rows' used columns by
+    ``np.unique`` and scipy's column selection."""
+    Xl = X[np.asarray(rows, np.int64)]
+    cols = np.unique(Xl.indices).astype(np.int32)
+    Xl = Xl[:, cols].tocsr()
+    Xl.sort_indices()
+    return Xl, cols, slot_matrix_naive(Y, rows, groups)

@@ -92,10 +92,11 @@ def row_norms2(X: sp.csr_matrix) -> np.ndarray:
                        minlength=n).astype(np.float64)
 
 
-def node_problems(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: list):
-    """The local data of a node: (X_local, columns, P). ``rows``: the node's rows;
-    ``groups``: per child (or leaf label) the label ids under it; ``P`` bool
-    (len(rows), len(groups)): row carries a label of group c."""
+def node_problems(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups: list):
+    """The local data of a node: (X_local, columns, P). ``Yt``: the label matrix transposed
+    (labels x rows; its structure only is read); ``rows``: the node's rows; ``groups``: per
+    child (or leaf label) the label ids under it; ``P`` bool (len(rows), len(groups)): row
+    carries a label of group c."""
     Xl = X[rows]
     # the used columns, ascending, through a dense marker over X's width: O(nnz + D), where
     # sorting the entries (np.unique) was a seventh of a leaf level's time
@@ -104,36 +105,23 @@ def node_problems(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: 
     cols = np.flatnonzero(used).astype(np.int32)
     local = np.empty(X.shape[1], np.int32)
     local[cols] = np.arange(len(cols), dtype=np.int32)
-    Xl = sp.csr_matrix((Xl.data, local[Xl.indices], Xl.indptr), shape=(len(rows), len(cols)))
-    return Xl, cols, slot_matrix(Y, rows, groups)
-
-
-def slot_matrix(Y: sp.csr_matrix, rows: np.ndarray, groups: list) -> np.ndarray:
-    """bool (len(rows), len(groups)): whether row ``rows[i]`` of ``Y`` has a label in slot
-    c's group (the positives of the node's problem c). Reads ``Y``'s structure in place:
-    no copy of the node's rows (at a root, the whole label matrix)."""
-    group_of = np.full(Y.shape[1], -1, np.int64)
-    for c, labs in enumerate(groups):
-        group_of[labs] = c
-    P = np.zeros((len(rows), len(groups)), bool)
-    _slot_flags(np.asarray(Y.indptr, np.int64), np.asarray(Y.indices, np.int32),
-                np.asarray(rows, np.int64), group_of, P)
-    return P
+    # renumbered in place: a second index array of the node's rows is not needed
+    _renumber(Xl.indices, local)
+    Xl = sp.csr_matrix((Xl.data, Xl.indices, Xl.indptr), shape=(len(rows), len(cols)))
+    return Xl, cols, slot_matrix_t(Yt, rows, groups)
 
 
 @njit(cache=True, nogil=True)
-def _slot_flags(indptr, indices, rows, group_of, P):
-    for i in range(len(rows)):
-        r = rows[i]
-        for p in range(indptr[r], indptr[r + 1]):
-            c = group_of[indices[p]]
-            if c >= 0:
-                P[i, c] = True
+def _renumber(indices, local):
+    for p in range(indices.shape[0]):
+        indices[p] = local[indices[p]]
 
 
 def slot_matrix_t(Yt: sp.csr_matrix, rows: np.ndarray, groups: list) -> np.ndarray:
-    """:func:`slot_matrix` read from the label matrix transposed (``Yt``: labels x rows),
-    for a caller that keeps ``Yt`` only: per slot, the rows of its group's labels."""
+    """bool (len(rows), len(groups)): whether row ``rows[i]`` has a label in slot c's group
+    (the positives of the node's problem c), read in place from the label matrix transposed
+    (``Yt``: labels x rows): per slot, the rows of its group's labels. No copy of the node's
+    rows (at a root, the whole label matrix), and the callers keep ``Yt`` only."""
     pos = np.full(Yt.shape[1], -1, np.int64)
     pos[np.asarray(rows, np.int64)] = np.arange(len(rows))
     P = np.zeros((len(rows), len(groups)), bool)
@@ -235,15 +223,16 @@ def node_rows(Yt: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
     return np.flatnonzero(carry)
 
 
-def train_node(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: list,
+def train_node(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups: list,
                params: dict, tree: int, g: int, blocks: np.ndarray | None = None):
-    """Node g of tree ``tree``: its slots' classifiers trained on ``rows`` of (X, Y), as a
+    """Node g of tree ``tree``: its slots' classifiers trained on ``rows`` of X and of the
+    labels (``Yt``: transposed, labels x rows), as a
     :func:`feature_major` matrix. The result depends only on those rows in that order.
     ``blocks`` (the rows' blocks, :func:`row_blocks`): given for a split node."""
     loss = LOSSES[params["loss"]]
     C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
     thr, seed = float(params["weight_threshold"]), int(params["seed"])
-    Xl, cols, P = node_problems(X, Y, rows, groups)
+    Xl, cols, P = node_problems(X, Yt, rows, groups)
     qd = row_norms2(Xl)
     if blocks is not None:
         order, boff, ids = block_offsets(blocks[rows])
@@ -256,7 +245,7 @@ def train_node(X: sp.csr_matrix, Y: sp.csr_matrix, rows: np.ndarray, groups: lis
     return feature_major(ws, cols, thr)
 
 
-def train_tree_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, Yt: sp.csr_matrix, children: list,
+def train_tree_nodes(X: sp.csr_matrix, Yt: sp.csr_matrix, children: list,
                      leaf_labels: list, params: dict, tree: int, blocks: np.ndarray) -> list:
     """Train one tree's classifiers: per node (breadth-first) its children's classifiers
     (internal node) or its labels' (leaf), as :func:`feature_major` matrices (slot = position
@@ -267,7 +256,7 @@ def train_tree_nodes(X: sp.csr_matrix, Y: sp.csr_matrix, Yt: sp.csr_matrix, chil
     out = []
     for g in range(len(children)):
         split = split_node(counts[under[g]].sum(), X.shape[0], params)
-        out.append(train_node(X, Y, node_rows(Yt, under[g]),
+        out.append(train_node(X, Yt, node_rows(Yt, under[g]),
                               node_groups(children, leaf_labels, under, g), params, tree, g,
                               blocks if split else None))
     return out

@@ -73,7 +73,7 @@ def train_spread(xptr, xidx, xval, yptr, yidx, n_features: int, n_labels: int, t
         for g in nodes:
             split = split_node(counts[under[g]].sum(), n_rows, p)
             trained.append((ids[i], g, train_node(
-                prep.X, prep.Y, node_rows(prep.Yt, under[g]),
+                prep.X, prep.Yt, node_rows(prep.Yt, under[g]),
                 node_groups(children, leaf_labels, under, g), p, ids[i], g,
                 prep.blocks if split else None)))
         if report is not None:
