@@ -132,7 +132,7 @@ def main():
             note = f"{mode}, numWorkers {args.workers}"
             # what a task grew by while it ran (peak RSS less its RSS at the start): the
             # data and work it held, without the worker's imports and compiled kernels
-            stages = (info["levels"] + ([info["split_stage"]] if "split_stage" in info else [])
+            stages = ([info[k] for k in ("split_stage", "subtree_stage") if k in info]
                       if mode == "distributed" else [info])
             grown = max(t["peak_rss_bytes"] - t["rss_start_bytes"] for lv in stages
                         for t in lv["tasks"])
@@ -155,13 +155,13 @@ def main():
                           "task rows " + ", ".join(str(t["rows"]) for t in split["tasks"])
                           + ", peak RSS " + ", ".join(f"{t['peak_rss_bytes'] >> 20} MiB"
                                                       for t in split["tasks"]), flush=True)
+                below = info.get("subtree_stage")
                 print(f"{name}: representations {info['representation_seconds']:.1f} s, "
-                      f"clustering {info['cluster_seconds']:.1f} s, levels "
-                      + ", ".join(f"{lv['seconds']:.1f}" for lv in info["levels"])
-                      + " s; tasks a level " + ", ".join(str(len(lv["tasks"]))
-                                                         for lv in info["levels"])
-                      + f", the longest {max(t['task_seconds'] for lv in info['levels'] for t in lv['tasks']):.1f} s",
-                      flush=True)
+                      f"clustering {info['cluster_seconds']:.1f} s"
+                      + (f", subtrees {below['subtrees']} ({below['nodes']} nodes) in "
+                         f"{below['seconds']:.1f} s, {len(below['tasks'])} tasks, the "
+                         f"longest {max(t['task_seconds'] for t in below['tasks']):.1f} s"
+                         if below else ""), flush=True)
             else:
                 note += "; tasks " + ", ".join(f"{t['task_seconds']:.1f}"
                                                for t in info["tasks"]) + " s"

@@ -10,8 +10,8 @@ every tree and trains its share of all the trees' nodes, dealt by estimated cost
 with the trees' structure. A node's classifiers depend only on the data, the params and
 (seed, tree, node), so the model is the same whatever numWorkers and the partitioning.
 
-``trainingMode="distributed"`` trains level by level instead, without any task holding the
-training set (``sparkxml.labeltree.levelwise``); the forest is the same except at the
+``trainingMode="distributed"`` trains the upper nodes over shares of the rows and the
+subtrees below them one a task instead, without any task holding the training set (``sparkxml.labeltree.levelwise``); the forest is the same except at the
 nodes it solves over row blocks (those whose labels carry at least 16,384 (row, label)
 pairs and half as many as there are rows).
 

@@ -59,11 +59,11 @@ _PARAMS_DOC = """
         "replicated": each task holds the training set, clusters every tree and trains a
         share of all the trees' nodes, dealt by estimated cost (slots x the entries of the
         node's rows), so the tasks finish together whatever numTrees.
-        "distributed": level by level; the label representations are reduced across tasks,
+        "distributed": the label representations are reduced across tasks,
         the trees clustered on the driver, the upper nodes (whose labels carry at least
         16,384 (row, label) pairs and half as many as there are rows) solved over row
-        blocks by tasks holding a share of the rows each, and each lower level's node
-        classifiers trained by tasks that own the nodes, each holding its nodes' rows only
+        blocks by tasks holding a share of the rows each, and the subtrees below them
+        trained by tasks that own them, each holding its subtrees' rows only
         (``sparkxml.labeltree.levelwise``). The same trees as "replicated"; the upper
         nodes' weights differ (coordinate descent block by block, not in one permutation
         of all rows).

@@ -5,7 +5,7 @@ partitioning. It is the replicated mode's bit for bit except at the split nodes 
 whose solver visits the rows block by block instead of in one permutation of them all.
 With DataFrame operations only
 (``explode``, ``repartition``, ``sortWithinPartitions``, ``mapInArrow``; Spark Connect
-works), in at most ``3 + levels`` jobs:
+works), in four jobs:
 
 1. **Label representations.** The rows are exploded to one copy per label, brought together
    per label in the global row order (``repartition`` by label, sort by (label, content
@@ -24,15 +24,19 @@ works), in at most ``3 + levels`` jobs:
    the rows of a root. The nodes go in waves of at most 16 problems; every task ends a wave
    with all its weights, and task ``w mod tasks`` sends wave ``w``'s classifiers on as the
    wave ends, so no task holds every split node's classifiers either.
-4. **One job a tree level for the other nodes.** Every node of the level, in every tree, is
-   given to one task (``levels.level_plan``): to one of ``numWorkers`` tasks, longest first
-   on its labels' row counts, or, when the level's rows would not fit that few, to one of
-   consecutive groups of nodes of at most ``rows / (2 numWorkers)`` estimated rows, a task
-   each (Spark runs them ``numWorkers`` at a time). A ``mapInArrow`` sends each row to every
-   task owning a node it belongs to (once a task), ``repartition`` brings each task its
-   rows, which it orders by the content key as the replicated task does and trains its
-   nodes' classifiers on (``levels.train_level``). A task holds the rows of its nodes
-   only.
+4. **One job for the subtrees below the split nodes.** The nodes that are not split form
+   subtrees (a node's label rows are at least its children's), and each subtree is given
+   to one task (``levels.subtree_plan``): to one of ``numWorkers`` tasks, longest first on
+   its root's label row counts, or, when that few would hold more than ``rows /
+   (2 numWorkers)`` estimated rows each, to one of consecutive groups of subtrees of at
+   most that many, a task each (Spark runs them ``numWorkers`` at a time, the costliest
+   first). A ``mapInArrow`` sends each row to every task owning a subtree it belongs to
+   (once a task), ``repartition`` brings each task its rows, which it orders by the
+   content key as the replicated task does and trains its subtrees' nodes on
+   (``levels.train_parts``), sending the classifiers on in parts of ``PART_BYTES``. A task
+   holds the rows of its subtrees' roots only, each root fewer than max(16,384, half the
+   training rows) of them (its label rows are below the split threshold), and the rows
+   travel once for all the levels below the split nodes.
 
 The trained nodes come back as chunked binary rows (``_core.barrier.encode_array_batches``)
 and the driver lays the forest out (``levels.assemble_forest``).
@@ -70,17 +74,23 @@ from sparkxml_kernels.progress import LOGGER, format_record
 # bound on a split-node task's wait for its peers: one round is one visit of a task's rows
 # per problem it holds, seconds even at millions of rows
 SPLIT_TIMEOUT_S = 1800.0
+# a subtree task sends its classifiers in parts of about this size (result keys: rank *
+# PARTS_PER_TASK + part, in an int32)
+PART_BYTES = 16 << 20
+PARTS_PER_TASK = 4096
 
 
 def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: int,
                   n_labels: int, n_rows: int, fcol: str, lcol: str, who: str,
                   verbose: int = 0):
-    """Train the forest level by level (see the module docstring).
+    """Train the forest: the split nodes, then the subtrees below them (see the module
+    docstring).
 
     ``data``: ``sparkxml.fastxml.fit.ordered_rows`` output (``_k1``, ``_k2``, ``f``, ``y``)
     of ``n_rows`` rows;
     ``params``: ``sparkxml_kernels.labeltree.forest.check_params`` output. Returns (forest,
-    info): ``info`` has per level the nodes trained and per task its rows and peak RSS.
+    info): ``info`` has per stage (``split_stage``, ``subtree_stage``) the nodes trained,
+    its seconds and per task its rows and peak RSS.
     """
     params = dict(params, split_nodes=True)
     t0 = time.perf_counter()
@@ -93,7 +103,6 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
     trees = klevels.build_trees(R, labels, tree_ids, params)
     del R
     info["cluster_seconds"] = time.perf_counter() - t0
-    depth = max(int(klevels.node_depths(children).max()) for children, _ in trees)
     weights: dict = {}
     split = klevels.split_nodes(trees, tree_ids, counts, params, n_rows)
     if split:
@@ -107,43 +116,41 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
             LOGGER.info(format_record({
                 "source": who, "kind": "progress", "unit": "split nodes", "done": len(split),
                 "total": len(split), "elapsed": info["split_stage"]["seconds"]}))
-    levels = []
-    for level in range(depth + 1):
-        t0 = time.perf_counter()
-        specs, label_task = klevels.level_plan(trees, tree_ids, level, counts, workers,
-                                               n_labels, params, n_rows, exclude_split=True,
-                                               cap=max(1, n_rows // (2 * workers)))
-        if not any(specs):  # every node of the level is a split node
-            continue
+    t0 = time.perf_counter()
+    specs, label_task = klevels.subtree_plan(trees, tree_ids, counts, workers, n_labels,
+                                             params, n_rows,
+                                             cap=max(1, n_rows // (2 * workers)))
+    if any(specs):  # else every node is a split node
         keys = partition_keys(len(specs))
         route = _make_route_fn(label_task, keys)
-        train = _make_level_fn({keys[w]: s for w, s in enumerate(specs) if s}, keys,
-                               n_features, n_labels, params, fcol, lcol)
+        train = _make_subtree_fn({keys[w]: s for w, s in enumerate(specs) if s}, keys,
+                                 n_features, n_labels, params, fcol, lcol)
         routed = T.StructType(list(data.schema.fields)
                               + [T.StructField("_g", T.LongType(), True)])
-        per_task, task_info = collect_ranks(data.mapInArrow(route, routed)
-                                            .repartition(len(specs), "_g")
-                                            .mapInArrow(train, RESULT_SCHEMA))
-        for arrays in per_task.values():
-            weights.update(klevels.unpack_nodes(arrays))
-        levels.append({"level": level, "nodes": int(sum(len(s) for s in specs)),
-                       "seconds": time.perf_counter() - t0,
-                       "tasks": [dict(task_info[r], rank=r) for r in sorted(task_info)]})
-        if verbose > 0 and ((level + 1) % verbose == 0 or level == depth):
+        per_key, task_info = collect_ranks(data.mapInArrow(route, routed)
+                                           .repartition(len(specs), "_g")
+                                           .mapInArrow(train, RESULT_SCHEMA))
+        for key in sorted(k for k in per_key if k >= 0):
+            weights.update(klevels.unpack_nodes(per_key[key]))
+        nodes = sum(len(unit) for spec in specs for unit in spec)
+        info["subtree_stage"] = {
+            "subtrees": sum(len(spec) for spec in specs), "nodes": nodes,
+            "seconds": time.perf_counter() - t0,
+            "tasks": [task_info[k] for k in sorted(task_info, reverse=True)]}
+        if verbose > 0:
             LOGGER.info(format_record({
-                "source": who, "kind": "progress", "unit": "level", "done": level + 1,
-                "total": depth + 1, "metrics": {"nodes": levels[-1]["nodes"]}}))
+                "source": who, "kind": "progress", "unit": "subtree nodes", "done": nodes,
+                "total": nodes, "elapsed": info["subtree_stage"]["seconds"],
+                "metrics": {"subtrees": info["subtree_stage"]["subtrees"]}}))
     forest = klevels.assemble_forest(trees, tree_ids, weights)
-    info["levels"] = levels
-    # per task, its largest stage (rows and peak RSS): what the task had to hold
+    # per task rank, its largest stage (rows and peak RSS): what the task had to hold
     tasks: dict = {}
-    stages = levels + ([dict(info["split_stage"], level="split")] if split else [])
-    for lv in stages:
-        for t in lv["tasks"]:
+    for name in ("split_stage", "subtree_stage"):
+        for t in info.get(name, {"tasks": []})["tasks"]:
             r = t["rank"]
             best = tasks.get(r)
             if best is None or t.get("peak_rss_bytes", 0) > best.get("peak_rss_bytes", 0):
-                tasks[r] = dict(t, level=lv["level"])
+                tasks[r] = dict(t, stage=name)
     info["tasks"] = [tasks[r] for r in sorted(tasks)]
     return forest, info
 
@@ -276,8 +283,8 @@ def _make_route_fn(label_task: np.ndarray, keys: list):
     return route
 
 
-def _make_level_fn(spec_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
-                   fcol: str, lcol: str):
+def _make_subtree_fn(spec_of: dict, keys: list, n_features: int, n_labels: int,
+                     params: dict, fcol: str, lcol: str):
     # Plain locals only: the closure is pickled to the tasks.
     rank_of = {k: p for p, k in enumerate(keys)}
 
@@ -285,11 +292,24 @@ def _make_level_fn(spec_of: dict, keys: list, n_features: int, n_labels: int, pa
         memory = TaskMemory()
         for key, k1, X, Yt in _node_row_groups(batches, fcol, lcol, n_features, n_labels,
                                                float(params["bias"])):
+            rank = rank_of[key]
             spec = spec_of.get(key, [])
             rows = X.shape[0]
-            trained = klevels.train_level(X, Yt, spec, params, k1)
+            part = 0
+            for unit in spec:
+                # a subtree's classifiers go out in parts as they are trained: a task never
+                # holds all of them (a subtree near the top is a few percent of the forest)
+                for trained in klevels.train_parts(X, Yt, unit, params, k1, PART_BYTES):
+                    if part >= PARTS_PER_TASK:
+                        raise RuntimeError(f"subtree task {rank}: more than "
+                                           f"{PARTS_PER_TASK} result parts")
+                    yield from encode_array_batches(rank * PARTS_PER_TASK + part,
+                                                    klevels.pack_nodes(trained), None,
+                                                    with_info=False)
+                    part += 1
+                    del trained
             del X, Yt
-            yield from encode_array_batches(rank_of[key], klevels.pack_nodes(trained),
-                                            memory.info(rows=rows, nodes=len(spec)))
+            yield from encode_array_batches(-1 - rank, None, memory.info(
+                rank=rank, rows=rows, nodes=sum(len(u) for u in spec), subtrees=len(spec)))
 
     return train

@@ -140,8 +140,8 @@ class HasBeamWidth(Params):
 class HasTrainingMode(Params):
     """Mixin for param trainingMode: how trees are trained: 'replicated' (each task holds the
     whole training set and trains a share of every tree's nodes) or 'distributed' (the upper
-    nodes over the tasks' shares of the rows, the others level by level, each task holding
-    the rows of its nodes only; the same trees, slower, and at the upper nodes weights
+    nodes over the tasks' shares of the rows, then the subtrees below them, each task
+    holding the rows of its subtrees only; the same trees, slower, and at the upper nodes weights
     solved over row blocks: for training sets a task cannot hold).
     """
 

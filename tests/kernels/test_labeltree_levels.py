@@ -17,9 +17,14 @@ from sparkxml_kernels.labeltree.forest import FOREST_KEYS, check_params, train_f
 from sparkxml_kernels.labeltree.nodes import row_blocks
 
 
-def _levelwise(xs, ys, d, L, trees, workers, groups, params, keys, world=0, cap=0, **kw):
-    """The level-wise forest; ``world`` > 0: the split nodes trained by ``world`` thread
-    ranks holding blocks of the rows (``pipeline``), the other nodes level by level."""
+def _levelwise(xs, ys, d, L, trees, workers, groups, params, keys, world=0, cap=None,
+               part_bytes=0, **kw):
+    """The level-wise forest: the split nodes (``world`` > 0: trained by ``world`` thread
+    ranks holding blocks of the rows, ``pipeline``; else in one task), then the subtrees
+    below them on the tasks of ``subtree_plan`` (``cap`` None: the Spark mode's, rows /
+    (2 workers)), each task sent its subtrees' rows.
+    Returns (forest, R, counts, seen): ``seen`` has the rows each split rank and each
+    subtree task held and the plan."""
     p = check_params(params)
     X = sp.csr_matrix((xs[2], xs[1], xs[0]), shape=(len(xs[0]) - 1, d))
     Y = sp.csr_matrix((np.ones(len(ys[1])), ys[1], ys[0]), shape=(len(ys[0]) - 1, L))
@@ -33,25 +38,36 @@ def _levelwise(xs, ys, d, L, trees, workers, groups, params, keys, world=0, cap=
         parts.append(lv.representations_part(Xe.indptr, Xe.indices, Xe.data, lab[m], d))
     R, labels, counts = lv.gather_representations(parts, L, d)
     built = lv.build_trees(R, labels, trees, p)
-    depth = max(int(lv.node_depths(c).max()) for c, _ in built)
-    weights, held = {}, []
+    weights, seen = {}, {"split": [], "tasks": [], "parts": 0}
+    split = lv.split_nodes(built, trees, counts, p, X.shape[0])
     if world:
-        split = lv.split_nodes(built, trees, counts, p, X.shape[0])
         assert split, "the test wants split nodes"
-        for t, g, fm in _split_on_ranks(xs, ys, d, L, split, p, keys, world, held, **kw):
+        for t, g, fm in _split_on_ranks(xs, ys, d, L, split, p, keys, world, seen["split"],
+                                        **kw):
             weights[(t, g)] = fm
-    for level in range(depth + 1):
-        specs, owner = lv.level_plan(built, trees, level, counts, workers, L, p, X.shape[0],
-                                     exclude_split=bool(world), cap=cap)
-        r, t = lv.row_tasks(ys[0], ys[1], owner)
-        for w in range(len(specs)):
-            Xw, Yw = X[r[t == w]], Y[r[t == w]]
-            held.append(Xw.shape[0])
-            Xw = normalised_rows(Xw.indptr, Xw.indices, Xw.data, d, float(p["bias"]))
-            Yt = label_matrix(Yw.indptr, Yw.indices, Xw.shape[0], L, bool).T.tocsr()
-            out = lv.train_level(Xw, Yt, specs[w], p, keys[r[t == w]])
-            weights.update(lv.unpack_nodes(lv.pack_nodes(out)))
-    return lv.assemble_forest(built, trees, weights), R, counts, held
+    elif split:  # in one task
+        Xn = normalised_rows(*xs, d, float(p["bias"]))
+        Yt = label_matrix(*ys, X.shape[0], L, bool).T.tocsr()
+        out = lv.train_level(Xn, Yt, [(t, g, u, grp, True) for t, g, u, grp in split], p,
+                             keys)
+        weights.update(lv.unpack_nodes(lv.pack_nodes(out)))
+    if cap is None:
+        cap = max(1, X.shape[0] // (2 * workers))
+    specs, owner = lv.subtree_plan(built, trees, counts, workers, L, p, X.shape[0], cap=cap)
+    seen["specs"] = specs
+    r, t = lv.row_tasks(ys[0], ys[1], owner)
+    for w in range(len(specs)):
+        if not specs[w]:  # every node is split
+            continue
+        Xw, Yw = X[r[t == w]], Y[r[t == w]]
+        seen["tasks"].append(Xw.shape[0])
+        Xw = normalised_rows(Xw.indptr, Xw.indices, Xw.data, d, float(p["bias"]))
+        Yt = label_matrix(Yw.indptr, Yw.indices, Xw.shape[0], L, bool).T.tocsr()
+        for unit in specs[w]:
+            for part in lv.train_parts(Xw, Yt, unit, p, keys[r[t == w]], part_bytes):
+                seen["parts"] += 1
+                weights.update(lv.unpack_nodes(lv.pack_nodes(part)))
+    return lv.assemble_forest(built, trees, weights), R, counts, seen
 
 
 def _split_on_ranks(xs, ys, d, L, nodes, p, keys, world, held, spread=False, **kw):
@@ -113,12 +129,16 @@ def test_split_nodes_on_ranks_holding_row_blocks_give_the_replicated_forest(worl
     if kw.pop("every_node", False):
         params.update(split_rows=0, split_share=0.0)
     ref = train_forest(*xs, *ys, d, L, [0, 2], keys=keys, **params)
-    forest, _, _, held = _levelwise(xs, ys, d, L, [0, 2], 2, 1, params, keys, world, **kw)
+    forest, _, _, seen = _levelwise(xs, ys, d, L, [0, 2], 2, 1, params, keys, world, **kw)
     for k in FOREST_KEYS:
         np.testing.assert_array_equal(forest[k], ref[k], err_msg=k)
+    held = seen["split"]
     ranks = min(world, NUM_BLOCKS)
     if ranks > 1:  # the split nodes' rows are divided: no rank holds them all
-        assert max(held[:world]) < 300 and sum(held[:world]) == 300
+        assert max(held) < 300 and sum(held) == 300
+    # a subtree root's label rows are below the split threshold, max(60, 300 / 2), and a
+    # task holds subtrees of at most 300 / 4 estimated rows, or one alone
+    assert all(0 < n < 150 for n in seen["tasks"])
     if world == 2 and not kw:  # a rank that keeps nothing trains the same, returns nothing
         from sparkxml_kernels.collective import LocalCollective
 
@@ -156,7 +176,8 @@ def test_levelwise_forest_is_the_replicated_forest(params, workers, groups):
     xs, ys, d, L = topics(n=300, d=80, L=24)
     keys = np.random.default_rng(5).integers(-2**62, 2**62, 300)
     ref = train_forest(*xs, *ys, d, L, [0, 2], keys=keys, **params)
-    forest, R, counts, held = _levelwise(xs, ys, d, L, [0, 2], workers, groups, params, keys)
+    forest, R, counts, seen = _levelwise(xs, ys, d, L, [0, 2], workers, groups, params, keys,
+                                         part_bytes=4096)
     for k in FOREST_KEYS:
         assert forest[k].dtype == ref[k].dtype, k
         np.testing.assert_array_equal(forest[k], ref[k], err_msg=k)
@@ -165,42 +186,78 @@ def test_levelwise_forest_is_the_replicated_forest(params, workers, groups):
     R_ref = label_representations(X, Y, d)
     assert (R != R_ref).nnz == 0
     np.testing.assert_array_equal(counts, np.diff(Y.T.tocsr().indptr))
-    if workers > 1:  # below the roots no task holds every row
-        assert max(held[-workers:]) < 300
+    n_subtrees = sum(len(s) for s in seen["specs"])
+    assert seen["parts"] > n_subtrees  # the classifiers came in several parts a subtree
+    if params.get("split_nodes"):  # below the split nodes no task holds every row
+        assert n_subtrees > 2 and max(seen["tasks"]) < 150
+    else:  # nothing is split: a subtree is a tree, with all its labelled rows
+        assert n_subtrees == 2
 
 
-def test_levels_cut_into_groups_of_capped_rows_give_the_same_forest():
+def test_subtrees_cut_into_groups_of_capped_rows_give_the_same_forest():
     xs, ys, d, L = topics(n=300, d=80, L=24)
     keys = np.arange(300)
-    params = dict(max_leaf=3)
+    params = dict(max_leaf=3, split_nodes=True, split_rows=60)
     ref = train_forest(*xs, *ys, d, L, [0, 2], keys=keys, **params)
-    forest, _, counts, held = _levelwise(xs, ys, d, L, [0, 2], 2, 1, params, keys, cap=60)
+    forest, _, counts, seen = _levelwise(xs, ys, d, L, [0, 2], 2, 1, params, keys, cap=40)
     for k in FOREST_KEYS:
         np.testing.assert_array_equal(forest[k], ref[k], err_msg=k)
-    assert len(held) > 2 * 4  # more tasks than workers at some level
+    assert len(seen["tasks"]) > 2 * 2  # more tasks than workers
 
 
-def test_level_plan_cuts_consecutive_nodes_under_the_cap():
+def _plan_case():
     xs, ys, d, L = topics(n=300, d=80, L=24)
-    p = check_params(dict(max_leaf=3))
+    p = check_params(dict(max_leaf=3, split_nodes=True, split_rows=60))
     X = sp.csr_matrix((np.ones(len(ys[1])), ys[1], ys[0]), shape=(300, L))
     counts = np.diff(X.T.tocsr().indptr)
     from sparkxml_kernels.labeltree.forest import Prepared
 
     prep = Prepared(*xs, *ys, d, L, 1.0)
-    built = lv.build_trees(prep.R, prep.labels, [0, 2], p)
-    specs, owner = lv.level_plan(built, [0, 2], 2, counts, 2, L, p, 300, cap=60)
-    est = [[int(counts[n[2]].sum()) for n in spec] for spec in specs]
+    return lv.build_trees(prep.R, prep.labels, [0, 2], p), counts, p, L
+
+
+def test_subtree_plan_covers_the_nodes_below_the_split_ones_once():
+    built, counts, p, L = _plan_case()
+    specs, owner = lv.subtree_plan(built, [0, 2], counts, 2, L, p, 300)
+    split = {(t, g) for t, g, *_ in lv.split_nodes(built, [0, 2], counts, p, 300)}
+    assert split and len(specs) == 2
+    trained = [(t, g) for spec in specs for unit in spec for t, g, *_ in unit]
+    every = {(t, g) for t, (children, _) in zip([0, 2], built) for g in range(len(children))}
+    assert len(trained) == len(set(trained)) and set(trained) | split == every
+    assert not set(trained) & split
+    for w, spec in enumerate(specs):
+        for unit in spec:
+            t, root, under, _, is_split = unit[0]
+            i = [0, 2].index(t)
+            children, leaf_labels = built[i]
+            parent = next(g for g, kids in enumerate(children) if root in kids)
+            assert (t, parent) in split  # a topmost node that is not split
+            assert not is_split and all(not n[4] for n in unit)
+            # its nodes breadth-first: each node's children follow it
+            nodes = [n[1] for n in unit]
+            assert nodes[0] == root and all(nodes.index(c) > nodes.index(g)
+                                            for g in nodes for c in children[g])
+            assert (owner[i, under] == w).all()
+    # every label lies under one subtree a tree (no leaf is split here)
+    assert (owner >= 0).all()
+
+
+def test_subtree_plan_cuts_consecutive_subtrees_under_the_cap():
+    built, counts, p, L = _plan_case()
+    specs, owner = lv.subtree_plan(built, [0, 2], counts, 2, L, p, 300, cap=40)
+    est = [[int(counts[u[0][2]].sum()) for u in spec] for spec in specs]
     assert len(specs) > 2
-    for e in est:  # within the cap, or one node alone
-        assert sum(e) <= 60 or len(e) == 1
-    order = [(t, g) for spec in specs for t, g, *_ in spec]
-    assert order == sorted(order)  # consecutive (tree, node) runs
+    for e in est:  # within the cap, or one subtree alone
+        assert sum(e) <= 40 or len(e) == 1
+    assert [sum(e) for e in est] == sorted((sum(e) for e in est), reverse=True)
+    roots = sorted(([u[0][:2] for u in spec] for spec in specs), key=lambda r: r[0])
+    flat = [r for run in roots for r in run]
+    assert flat == sorted(flat)  # consecutive (tree, root) runs
     # under the cap's total the plan is the workers' longest-first one
-    few, _ = lv.level_plan(built, [0, 2], 2, counts, 2, L, p, 300, cap=10**6)
-    base, _ = lv.level_plan(built, [0, 2], 2, counts, 2, L, p, 300)
-    assert len(few) == 2 and [[n[:2] for n in s] for s in few] == [[n[:2] for n in s]
-                                                                   for s in base]
+    few, _ = lv.subtree_plan(built, [0, 2], counts, 2, L, p, 300, cap=10**6)
+    base, _ = lv.subtree_plan(built, [0, 2], counts, 2, L, p, 300)
+    assert len(few) == 2 and [[u[0][:2] for u in s] for s in few] == [[u[0][:2] for u in s]
+                                                                       for s in base]
     assert lv.consecutive_groups([5, 70, 20, 30, 10], list("abcde"), 60) == [
         ["a"], ["b"], ["c", "d", "e"]]
 

@@ -43,14 +43,12 @@ def test_parabel_levelwise_is_the_replicated_model(tiny, caplog, small_batches):
     _same(replicated, two)
     info = two._training_info
     assert info["mode"] == "distributed" and two.summary.trainingMode == "distributed"
-    levels = info["levels"]
-    assert [lv["nodes"] for lv in levels] == [2, 4, 8]  # 24 labels, leaves of <= 6
-    # each level's nodes are shared by the tasks, a row sent to a task at most once; the
-    # levels' rows are more than 2 tasks of 240 / 4 rows hold, so the nodes go to more tasks
-    for lv in levels[1:]:
-        assert len(lv["tasks"]) > 2 and sum(t["nodes"] for t in lv["tasks"]) == lv["nodes"]
-        assert all(0 < t["rows"] < 240 for t in lv["tasks"])
-    assert any("level" in r.getMessage() for r in caplog.records)
+    stage = info["subtree_stage"]
+    # 24 labels, leaves of <= 6: 7 nodes a tree; at 240 rows no node is split, so each
+    # subtree is a tree, given to a task of its own
+    assert stage["subtrees"] == 2 and stage["nodes"] == 14
+    assert len(stage["tasks"]) == 2 and sum(t["nodes"] for t in stage["tasks"]) == 14
+    assert any("subtree nodes" in r.getMessage() for r in caplog.records)
 
 
 def test_split_nodes_train_on_tasks_holding_blocks_of_rows(spark, monkeypatch, small_batches):
@@ -74,7 +72,11 @@ def test_split_nodes_train_on_tasks_holding_blocks_of_rows(spark, monkeypatch, s
     info = two._training_info
     stage = info["split_stage"]
     assert stage["nodes"] >= 2  # the two roots at least
-    assert stage["nodes"] + sum(lv["nodes"] for lv in info["levels"]) == 14
+    below = info["subtree_stage"]
+    assert stage["nodes"] + below["nodes"] == 14
     rows = [t["rows"] for t in stage["tasks"]]
     # every labelled row once, divided between the two tasks
     assert len(rows) == 2 and sum(rows) == labelled and max(rows) < labelled
+    # the subtrees below the split nodes: more tasks than workers, none with every row
+    assert below["subtrees"] > 2 and len(below["tasks"]) > 2
+    assert all(0 < t["rows"] < labelled for t in below["tasks"])

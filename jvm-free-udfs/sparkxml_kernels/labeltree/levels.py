@@ -11,12 +11,14 @@ training splits the same computation so that no task needs it, and gives the for
    sums its rows in the row order, exactly as the product over all rows does, so
    :func:`gather_representations` gives the replicated ``R``.
 2. **Trees** (:func:`build_trees`): the clustering uses ``R`` only (``cluster.build_tree``).
-3. **Classifiers, one tree level at a time** (:func:`level_plan`, :func:`train_level`).
-   Every node of a level is given to one task; a row goes to each task owning a node it
-   belongs to (a label of the row lies under the node); the task orders its rows as the
-   replicated task does and trains each of its nodes on the node's rows
-   (``nodes.train_node``). A node's classifiers depend only on its rows in that order, its
-   label groups and (seed, tree, node), so they are the replicated ones.
+3. **Classifiers, a subtree at a time** (:func:`subtree_plan`, :func:`train_parts`). The
+   nodes that are not split form subtrees; each is given to one task, and a row goes to
+   each task owning a subtree it belongs to (a label of the row lies under the subtree's
+   root); the task orders its rows as the replicated task does and trains each node of its
+   subtrees on the node's rows (``nodes.train_node``). A node's classifiers depend only on
+   its rows in that order, its label groups and (seed, tree, node), so they are the
+   replicated ones. The split nodes (:func:`split_nodes`) are trained before, by
+   ``pipeline``.
 4. :func:`pack_nodes` / :func:`unpack_nodes` carry the trained nodes back as flat arrays and
    :func:`assemble_forest` lays them out as ``forest``'s arrays.
 """
@@ -90,49 +92,61 @@ def node_depths(children: list) -> np.ndarray:
     return depth
 
 
-def level_plan(trees: list, tree_ids, level: int, counts: np.ndarray, workers: int,
-               n_labels: int, params: dict, n_rows: int, exclude_split: bool = False,
-               cap: int = 0):
-    """The nodes of one level and who trains them.
+def subtree_plan(trees: list, tree_ids, counts: np.ndarray, workers: int, n_labels: int,
+                 params: dict, n_rows: int, cap: int = 0):
+    """The nodes below the split nodes, a subtree at a time, and who trains them.
 
-    Returns (specs, label_task): ``specs[w]`` is task w's list of (tree, node, labels under
-    it int32, its slots' label groups, whether it is split: ``nodes.split_node`` on its
-    labels' row counts and the training set's ``n_rows``, as ``train_forest`` decides it
-    with the same params); ``label_task`` int32
-    (len(trees), n_labels): per tree, the task owning the level's node above each label (-1:
-    none at this level). A node's estimated rows are the sum of its labels' row counts (at
-    least its rows). Where a node is trained never changes its classifiers.
+    A *subtree* is a node that is not split (``nodes.split_node`` on its labels' row counts
+    and the training set's ``n_rows``, as ``train_forest`` decides it with the same params)
+    whose parent is split or that is a root, with every node under it: a node's label rows
+    are at least its children's, so the nodes that are not split are whole subtrees. Each
+    subtree goes to one task, which holds the subtree root's rows (a node's rows are a subset
+    of its parent's) and trains all its nodes; the rows travel once for all the levels.
 
-    The nodes go to ``workers`` tasks, longest first on their estimated rows (ties by (tree,
-    node)), unless ``cap`` > 0 and the level's estimated rows exceed ``workers * cap``: then
-    they are cut, in (tree, node) order (neighbouring subtrees, which share rows), into
-    consecutive groups of at most ``cap`` estimated rows (a node above it alone), one task
-    each, so a task holds at most about ``cap`` rows and Spark runs the tasks ``workers`` at
-    a time. ``exclude_split``: leave the split nodes out (:func:`split_nodes` lists them for
-    ``pipeline.train_split_nodes``).
+    Returns (specs, label_task): ``specs[w]`` is task w's list of subtrees, each a list of
+    (tree, node, labels under it int32, its slots' label groups, False) breadth-first from
+    its root; ``label_task`` int32 (len(trees), n_labels): per tree, the task owning the
+    subtree of each label (-1: the label's leaf is split). A subtree's estimated rows are
+    the sum of its root's labels' row counts (at least its rows). Where a node is trained
+    never changes its classifiers.
+
+    The subtrees go to ``workers`` tasks, longest first on their estimated rows (ties by
+    (tree, root)), unless ``cap`` > 0 and their estimated rows exceed ``workers * cap``: then
+    they are cut, in (tree, root) order (neighbouring subtrees, which share rows), into
+    consecutive groups of at most ``cap`` estimated rows (a subtree above it alone), one task
+    each, costliest group first (Spark runs them ``workers`` at a time, in that order).
     """
-    nodes = []
+    units = []
     for i, (children, leaf_labels) in enumerate(trees):
         under = labels_under(children, leaf_labels)
-        depth = node_depths(children)
-        for g in np.flatnonzero(depth == level):
-            g = int(g)
-            rows = int(counts[under[g]].sum())
-            split = split_node(rows, n_rows, params)
-            if exclude_split and split:
+        split = [split_node(int(counts[under[g]].sum()), n_rows, params)
+                 for g in range(len(children))]
+        parent = np.full(len(children), -1, np.int64)
+        for g, kids in enumerate(children):
+            parent[kids] = g
+        for root in range(len(children)):
+            if split[root] or (parent[root] >= 0 and not split[parent[root]]):
                 continue
-            nodes.append((rows, i, g, under[g], node_groups(children, leaf_labels, under, g),
-                          split))
-    label_task = np.full((len(trees), n_labels), -1, np.int32)
-    if cap > 0 and sum(n[0] for n in nodes) > workers * cap:
-        groups_of = consecutive_groups([n[0] for n in nodes], nodes, cap)
+            nodes, q = [root], 0
+            while q < len(nodes):  # breadth-first below the root
+                nodes += list(children[nodes[q]])
+                q += 1
+            unit = [(int(tree_ids[i]), g, np.asarray(under[g], np.int32),
+                     [np.asarray(x, np.int32)
+                      for x in node_groups(children, leaf_labels, under, g)], False)
+                    for g in nodes]
+            units.append((int(counts[under[root]].sum()), i, under[root], unit))
+    costs = [u[0] for u in units]
+    if cap > 0 and sum(costs) > workers * cap:
+        groups_of = consecutive_groups(costs, units, cap)
+        groups_of.sort(key=lambda grp: -sum(u[0] for u in grp))  # stable: ties in order
     else:
-        groups_of = longest_first([n[0] for n in nodes], nodes, workers)
+        groups_of = longest_first(costs, units, workers)
+    label_task = np.full((len(trees), n_labels), -1, np.int32)
     specs: list = [[] for _ in groups_of]
     for w, mine in enumerate(groups_of):
-        for _, i, g, under, groups, split in mine:
-            specs[w].append((int(tree_ids[i]), g, np.asarray(under, np.int32),
-                             [np.asarray(x, np.int32) for x in groups], split))
+        for _, i, under, unit in mine:
+            specs[w].append(unit)
             label_task[i, under] = w
     return specs, label_task
 
@@ -141,7 +155,7 @@ def split_nodes(trees: list, tree_ids, counts: np.ndarray, params: dict, n_rows:
     """Every split node of the forest (``nodes.split_node``), by (depth, tree, node): the
     (tree id, node, labels under it int32, its slots' label groups) that
     ``pipeline.train_split_nodes`` takes. A node's label rows are at least its children's,
-    so the split nodes are the top of each tree."""
+    so the split nodes are the top of each tree (:func:`subtree_plan` takes the rest)."""
     out = []
     for i, (children, leaf_labels) in enumerate(trees):
         under = labels_under(children, leaf_labels)
@@ -201,20 +215,35 @@ def row_tasks(yptr, yidx, label_task: np.ndarray):
 
 def train_level(X: sp.csr_matrix, Yt: sp.csr_matrix, spec: list, params: dict,
                 keys=None) -> list:
-    """Train a task's nodes of one level on its rows (in the replicated task's row order).
+    """Train a task's nodes on its rows (in the replicated task's row order).
 
     ``X``: the rows as ``data.normalised_rows`` gives them (with ``params``' bias); ``Yt``:
     their label matrix transposed (labels x rows: ``data.label_matrix(...).T``, its
-    structure only is read, so bool does); ``spec``: the task's (tree, node, labels under
-    it, slot groups, split) from :func:`level_plan`; ``keys``: the rows' content keys
-    (``forest.train_forest``'s). Returns [(tree, node, feature-major classifiers)] in
-    ``spec`` order."""
+    structure only is read, so bool does); ``spec``: nodes as (tree, node, labels under
+    it, slot groups, split), e.g. a subtree of :func:`subtree_plan`; ``keys``: the rows'
+    content keys (``forest.train_forest``'s). Returns [(tree, node, feature-major
+    classifiers)] in ``spec`` order."""
+    return [item for part in train_parts(X, Yt, spec, params, keys, 0) for item in part]
+
+
+def train_parts(X: sp.csr_matrix, Yt: sp.csr_matrix, spec: list, params: dict, keys=None,
+                part_bytes: int = 0):
+    """:func:`train_level` in parts: yields lists of trained nodes, a part ending once its
+    classifiers reach ``part_bytes`` (0: one part), so that a task sends a subtree's
+    classifiers on as they come instead of holding them all."""
     blocks = row_blocks(keys, X.shape[0])
-    out = []
+    part: list = []
+    size = 0
     for tree, g, under, groups, split in spec:
-        out.append((tree, g, train_node(X, Yt, node_rows(Yt, under), groups, params, tree, g,
-                                        blocks if split else None)))
-    return out
+        fm = train_node(X, Yt, node_rows(Yt, under), groups, params, tree, g,
+                        blocks if split else None)
+        part.append((tree, g, fm))
+        size += sum(a.nbytes for a in fm)
+        if part_bytes and size >= part_bytes:
+            yield part
+            part, size = [], 0
+    if part or not spec:
+        yield part
 
 
 def pack_nodes(trained: list) -> dict:
