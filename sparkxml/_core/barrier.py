@@ -220,16 +220,17 @@ def partition_groups(sizes: dict, max_bytes: int) -> list:
     return groups
 
 
-# a reduce partition over the job budget is collected in slices (its rows' ``part`` modulo
-# this many times the slices the budget needs), so that uneven slices still fit
+# a reduce partition over the job budget is collected in slices (its rows' ``rank + part``
+# modulo this many times the slices the budget needs), so that uneven slices still fit
 SLICE_SPARE = 4
 
 
 def _collect_in_groups(shuffled, max_job_bytes: int):
     """Collect jobs of at most ``max_job_bytes`` of chunk data each, yielding each job's
     table: groups of reduce partitions, and a partition larger than that (a model of several
-    GB in 16 partitions) in slices of its chunks by ``part`` modulo k, each slice's size read
-    first."""
+    GB in 16 partitions) in slices of its chunks by ``rank + part`` modulo k, each slice's
+    size read first: the chunks of a large array (many parts) and the small results of many
+    ranks (part 0 each) both spread over the slices."""
     from pyspark.sql import functions as F
 
     pid = F.spark_partition_id()
@@ -240,7 +241,7 @@ def _collect_in_groups(shuffled, max_job_bytes: int):
                partition_groups({p: sizes[p] for p in sizes if p not in big}, max_job_bytes)]
     for p in big:
         k = SLICE_SPARE * -(-int(sizes[p]) // max_job_bytes)
-        slice_of = F.col("part") % F.lit(k)
+        slice_of = F.pmod(F.col("rank") + F.col("part"), F.lit(k))
         slices = {r[0]: r[1] or 0 for r in shuffled.where(pid == p)
                   .groupBy(slice_of.alias("j")).agg(F.sum(F.length("data"))).collect()}
         filters += [(pid == p) & slice_of.isin(group)

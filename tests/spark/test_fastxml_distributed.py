@@ -321,6 +321,42 @@ def test_a_reduce_partition_over_the_job_budget_comes_back_in_slices(spark):
         out.unpersist()
 
 
+def test_many_small_results_in_one_partition_come_back_in_slices(spark):
+    """Many ranks' results of one chunk each (part 0), all in one reduce partition and more
+    than the budget together, are collected in slices within it."""
+    import sparkxml._core.barrier as barrier
+
+    n = 3 << 17  # 3 MB a rank: one chunk each
+
+    def emit(batches):
+        import numpy as np
+
+        from sparkxml._core.barrier import encode_array_batches
+
+        for _ in batches:
+            pass
+        for r in range(8):
+            yield from encode_array_batches(r, {"w": np.full(n, float(r))}, None,
+                                            with_info=False)
+
+    out = spark.range(1, numPartitions=1).mapInArrow(emit, barrier.RESULT_SCHEMA).cache()
+    try:
+        budget = barrier.CHUNK_BYTES + 4096
+        tables = list(barrier._collect_in_groups(out.coalesce(1), budget))
+        assert len(tables) >= 3
+        assert all(sum(len(c) for c in t.column("data").to_pylist()) <= budget
+                   for t in tables)
+        decoder = barrier.RankDecoder()
+        for t in tables:
+            decoder.add(t)
+        arrays, _ = decoder.result()
+        assert sorted(arrays) == list(range(8))
+        for r in range(8):
+            np.testing.assert_array_equal(arrays[r]["w"], np.full(n, float(r)))
+    finally:
+        out.unpersist()
+
+
 def test_partition_groups_pack_within_the_budget_and_name_the_conf():
     from sparkxml._core.barrier import job_result_budget, partition_groups
 
