@@ -65,7 +65,8 @@ def fit_label_trees(est, dataset, who: str):
             with progress.phase("train"):
                 forest, more = fit_levelwise(data, params, num_trees, workers, n_features,
                                              n_labels, stats["rows"], fcol, lcol, who,
-                                             progress.verbose)
+                                             progress.verbose,
+                                             progress.task_spec(per_task=True))
             info.update(more, train_seconds=time.perf_counter() - t0)
             return forest, n_features, n_labels, info
         check_memory(spark, stats, workers, who)

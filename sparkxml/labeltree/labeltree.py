@@ -71,8 +71,9 @@ _PARAMS_DOC = """
         Copied to the model.
     verbose : int, default 0
         Log "tree i/n" every ``verbose`` trees of each training task, as it finishes its
-        share of a tree (distributed: "level i/n" every ``verbose`` levels) through the Python
-        logger ``sparkxml``; 0 = silent.
+        share of a tree (distributed: a line when the split nodes are trained, "subtree
+        i/n" every ``verbose`` subtrees of each subtree task, and a line when every subtree
+        is trained) through the Python logger ``sparkxml``; 0 = silent.
 """
 
 

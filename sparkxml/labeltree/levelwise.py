@@ -82,14 +82,15 @@ PARTS_PER_TASK = 4096
 
 def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: int,
                   n_labels: int, n_rows: int, fcol: str, lcol: str, who: str,
-                  verbose: int = 0):
+                  verbose: int = 0, task_progress: dict | None = None):
     """Train the forest: the split nodes, then the subtrees below them (see the module
     docstring).
 
     ``data``: ``sparkxml.fastxml.fit.ordered_rows`` output (``_k1``, ``_k2``, ``f``, ``y``)
     of ``n_rows`` rows;
-    ``params``: ``sparkxml_kernels.labeltree.forest.check_params`` output. Returns (forest,
-    info): ``info`` has per stage (``split_stage``, ``subtree_stage``) the nodes trained,
+    ``params``: ``sparkxml_kernels.labeltree.forest.check_params`` output;
+    ``task_progress``: ``FitProgress.task_spec`` for the subtree tasks' "subtree i/n" lines.
+    Returns (forest, info): ``info`` has per stage (``split_stage``, ``subtree_stage``) the nodes trained,
     its seconds and per task its rows and peak RSS.
     """
     params = dict(params, split_nodes=True)
@@ -124,7 +125,7 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
         keys = partition_keys(len(specs))
         route = _make_route_fn(label_task, keys)
         train = _make_subtree_fn({keys[w]: s for w, s in enumerate(specs) if s}, keys,
-                                 n_features, n_labels, params, fcol, lcol)
+                                 n_features, n_labels, params, fcol, lcol, task_progress)
         routed = T.StructType(list(data.schema.fields)
                               + [T.StructField("_g", T.LongType(), True)])
         per_key, task_info = collect_ranks(data.mapInArrow(route, routed)
@@ -284,11 +285,13 @@ def _make_route_fn(label_task: np.ndarray, keys: list):
 
 
 def _make_subtree_fn(spec_of: dict, keys: list, n_features: int, n_labels: int,
-                     params: dict, fcol: str, lcol: str):
+                     params: dict, fcol: str, lcol: str, progress: dict | None = None):
     # Plain locals only: the closure is pickled to the tasks.
     rank_of = {k: p for p, k in enumerate(keys)}
 
     def train(batches):
+        from sparkxml_kernels.progress import ProgressReporter
+
         memory = TaskMemory()
         for key, k1, X, Yt in _node_row_groups(batches, fcol, lcol, n_features, n_labels,
                                                float(params["bias"])):
@@ -296,7 +299,8 @@ def _make_subtree_fn(spec_of: dict, keys: list, n_features: int, n_labels: int,
             spec = spec_of.get(key, [])
             rows = X.shape[0]
             part = 0
-            for unit in spec:
+            reporter = ProgressReporter(progress, rank)
+            for done, unit in enumerate(spec, 1):
                 # a subtree's classifiers go out in parts as they are trained: a task never
                 # holds all of them (a subtree near the top is a few percent of the forest)
                 for trained in klevels.train_parts(X, Yt, unit, params, k1, PART_BYTES):
@@ -308,6 +312,8 @@ def _make_subtree_fn(spec_of: dict, keys: list, n_features: int, n_labels: int,
                                                     with_info=False)
                     part += 1
                     del trained
+                reporter.progress(done, len(spec), {"nodes": len(unit)}, unit="subtree")
+            reporter.close()
             del X, Yt
             yield from encode_array_batches(-1 - rank, None, memory.info(
                 rank=rank, rows=rows, nodes=sum(len(u) for u in spec), subtrees=len(spec)))

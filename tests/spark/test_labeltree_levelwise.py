@@ -3,6 +3,7 @@ through the same code, checked in tests/kernels/test_labeltree_levels.py): the r
 mode's model bit for bit when no node is split, and the same model whatever numWorkers, the
 partitioning and the Arrow batches the tasks' rows come in."""
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -48,7 +49,12 @@ def test_parabel_levelwise_is_the_replicated_model(tiny, caplog, small_batches):
     # subtree is a tree, given to a task of its own
     assert stage["subtrees"] == 2 and stage["nodes"] == 14
     assert len(stage["tasks"]) == 2 and sum(t["nodes"] for t in stage["tasks"]) == 14
-    assert any("subtree nodes" in r.getMessage() for r in caplog.records)
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("subtree nodes 14/14" in x for x in lines), lines
+    # each task's line as it finishes its subtree, sent to the driver as it comes
+    tasks = {m.group(1) for m in (re.match(r"Parabel task (\d+) subtree 1/1: nodes=7", x)
+                                  for x in lines) if m}
+    assert len(tasks) == 2, lines
 
 
 def test_split_nodes_train_on_tasks_holding_blocks_of_rows(spark, monkeypatch, small_batches):
