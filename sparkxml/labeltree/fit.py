@@ -11,8 +11,9 @@ with the trees' structure. A node's classifiers depend only on the data, the par
 (seed, tree, node), so the model is the same whatever numWorkers and the partitioning.
 
 ``trainingMode="distributed"`` trains the upper nodes over shares of the rows and the
-subtrees below them one a task instead, without any task holding the training set (``sparkxml.labeltree.levelwise``); the forest is the same except at the
-nodes it solves over row blocks (those whose labels carry at least 16,384 (row, label)
+subtrees below them one a task instead, without any task holding the training set
+(``sparkxml.labeltree.levelwise``); the forest is the same except at the nodes it solves
+over row blocks (those whose labels carry at least 16,384 (row, label)
 pairs and half as many as there are rows).
 
 The data pass, its checks and error messages, and the memory check are FastXML's.

@@ -90,8 +90,8 @@ def fit_levelwise(data, params: dict, num_trees: int, workers: int, n_features: 
     of ``n_rows`` rows;
     ``params``: ``sparkxml_kernels.labeltree.forest.check_params`` output;
     ``task_progress``: ``FitProgress.task_spec`` for the subtree tasks' "subtree i/n" lines.
-    Returns (forest, info): ``info`` has per stage (``split_stage``, ``subtree_stage``) the nodes trained,
-    its seconds and per task its rows and peak RSS.
+    Returns (forest, info): ``info`` has per stage (``split_stage``, ``subtree_stage``) the
+    nodes trained, its seconds and per task its rows and peak RSS.
     """
     params = dict(params, split_nodes=True)
     t0 = time.perf_counter()

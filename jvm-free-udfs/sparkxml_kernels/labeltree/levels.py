@@ -242,7 +242,7 @@ def train_parts(X: sp.csr_matrix, Yt: sp.csr_matrix, spec: list, params: dict, k
         if part_bytes and size >= part_bytes:
             yield part
             part, size = [], 0
-    if part or not spec:
+    if part:
         yield part
 
 
