@@ -22,7 +22,8 @@ a worker picks an entry). Measured under load (``benchmarks/portable_cache_speed
 generic code of the GBT, FastXML and FM kernels took no more CPU time than the host's.
 
 ``warm_async(groups)`` loads (or compiles) a group's signatures on a background thread, so a
-Spark task can overlap it with reading its data.
+Spark task can overlap it with reading its data; ``load_kernels(groups)`` loads them before it
+returns, so that a task's memory figures leave them out (``sparkxml._core.barrier.TaskMemory``).
 """
 from __future__ import annotations
 
@@ -264,7 +265,7 @@ def precompile(groups=None, jobs: int = 1, manifest: str = MANIFEST,
                 serial_loaded=loaded, serial_compiled=compiled)
 
 
-_warmed: set = set()
+_warmed: dict = {}  # group -> the thread that loads it
 _warm_lock = threading.Lock()
 
 
@@ -277,14 +278,23 @@ def warm_async(*groups):
         return None
     with _warm_lock:
         todo = [g for g in groups if g not in _warmed]
-        _warmed.update(todo)
-    if not todo:
-        return None
-    entries = read_manifest(MANIFEST, set(todo))
-    th = threading.Thread(target=_compile, args=(entries,), name="sparkxml-warmup",
-                          daemon=True)
-    th.start()
+        if not todo:
+            return None
+        th = threading.Thread(target=_compile, args=(read_manifest(MANIFEST, set(todo)),),
+                              name="sparkxml-warmup", daemon=True)
+        _warmed.update((g, th) for g in todo)
+        th.start()  # under the lock: load_kernels never joins a thread not yet started
     return th
+
+
+def load_kernels(*groups) -> None:
+    """Load (or compile) the groups' signatures now, waiting for any loading that an earlier
+    :func:`warm_async` started in this process (a no-op with ``SPARKXML_WARMUP=0``)."""
+    warm_async(*groups)
+    with _warm_lock:
+        threads = {_warmed.get(g) for g in groups} - {None}
+    for th in threads:
+        th.join()
 
 
 def main(argv=None) -> int:

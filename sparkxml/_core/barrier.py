@@ -364,16 +364,30 @@ class TaskMemory:
     ``info(**fields)`` is ``fields`` with the peak since (``peak_rss_bytes``),
     ``rss_start_bytes``, ``peak_rss_is_task_local`` (whether the reset worked, so the
     peak is this task's own) and ``task_seconds`` (wall clock since the start: how evenly a
-    stage's tasks were loaded)."""
+    stage's tasks were loaded).
 
-    def __init__(self) -> None:
+    ``kernels`` (groups of ``sparkxml_kernels.precompile``) are loaded first, so that the
+    figures are the task's data and work, not the compiled code a fresh Python worker
+    loads once (a task that ran earlier in the same worker loaded it already): the info
+    then also has ``kernel_load_bytes`` (the RSS growth while loading) and
+    ``kernel_load_seconds``."""
+
+    def __init__(self, kernels: tuple = ()) -> None:
+        self.kernel_fields: dict = {}
+        if kernels:
+            from sparkxml_kernels.precompile import load_kernels
+
+            rss0, t0 = rss_bytes(), time.perf_counter()
+            load_kernels(*kernels)
+            self.kernel_fields = {"kernel_load_bytes": max(0, rss_bytes() - rss0),
+                                  "kernel_load_seconds": time.perf_counter() - t0}
         self.task_local = reset_peak_rss()
         self.start_bytes = rss_bytes()
         self.start = time.perf_counter()
 
     def info(self, **fields) -> dict:
-        return dict(fields, peak_rss_bytes=peak_rss_bytes(), rss_start_bytes=self.start_bytes,
-                    peak_rss_is_task_local=self.task_local,
+        return dict(fields, **self.kernel_fields, peak_rss_bytes=peak_rss_bytes(),
+                    rss_start_bytes=self.start_bytes, peak_rss_is_task_local=self.task_local,
                     task_seconds=time.perf_counter() - self.start)
 
 

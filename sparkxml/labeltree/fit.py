@@ -113,7 +113,7 @@ def _make_train_fn(keys: list, tree_ids: list, n_features: int, n_labels: int, p
     def train(batches):
         from sparkxml_kernels.progress import ProgressReporter
 
-        memory = TaskMemory()
+        memory = TaskMemory(kernels=("labeltree",))
         for key, table in group_tables(batches):
             xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             reporter = ProgressReporter(progress, rank_of[key])

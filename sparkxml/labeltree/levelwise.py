@@ -173,7 +173,7 @@ def fit_split_nodes(data, nodes: list, params: dict, workers: int, n_features: i
     bias = float(params["bias"])
 
     def load(batches, r, world_size):
-        memory = TaskMemory()
+        memory = TaskMemory(kernels=("labeltree",))
         groups = list(_node_row_groups(batches, fcol, lcol, n_features, n_labels, bias))
         if not groups:
             z = np.zeros(1, np.int64)
@@ -238,7 +238,7 @@ def representations(data, n_features: int, n_labels: int, fcol: str, partitions:
     def task(batches):
         from pyspark import TaskContext
 
-        memory = TaskMemory()
+        memory = TaskMemory(kernels=("labeltree",))
         pieces = [b for b in batches if b.num_rows]
         if not pieces:
             return
@@ -292,7 +292,7 @@ def _make_subtree_fn(spec_of: dict, keys: list, n_features: int, n_labels: int,
     def train(batches):
         from sparkxml_kernels.progress import ProgressReporter
 
-        memory = TaskMemory()
+        memory = TaskMemory(kernels=("labeltree",))
         for key, k1, X, Yt in _node_row_groups(batches, fcol, lcol, n_features, n_labels,
                                                float(params["bias"])):
             rank = rank_of[key]
@@ -315,6 +315,8 @@ def _make_subtree_fn(spec_of: dict, keys: list, n_features: int, n_labels: int,
                 reporter.progress(done, len(spec), {"nodes": len(unit)}, unit="subtree")
             reporter.close()
             del X, Yt
+            # the next task in this Python worker starts from what is resident now
+            release_freed()
             yield from encode_array_batches(-1 - rank, None, memory.info(
                 rank=rank, rows=rows, nodes=sum(len(u) for u in spec), subtrees=len(spec)))
 

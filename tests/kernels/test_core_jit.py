@@ -1,6 +1,7 @@
 """The numba kernels' one door (``sparkxml_kernels._jit``), the shipped cache it locates, and
 the recorded warm-up list (``_warm_signatures.txt``) that ``precompile`` compiles."""
 import importlib
+import json
 import os
 import pkgutil
 import re
@@ -175,6 +176,26 @@ def test_precompile_rejects_unknown_group_and_bad_jobs():
         precompile.precompile(["nope"])
     with pytest.raises(ValueError, match="jobs"):
         precompile.precompile(["gbt"], jobs=0)
+
+
+_LOAD = textwrap.dedent("""
+    import json
+    from sparkxml_kernels import _jit, precompile
+    th = precompile.warm_async("linear")  # what a task started, still loading
+    precompile.load_kernels("linear")     # waits for that thread, starts no second one
+    names = {e[2] for e in precompile.read_manifest(groups={"linear"})}
+    loaded = [d for d in _jit.KERNELS if d.py_func.__name__ in names and d.signatures]
+    print(json.dumps(dict(alive=th.is_alive(), again=precompile.warm_async("linear") is None,
+                          loaded=len(loaded))))
+""")
+
+
+def test_load_kernels_waits_for_the_loading_a_task_started():
+    out = subprocess.run([sys.executable, "-c", _LOAD], capture_output=True, text=True,
+                         timeout=600, env=dict(os.environ, SPARKXML_WARMUP="1"))
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r == dict(alive=False, again=True, loaded=r["loaded"]) and r["loaded"] >= 5, r
 
 
 _CALL = textwrap.dedent("""

@@ -49,6 +49,9 @@ def test_parabel_levelwise_is_the_replicated_model(tiny, caplog, small_batches):
     # subtree is a tree, given to a task of its own
     assert stage["subtrees"] == 2 and stage["nodes"] == 14
     assert len(stage["tasks"]) == 2 and sum(t["nodes"] for t in stage["tasks"]) == 14
+    # each task loaded its kernels before its memory figures began
+    assert all(t["kernel_load_bytes"] >= 0 and t["kernel_load_seconds"] >= 0
+               for t in stage["tasks"] + info["representation_tasks"]), stage["tasks"]
     lines = [r.getMessage() for r in caplog.records]
     assert any("subtree nodes 14/14" in x for x in lines), lines
     # each task's line as it finishes its subtree, sent to the driver as it comes
