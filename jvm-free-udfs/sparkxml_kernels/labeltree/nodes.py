@@ -6,15 +6,17 @@ one of its labels lies under it). At a leaf, one classifier per label, positives
 rows carrying it. Each is an L2-regularised linear model without separate intercept (the bias
 is a feature of the rows, see ``data``), trained by dual coordinate descent:
 
-- ``squared_hinge``: ``sparkxml_kernels.linear.dcd.dcd_block`` with one block (liblinear's
-  ``-s 1`` schedule: a random permutation a pass, shrinking);
+- ``squared_hinge``: liblinear's ``-s 1`` (a random permutation a pass, shrinking), a node's
+  slots in groups of ``linear.dcd_multi.GROUP`` solved together (:func:`solve_group`: one
+  permutation a pass for the group, each row read once for all of its problems);
 - ``logistic``: :func:`sparkxml_kernels.labeltree.logistic.lr_dual_cd` (liblinear's ``-s 7``).
 
 Weights with |w| below ``weight_threshold`` are dropped, as Parabel does: most of a node's
 weights are tiny and the model shrinks several fold. A problem trains on the node's rows with
 its columns renumbered to the features those rows use, so its cost does not grow with D.
-Problem (tree t, node g, child c) draws its coordinate order from
-``linear._rng.stream_state(seed, t, g, c)``: the same classifier wherever it is trained.
+The group of slots c0.. of (tree t, node g) draws its coordinate order from
+``linear._rng.stream_state(seed, t, g, c0)`` (a logistic or split-node problem, slot c:
+``(seed, t, g, c)``): the same classifiers wherever they are trained.
 
 A *split* node (:func:`split_node`: with ``split_nodes``, which the level-wise mode sets,
 squared hinge, and its labels carry at least max(``split_rows``, ``split_share`` x the rows)
@@ -30,6 +32,7 @@ import scipy.sparse as sp
 from .._jit import njit
 from ..linear._rng import stream_state
 from ..linear.dcd import PERMUTATION, dcd_block
+from ..linear.dcd_multi import GROUP, dcd_multi
 from .blocked import NUM_BLOCKS, block_offsets, solve_blocked
 from .logistic import lr_dual_cd
 
@@ -83,6 +86,24 @@ def split_node(label_rows: int, n_rows: int, params: dict) -> bool:
         return False
     need = max(float(params["split_rows"]), float(params["split_share"]) * float(n_rows))
     return float(label_rows) >= need
+
+
+def solve_group(X: sp.csr_matrix, P: np.ndarray, C: float, tol: float, max_iter: int,
+                rng: np.ndarray, qd: np.ndarray | None = None) -> np.ndarray:
+    """Dense float64 weights (X.shape[1], K) of K squared-hinge problems over the same rows
+    (``linear.dcd_multi``); ``P`` bool (n, K): the positives of each; ``qd``: the rows'
+    squared norms (computed when not given)."""
+    n, d = X.shape
+    W = np.zeros((d, P.shape[1]))
+    if n == 0:
+        return W
+    if qd is None:
+        qd = row_norms2(X)
+    dcd_multi(np.ascontiguousarray(X.indptr, np.int64), np.ascontiguousarray(X.indices, np.int32),
+              np.ascontiguousarray(X.data, np.float64), np.ascontiguousarray(P, np.bool_),
+              np.ascontiguousarray(qd, np.float64), 0.5 / C, float(tol), int(max_iter), rng, W,
+              np.zeros(P.shape[1], np.int64))
+    return W
 
 
 def row_norms2(X: sp.csr_matrix) -> np.ndarray:
@@ -239,6 +260,12 @@ def train_node(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups: li
         Xl, P, qd = Xl[order], P[order], qd[order]
         ws = [solve_blocked(Xl, P[:, c], boff, ids, C, tol, it, stream_state(seed, tree, g, c),
                             qd) for c in range(len(groups))]
+    elif loss == SQUARED_HINGE:
+        ws = []
+        for c0 in range(0, len(groups), GROUP):
+            W = solve_group(Xl, P[:, c0:c0 + GROUP], C, tol, it, stream_state(seed, tree, g, c0),
+                            qd)
+            ws.extend(W.T)
     else:
         ws = [solve_binary(Xl, P[:, c], loss, C, tol, it, stream_state(seed, tree, g, c), qd)
               for c in range(len(groups))]

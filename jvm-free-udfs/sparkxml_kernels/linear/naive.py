@@ -236,3 +236,90 @@ def newton_stats_naive(X, labels, pos, w, cw, loss, h):
     H = np.tril(Xd.T @ (curv[:, None] * Xd))
     head = [lsum, float(a.sum()), sq, free, bounded]
     return m, np.concatenate([head, Xd.T @ (a * y), H.ravel()])
+
+
+def dcd_multi_naive(indptr, indices, data, positive, qd, diag, tol, max_passes, rng_state,
+                    W, passes):
+    """Pure-Python twin of ``dcd_multi.dcd_multi`` (the same arguments; ``rng_state`` is
+    advanced as the kernel does): per problem liblinear's steps, shrinking and stop, one
+    shared row order a pass."""
+    rng = PyRng(rng_state)
+    n, K = positive.shape
+    alpha = np.zeros((n, K))
+    act = np.ones((n, K), bool)
+    done = [False] * K
+    pgmax_old = [math.inf] * K
+    passes[:] = 0
+    index = list(range(n))
+    active = n
+    sweeps = 0
+
+    def activate_all(k):
+        act[:, k] = True
+        pgmax_old[k] = math.inf
+
+    def finish(k):
+        done[k] = True
+        act[:, k] = False
+
+    while n > 0 and not all(done):
+        for k in range(K):
+            if not done[k] and not act[:, k].any():
+                activate_all(k)
+                active = n
+        hi = [-math.inf] * K
+        lo = [math.inf] * K
+        shuffle_prefix_naive(index, active, rng.below)
+        s = 0
+        while s < active:
+            i = index[s]
+            if not act[i].any():
+                active -= 1
+                index[s], index[active] = index[active], index[s]
+                continue
+            j, v = _row(indptr, indices, data, i)
+            g = [0.0] * K
+            for jj, vv in zip(j, v):  # entry by entry, as the kernel adds
+                for k in range(K):
+                    g[k] += W[jj, k] * vv
+            step = [0.0] * K
+            for k in range(K):
+                if not act[i, k]:
+                    continue
+                y = 1.0 if positive[i, k] else -1.0
+                a = alpha[i, k]
+                G = y * g[k] - 1.0 + a * diag
+                if a == 0.0 and G > pgmax_old[k]:
+                    act[i, k] = False
+                    continue
+                PG = min(G, 0.0) if a == 0.0 else G
+                hi[k], lo[k] = max(hi[k], PG), min(lo[k], PG)
+                if abs(PG) > 1.0e-12:
+                    alpha[i, k] = max(a - G / (qd[i] + diag), 0.0)
+                    step[k] = (alpha[i, k] - a) * y
+            if any(st != 0.0 for st in step):
+                for jj, vv in zip(j, v):
+                    for k in range(K):
+                        W[jj, k] += step[k] * vv
+            if not act[i].any():
+                active -= 1
+                index[s], index[active] = index[active], index[s]
+                continue
+            s += 1
+        sweeps += 1
+        for k in range(K):
+            if done[k]:
+                continue
+            passes[k] += 1
+            if hi[k] - lo[k] <= tol and abs(hi[k]) <= tol and abs(lo[k]) <= tol:
+                if act[:, k].all():
+                    finish(k)
+                    continue
+                activate_all(k)
+                active = n
+            else:
+                pgmax_old[k] = hi[k] if hi[k] > 0.0 else math.inf
+            if passes[k] >= max_passes:
+                finish(k)
+    rng_state[0] = rng.s
+    return sweeps
