@@ -133,12 +133,16 @@ def main():
             # what a task grew by while it ran (peak RSS less its RSS at the start): the
             # data and work it held, without the worker's imports and compiled kernels
             # (a task loads its kernels before its start figure: TaskMemory(kernels=...))
-            stages = ([info[k] for k in ("split_stage", "subtree_stage") if k in info]
-                      if mode == "distributed" else [info])
-            tasks = [t for lv in stages for t in lv["tasks"]]
-            grown = max(t["peak_rss_bytes"] - t["rss_start_bytes"] for t in tasks)
+            names = (("split_stage", "subtree_stage") if mode == "distributed" else ())
+            stages = [info[k] for k in names if k in info] or [info]
+            tasks = [dict(t, stage=k) for k in names if k in info for t in info[k]["tasks"]] \
+                or [dict(t, stage="replicated") for t in info["tasks"]]
+            top = max(tasks, key=lambda t: t["peak_rss_bytes"] - t["rss_start_bytes"])
+            grown = top["peak_rss_bytes"] - top["rss_start_bytes"]
             kernels = max(t.get("kernel_load_bytes", 0) for t in tasks)
-            note += (f"; largest task growth {grown >> 20} MiB (loading the kernels in a "
+            note += (f"; largest task growth {grown >> 20} MiB ({top['stage']}, rank "
+                     f"{top.get('rank')}, {top.get('rows')} rows, from "
+                     f"{top['rss_start_bytes'] >> 20} MiB; loading the kernels in a "
                      f"fresh worker: up to {kernels >> 20} MiB more)")
             res.add(name + scale, "largest task RSS growth", grown / 2**20, "MiB")
             res.add(name + scale, "largest kernel load", kernels / 2**20, "MiB")
