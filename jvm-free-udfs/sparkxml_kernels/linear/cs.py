@@ -25,6 +25,7 @@ import numpy as np
 
 from .._jit import njit
 from ._rng import shuffle_prefix
+from ._rows import row_dots
 
 
 @njit(cache=True, nogil=True)
@@ -200,13 +201,7 @@ def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out, viol):
     M = np.empty(K)
     lsum, lin, nfree, nbound, vmax = 0.0, 0.0, 0, 0, 0.0
     for i in range(lo, hi):
-        for m in range(K):
-            M[m] = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            v = data[p]
-            for m in range(K):
-                M[m] += W[j, m] * v
+        row_dots(indptr, indices, data, i, W, M)
         y = labels[i]
         best = 0.0
         sv = False

@@ -41,6 +41,7 @@ import numpy as np
 from .._jit import njit
 from ..intrinsics import prefetch
 from ._rng import rng_below, rng_uniform, shuffle_prefix
+from ._rows import prefetch_entries
 
 PERMUTATION = 0
 SHARK = 1
@@ -97,13 +98,7 @@ def _prefetch_visit(rec, indices, data, index, s, end):
         prefetch(rec, np.uint64(index[s + 2 * PREFETCH_AHEAD] * 8))
     if s + PREFETCH_AHEAD < end:
         t = index[s + PREFETCH_AHEAD]
-        q0 = np.uint64(rec[t, _S])
-        q1 = np.uint64(rec[t, _E])
-        if q1 > q0:
-            prefetch(indices, q0)
-            prefetch(data, q0)
-            prefetch(indices, q1 - np.uint64(1))
-            prefetch(data, q1 - np.uint64(1))
+        prefetch_entries(indices, data, np.uint64(rec[t, _S]), np.uint64(rec[t, _E]))
 
 
 @njit(cache=True, nogil=True, inline="always")

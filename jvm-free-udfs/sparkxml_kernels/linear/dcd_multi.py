@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from ..intrinsics import prefetch
 from ._rng import shuffle_prefix
+from ._rows import prefetch_entries, row_dots
 
 # the problems one sweep carries (a node's slots are solved in groups of at most this many)
 GROUP = 16
@@ -41,13 +41,7 @@ PREFETCH_AHEAD = 6
 def _prefetch_row(indptr, indices, data, index, s, end):
     if s + PREFETCH_AHEAD < end:
         i = index[s + PREFETCH_AHEAD]
-        q0 = np.uint64(indptr[i])
-        q1 = np.uint64(indptr[i + 1])
-        if q1 > q0:
-            prefetch(indices, q0)
-            prefetch(data, q0)
-            prefetch(indices, q1 - np.uint64(1))
-            prefetch(data, q1 - np.uint64(1))
+        prefetch_entries(indices, data, np.uint64(indptr[i]), np.uint64(indptr[i + 1]))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -92,13 +86,7 @@ def dcd_multi(indptr, indices, data, positive, qd, diag, tol, max_passes, rng, W
                 index[s] = index[active]
                 index[active] = i
                 continue
-            for k in range(K):
-                g[k] = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                v = data[p]
-                for k in range(K):
-                    g[k] += W[j, k] * v
+            row_dots(indptr, indices, data, i, W, g)
             moved = False
             for k in range(K):
                 step[k] = 0.0
