@@ -41,8 +41,11 @@ def fmt(p):
     return "/".join(f"{p[k]:.2f}" for k in (1, 3, 5))
 
 
-def run_sparkxml(train_path, test_path, Yte, repeats, configs):
-    """Fit and predict each (name, estimator class, params) config on one local[2] session."""
+def run_sparkxml(train_path, test_path, Yte, repeats, configs, seeds=(None,)):
+    """Fit and predict each (name, estimator class, params) config on one local[2] session,
+    ``repeats`` times for each of ``seeds`` (None: the estimator's default seed). The result
+    has the median fit and predict seconds over every fit, ``pred`` (the last fit's top-k
+    lists) and ``preds`` (one such list per seed)."""
     from sparkxml.datasets import read_xc
 
     spark = session(master="local[2]", app="fastxml-bibtex", log_level=None)
@@ -54,26 +57,29 @@ def run_sparkxml(train_path, test_path, Yte, repeats, configs):
         t = time.perf_counter()
         est(numTrees=2, numWorkers=2).fit(train).transform(test).collect()
         warm = time.perf_counter() - t
-        fits, preds = [], []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            model = est(numWorkers=2, **kw).fit(train)
-            fits.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            rows = model.transform(test).select("prediction").collect()
-            preds.append(time.perf_counter() - t)
+        fits, preds, per_seed = [], [], []
+        for seed in seeds:
+            seed_kw = {} if seed is None else {"seed": seed}
+            for _ in range(repeats):
+                t = time.perf_counter()
+                model = est(numWorkers=2, **seed_kw, **kw).fit(train)
+                fits.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                rows = model.transform(test).select("prediction").collect()
+                preds.append(time.perf_counter() - t)
+            per_seed.append([r[0] for r in rows])
         out[name] = dict(fit=statistics.median(fits), predict=statistics.median(preds),
-                         pred=[r[0] for r in rows],
+                         pred=per_seed[-1], preds=per_seed,
                          note=f"first fit+predict (2 trees) incl. numba load {warm:.1f} s")
     spark.stop()
     return out
 
 
-def run_napkinxc(Xtr, Ytr, Xte, Yte):
+def run_napkinxc(Xtr, Ytr, Xte, Yte, seed=None):
     from napkinxc.models import PLT
 
     with tempfile.TemporaryDirectory() as d:
-        m = PLT(d, threads=2)
+        m = PLT(d, threads=2, seed=seed)
         ylists = [Ytr[1][Ytr[0][i]:Ytr[0][i + 1]].tolist() for i in range(Xtr.shape[0])]
         t = time.perf_counter()
         m.fit(Xtr, ylists)
