@@ -26,6 +26,7 @@ from sparkxml_kernels.labeltree.naive import (
     node_columns_naive,
     node_problems_naive,
     node_rows_naive,
+    row_norms2_naive,
     slot_matrix_naive,
     spherical_kmeans_naive,
 )
@@ -35,6 +36,7 @@ from sparkxml_kernels.labeltree.nodes import (
     mark_columns,
     node_problems,
     node_rows,
+    row_norms2,
     slot_matrix_t,
     solve_binary,
 )
@@ -166,9 +168,9 @@ def test_node_classifier_is_seeded():
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_node_rows_slots_and_columns_match_naive_twins(index_dtype):
-    """A node's rows, its problems' positives, its features and its problems, read in
-    place, equal the naive twins' scipy row selections (labels with no rows and empty groups
-    included)."""
+    """A node's rows, its problems' positives, its features, its problems and their row
+    norms, read in place, equal the naive twins' scipy row selections (labels with no rows
+    and empty groups included)."""
     (xptr, xidx, xval), (yptr, yidx), d, L = topics(n=400, d=120, L=30, seed=3)
     X = normalised_rows(xptr, xidx, xval, d, 1.0)
     Y = label_matrix(yptr, yidx, len(yptr) - 1, L)
@@ -191,6 +193,12 @@ def test_node_rows_slots_and_columns_match_naive_twins(index_dtype):
         assert Xl.shape == Xn.shape
         for a, b in ((Xl.indptr, Xn.indptr), (Xl.indices, Xn.indices), (Xl.data, Xn.data)):
             np.testing.assert_array_equal(a, b)
+        # the problems' squared row norms, the same bits, an empty row and int32 indptr too
+        np.testing.assert_array_equal(row_norms2(Xl), row_norms2_naive(Xn))
+        Xe = sp.vstack([Xl, sp.csr_matrix((1, Xl.shape[1])), Xl]).tocsr()
+        Xe.indptr = Xe.indptr.astype(index_dtype)
+        assert (row_norms2(Xe)[len(rows)], len(row_norms2(Xe))) == (0.0, 2 * len(rows) + 1)
+        np.testing.assert_array_equal(row_norms2(Xe), row_norms2_naive(Xe))
         # from the transposed matrix, rows in another order (as a split node's blocks give)
         shuffled = rng.permutation(rows)
         np.testing.assert_array_equal(slot_matrix_t(Yt, shuffled, groups),

@@ -30,8 +30,13 @@ def _problems(n=240, d=40, K=5, seed=0, density=0.15):
     return X, np.ascontiguousarray(P)
 
 
-def _args(X):
-    return (X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float64))
+def _args(X, rows=None):
+    """dcd_multi's row arguments: (starts, ends, indices, data) of X's rows or of its rows
+    ``rows`` in place."""
+    indptr = X.indptr.astype(np.int64)
+    starts, ends = (indptr[:-1], indptr[1:]) if rows is None else (indptr[rows],
+                                                                    indptr[rows + 1])
+    return starts, ends, X.indices.astype(np.int32), X.data.astype(np.float64)
 
 
 @pytest.mark.parametrize("K,tol,max_passes,seed", [
@@ -43,15 +48,14 @@ def _args(X):
 ])
 def test_dcd_multi_equals_its_naive_twin(K, tol, max_passes, seed):
     X, P = _problems(K=K, seed=seed)
-    indptr, indices, data = _args(X)
     qd = row_norms2(X)
     W1 = np.zeros((X.shape[1], K))
     W2 = np.zeros((X.shape[1], K))
     p1 = np.zeros(K, np.int64)
     p2 = np.zeros(K, np.int64)
     r1, r2 = stream_state(0, 1, 2, seed), stream_state(0, 1, 2, seed)
-    s1 = dcd_multi(indptr, indices, data, P, qd, 0.5, tol, max_passes, r1, W1, p1)
-    s2 = dcd_multi_naive(indptr, indices, data, P, qd, 0.5, tol, max_passes, r2, W2, p2)
+    s1 = dcd_multi(*_args(X), P, qd, 0.5, tol, max_passes, r1, W1, p1)
+    s2 = dcd_multi_naive(*_args(X), P, qd, 0.5, tol, max_passes, r2, W2, p2)
     np.testing.assert_array_equal(W1, W2)
     np.testing.assert_array_equal(p1, p2)
     assert s1 == s2 == p1.max()
@@ -61,6 +65,49 @@ def test_dcd_multi_equals_its_naive_twin(K, tol, max_passes, seed):
         assert np.all(p1 == 4)
     if K == 7:
         assert len(set(p1.tolist())) > 1  # the problems did finish apart
+
+
+def test_rows_read_in_place_are_their_copy():
+    """Some rows of a larger matrix, read in place (their entry ranges), give the weights of
+    the same rows copied out, in the kernel and in the naive twin, and solve_group's
+    ``rows`` does the same."""
+    X, P = _problems(n=300, K=6, seed=8)
+    rows = np.flatnonzero(np.random.default_rng(8).random(300) < 0.6)
+    Xs, Ps = X[rows], np.ascontiguousarray(P[rows])
+    qd = row_norms2(X, rows)
+    np.testing.assert_array_equal(qd, row_norms2(Xs))
+    out = []
+    for fn, args in ((dcd_multi, _args(X, rows)), (dcd_multi_naive, _args(X, rows)),
+                     (dcd_multi, _args(Xs))):
+        W, passes = np.zeros((X.shape[1], 6)), np.zeros(6, np.int64)
+        fn(*args, Ps, qd, 0.5, 0.1, 20, stream_state(0, 4, 5, 0), W, passes)
+        out.append(W)
+    out.append(solve_group(X, Ps, 1.0, 0.1, 20, stream_state(0, 4, 5, 0), rows=rows))
+    for W in out[1:]:
+        np.testing.assert_array_equal(W, out[0])
+    assert np.abs(out[0]).sum() > 0
+
+
+def test_a_node_is_the_same_in_place_or_copied(monkeypatch):
+    """train_node solves a node of at least IN_PLACE_SHARE of the rows on them in place and
+    a smaller one on a copy with renumbered columns: the same classifiers either way."""
+    from sparkxml_kernels.labeltree import nodes
+    from sparkxml_kernels.labeltree.forest import check_params
+
+    K = 5
+    X, P = _problems(n=400, K=K, seed=9)
+    Yt = sp.csr_matrix(P.T.astype(bool))
+    groups = [np.array([0, 1]), np.array([2]), np.array([3, 4])]
+    rows = nodes.node_rows(Yt, np.arange(K))
+    assert 0 < len(rows) < X.shape[0]
+    params = check_params({"C": 0.5})
+    got = []
+    for share in (0.0, 2.0):  # every node in place, then none
+        monkeypatch.setattr(nodes, "IN_PLACE_SHARE", share)
+        got.append(nodes.train_node(X, Yt, rows, groups, params, 1, 2))
+    assert len(got[0][0]) > 0
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_dcd_multi_handles_no_rows_and_one_class():

@@ -274,3 +274,10 @@ def node_problems_naive(X, Y, rows, groups):
     Xl = Xl[:, cols].tocsr()
     Xl.sort_indices()
     return Xl, cols, slot_matrix_naive(Y, rows, groups)
+
+
+def row_norms2_naive(X) -> np.ndarray:
+    """``nodes.row_norms2``: each row's squared entries added in entry order (bincount)."""
+    n = X.shape[0]
+    return np.bincount(np.repeat(np.arange(n), np.diff(X.indptr)), weights=X.data * X.data,
+                       minlength=n).astype(np.float64)

@@ -36,6 +36,11 @@ from ..linear.dcd_multi import GROUP, dcd_multi
 from .blocked import NUM_BLOCKS, block_offsets, solve_blocked
 from .logistic import lr_dual_cd
 
+# A node holding at least this share of its task's rows is solved on them in place rather than
+# on a copy with its columns renumbered: at a subtree task's root or a leaf of nearly all of
+# its rows the copy was a fifth of the task's peak memory (47 MB of 241 at 195k rows).
+IN_PLACE_SHARE = 0.5
+
 SQUARED_HINGE = 0
 LOGISTIC = 1
 LOSSES = {"squared_hinge": SQUARED_HINGE, "logistic": LOGISTIC}
@@ -89,28 +94,52 @@ def split_node(label_rows: int, n_rows: int, params: dict) -> bool:
 
 
 def solve_group(X: sp.csr_matrix, P: np.ndarray, C: float, tol: float, max_iter: int,
-                rng: np.ndarray, qd: np.ndarray | None = None) -> np.ndarray:
+                rng: np.ndarray, qd: np.ndarray | None = None,
+                rows: np.ndarray | None = None) -> np.ndarray:
     """Dense float64 weights (X.shape[1], K) of K squared-hinge problems over the same rows
-    (``linear.dcd_multi``); ``P`` bool (n, K): the positives of each; ``qd``: the rows'
-    squared norms (computed when not given)."""
-    n, d = X.shape
-    W = np.zeros((d, P.shape[1]))
-    if n == 0:
+    (``linear.dcd_multi``): X's rows, or its rows ``rows`` (int64, read in place). ``P`` bool
+    (n, K): the positives of each; ``qd``: those rows' squared norms (computed when not
+    given)."""
+    indptr = np.ascontiguousarray(X.indptr, np.int64)
+    if rows is None:
+        starts, ends = indptr[:-1], indptr[1:]
+    else:
+        rows = np.asarray(rows, np.int64)
+        starts, ends = indptr[rows], indptr[rows + 1]
+    W = np.zeros((X.shape[1], P.shape[1]))
+    if starts.size == 0:
         return W
     if qd is None:
-        qd = row_norms2(X)
-    dcd_multi(np.ascontiguousarray(X.indptr, np.int64), np.ascontiguousarray(X.indices, np.int32),
+        qd = row_norms2(X, rows)
+    dcd_multi(starts, ends, np.ascontiguousarray(X.indices, np.int32),
               np.ascontiguousarray(X.data, np.float64), np.ascontiguousarray(P, np.bool_),
               np.ascontiguousarray(qd, np.float64), 0.5 / C, float(tol), int(max_iter), rng, W,
               np.zeros(P.shape[1], np.int64))
     return W
 
 
-def row_norms2(X: sp.csr_matrix) -> np.ndarray:
-    """Squared L2 norm of each row, float64."""
-    n = X.shape[0]
-    return np.bincount(np.repeat(np.arange(n), np.diff(X.indptr)), weights=X.data * X.data,
-                       minlength=n).astype(np.float64)
+def row_norms2(X: sp.csr_matrix, rows: np.ndarray | None = None) -> np.ndarray:
+    """Squared L2 norm of each row of X, or of its rows ``rows``, float64: each row's squares
+    summed in entry order, the same bits as ``naive.row_norms2_naive``. No temporary as long
+    as the entries (the naive twin's two were 64 MB beside a 48 MB subtree task's rows)."""
+    indptr = np.asarray(X.indptr, np.int64)
+    if rows is None:
+        starts, ends = indptr[:-1], indptr[1:]
+    else:
+        rows = np.asarray(rows, np.int64)
+        starts, ends = indptr[rows], indptr[rows + 1]
+    out = np.zeros(starts.size)
+    _row_norms2(starts, ends, np.asarray(X.data, np.float64), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _row_norms2(starts, ends, data, out):
+    for i in range(out.shape[0]):
+        s = 0.0
+        for p in range(starts[i], ends[i]):
+            s += data[p] * data[p]
+        out[i] = s
 
 
 def node_problems(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups: list):
@@ -253,6 +282,8 @@ def train_node(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups: li
     loss = LOSSES[params["loss"]]
     C, tol, it = float(params["C"]), float(params["tol"]), int(params["max_iter"])
     thr, seed = float(params["weight_threshold"]), int(params["seed"])
+    if blocks is None and loss == SQUARED_HINGE:
+        return _train_groups(X, Yt, rows, groups, C, tol, it, thr, seed, tree, g)
     Xl, cols, P = node_problems(X, Yt, rows, groups)
     qd = row_norms2(Xl)
     if blocks is not None:
@@ -260,20 +291,38 @@ def train_node(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups: li
         Xl, P, qd = Xl[order], P[order], qd[order]
         ws = [solve_blocked(Xl, P[:, c], boff, ids, C, tol, it, stream_state(seed, tree, g, c),
                             qd) for c in range(len(groups))]
-    elif loss == SQUARED_HINGE:
-        # a group's dense weights are cut to the kept ones before the next group is solved:
-        # a leaf's dense weights all at once were 98 x 93k float64 (73 MB) at 500k rows
-        parts = [kept_entries([], cols, thr)]  # a node without slots has no entries
-        for c0 in range(0, len(groups), GROUP):
-            W = solve_group(Xl, P[:, c0:c0 + GROUP], C, tol, it, stream_state(seed, tree, g, c0),
-                            qd)
-            parts.append(kept_entries(list(W.T), cols, thr, first_slot=c0))
-            del W
-        return feature_major_entries(parts)
     else:
         ws = [solve_binary(Xl, P[:, c], loss, C, tol, it, stream_state(seed, tree, g, c), qd)
               for c in range(len(groups))]
     return feature_major(ws, cols, thr)
+
+
+def _train_groups(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups: list,
+                  C: float, tol: float, it: int, thr: float, seed: int, tree: int, g: int):
+    """:func:`train_node`'s squared-hinge slots of a node that is not split, ``GROUP`` at a
+    time. A node holding at least ``IN_PLACE_SHARE`` of X's rows is solved on them in place
+    (their entry ranges; weights over all of X's columns, cut to the node's before they are
+    kept), any other on :func:`node_problems`' copy: the same bits either way."""
+    if len(rows) and len(rows) >= IN_PLACE_SHARE * X.shape[0]:
+        marks = np.zeros(X.shape[1])
+        mark_columns(X, rows, marks)
+        cols = np.flatnonzero(marks).astype(np.int32)
+        src, sub, P = X, np.asarray(rows, np.int64), slot_matrix_t(Yt, rows, groups)
+    else:
+        src, cols, P = node_problems(X, Yt, rows, groups)
+        sub = None
+    qd = row_norms2(src, sub)
+    # a group's dense weights are cut to the kept ones before the next group is solved:
+    # a leaf's dense weights all at once were 98 x 93k float64 (73 MB) at 500k rows
+    parts = [kept_entries([], cols, thr)]  # a node without slots has no entries
+    for c0 in range(0, len(groups), GROUP):
+        W = solve_group(src, P[:, c0:c0 + GROUP], C, tol, it, stream_state(seed, tree, g, c0),
+                        qd, sub)
+        if sub is not None:
+            W = W[cols]
+        parts.append(kept_entries(list(W.T), cols, thr, first_slot=c0))
+        del W
+    return feature_major_entries(parts)
 
 
 def train_tree_nodes(X: sp.csr_matrix, Yt: sp.csr_matrix, children: list,

@@ -9,13 +9,13 @@ from ..intrinsics import prefetch
 
 
 @njit(cache=True, nogil=True, inline="always")
-def row_dots(indptr, indices, data, i, W, out):
-    """out[k] = x_i . W[:, k] for CSR row i and W (d, K), each sum in the row's entry
-    order."""
+def row_dots(indices, data, p0, p1, W, out):
+    """out[k] = x . W[:, k] for the CSR row whose entries are [p0, p1) and W (d, K), each
+    sum in the row's entry order."""
     K = W.shape[1]
     for k in range(K):
         out[k] = 0.0
-    for p in range(indptr[i], indptr[i + 1]):
+    for p in range(p0, p1):
         j = indices[p]
         v = data[p]
         for k in range(K):

@@ -201,7 +201,7 @@ def cs_stats(indptr, indices, data, lo, hi, labels, W, alpha, cw, out, viol):
     M = np.empty(K)
     lsum, lin, nfree, nbound, vmax = 0.0, 0.0, 0, 0, 0.0
     for i in range(lo, hi):
-        row_dots(indptr, indices, data, i, W, M)
+        row_dots(indices, data, indptr[i], indptr[i + 1], W, M)
         y = labels[i]
         best = 0.0
         sv = False

@@ -20,9 +20,11 @@ of the problem group's stream). A problem's weights therefore depend on the grou
 solved in, which the callers fix (``labeltree.nodes``: a node's slots in groups of
 ``GROUP``, in slot order), not on where it is trained.
 
-Arrays: CSR ``indptr`` int64, ``indices`` int32, ``data`` float64 (n rows); ``positive`` bool
-(n, K); ``qd`` float64 (n,) the rows' squared norms; ``W`` float64 (d, K), zeros on entry,
-the weights on return.
+Arrays: the n rows as CSR entry ranges, row i's entries at ``starts[i]:ends[i]`` (int64 (n,)
+each: ``indptr[:-1]`` and ``indptr[1:]`` of a CSR matrix, or a subset of a larger matrix's
+rows read in place) of ``indices`` int32 and ``data`` float64; ``positive`` bool (n, K);
+``qd`` float64 (n,) the rows' squared norms; ``W`` float64 (d, K), d above every column
+index read, zeros on entry, the weights on return.
 """
 from __future__ import annotations
 
@@ -38,18 +40,19 @@ PREFETCH_AHEAD = 6
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _prefetch_row(indptr, indices, data, index, s, end):
+def _prefetch_row(starts, ends, indices, data, index, s, end):
     if s + PREFETCH_AHEAD < end:
         i = index[s + PREFETCH_AHEAD]
-        prefetch_entries(indices, data, np.uint64(indptr[i]), np.uint64(indptr[i + 1]))
+        prefetch_entries(indices, data, np.uint64(starts[i]), np.uint64(ends[i]))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def dcd_multi(indptr, indices, data, positive, qd, diag, tol, max_passes, rng, W, passes):
+def dcd_multi(starts, ends, indices, data, positive, qd, diag, tol, max_passes, rng, W,
+              passes):
     """Solve the K problems (see the module docstring); ``diag`` = 1 / (2C); ``rng`` a
     uint64[1] stream state, advanced; ``passes`` int64 (K,) gets each problem's passes.
     Returns the number of sweeps."""
-    n = indptr.size - 1
+    n = starts.size
     K = W.shape[1]
     inf = np.inf
     alpha = np.zeros((n, K))
@@ -79,14 +82,14 @@ def dcd_multi(indptr, indices, data, positive, qd, diag, tol, max_passes, rng, W
         shuffle_prefix(index, active, rng)
         s = 0
         while s < active:
-            _prefetch_row(indptr, indices, data, index, s, active)
+            _prefetch_row(starts, ends, indices, data, index, s, active)
             i = index[s]
             if nact[i] == 0:  # no unfinished problem needs the row: out of the sweep
                 active -= 1
                 index[s] = index[active]
                 index[active] = i
                 continue
-            row_dots(indptr, indices, data, i, W, g)
+            row_dots(indices, data, starts[i], ends[i], W, g)
             moved = False
             for k in range(K):
                 step[k] = 0.0
@@ -116,7 +119,7 @@ def dcd_multi(indptr, indices, data, positive, qd, diag, tol, max_passes, rng, W
                     step[k] = (na - a) * yk
                     moved = True
             if moved:
-                for p in range(indptr[i], indptr[i + 1]):
+                for p in range(starts[i], ends[i]):
                     j = indices[p]
                     v = data[p]
                     for k in range(K):

@@ -238,8 +238,8 @@ def newton_stats_naive(X, labels, pos, w, cw, loss, h):
     return m, np.concatenate([head, Xd.T @ (a * y), H.ravel()])
 
 
-def dcd_multi_naive(indptr, indices, data, positive, qd, diag, tol, max_passes, rng_state,
-                    W, passes):
+def dcd_multi_naive(starts, ends, indices, data, positive, qd, diag, tol, max_passes,
+                    rng_state, W, passes):
     """Pure-Python twin of ``dcd_multi.dcd_multi`` (the same arguments; ``rng_state`` is
     advanced as the kernel does): per problem liblinear's steps, shrinking and stop, one
     shared row order a pass."""
@@ -277,7 +277,7 @@ def dcd_multi_naive(indptr, indices, data, positive, qd, diag, tol, max_passes, 
                 active -= 1
                 index[s], index[active] = index[active], index[s]
                 continue
-            j, v = _row(indptr, indices, data, i)
+            j, v = indices[starts[i]:ends[i]], data[starts[i]:ends[i]]
             g = [0.0] * K
             for jj, vv in zip(j, v):  # entry by entry, as the kernel adds
                 for k in range(K):
