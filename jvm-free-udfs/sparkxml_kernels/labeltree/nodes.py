@@ -12,8 +12,10 @@ is a feature of the rows, see ``data``), trained by dual coordinate descent:
 - ``logistic``: :func:`sparkxml_kernels.labeltree.logistic.lr_dual_cd` (liblinear's ``-s 7``).
 
 Weights with |w| below ``weight_threshold`` are dropped, as Parabel does: most of a node's
-weights are tiny and the model shrinks several fold. A problem trains on the node's rows with
-its columns renumbered to the features those rows use, so its cost does not grow with D.
+weights are tiny and the model shrinks several fold. A problem trains on a copy of the node's
+rows with its columns renumbered to the features those rows use, so its cost does not grow
+with D; a squared-hinge node holding at least ``IN_PLACE_SHARE`` of its task's rows reads
+them in place instead (a copy would be nearly the task's rows again), with the same result.
 The group of slots c0.. of (tree t, node g) draws its coordinate order from
 ``linear._rng.stream_state(seed, t, g, c0)`` (a logistic or split-node problem, slot c:
 ``(seed, t, g, c)``): the same classifiers wherever they are trained.
