@@ -95,6 +95,16 @@ def split_node(label_rows: int, n_rows: int, params: dict) -> bool:
     return float(label_rows) >= need
 
 
+def row_ranges(X: sp.csr_matrix, rows: np.ndarray | None = None):
+    """(starts, ends), int64 each: the entry ranges of X's rows, or of its rows ``rows``, as
+    ``linear.dcd_multi`` reads them (views of X's indptr for all of them)."""
+    indptr = np.ascontiguousarray(X.indptr, np.int64)
+    if rows is None:
+        return indptr[:-1], indptr[1:]
+    rows = np.asarray(rows, np.int64)
+    return indptr[rows], indptr[rows + 1]
+
+
 def solve_group(X: sp.csr_matrix, P: np.ndarray, C: float, tol: float, max_iter: int,
                 rng: np.ndarray, qd: np.ndarray | None = None,
                 rows: np.ndarray | None = None) -> np.ndarray:
@@ -102,12 +112,7 @@ def solve_group(X: sp.csr_matrix, P: np.ndarray, C: float, tol: float, max_iter:
     (``linear.dcd_multi``): X's rows, or its rows ``rows`` (int64, read in place). ``P`` bool
     (n, K): the positives of each; ``qd``: those rows' squared norms (computed when not
     given)."""
-    indptr = np.ascontiguousarray(X.indptr, np.int64)
-    if rows is None:
-        starts, ends = indptr[:-1], indptr[1:]
-    else:
-        rows = np.asarray(rows, np.int64)
-        starts, ends = indptr[rows], indptr[rows + 1]
+    starts, ends = row_ranges(X, rows)
     W = np.zeros((X.shape[1], P.shape[1]))
     if starts.size == 0:
         return W
@@ -124,12 +129,7 @@ def row_norms2(X: sp.csr_matrix, rows: np.ndarray | None = None) -> np.ndarray:
     """Squared L2 norm of each row of X, or of its rows ``rows``, float64: each row's squares
     summed in entry order, the same bits as ``naive.row_norms2_naive``. No temporary as long
     as the entries (the naive twin's two were 64 MB beside a 48 MB subtree task's rows)."""
-    indptr = np.asarray(X.indptr, np.int64)
-    if rows is None:
-        starts, ends = indptr[:-1], indptr[1:]
-    else:
-        rows = np.asarray(rows, np.int64)
-        starts, ends = indptr[rows], indptr[rows + 1]
+    starts, ends = row_ranges(X, rows)
     out = np.zeros(starts.size)
     _row_norms2(starts, ends, np.asarray(X.data, np.float64), out)
     return out
