@@ -10,6 +10,7 @@ from sparkxml_kernels.labeltree.nodes import (
     GROUP,
     SQUARED_HINGE,
     row_norms2,
+    row_ranges,
     solve_binary,
     solve_group,
     train_node,
@@ -33,10 +34,7 @@ def _problems(n=240, d=40, K=5, seed=0, density=0.15):
 def _args(X, rows=None):
     """dcd_multi's row arguments: (starts, ends, indices, data) of X's rows or of its rows
     ``rows`` in place."""
-    indptr = X.indptr.astype(np.int64)
-    starts, ends = (indptr[:-1], indptr[1:]) if rows is None else (indptr[rows],
-                                                                    indptr[rows + 1])
-    return starts, ends, X.indices.astype(np.int32), X.data.astype(np.float64)
+    return (*row_ranges(X, rows), X.indices.astype(np.int32), X.data.astype(np.float64))
 
 
 @pytest.mark.parametrize("K,tol,max_passes,seed", [
