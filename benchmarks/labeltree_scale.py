@@ -4,7 +4,7 @@ run.
 
     .venv/bin/python benchmarks/labeltree_scale.py [--train 500000] [--test 20000]
         [--features 100000] [--labels 50000] [--workers 2] [--predict-rows 100000]
-        [--no-replicated] [--no-bonsai] [--no-distributed] [--data-cache DIR]
+        [--no-replicated] [--no-bonsai] [--no-distributed] [--trees 3] [--data-cache DIR]
 
 The data come from ``fastxml_distributed.delicious_like`` (FastXML's distributed benchmark's
 topic-model generator, ~19 labels and ~18 tf-idf features a row) at the sizes given. The
@@ -18,10 +18,13 @@ row-by-row ``predict`` (2 threads trained; its Python API scores one row a call)
 Bonsai trains in the default (replicated) mode. ``--no-replicated`` / ``--no-bonsai`` leave
 those fits out (at the largest sizes each costs as much as the level-wise Parabel fit or
 several times it); prediction then uses the level-wise model, whose trees are the
-replicated ones (only its split nodes' weights differ). ``--no-distributed`` leaves the level-wise fit out. A replicated fit's note gives its
-tasks' seconds (how evenly the nodes were dealt). ``--data-cache DIR`` keeps the generated
-rows in ``DIR`` (an ``.npz`` named by the sizes) and reads them from there on the next run:
-500k rows take about 15 minutes to generate on one core.
+replicated ones (only its split nodes' weights differ). ``--no-distributed`` leaves the
+level-wise fit out. ``--trees`` sets every fit's ``numTrees`` and omikuji's ``n_trees``
+(default 3, the defaults of both); with another number the cases' names say it. A
+replicated fit's note gives its tasks' seconds (how evenly the nodes were dealt).
+``--data-cache DIR`` keeps the generated rows in ``DIR`` (an ``.npz`` named by the sizes) and
+reads them from there on the next run: 500k rows take about 15 minutes to generate on one
+core.
 """
 import argparse
 import gc
@@ -75,6 +78,7 @@ def main():
     ap.add_argument("--features", type=int, default=100000)
     ap.add_argument("--labels", type=int, default=50000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--trees", type=int, default=3)
     ap.add_argument("--predict-rows", type=int, default=100000)
     ap.add_argument("--no-replicated", action="store_true")
     ap.add_argument("--no-bonsai", action="store_true")
@@ -95,7 +99,9 @@ def main():
 
     res = Results("labeltree_scale")
     n, D, L = args.train, args.features, args.labels
-    scale = f" ({n // 1000}k rows)"  # the cases of each training size stay apart
+    # the cases of each training size (and forest size) stay apart
+    scale = (f", {args.trees} tree{'s' * (args.trees > 1)}" if args.trees != 3 else "") \
+        + f" ({n // 1000}k rows)"
     t0 = time.perf_counter()
     X, Y = cached_rows(args.data_cache, n + args.test, D, L)
     if args.generate_only:
@@ -124,7 +130,8 @@ def main():
         digests = {}
         for name, cls, mode in configs:
             t0 = time.perf_counter()
-            model = cls(numWorkers=args.workers, trainingMode=mode, seed=0).fit(train)
+            model = cls(numWorkers=args.workers, trainingMode=mode, seed=0,
+                        numTrees=args.trees).fit(train)
             fit = time.perf_counter() - t0
             labels, _ = model.predictor.predict_csr(Xte, 5)
             p = precision_at([r[r >= 0].tolist() for r in labels], Yte)
@@ -199,7 +206,8 @@ def main():
         spark.stop()
     gc.collect()
     if not args.no_omikuji:
-        _omikuji(X, Y, n, D, L, Xte, Yte, rows, res, None if args.no_predict else big)
+        _omikuji(X, Y, n, D, L, Xte, Yte, rows, res, None if args.no_predict else big,
+                 args.trees, scale)
     print(f"\nload average {load_average()[0]:.1f} at the end (2 cores)\n")
     print("| system | P@1/3/5 | fit s | note |\n|---|---|---|---|")
     for name, (p, fit, note) in rows.items():
@@ -246,25 +254,27 @@ def _predict_times(spark, models, Xte, D, args):
     return transform_s, load_s, big
 
 
-def _omikuji(X, Y, n, D, L, Xte, Yte, rows, res, big):
-    """omikuji's fit and P@k (2 threads, defaults), and its row-by-row prediction of ``big``."""
+def _omikuji(X, Y, n, D, L, Xte, Yte, rows, res, big, trees, scale):
+    """omikuji's fit and P@k (2 threads, defaults but ``trees`` trees), and its row-by-row
+    prediction of ``big``."""
     import omikuji
 
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "train.txt")
         write_xc(path, X, Y, 0, n, D, L)
         t0 = time.perf_counter()
-        om = omikuji.Model.train_on_data(path, omikuji.Model.default_hyper_param(),
-                                         n_threads=2)
+        hp = omikuji.Model.default_hyper_param()
+        hp.n_trees = trees
+        om = omikuji.Model.train_on_data(path, hp, n_threads=2)
         fit = time.perf_counter() - t0
     pred = [[lab for lab, _ in om.predict(list(zip(Xte.getrow(i).indices.tolist(),
                                                       Xte.getrow(i).data.tolist())), top_k=5)]
             for i in range(Xte.shape[0])]
     p = precision_at(pred, Yte)
     rows["omikuji"] = (p, fit, "defaults, 2 threads")
-    res.add(f"omikuji ({n // 1000}k rows)", "fit", fit, "s")
+    res.add("omikuji" + scale, "fit", fit, "s")
     for k in (1, 3, 5):
-        res.add(f"omikuji ({n // 1000}k rows)", f"P@{k}", p[k], "%")
+        res.add("omikuji" + scale, f"P@{k}", p[k], "%")
     if big is None:
         return
     t0 = time.perf_counter()
