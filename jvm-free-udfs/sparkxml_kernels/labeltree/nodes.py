@@ -149,6 +149,13 @@ def node_problems(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups:
     (labels x rows; its structure only is read); ``rows``: the node's rows; ``groups``: per
     child (or leaf label) the label ids under it; ``P`` bool (len(rows), len(groups)): row
     carries a label of group c."""
+    Xl, cols = node_rows_local(X, rows)
+    return Xl, cols, slot_matrix_t(Yt, rows, groups)
+
+
+def node_rows_local(X: sp.csr_matrix, rows: np.ndarray):
+    """(X_local, columns): X's rows ``rows`` over the columns they use, renumbered in
+    ascending order (``columns`` int32, the original ids)."""
     Xl = X[rows]
     # the used columns, ascending, through a dense marker over X's width: O(nnz + D), where
     # sorting the entries (np.unique) was a seventh of a leaf level's time
@@ -160,7 +167,7 @@ def node_problems(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups:
     # renumbered in place: a second index array of the node's rows is not needed
     _renumber(Xl.indices, local)
     Xl = sp.csr_matrix((Xl.data, Xl.indices, Xl.indptr), shape=(len(rows), len(cols)))
-    return Xl, cols, slot_matrix_t(Yt, rows, groups)
+    return Xl, cols
 
 
 @njit(cache=True, nogil=True)
@@ -169,13 +176,22 @@ def _renumber(indices, local):
         indices[p] = local[indices[p]]
 
 
-def slot_matrix_t(Yt: sp.csr_matrix, rows: np.ndarray, groups: list) -> np.ndarray:
+def row_positions(Yt: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
+    """int64 (Yt.shape[1],): each row's position in ``rows``, -1 for the others."""
+    pos = np.full(Yt.shape[1], -1, np.int64)
+    pos[np.asarray(rows, np.int64)] = np.arange(len(rows))
+    return pos
+
+
+def slot_matrix_t(Yt: sp.csr_matrix, rows: np.ndarray, groups: list,
+                  pos: np.ndarray | None = None) -> np.ndarray:
     """bool (len(rows), len(groups)): whether row ``rows[i]`` has a label in slot c's group
     (the positives of the node's problem c), read in place from the label matrix transposed
     (``Yt``: labels x rows): per slot, the rows of its group's labels. No copy of the node's
-    rows (at a root, the whole label matrix), and the callers keep ``Yt`` only."""
-    pos = np.full(Yt.shape[1], -1, np.int64)
-    pos[np.asarray(rows, np.int64)] = np.arange(len(rows))
+    rows (at a root, the whole label matrix), and the callers keep ``Yt`` only. ``pos``:
+    :func:`row_positions` of ``rows``, when the caller reads several slot ranges."""
+    if pos is None:
+        pos = row_positions(Yt, rows)
     P = np.zeros((len(rows), len(groups)), bool)
     indptr, indices = np.asarray(Yt.indptr, np.int64), np.asarray(Yt.indices, np.int32)
     for c, labs in enumerate(groups):
@@ -286,16 +302,23 @@ def train_node(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups: li
     thr, seed = float(params["weight_threshold"]), int(params["seed"])
     if blocks is None and loss == SQUARED_HINGE:
         return _train_groups(X, Yt, rows, groups, C, tol, it, thr, seed, tree, g)
-    Xl, cols, P = node_problems(X, Yt, rows, groups)
+    Xl, cols = node_rows_local(X, rows)
     qd = row_norms2(Xl)
+    pos = row_positions(Yt, rows)
+
+    # a slot's positives are read when it is solved: all of a leaf's at once are rows x
+    # labels bools (Bonsai's leaves hold thousands of labels)
+    def positives(c):
+        return slot_matrix_t(Yt, rows, groups[c:c + 1], pos)[:, 0]
+
     if blocks is not None:
         order, boff, ids = block_offsets(blocks[rows])
-        Xl, P, qd = Xl[order], P[order], qd[order]
-        ws = [solve_blocked(Xl, P[:, c], boff, ids, C, tol, it, stream_state(seed, tree, g, c),
-                            qd) for c in range(len(groups))]
+        Xl, qd = Xl[order], qd[order]
+        ws = [solve_blocked(Xl, positives(c)[order], boff, ids, C, tol, it,
+                            stream_state(seed, tree, g, c), qd) for c in range(len(groups))]
     else:
-        ws = [solve_binary(Xl, P[:, c], loss, C, tol, it, stream_state(seed, tree, g, c), qd)
-              for c in range(len(groups))]
+        ws = [solve_binary(Xl, positives(c), loss, C, tol, it, stream_state(seed, tree, g, c),
+                           qd) for c in range(len(groups))]
     return feature_major(ws, cols, thr)
 
 
@@ -309,17 +332,20 @@ def _train_groups(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups:
         marks = np.zeros(X.shape[1])
         mark_columns(X, rows, marks)
         cols = np.flatnonzero(marks).astype(np.int32)
-        src, sub, P = X, np.asarray(rows, np.int64), slot_matrix_t(Yt, rows, groups)
+        src, sub = X, np.asarray(rows, np.int64)
     else:
-        src, cols, P = node_problems(X, Yt, rows, groups)
+        src, cols = node_rows_local(X, rows)
         sub = None
     qd = row_norms2(src, sub)
+    # each group's positives are read when it is solved: a leaf's all at once are rows x
+    # labels bools (7 GB at a Bonsai leaf of 14,859 labels over most of 500k rows)
+    pos = row_positions(Yt, rows)
     # a group's dense weights are cut to the kept ones before the next group is solved:
     # a leaf's dense weights all at once were 98 x 93k float64 (73 MB) at 500k rows
     parts = [kept_entries([], cols, thr)]  # a node without slots has no entries
     for c0 in range(0, len(groups), GROUP):
-        W = solve_group(src, P[:, c0:c0 + GROUP], C, tol, it, stream_state(seed, tree, g, c0),
-                        qd, sub)
+        W = solve_group(src, slot_matrix_t(Yt, rows, groups[c0:c0 + GROUP], pos), C, tol, it,
+                        stream_state(seed, tree, g, c0), qd, sub)
         if sub is not None:
             W = W[cols]
         parts.append(kept_entries(list(W.T), cols, thr, first_slot=c0))
