@@ -220,7 +220,15 @@ class Bonsai(_LabelTree):
     -----
     Differences from Bonsai's code: the node classifiers are Parabel's (squared hinge by
     default, per child of a node, ``C`` 0.5 by default) and labels without training rows are
-    left out of the trees.
+    left out of the trees. Its authors ran 100 children a node (``branchFactor=100``; 16
+    here), and its k-means moves a label that ends alone in a cluster to the nearest other
+    cluster; here a one-label cluster stays a child.
+
+    The clusters are as uneven as the label representations make them, and a leaf at
+    ``maxDepth`` keeps every label it holds, trained one-vs-rest over all its rows: on the
+    500,000 Delicious-shaped rows of the benchmarks (50,000 labels) the largest leaf of tree
+    0 holds 14,859 labels. Parabel's balanced trees bound every leaf by ``maxLeafLabels``;
+    the costs are in the label-tree guide.
 
     Examples
     --------
