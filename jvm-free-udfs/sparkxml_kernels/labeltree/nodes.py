@@ -338,7 +338,7 @@ def _train_groups(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups:
         sub = None
     qd = row_norms2(src, sub)
     # each group's positives are read when it is solved: a leaf's all at once are rows x
-    # labels bools (7 GB at a Bonsai leaf of 14,859 labels over most of 500k rows)
+    # labels bools (a Bonsai leaf of 14,859 labels over 500k rows: 7.4 GB)
     pos = row_positions(Yt, rows)
     # a group's dense weights are cut to the kept ones before the next group is solved:
     # a leaf's dense weights all at once were 98 x 93k float64 (73 MB) at 500k rows
