@@ -327,7 +327,7 @@ def _train_groups(X: sp.csr_matrix, Yt: sp.csr_matrix, rows: np.ndarray, groups:
     """:func:`train_node`'s squared-hinge slots of a node that is not split, ``GROUP`` at a
     time. A node holding at least ``IN_PLACE_SHARE`` of X's rows is solved on them in place
     (their entry ranges; weights over all of X's columns, cut to the node's before they are
-    kept), any other on :func:`node_problems`' copy: the same bits either way."""
+    kept), any other on :func:`node_rows_local`' copy: the same bits either way."""
     if len(rows) and len(rows) >= IN_PLACE_SHARE * X.shape[0]:
         marks = np.zeros(X.shape[1])
         mark_columns(X, rows, marks)
