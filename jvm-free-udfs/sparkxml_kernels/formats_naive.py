@@ -6,17 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._dtypes import FLOAT, INDEX, INDPTR, VALUE
-from .formats import (
-    _arff_line,
-    _arff_setup,
-    _fail,
-    _read_query,
-    _smat_row,
-    _split_header,
-    _svm_row,
-    _xc_row,
-    read_bytes,
-)
+from ._lineparsers import _arff_line, _smat_row, _svm_row, _xc_row
+from ._textscan import _fail
+from .formats import _arff_setup, _read_query, _split_header, read_bytes
 
 
 def _lines(raw: bytes) -> list:

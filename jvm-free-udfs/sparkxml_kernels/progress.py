@@ -39,7 +39,7 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
-from .collective.sockets import handshake, parse_address
+from .collective.transport import handshake, parse_address
 
 __all__ = ["ProgressReporter", "format_record"]
 

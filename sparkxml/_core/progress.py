@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 
 from sparkxml._core.compat import is_connect
-from sparkxml_kernels.collective.sockets import handshake, set_io_timeouts
+from sparkxml_kernels.collective.transport import handshake, set_io_timeouts
 from sparkxml_kernels.progress import MAX_RECORD_BYTES, format_record
 
 LOGGER = logging.getLogger("sparkxml")

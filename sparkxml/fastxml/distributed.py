@@ -68,6 +68,7 @@ from sparkxml_kernels.fastxml.pfastre import (
     propensity_weights_from_counts,
     unit_norms,
 )
+from sparkxml_kernels.fastxml.splice import splice_tree
 
 # Bound on every wait for a peer inside the barrier stage (a dead peer fails at once; this is
 # for one that hangs). A fold waits for the lower shards' work on one node step, seconds.
@@ -223,7 +224,7 @@ def assemble(table: pa.Table, num_trees: int, seed: int):
             key = (t << 32) | int(node)
             arrays, _ = decode_ranks(groups.pop(key))
             subs.append(arrays[0])
-        trees.append(kdist.splice_tree(top, subs, t))
+        trees.append(splice_tree(top, subs, t))
     if groups:
         raise RuntimeError(f"distributed training returned {len(groups)} unclaimed subtrees")
     info = {"stage1": [top_infos[r] for r in sorted(top_infos)],

@@ -21,6 +21,7 @@ from sparkxml_kernels.fastxml.pfastre import (
     tail_centroids,
     unit_norms,
 )
+from sparkxml_kernels.fastxml.splice import bfs_order, splice_tree
 
 N, D, L = 300, 150, 25
 TOP_KEYS = ("children", "frontier", "w_indptr", "w_index", "w_value", "leaf_indptr",
@@ -119,7 +120,7 @@ def test_root_that_fits_gives_the_kernels_tree(data):
     top = _grow(data, _config(data, N), [4], [0, 250, N])[0][0]
     assert top["frontier_ids"].tolist() == [0] and top["frontier_n"].tolist() == [N]
     state = tree_seed(3, 4)
-    tree = dist.splice_tree(top, _subtrees(data, dict(top, frontier_rows=[np.arange(N)]),
+    tree = splice_tree(top, _subtrees(data, dict(top, frontier_rows=[np.arange(N)]),
                                            state), 4)
     assert_forest_equal(tree, train_forest(*data, D, L, [4], seed=3))
 
@@ -129,7 +130,7 @@ def test_spliced_tree_keeps_the_top_and_routes_every_point(data):
 
     t = 2
     top = _grow(data, _config(data, N // 4), [t], [0, N])[0][0]
-    tree = dist.splice_tree(top, _subtrees(data, top, tree_seed(3, t)), t)
+    tree = splice_tree(top, _subtrees(data, top, tree_seed(3, t)), t)
     assert set(tree) == set(FOREST_KEYS)
     ch = tree["children"]
     inner = np.flatnonzero(ch[:, 0] >= 0)
@@ -138,7 +139,7 @@ def test_spliced_tree_keeps_the_top_and_routes_every_point(data):
     # and the ids are the breadth-first positions
     assert np.all(kids > np.repeat(inner, 2))
     assert sorted(kids.tolist()) == list(range(1, len(ch)))
-    np.testing.assert_array_equal(dist.bfs_order(ch), np.arange(len(ch)))
+    np.testing.assert_array_equal(bfs_order(ch), np.arange(len(ch)))
     ref = take_trees(train_forest(*data, D, L, [t], seed=3), [0])
     _assert_top_is_kernel_tree(top, ref)
     for i in np.flatnonzero(top["frontier"] < 0):  # the splice kept the top's nodes

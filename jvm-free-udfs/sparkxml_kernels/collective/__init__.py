@@ -7,7 +7,8 @@ methods of :class:`Collective`. Implementations:
 - :class:`InProcessGroup` (``local``): ``world_size`` workers as threads of one process, sums in
   rank order, the reference semantics used by tests;
 - :class:`SocketCollective` (``sockets``): the tasks of one Spark barrier stage connected
-  directly over authenticated sockets (see that module for the protocol).
+  directly over authenticated sockets (see that module for the protocol), built on the
+  listeners, handshake and framed peer sockets of ``transport``.
 
 For bit-for-bit reproducible models an implementation sums in a fixed order (rank order or a
 fixed tree): floating-point addition is not associative. The sums then differ from a
@@ -20,7 +21,8 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 
 from .local import InProcessCollective, InProcessGroup, LocalCollective
-from .sockets import SocketCollective, new_authkey, open_listener, tree_children, tree_parent
+from .sockets import SocketCollective
+from .transport import new_authkey, open_listener, tree_children, tree_parent
 
 
 @runtime_checkable
