@@ -43,9 +43,7 @@ import socket
 import struct
 import threading
 import time
-from multiprocessing.connection import (
-    AuthenticationError,
-)
+from multiprocessing.connection import AuthenticationError
 
 import numpy as np
 

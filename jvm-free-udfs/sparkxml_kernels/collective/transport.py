@@ -79,7 +79,7 @@ def open_listener(advertise_host: str | None = None, bind_host: str | None = Non
         machine, so that only that interface accepts connections; "0.0.0.0" (all
         interfaces) when that address is not local (NAT, containers) or is a loopback
         address under a routable name. Connections are authenticated either way, and a
-        connection that does not complete the handshake within ``HANDSHAKE_SECONDS`` is
+        connection that does not complete the handshake within ``sockets.HANDSHAKE_SECONDS`` is
         dropped without delaying the real peers.
 
     Returns
