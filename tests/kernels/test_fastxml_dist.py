@@ -121,7 +121,7 @@ def test_root_that_fits_gives_the_kernels_tree(data):
     assert top["frontier_ids"].tolist() == [0] and top["frontier_n"].tolist() == [N]
     state = tree_seed(3, 4)
     tree = splice_tree(top, _subtrees(data, dict(top, frontier_rows=[np.arange(N)]),
-                                           state), 4)
+                                      state), 4)
     assert_forest_equal(tree, train_forest(*data, D, L, [4], seed=3))
 
 
