@@ -51,11 +51,22 @@ def finite_col(c):
     return (~F.isnan(c)) & (F.abs(c) != float("inf"))
 
 
+# rows sized at the start of each partition by a ``probe_width`` data check, and the bits of
+# ``monotonically_increasing_id`` that number a partition's rows
+WIDTH_PROBE_ROWS = 8
+_ROW_BITS = (1 << 33) - 1
+
+
 def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
     """One aggregate job (JVM only, no Python) over every row: counts, label range, and the
     first offending value of each check, so that bad input fails before training with an
     error naming the column and the value. ``extra`` (name -> aggregate Column; LambdaMART's
-    ranking checks) rides along in the same job; its values come back in ``["extra"]``."""
+    ranking checks) rides along in the same job; its values come back in ``["extra"]``.
+
+    A vector column's size: ``spec["width"]`` when known (metadata), else the smallest and
+    largest size of every vector, or with ``spec["probe_width"]`` of the first
+    ``WIDTH_PROBE_ROWS`` rows of each partition (the caller's tasks then check every
+    vector)."""
     L = F.col(label).cast("double")
     aggs = [F.count(F.lit(1)).alias("n"),
             F.sum(F.col(label).isNull().cast("long")).alias("label_null"),
@@ -76,16 +87,23 @@ def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         aggs += [F.sum(F.col(valid).isNull().cast("long")).alias("valid_null"),
                  F.sum(F.col(valid).cast("long")).alias("n_valid")]
     aggs.append(F.sum(F.when(train, wexpr).otherwise(0.0)).alias("weight_train"))
-    if spec.get("sparse") or spec.get("width"):
-        # no dense arrays in the JVM: the width is known (_gbt_features.with_sparse) and the
+    if spec.get("width"):
+        # no dense arrays in the JVM: the width is known (the column's metadata) and the
         # Python tasks check every vector against it ("has a vector of size ..., expected"):
         # sizing each vector here (vector_to_array) made an array per row, most of this job
         aggs.append(F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"))
     elif spec["kind"] == "vector":
+        c = F.col(spec["col"])
         # (null first: vector_to_array fails on a null vector with a bare JVM error)
-        size = F.when(F.col(spec["col"]).isNotNull(),
-                      F.size(vector_to_array(F.col(spec["col"]))))
-        aggs += [F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"),
+        sized = c.isNotNull()
+        if spec.get("probe_width"):
+            # the first rows of each partition only (the low 33 bits of the id count a
+            # partition's rows): the tasks check every vector against this width, and
+            # sizing every row would make an array per row
+            sized = sized & (F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_BITS))
+                             < F.lit(WIDTH_PROBE_ROWS))
+        size = F.when(sized, F.size(vector_to_array(c)))
+        aggs += [F.sum(c.isNull().cast("long")).alias("features_null"),
                  F.min(size).alias("d_min"), F.max(size).alias("d_max")]
     aggs += [c.alias(name) for name, c in (extra or {}).items()]
     r = aggregate_once(dataset, aggs)
@@ -115,10 +133,8 @@ def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
                              f"null vector(s)")
         if spec.get("width"):
             r["d_min"] = r["d_max"] = spec["width"]
-        elif spec.get("sparse"):
-            from sparkxml.gbt.features import vector_width
-
-            r["d_min"] = r["d_max"] = vector_width(dataset, spec["col"])
+        # (with probe_width too, d_min is set: the first row of every non-empty partition
+        # is sized, and a null vector failed above)
         if r["d_min"] != r["d_max"]:
             raise ValueError(f"featuresCol: column '{spec['col']}' holds vectors of different "
                              f"sizes: {r['d_min']} and {r['d_max']}")

@@ -8,7 +8,8 @@ threshold of step 2):
    counts, label range, and the first offending value of each check (non-finite or non-class
    labels, negative weights, null vectors), so bad input fails before any training with an
    error naming the column and the value. A vector column's size comes from its metadata or
-   first row; the Python tasks check every vector against it;
+   from the first rows of each input partition; the Python tasks check every vector against
+   it;
 2. a sketch job: weighted quantile summaries of a uniform sample of about 100,000 training
    rows (``DataFrame.sample``, one ``mapInArrow`` task per input partition), merged on the
    driver in partition order into at most ``maxBins`` bins per feature. With numWorkers=1 and

@@ -15,13 +15,13 @@ features and sparse vector columns.
   of a dense array made by ``vector_to_array``; tasks convert it to CSR and store the binned
   rows sparsely when the entries fill less than a quarter of the matrix (LightGBM/XGBoost
   style, ``binned.SparseBinned``), so a task's memory grows with the non-zeros, not rows x d.
-  The data-check job then reads the vector size from the first row instead of a JVM
-  aggregate over dense arrays, and tasks refuse a vector of another size.
+  The width comes from the column's ML attribute metadata, or else the data-check job sizes
+  the first rows of each partition (``histogram_engine.data_checks``) instead of every
+  vector; either way the tasks refuse a vector of another size.
 """
 from __future__ import annotations
 
 import numpy as np
-from pyspark.sql import functions as F
 
 from sparkxml_kernels import binning
 from sparkxml_kernels.gbt import tree_methods
@@ -31,29 +31,33 @@ from sparkxml_kernels.gbt.categorical import check_categories
 SPARSE_MIN_FEATURES = 1024
 
 
-def vector_width(dataset, col: str):
-    """Size of the vector column from its ML attribute metadata or its first non-null row
-    (None for an empty column)."""
+def metadata_width(dataset, col: str):
+    """Size of the vector column from its ML attribute metadata (what ``VectorAssembler``
+    writes), or None when the schema does not say. Runs no Spark job."""
     try:
         n = dataset.schema[col].metadata.get("ml_attr", {}).get("num_attrs")
-        if isinstance(n, int) and n > 0:
-            return n
     except (KeyError, AttributeError):
-        pass
-    row = dataset.select(col).where(F.col(col).isNotNull()).first()
-    return None if row is None else int(row[0].size)
+        return None
+    return n if isinstance(n, int) and n > 0 else None
 
 
-def with_sparse(dataset, spec: dict) -> dict:
-    """``spec`` with ``sparse=True`` when a vector column is wide enough to ship sparse, and
-    ``width``: the column's vector size (metadata or first row; None for no rows)."""
+def with_known_width(dataset, spec: dict) -> dict:
+    """``spec`` with ``width`` when the vector column's metadata gives it, else with
+    ``probe_width``: the data checks then size a few rows of each partition rather than
+    every vector (the tasks check every vector against the width). No Spark job."""
     if spec["kind"] != "vector":
         return spec
-    d = vector_width(dataset, spec["col"])
-    if d is None:
+    d = metadata_width(dataset, spec["col"])
+    return dict(spec, width=d) if d is not None else dict(spec, probe_width=True)
+
+
+def with_sparse(spec: dict, d: int) -> dict:
+    """``spec`` with ``width=d`` (the checked vector size) and ``sparse=True`` when the
+    column is wide enough to ship sparse."""
+    if spec["kind"] != "vector":
         return spec
-    # the width rides along: the data checks take it instead of measuring every vector
-    spec = dict(spec, width=d)
+    spec = {k: v for k, v in spec.items() if k != "probe_width"}
+    spec["width"] = int(d)
     return dict(spec, sparse=True) if d >= SPARSE_MIN_FEATURES else spec
 
 

@@ -97,7 +97,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         weight = self._opt(self.weightCol) or None
         valid = self._opt(self.validationIndicatorCol) or None
         self._check_schema(dataset, spec, label, weight, valid)
-        spec = _gbt_features.with_sparse(dataset, spec)
+        spec = _gbt_features.with_known_width(dataset, spec)
         if self.getEarlyStoppingRounds() > 0 and valid is None:
             raise ValueError("earlyStoppingRounds > 0 needs validationIndicatorCol")
         self._check_policy()
@@ -111,6 +111,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                                           **self._label_checks(label)))
             self._check_labels(label, stats["extra"])
             d = stats["d"]
+            spec = _gbt_features.with_sparse(spec, d)
             objective, n_classes, metric = self._objective(label, stats["label_max"],
                                                            stats["label_distinct"])
             n_workers = workers_for(spark, stats, valid, n_workers)

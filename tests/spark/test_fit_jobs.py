@@ -68,6 +68,38 @@ def test_gbt_on_lightgbm_binary_is_two_jobs(spark, binary):
     assert [p for p, _ in jobs] == ["checks", "sketch", "train", "train"], jobs
 
 
+def test_gbt_on_vectors_without_size_metadata_is_two_jobs(spark, binary):
+    """``array_to_vector`` leaves no size in the schema: the checks size the first rows of
+    each partition (no job of their own) and the model is the one ``VectorAssembler``'s
+    metadata gives; a vector of another size further down fails in the training task."""
+    from pyspark.ml.functions import array_to_vector, vector_to_array
+    from pyspark.sql import functions as F
+
+    bare = binary.select("label", array_to_vector(vector_to_array("features")).alias(
+        "features")).cache()
+    bare.count()
+    assert "ml_attr" not in bare.schema["features"].metadata
+    est = GBTClassifier(numWorkers=1, maxIter=20, maxDepth=4, seed=3)
+    model, jobs = _fit_jobs(spark, est, bare)
+    assert jobs == [("checks", 1), ("train", 1)], jobs
+    x, y = model.predictor.to_arrays(), est.fit(binary).predictor.to_arrays()
+    assert "feature_names" not in x  # (VectorAssembler's metadata names the features)
+    y.pop("feature_names")
+    assert x.keys() == y.keys()
+    for k in x:
+        np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+
+    # row 500 of the frame's order has one feature fewer: past every partition's probed rows
+    arr = vector_to_array("features")
+    idx = F.monotonically_increasing_id()
+    short = (bare.withColumn("i", idx)
+             .withColumn("features", F.when(F.col("i") == F.lit(500),
+                                            array_to_vector(F.slice(arr, 1, 27)))
+                         .otherwise(F.col("features"))).drop("i"))
+    with pytest.raises(Exception, match="has a vector of size 27, expected 28"):
+        est.fit(short)
+
+
 def _models_equal(a, b):
     x, y = a.predictor.to_arrays(), b.predictor.to_arrays()
     assert x.keys() == y.keys()
