@@ -4,9 +4,10 @@
 partitions of a DataFrame. In every task:
 
 1. the task opens a TCP listener on an ephemeral port and the tasks exchange their
-   ``host:port`` with ONE ``BarrierTaskContext.allGather`` (skipped for a single worker), on a
-   helper thread: Spark polls barrier RPCs once a second, so the ~1 s it costs overlaps with
-2. ``load_fn(batches, rank, world_size)``, which turns the task's Arrow batches into whatever
+   ``host:port`` (skipped for a single worker) on a helper thread, over sockets
+   (``sparkxml_kernels.collective.rendezvous``: milliseconds, where Spark's
+   ``BarrierTaskContext.allGather`` takes about a second), while
+2. ``load_fn(batches, rank, world_size)`` turns the task's Arrow batches into whatever
    the trainer needs (binned matrix, labels...);
 3. a ``SocketCollective`` (``sparkxml_kernels.collective``) connects the ranks directly,
    authenticated with a key derived from the random per-fit key carried in the task closure
@@ -398,31 +399,6 @@ class BarrierResult:
     seconds: float = 0.0
 
 
-class _Gather:
-    """``ctx.allGather(message)`` on a helper thread; ``result()`` waits for it."""
-
-    def __init__(self, ctx, message: str):
-        import threading
-
-        self._out = None
-        self._err = None
-        self._thread = threading.Thread(target=self._run, args=(ctx, message), daemon=True,
-                                        name="sparkxml-allgather")
-        self._thread.start()
-
-    def _run(self, ctx, message):
-        try:
-            self._out = ctx.allGather(message)
-        except BaseException as e:  # noqa: BLE001 - re-raised in result()
-            self._err = e
-
-    def result(self) -> list:
-        self._thread.join()
-        if self._err is not None:
-            raise self._err
-        return list(self._out)
-
-
 def attempt_key(authkey: bytes, messages) -> bytes:
     """The key of one stage attempt: the per-fit key mixed with every task's gathered
     ``"host:port#nonce"`` message (the same list on every rank of that attempt only)."""
@@ -447,6 +423,7 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
         from pyspark import BarrierTaskContext, TaskContext
 
         from sparkxml_kernels.collective import LocalCollective, SocketCollective, open_listener
+        from sparkxml_kernels.collective.rendezvous import Rendezvous, rendezvous_key
 
         if barrier:
             ctx = BarrierTaskContext.get()
@@ -462,11 +439,13 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
         listener = None
         gather = None
         if world > 1:
-            # Exchange addresses while the data loads: allGather costs ~1 s whatever happens
-            # (Spark polls its barrier RPC once a second), so overlap it with the binning.
+            # Exchange addresses while the data loads, over sockets: Spark's allGather costs
+            # ~1 s whatever happens (its barrier RPC is checked once a second)
             host = infos[rank].address.rsplit(":", 1)[0] or None
             listener, address = open_listener(host)
-            gather = _Gather(ctx, f"{address}#{os.urandom(8).hex()}")
+            gather = Rendezvous(rank, world, infos[0].address.rsplit(":", 1)[0] or "localhost",
+                                rendezvous_key(authkey, ctx.stageId()),
+                                f"{address}#{os.urandom(8).hex()}", timeout_s)
         coll = None
         opened = None
         try:

@@ -16,7 +16,7 @@ def workers_for(spark, stats: dict, valid, n_workers):
     """Check the data-check job's row counts; return the worker count (``n_workers``, or the
     default: the session's parallelism, but no more workers than the data pays for: every
     tree level exchanges d x maxBins histograms per node whatever the rows, so on small data
-    extra workers only add communication and the ~1 s allGather)."""
+    extra workers only add communication and the address exchange)."""
     if stats["n_train"] == 0 or stats["weight_train"] <= 0:
         raise ValueError("no training rows with a positive weight"
                          + (f" (validationIndicatorCol '{valid}' marks every row)"

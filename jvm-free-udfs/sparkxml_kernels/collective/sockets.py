@@ -2,10 +2,10 @@
 barrier stage.
 
 Used inside one Spark barrier stage: every task opens a listener
-(``transport.open_listener``), the tasks exchange their ``host:port`` once
-(``BarrierTaskContext.allGather``), then build a ``SocketCollective`` and talk to each other
-directly for the whole training: one round trip per tree level instead of one Spark job (or
-one ``allGather``, ~1 s each) per level.
+(``transport.open_listener``), the tasks exchange their ``host:port`` once (over sockets too:
+``rendezvous``), then build a ``SocketCollective`` and talk to each other directly for the
+whole training: one round trip per tree level instead of one Spark job (or one
+``BarrierTaskContext.allGather``, ~1 s each) per level.
 
 Protocol
 --------
