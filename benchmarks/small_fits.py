@@ -42,8 +42,8 @@ def _load_rank(data):
 
 def _frame(spark, X, y, group=None, assembled=False):
     """A cached frame of ``features`` (a vector column) and ``label`` (and ``qid``). The
-    vectors come from ``array_to_vector``, which gives the column no size metadata (a fit then
-    reads the width from the first row: one more Spark job), or, with ``assembled``, from
+    vectors come from ``array_to_vector``, which gives the column no size metadata (the checks
+    job then sizes the first rows of each partition), or, with ``assembled``, from
     ``VectorAssembler`` over one column per feature, as a frame read from a table would be
     assembled (the column then carries its size)."""
     import pandas as pd
