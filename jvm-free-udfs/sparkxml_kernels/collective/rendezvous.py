@@ -15,7 +15,7 @@ local[2] calling it at once). :func:`start` does the same gather in milliseconds
 - once rank 0 holds every rank's message, it sends the list (in rank order) to all of them.
 
 Rank 0 authenticates each incoming connection on its own thread
-(``transport._serve_handshake``), so silent or foreign connections do not delay the ranks.
+(``transport.HandshakeServer``), so silent or foreign connections do not delay the ranks.
 
 PySpark does not tell a task its stage attempt, so a retried stage's attempts share the key.
 A failed attempt's tasks are killed by Spark before they could join the next one; should one
@@ -29,8 +29,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import queue
-import selectors
 import socket
 import struct
 import threading
@@ -39,10 +37,10 @@ import time
 from .transport import (
     _HELLO,
     AuthenticationError,
+    HandshakeServer,
     _abort,
     _bind_address,
     _Peer,
-    _serve_handshake,
     handshake,
 )
 
@@ -105,61 +103,30 @@ def _serve(host: str, key: bytes, world: int, message: str, deadline: float) -> 
     messages: list = [None] * world
     messages[0] = message
     peers: list[_Peer] = []
-    dropped: list = []
-    done: queue.SimpleQueue = queue.SimpleQueue()
-    wake_r, wake_w = socket.socketpair()
-    sel = selectors.DefaultSelector()
-    sel.register(listener, selectors.EVENT_READ)
-    sel.register(wake_r, selectors.EVENT_READ)
-    pending: dict = {}
     try:
-        while any(m is None for m in messages):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                missing = [r for r, m in enumerate(messages) if m is None]
-                raise TimeoutError(f"rank 0: ranks {missing} did not reach the rendezvous "
-                                   f"in time" + (f"; refused {dropped[:3]}" if dropped else ""))
-            ready = [k.fileobj for k, _ in sel.select(remaining)]
-            if listener in ready:
-                sock, addr = listener.accept()
-                if len(pending) >= _MAX_PENDING:
-                    sock.close()
-                else:
-                    pending[id(sock)] = sock
-                    threading.Thread(target=_serve_handshake, name="sparkxml-rendezvous",
-                                     daemon=True, args=(sock, addr, key, ATTEMPT_SECONDS,
-                                                        done, wake_w)).start()
-            if wake_r in ready:
-                wake_r.recv(4096)
-            while True:
-                try:
-                    sock, addr, hello, reason = done.get_nowait()
-                except queue.Empty:
-                    break
-                pending.pop(id(sock), None)
-                if reason is not None:
-                    sock.close()
-                    dropped.append((addr[0], reason))
-                    continue
-                rank, peer_world = hello
-                p = _Peer(sock, rank, max(1e-3, deadline - time.monotonic()))
-                peers.append(p)
-                if peer_world != world or not 0 < rank < world or messages[rank] is not None:
-                    raise ConnectionError(f"rank 0: unexpected rendezvous hello (rank {rank}, "
-                                          f"world {peer_world}) in a world of {world}")
-                messages[rank] = _recv(p).decode()
+        with HandshakeServer(listener, key, ATTEMPT_SECONDS, _MAX_PENDING) as server:
+            while any(m is None for m in messages):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    missing = [r for r, m in enumerate(messages) if m is None]
+                    raise TimeoutError(
+                        f"rank 0: ranks {missing} did not reach the rendezvous in time"
+                        + (f"; refused {server.dropped[:3]}" if server.dropped else ""))
+                for sock, (rank, peer_world) in server.accepted(remaining):
+                    p = _Peer(sock, rank, max(1e-3, deadline - time.monotonic()))
+                    peers.append(p)
+                    if peer_world != world or not 0 < rank < world or messages[rank] is not None:
+                        raise ConnectionError(f"rank 0: unexpected rendezvous hello (rank "
+                                              f"{rank}, world {peer_world}) in a world of "
+                                              f"{world}")
+                    messages[rank] = _recv(p).decode()
         payload = json.dumps(messages).encode()
         for p in peers:
             p.send(payload)
         return messages
     finally:
-        for sock in pending.values():
-            _abort(sock)
         for p in peers:
             p.close()
-        sel.close()
-        wake_r.close()
-        wake_w.close()
         listener.close()
 
 

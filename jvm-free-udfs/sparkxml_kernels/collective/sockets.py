@@ -37,11 +37,8 @@ Protocol
 from __future__ import annotations
 
 import contextlib
-import queue
-import selectors
 import socket
 import struct
-import threading
 import time
 from multiprocessing.connection import AuthenticationError
 
@@ -50,9 +47,8 @@ import numpy as np
 from .local import ContextCollective
 from .transport import (
     _HELLO,
-    _abort,
+    HandshakeServer,
     _Peer,
-    _serve_handshake,
     handshake,
     parse_address,
     tree_children,
@@ -197,45 +193,16 @@ class SocketCollective(ContextCollective):
         deadline = time.monotonic() + self.timeout_s
         expected = set(self._child_ranks)
         hs_timeout = min(self.timeout_s, HANDSHAKE_SECONDS)
-        done: queue.SimpleQueue = queue.SimpleQueue()
-        wake_r, wake_w = socket.socketpair()
-        # (a selector, not select.select: an executor may hold descriptors above 1024)
-        sel = selectors.DefaultSelector()
-        sel.register(listener, selectors.EVENT_READ)
-        sel.register(wake_r, selectors.EVENT_READ)
-        pending: dict = {}  # id -> socket still in its handshake
-        dropped: list = []  # (peer address, reason) of connections that were not peers
-        try:
+        with HandshakeServer(listener, self._authkey, hs_timeout,
+                             MAX_PENDING_HANDSHAKES) as server:
             while expected:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError(
                         f"rank {self.rank}: ranks {sorted(expected)} did not connect within "
-                        f"{self.timeout_s:g}s" + _dropped_summary(dropped, len(pending)))
-                ready = [key.fileobj for key, _ in sel.select(remaining)]
-                if listener in ready:
-                    sock, addr = listener.accept()
-                    if len(pending) >= MAX_PENDING_HANDSHAKES:
-                        sock.close()
-                        dropped.append((addr[0], "too many connections in their handshake"))
-                    else:
-                        pending[id(sock)] = sock
-                        threading.Thread(
-                            target=_serve_handshake, name="sparkxml-handshake", daemon=True,
-                            args=(sock, addr, self._authkey, hs_timeout, done, wake_w)).start()
-                if wake_r in ready:
-                    wake_r.recv(4096)
-                while True:
-                    try:
-                        sock, addr, hello, reason = done.get_nowait()
-                    except queue.Empty:
-                        break
-                    pending.pop(id(sock), None)
-                    if reason is not None:
-                        sock.close()
-                        dropped.append((addr[0], reason))
-                        continue
-                    peer, peer_world = hello
+                        f"{self.timeout_s:g}s"
+                        + _dropped_summary(server.dropped, len(server.pending)))
+                for sock, (peer, peer_world) in server.accepted(remaining):
                     if peer not in expected or peer_world != self.world_size:
                         sock.close()
                         raise ConnectionError(f"rank {self.rank}: unexpected peer rank {peer} "
@@ -243,12 +210,6 @@ class SocketCollective(ContextCollective):
                                               f"{sorted(expected)}")
                     self._children[peer] = _Peer(sock, peer, self.timeout_s)
                     expected.discard(peer)
-        finally:
-            for sock in pending.values():  # wakes their threads: they fail and exit
-                _abort(sock)
-            sel.close()
-            wake_r.close()
-            wake_w.close()
 
     # ------------------------------------------------------------------ primitives
     @contextlib.contextmanager

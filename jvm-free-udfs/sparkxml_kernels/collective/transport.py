@@ -8,8 +8,11 @@ is described in ``sockets``.
 from __future__ import annotations
 
 import os
+import queue
+import selectors
 import socket
 import struct
+import threading
 from multiprocessing.connection import (
     AuthenticationError,
     Connection,
@@ -239,3 +242,68 @@ def _serve_handshake(sock, addr, authkey: bytes, timeout_s: float, done, wake) -
         wake.send(b"\x00")
     except OSError:  # the accept loop is over
         pass
+
+
+class HandshakeServer:
+    """A listener's incoming connections, each authenticated on its own thread
+    (:func:`_serve_handshake`, within ``hs_timeout``), so that a connection that sends
+    nothing, sends garbage or holds another key never delays the real peers queued behind
+    it. :meth:`accepted` waits for the next authenticated ones; the refused ones are kept in
+    ``dropped`` as (host, reason) for error messages. Use as a context manager: on exit the
+    connections still in their handshake are aborted (their threads fail and exit)."""
+
+    def __init__(self, listener: socket.socket, authkey: bytes, hs_timeout: float,
+                 max_pending: int):
+        self._listener = listener
+        self._authkey = authkey
+        self._hs_timeout = hs_timeout
+        self._max_pending = max_pending
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._wake_r, self._wake_w = socket.socketpair()
+        # (a selector, not select.select: an executor may hold descriptors above 1024)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(listener, selectors.EVENT_READ)
+        self._sel.register(self._wake_r, selectors.EVENT_READ)
+        self.pending: dict = {}  # id -> socket still in its handshake
+        self.dropped: list = []  # (peer host, reason) of connections that were not peers
+
+    def accepted(self, timeout_s: float) -> list:
+        """(socket, hello) of each connection authenticated within ``timeout_s``: the hello
+        is the (rank, world_size) the peer sent."""
+        ready = [key.fileobj for key, _ in self._sel.select(timeout_s)]
+        if self._listener in ready:
+            sock, addr = self._listener.accept()
+            if len(self.pending) >= self._max_pending:
+                sock.close()
+                self.dropped.append((addr[0], "too many connections in their handshake"))
+            else:
+                self.pending[id(sock)] = sock
+                threading.Thread(
+                    target=_serve_handshake, name="sparkxml-handshake", daemon=True,
+                    args=(sock, addr, self._authkey, self._hs_timeout, self._done,
+                          self._wake_w)).start()
+        if self._wake_r in ready:
+            self._wake_r.recv(4096)
+        out = []
+        while True:
+            try:
+                sock, addr, hello, reason = self._done.get_nowait()
+            except queue.Empty:
+                return out
+            self.pending.pop(id(sock), None)
+            if reason is not None:
+                sock.close()
+                self.dropped.append((addr[0], reason))
+            else:
+                out.append((sock, hello))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for sock in self.pending.values():
+            _abort(sock)
+        self._sel.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
