@@ -51,10 +51,20 @@ def finite_col(c):
     return (~F.isnan(c)) & (F.abs(c) != float("inf"))
 
 
-# rows sized at the start of each partition by a ``probe_width`` data check, and the bits of
-# ``monotonically_increasing_id`` that number a partition's rows
+# rows sized at the start of each partition by the data checks of a vector column without
+# size metadata, and the bits of ``monotonically_increasing_id`` that number a partition's rows
 WIDTH_PROBE_ROWS = 8
 _ROW_BITS = (1 << 33) - 1
+_PROBE_ROW = "__sparkxml_probe_row"
+
+
+def stored_vector_size(c):
+    """The size of the ML vector in column ``c`` as a long, read from its stored form (the
+    VectorUDT struct as JSON: a sparse vector's ``size``, a dense one's number of values):
+    no dense array is made. For a few rows: it writes each vector out as text."""
+    j = F.to_json(F.struct(c.alias("v")))
+    return F.coalesce(F.get_json_object(j, "$.v.size").cast("long"),
+                      F.json_array_length(F.get_json_object(j, "$.v.values")).cast("long"))
 
 
 def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
@@ -64,9 +74,8 @@ def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
     ranking checks) rides along in the same job; its values come back in ``["extra"]``.
 
     A vector column's size: ``spec["width"]`` when known (metadata), else the smallest and
-    largest size of every vector, or with ``spec["probe_width"]`` of the first
-    ``WIDTH_PROBE_ROWS`` rows of each partition (the caller's tasks then check every
-    vector)."""
+    largest size of the first ``WIDTH_PROBE_ROWS`` rows of each partition (the callers'
+    tasks check every vector against it)."""
     L = F.col(label).cast("double")
     aggs = [F.count(F.lit(1)).alias("n"),
             F.sum(F.col(label).isNull().cast("long")).alias("label_null"),
@@ -94,15 +103,14 @@ def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
         aggs.append(F.sum(F.col(spec["col"]).isNull().cast("long")).alias("features_null"))
     elif spec["kind"] == "vector":
         c = F.col(spec["col"])
-        # (null first: vector_to_array fails on a null vector with a bare JVM error)
-        sized = c.isNotNull()
-        if spec.get("probe_width"):
-            # the first rows of each partition only (the low 33 bits of the id count a
-            # partition's rows): the tasks check every vector against this width, and
-            # sizing every row would make an array per row
-            sized = sized & (F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_BITS))
-                             < F.lit(WIDTH_PROBE_ROWS))
-        size = F.when(sized, F.size(vector_to_array(c)))
+        # the first rows of each partition only (the low 33 bits of the id count a
+        # partition's rows): every caller's tasks check every vector against this width
+        # (``_core.arrow.batch_features``). Sized from the vector's stored form, never a
+        # dense array: a sparse vector may be 2**31 - 1 wide. (The id is a column of its
+        # own: Spark 3.5 refuses a non-deterministic expression in an aggregate's arguments.)
+        dataset = dataset.withColumn(_PROBE_ROW, F.monotonically_increasing_id())
+        head = F.col(_PROBE_ROW).bitwiseAND(F.lit(_ROW_BITS)) < F.lit(WIDTH_PROBE_ROWS)
+        size = F.when(c.isNotNull() & head, stored_vector_size(c))
         aggs += [F.sum(c.isNull().cast("long")).alias("features_null"),
                  F.min(size).alias("d_min"), F.max(size).alias("d_max")]
     aggs += [c.alias(name) for name, c in (extra or {}).items()]
@@ -133,8 +141,8 @@ def data_checks(dataset, spec, label, weight, valid, task, extra=None) -> dict:
                              f"null vector(s)")
         if spec.get("width"):
             r["d_min"] = r["d_max"] = spec["width"]
-        # (with probe_width too, d_min is set: the first row of every non-empty partition
-        # is sized, and a null vector failed above)
+        # (otherwise d_min is set: the first row of every non-empty partition is sized, and
+        # a null vector failed above)
         if r["d_min"] != r["d_max"]:
             raise ValueError(f"featuresCol: column '{spec['col']}' holds vectors of different "
                              f"sizes: {r['d_min']} and {r['d_max']}")

@@ -42,13 +42,12 @@ def metadata_width(dataset, col: str):
 
 
 def with_known_width(dataset, spec: dict) -> dict:
-    """``spec`` with ``width`` when the vector column's metadata gives it, else with
-    ``probe_width``: the data checks then size a few rows of each partition rather than
-    every vector (the tasks check every vector against the width). No Spark job."""
+    """``spec`` with ``width`` when the vector column's metadata gives it (else the data
+    checks size a few rows of each partition; the tasks check every vector). No Spark job."""
     if spec["kind"] != "vector":
         return spec
     d = metadata_width(dataset, spec["col"])
-    return dict(spec, width=d) if d is not None else dict(spec, probe_width=True)
+    return dict(spec, width=d) if d is not None else spec
 
 
 def with_sparse(spec: dict, d: int) -> dict:
@@ -56,8 +55,7 @@ def with_sparse(spec: dict, d: int) -> dict:
     column is wide enough to ship sparse."""
     if spec["kind"] != "vector":
         return spec
-    spec = {k: v for k, v in spec.items() if k != "probe_width"}
-    spec["width"] = int(d)
+    spec = dict(spec, width=int(d))
     return dict(spec, sparse=True) if d >= SPARSE_MIN_FEATURES else spec
 
 

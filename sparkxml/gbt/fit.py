@@ -35,6 +35,7 @@ from sparkxml._core.params import (
     HasVerbose,
 )
 from sparkxml._core.progress import FitProgress
+from sparkxml._core.validation import check_dense_width
 from sparkxml._core.workers import needs_repartition, requested_workers, workers_for
 from sparkxml.gbt import features as _gbt_features
 from sparkxml.gbt.models import feature_names
@@ -233,6 +234,9 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         "cols": extra columns for the training frame, "init": predictor or None,
         "names": feature names or None}``."""
         d = stats["d"]
+        if spec["kind"] == "vector":  # a node's histograms hold every feature's slots
+            slots = self.getMaxBins() + 1
+            check_dense_width(spec["col"], d, slots, f"maxBins + 1 = {slots} histogram slots")
         k = 1 if objective not in ("softmax",) else int(n_classes)
         name = self._opt(self.baseMarginCol)
         cols = self._margin_columns(dataset, stats, k)

@@ -3,7 +3,8 @@ a ValueError naming the column (and the value or size) before the training job, 
 transform task with the param and column named.
 
 Covers LinearSVC's transform (another vector size, NaN, inf, a null vector) and its fit on a
-SparseVector of size 2**31 - 1, FM and GBFM on that width and on a null vector, FastXML /
+SparseVector of size 2**31 - 1, GBT and LambdaMART on that width, FM and GBFM on that width
+and on a null vector, FastXML /
 PfastreXML on that width, on vectors of size 0, on a single row and on a label id of 10**9,
 and the CLI's ``--master local[0]`` and workers that cannot import sparkxml."""
 import numpy as np
@@ -105,6 +106,37 @@ def test_fm_width_times_factor_size_bounded_before_training(wide, est, monkeypat
                                          rf"size {WIDE}: factorSize \+ 1 = {k + 1} values a "
                                          rf"feature make \d+ values, above the limit"):
         est.fit(wide)
+
+
+def _never_train(monkeypatch, *modules):
+    def never(*a, **kw):
+        raise AssertionError("the training stage was started")
+
+    for m in modules:
+        monkeypatch.setattr(m, "run_barrier_training", never)
+
+
+@pytest.mark.parametrize("kind", ["gbt", "lambdamart"])
+def test_boosting_refuses_the_width_on_the_driver(wide, kind, monkeypatch):
+    """No size metadata on the column: the checks job sizes a few stored vectors (no dense
+    array of 2**31 - 1 values in the JVM) and the driver refuses the width before the
+    training stage. Before: GBT built a list of 2**31 feature names on the driver."""
+    from pyspark.sql import functions as F
+
+    import sparkxml.gbt.fit as gbt_fit
+    import sparkxml.gbt.lambdamart as lambdamart
+    from sparkxml import GBTClassifier, LambdaMART
+
+    _never_train(monkeypatch, gbt_fit, lambdamart)
+    if kind == "gbt":
+        est, df = GBTClassifier(numWorkers=1, maxIter=2), wide
+    else:
+        est = LambdaMART(numWorkers=1, maxIter=2, groupCol="qid")
+        df = wide.withColumn("qid", F.lit(1))
+    with pytest.raises(ValueError, match=rf"featuresCol: column 'features' holds vectors of "
+                                         rf"size {WIDE}: maxBins \+ 1 = 257 histogram slots "
+                                         rf"a feature make \d+ values, above the limit"):
+        est.fit(df)
 
 
 def _frame(spark, rows, second):
