@@ -477,6 +477,8 @@ def make_barrier_task(load_fn, train_fn, authkey: bytes, timeout_s: float,
                 coll.close()
             if listener is not None:
                 listener.close()
+            if gather is not None:
+                gather.close()  # (a no-op once the addresses were exchanged)
             for obj in opened or ():
                 obj.close()
         info = dict(info or {})

@@ -130,3 +130,22 @@ def test_a_second_hello_for_a_rank_fails_the_rendezvous():
     for g in (a, b):
         with pytest.raises((ConnectionError, TimeoutError, OSError)):
             g.result()
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_given_up_rendezvous_stops_instead_of_waiting_for_its_deadline(rank):
+    """A task that fails before it needs the addresses closes its exchange: rank 0 stops
+    listening (its port is free again) and a rank looking for rank 0 stops looking, long
+    before the 60 s deadline."""
+    key = rendezvous_key(new_authkey(), 6)
+    g = Rendezvous(rank, 2, HOST, key, _messages(2)[rank], 60.0)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    g.close()
+    with pytest.raises(ConnectionError, match="abandoned"):
+        g.result()
+    assert time.monotonic() - t0 < 10.0
+    if rank == 0:  # the first candidate port can be bound again
+        s = socket.socket()
+        s.bind((HOST, candidate_ports(key)[0]))
+        s.close()

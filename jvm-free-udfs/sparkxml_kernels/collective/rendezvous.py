@@ -51,6 +51,7 @@ CANDIDATE_PORTS = 16
 # a candidate that accepts but does not finish the handshake within this is not rank 0
 ATTEMPT_SECONDS = 2.0
 _MAX_PENDING = 64
+_POLL = 0.2  # how often a waiting rank 0 sees that its task gave the rendezvous up
 
 
 def rendezvous_key(authkey: bytes, stage_id: int) -> bytes:
@@ -97,7 +98,8 @@ def _recv(p: _Peer) -> bytes:
     return bytes(buf)
 
 
-def _serve(host: str, key: bytes, world: int, message: str, deadline: float) -> list[str]:
+def _serve(host: str, key: bytes, world: int, message: str, deadline: float,
+           stop: threading.Event) -> list[str]:
     """Rank 0: accept every other rank's message, then send each the full list."""
     listener = _listen(host, key)
     messages: list = [None] * world
@@ -106,13 +108,15 @@ def _serve(host: str, key: bytes, world: int, message: str, deadline: float) -> 
     try:
         with HandshakeServer(listener, key, ATTEMPT_SECONDS, _MAX_PENDING) as server:
             while any(m is None for m in messages):
+                if stop.is_set():
+                    raise ConnectionError("rank 0: the rendezvous was abandoned")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     missing = [r for r, m in enumerate(messages) if m is None]
                     raise TimeoutError(
                         f"rank 0: ranks {missing} did not reach the rendezvous in time"
                         + (f"; refused {server.dropped[:3]}" if server.dropped else ""))
-                for sock, (rank, peer_world) in server.accepted(remaining):
+                for sock, (rank, peer_world) in server.accepted(min(remaining, _POLL)):
                     p = _Peer(sock, rank, max(1e-3, deadline - time.monotonic()))
                     peers.append(p)
                     if peer_world != world or not 0 < rank < world or messages[rank] is not None:
@@ -130,13 +134,15 @@ def _serve(host: str, key: bytes, world: int, message: str, deadline: float) -> 
         listener.close()
 
 
-def _join(rank: int, world: int, host: str, key: bytes, message: str,
-          deadline: float) -> list[str]:
+def _join(rank: int, world: int, host: str, key: bytes, message: str, deadline: float,
+          stop: threading.Event) -> list[str]:
     """A rank above 0: find rank 0 among the candidate ports, send, receive the list."""
     ports = candidate_ports(key)
     last = None
     while True:
         for port in ports:
+            if stop.is_set():
+                raise ConnectionError(f"rank {rank}: the rendezvous was abandoned")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(f"rank {rank}: rank 0 was not found at {host} on its "
@@ -191,11 +197,12 @@ class Rendezvous:
                  timeout_s: float):
         self._out: list | None = None
         self._err: BaseException | None = None
+        self._stop = threading.Event()
         deadline = time.monotonic() + float(timeout_s)
         if rank == 0:
-            target, args = _serve, (host0, key, world, message, deadline)
+            target, args = _serve, (host0, key, world, message, deadline, self._stop)
         else:
-            target, args = _join, (rank, world, host0, key, message, deadline)
+            target, args = _join, (rank, world, host0, key, message, deadline, self._stop)
         self._thread = threading.Thread(target=self._run, args=(target, args), daemon=True,
                                         name="sparkxml-rendezvous")
         self._thread.start()
@@ -205,6 +212,11 @@ class Rendezvous:
             self._out = target(*args)
         except BaseException as e:  # noqa: BLE001 - re-raised in result()
             self._err = e
+
+    def close(self) -> None:
+        """Give the exchange up (the task failed before it needed the addresses): the
+        helper thread stops within ``_POLL`` s instead of listening until the deadline."""
+        self._stop.set()
 
     def result(self) -> list[str]:
         """Wait for the exchange; every rank's message, in rank order."""
