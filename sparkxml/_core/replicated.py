@@ -1,7 +1,7 @@
 """Replicated training jobs: every task gets every row.
 
-The rows of a DataFrame are copied to ``workers`` tasks with DataFrame operations only (a
-cross join with a small frame of group keys, ``repartition`` by the key, ``mapInArrow``): no
+The rows of a DataFrame are copied to ``workers`` tasks with DataFrame operations only (each
+row exploded into one copy per group key, ``repartition`` by the key, ``mapInArrow``): no
 broadcast and no RDD, so it runs over Spark Connect too. FastXML, the label trees and the
 replayed scikit-learn forest train this way.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
+from pyspark.sql import functions as F
 
 from sparkxml._core.barrier import RESULT_SCHEMA, collect_ranks, decode_ranks
 from sparkxml._core.compat import to_arrow
@@ -18,14 +19,15 @@ from sparkxml_kernels.csr_rows import rows_in_order
 
 
 def replicated_job(spark, data, workers: int, make_train, spread: bool = True):
-    """Run replicated training: the rows of ``data`` copied to ``workers`` tasks (a cross
-    join with one group key a task, ``repartition`` by it) and ``make_train(keys)`` applied
-    to each with ``mapInArrow`` (``RESULT_SCHEMA`` rows), collected through
+    """Run replicated training: the rows of ``data`` copied to ``workers`` tasks (one copy
+    of each row per group key, ``explode`` of the keys: unlike a cross join with a frame of
+    them, no broadcast job; then ``repartition`` by the key) and ``make_train(keys)``
+    applied to each with ``mapInArrow`` (``RESULT_SCHEMA`` rows), collected through
     ``collect_ranks`` when ``spread``. Returns ({rank: arrays}, {rank: info}) as
     ``decode_ranks`` does."""
     keys = partition_keys(workers)
-    groups = spark.createDataFrame([(k,) for k in keys], "_g long")
-    out = (data.crossJoin(groups).repartition(workers, "_g")
+    group = F.explode(F.array(*[F.lit(int(k)).cast("long") for k in keys]))
+    out = (data.withColumn("_g", group).repartition(workers, "_g")
            .mapInArrow(make_train(keys), RESULT_SCHEMA))
     return collect_ranks(out) if spread else decode_ranks(to_arrow(out))
 

@@ -1,8 +1,8 @@
 """The Spark side of training FastXML-family forests (FastXML, PfastreXML), shared by both.
 
 Trees are independent (Prabhu & Varma, KDD'14, Algorithm 1), so training replicates the
-training set to ``numWorkers`` Spark tasks with DataFrame operations only (cross join with a
-small group frame, repartition by group, ``mapInArrow``); each task orders its rows, grows its
+training set to ``numWorkers`` Spark tasks with DataFrame operations only (one copy of each
+row per group key, repartition by group, ``mapInArrow``); each task orders its rows, grows its
 share of the trees in compiled code (``sparkxml_kernels.fastxml``) and returns them as arrays.
 No broadcast variable and no RDD, so it also runs over Spark Connect.
 

@@ -3,7 +3,7 @@
 scikit-learn's forest depends on the order of its rows: the bootstrap samples draw row
 positions, and its sums add rows in the order its sorts leave. With ``rowIndexCol`` naming
 each row's position in scikit-learn's training array, the rows are copied to ``numWorkers``
-tasks (``sparkxml._core.replicated.replicated_job``: a cross join with a small group frame,
+tasks (``sparkxml._core.replicated.replicated_job``: one copy of each row per group key,
 ``repartition``, ``mapInArrow``: DataFrame operations only, so it runs over Spark Connect
 too); each task orders them by that column and grows trees rank, rank + numWorkers, ... with
 ``sparkxml_kernels.forest.replay`` (scikit-learn's per-tree seeds, bootstrap draws and class

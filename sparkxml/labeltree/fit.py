@@ -1,7 +1,7 @@
 """The Spark side of training label-tree forests (Parabel, Bonsai) with replicated data.
 
 The training set is replicated to ``numWorkers`` Spark tasks with DataFrame operations only
-(``sparkxml._core.replicated.replicated_job``: cross join with a small group frame, repartition by
+(``sparkxml._core.replicated.replicated_job``: one copy of each row per group, repartition by
 group, ``mapInArrow``; no broadcast, no RDD, so it runs over Spark Connect too). Each task
 orders its rows by a key computed in the JVM from their content (``sparkxml.fastxml.fit``'s
 ``ordered_rows``: the model then depends only on the multiset of rows and the seed), clusters
