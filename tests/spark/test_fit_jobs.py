@@ -2,7 +2,8 @@
 shuffle inside one) fails here, not only as a slower fit. Small one-worker fits of GBT,
 LambdaMART, LinearSVC, trees and forests run two jobs, each of one stage (no shuffle): the
 data checks (one observed-metrics job) and the training task, which computes the bin edges
-itself; their models are the ones the sketch job's edges give."""
+itself; their models are the ones the sketch job's edges give. Replicated fits (FastXML,
+Parabel) run three."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -221,3 +222,19 @@ def test_canonical_sketch_partition_is_sparks_hash_partitioning(spark):
            .select(F.spark_partition_id().alias("p"), _SKETCH_PART).toPandas())
     assert pdf["p"].nunique() == _CANONICAL_SKETCH_PARTS
     np.testing.assert_array_equal(pdf["p"], pdf[_SKETCH_PART])
+
+
+def test_replicated_fits_are_three_jobs(spark):
+    """FastXML and Parabel copy every row to each training task: the checks, the copies'
+    shuffle (one row per task, ``explode`` of the group keys: no broadcast job for a join)
+    and the training tasks; a small forest comes back without the chunked collect."""
+    from sparkxml import FastXML, Parabel
+    from sparkxml.datasets import from_csr
+    from sparkxml.synthetic import make_multilabel
+
+    (xi, xj, xv), (yi, yj) = make_multilabel(n_rows=600, n_features=300, n_labels=30, seed=2)
+    df = from_csr(spark, xi, xj, xv, 300, labels=(yi, yj)).cache()
+    df.count()
+    for est in (FastXML(numTrees=4, numWorkers=2), Parabel(numTrees=2, numWorkers=2)):
+        _, jobs = _fit_jobs(spark, est, df)
+        assert jobs == [("checks", 1), ("train", 1), ("train", 1)], (type(est).__name__, jobs)
