@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparkxml.datasets import num_features
 from sparkxml_kernels import binning
 from sparkxml_kernels.gbt import tree_methods
 from sparkxml_kernels.gbt.categorical import check_categories
@@ -31,23 +32,13 @@ from sparkxml_kernels.gbt.categorical import check_categories
 SPARSE_MIN_FEATURES = 1024
 
 
-def metadata_width(dataset, col: str):
-    """Size of the vector column from its ML attribute metadata (what ``VectorAssembler``
-    writes), or None when the schema does not say. Runs no Spark job."""
-    try:
-        n = dataset.schema[col].metadata.get("ml_attr", {}).get("num_attrs")
-    except (KeyError, AttributeError):
-        return None
-    return n if isinstance(n, int) and n > 0 else None
-
-
 def with_known_width(dataset, spec: dict) -> dict:
     """``spec`` with ``width`` when the vector column's metadata gives it (else the data
     checks size a few rows of each partition; the tasks check every vector). No Spark job."""
     if spec["kind"] != "vector":
         return spec
-    d = metadata_width(dataset, spec["col"])
-    return dict(spec, width=d) if d is not None else spec
+    d = num_features(dataset, spec["col"])
+    return dict(spec, width=d) if d else spec
 
 
 def with_sparse(spec: dict, d: int) -> dict:
