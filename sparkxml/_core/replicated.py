@@ -18,7 +18,7 @@ from sparkxml._core.partitioning import partition_keys
 from sparkxml_kernels.csr_rows import rows_in_order
 
 
-def replicated_job(spark, data, workers: int, make_train, spread: bool = True):
+def replicated_job(data, workers: int, make_train, spread: bool = True):
     """Run replicated training: the rows of ``data`` copied to ``workers`` tasks (one copy
     of each row per group key, ``explode`` of the keys: unlike a cross join with a frame of
     them, no broadcast job; then ``repartition`` by the key) and ``make_train(keys)``

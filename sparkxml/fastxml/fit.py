@@ -291,7 +291,7 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
             t0 = time.perf_counter()
             with progress.phase("train"):
                 forest, extra, tasks = _fit_replicated(
-                    spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
+                    data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
                     propensity, tail, who, progress.task_spec(per_task=True),
                     spread_results(stats, num_trees))
             info.update(workers=workers, tasks=tasks, train_seconds=time.perf_counter() - t0)
@@ -303,14 +303,14 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
     return forest, extra, n_features, n_labels, info
 
 
-def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
+def _fit_replicated(data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
                     propensity, tail, who, progress=None, spread=True):
     def make_train(keys):
         extra_key = keys[0] if propensity is not None else None
         return _make_train_fn(trees_by_task(keys, num_trees), keys, n_features, n_labels,
                               params, fcol, lcol, propensity, tail, extra_key, progress)
 
-    per_task, infos = replicated_job(spark, data, workers, make_train, spread)
+    per_task, infos = replicated_job(data, workers, make_train, spread)
     parts = [{name: a[name] for name in FOREST_DTYPES} for a in per_task.values()]
     forest = kforest.sort_forest(kforest.concat_forests(parts))
     if len(forest["tree_ids"]) != num_trees:

@@ -136,7 +136,7 @@ def fit_replayed(est, dataset):
         t0 = time.perf_counter()
         with progress.phase("train"):
             per_task, infos = replicated_job(
-                spark, data, workers,
+                data, workers,
                 lambda keys: make_replay_train_fn(keys, cfg, progress.task_spec()),
                 spread=stats["n_train"] * n_trees >= _SPREAD_ROWS_TREES)
         seconds = time.perf_counter() - t0

@@ -72,7 +72,7 @@ def fit_label_trees(est, dataset, who: str):
             return forest, n_features, n_labels, info
         check_memory(spark, stats, workers, who)
         with progress.phase("train"):
-            forest, tasks = _fit_replicated(spark, data, params, num_trees, workers,
+            forest, tasks = _fit_replicated(data, params, num_trees, workers,
                                             n_features, n_labels, fcol, lcol, who,
                                             progress.task_spec(per_task=True),
                                             spread_results(stats, num_trees))
@@ -83,15 +83,15 @@ def fit_label_trees(est, dataset, who: str):
     return forest, n_features, n_labels, info
 
 
-def _fit_replicated(spark, data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
-                    who, progress=None, spread=True):
+def _fit_replicated(data, params, num_trees, workers, n_features, n_labels, fcol, lcol, who,
+                    progress=None, spread=True):
     tree_ids = list(range(num_trees))
 
     def make_train(keys):
         return _make_train_fn(keys, tree_ids, n_features, n_labels, params, fcol, lcol,
                               progress)
 
-    per_task, infos = replicated_job(spark, data, workers, make_train, spread)
+    per_task, infos = replicated_job(data, workers, make_train, spread)
     if 0 not in per_task:
         raise RuntimeError(f"{who}: the first training task sent no trees back")
     trees, ids = kspread.unpack_trees(per_task[0])
