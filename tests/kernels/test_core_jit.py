@@ -25,7 +25,7 @@ NOT_WARMED = {
     # serving API only: FastXMLPredictor.apply (leaf ids); no estimator calls it
     "sparkxml_kernels.fastxml.predictor.apply_kernel",
     # routing binned rows through a finished tree: evaluation sets (validationIndicatorCol)
-    # and lossguide growth, which the gbt profiles do not use
+    # DART and rows left out of a tree (subsamplingRate), which the gbt profiles do not use
     "sparkxml_kernels.gbt.binned._route_generic",
     "sparkxml_kernels.gbt.partition._route_binned",
     # partitions of sparse binned rows by category sets, and their bin look-up (also used by
@@ -46,16 +46,11 @@ NOT_WARMED = {
     # leaf indices (leafCol) of a model with categorical splits
     "sparkxml_kernels.gbt.predictor._predict_leaves_cat",
     # forests' exact (level-split) histogram sums, the regression objectives' gradients and
-    # leaf quantiles, and LinearSVC's primal Newton solver: the recorded profiles (forest
-    # classification, squared-error GBT, a wide LinearSVC) do not reach them; they compile on
-    # first use
+    # leaf quantiles: the recorded profiles (forest classification, squared-error GBT) do not
+    # reach them; they compile on first use
     "sparkxml_kernels.forest.histogram._build_levels",
     "sparkxml_kernels.gbt.leaf_quantile._byte_hist",
     "sparkxml_kernels.gbt.objectives._grad_kernel",
-    "sparkxml_kernels.linear.newton.newton_stats",
-    "sparkxml_kernels.linear.newton.row_dots",
-    "sparkxml_kernels.linear.newton.line_pieces",
-    "sparkxml_kernels.linear.newton._chol_solve",
     # LambdaMART's xendcg and map objectives: the recorded ranking profile trains lambdarank
     "sparkxml_kernels.gbt.ranking_xendcg._xendcg_kernel",
     "sparkxml_kernels.gbt.ranking_map._map_kernel",

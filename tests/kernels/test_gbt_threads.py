@@ -209,7 +209,7 @@ def test_booster_rejects_bad_nthread():
 
 
 def test_leaf_index_and_leaf_values_on_threads_equal_serial():
-    from sparkxml_kernels.gbt import booster, grower
+    from sparkxml_kernels.gbt import booster
 
     rng = np.random.default_rng(8)
     n = 50000
@@ -223,7 +223,7 @@ def test_leaf_index_and_leaf_values_on_threads_equal_serial():
     ref = np.empty(n, np.int32)
     for s, e, leaf in zip(starts, ends, leaves):
         ref[part[s:e]] = leaf
-    for kernel in (grower._leaf_index, grower._leaf_index_parallel):
+    for kernel in (partition._leaf_index, partition._leaf_index_parallel):
         out = np.full(n, -1, np.int32)
         kernel(part, starts, ends, leaves, out)
         assert np.array_equal(out, ref)

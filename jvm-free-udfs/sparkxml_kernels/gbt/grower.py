@@ -18,7 +18,8 @@ Policies
 applied; nodes at depth ``max_depth`` are leaves. ``lossguide`` (LightGBM-style best-first):
 rank 0 keeps a priority queue of candidate splits (key: gain, then node id); one round per
 expansion that needs histograms; at most ``max_leaves`` leaves (0 = no limit) and depth
-``max_depth`` (0 = no limit).
+``max_depth`` (0 = no limit). A worker alone runs those rounds in lossguide.py's compiled loop
+(the same trees) where ``lossguide.eligible`` admits the tree.
 
 Histogram subtraction: after a split only the child with the smaller global hessian sum is
 built (ties: left); the other is parent - child. The hessian sum stands in for the row count
@@ -40,12 +41,11 @@ import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import prange
 
 from .._dtypes import FLOAT, INDEX, NODE
-from .._jit import njit
 from ..collective import LocalCollective
 from ..threads import worth_threads
+from . import lossguide
 from .binned import (
     as_binned,
     build_histograms_any,
@@ -68,7 +68,7 @@ from .histogram import (
     subtract_used,
 )
 from .node_features import NodeFeatures, search_nodes
-from .partition import column_copy
+from .partition import _leaf_index, _leaf_index_parallel, column_copy
 from .splitting import (
     SplitParams,
     bounded_leaf_weight,
@@ -219,10 +219,13 @@ class TreeGrower:
     n_threads : int
         Threads for histogram building and partitioning (set numba's pool first with
         ``threads.use_threads``); trees are identical whatever ``n_threads``.
+    compiled : bool
+        Grow the trees ``lossguide.eligible`` admits (one worker, leaf-wise) in that module's
+        one compiled loop, the same trees; False grows every tree round by round.
     """
 
     def __init__(self, binned, n_bins, edges, params: TreeParams, collective=None,
-                 n_threads=1):
+                 n_threads=1, compiled=True):
         self.binned = as_binned(binned)
         if len(self.binned.shape) != 2:
             raise ValueError("binned must be 2-D (n, d)")
@@ -246,6 +249,7 @@ class TreeGrower:
         self._gaps = 2 * (int(self.n_bins.sum()) + self.n_bins.size) < \
             self.n_bins.size * self.n_slots
         self.n_threads = int(n_threads)
+        self.compiled = bool(compiled)
         d = self.n_bins.size
         self._store = HistogramStore((d, self.n_slots, 2))
         self._cat_mask = None
@@ -323,6 +327,11 @@ class TreeGrower:
         cat_mask = None if self._cat_mask is None else mask & self._cat_mask
         searches = (num_mask if num_mask.any() else None,
                     cat_mask if cat_mask is not None and cat_mask.any() else None)
+
+        if features.size and lossguide.eligible(self, st.nodes):
+            grown = lossguide.grow_lossguide(self, gradhess, k, hist_features, searches,
+                                             EMPTY_REL)
+            return self._finish(grown, k, rows)
 
         def decide(summed):
             return self._decide(st, summed, searches, hist_features)
@@ -557,32 +566,6 @@ class TreeGrower:
             other = np.flatnonzero(outside).astype(INDEX)
             leaf_index[other] = route_binned_any(self.binned, tree, other)
         return tree, leaf_index
-
-
-@njit(cache=True, nogil=True)
-def _leaf_index(partition, starts, ends, leaves, out):
-    for j in range(leaves.shape[0]):
-        for i in range(starts[j], ends[j]):
-            out[partition[i]] = leaves[j]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _leaf_index_parallel(partition, starts, ends, leaves, out):
-    # The leaves' slices tile partition[:k] (in any order of leaves): threads take fixed
-    # pieces of the positions and find the leaf of each from the sorted slice starts; one
-    # parallel region per tree, however many leaves.
-    order = np.argsort(starts)
-    s_sorted = starts[order]
-    k = ends.max() if ends.shape[0] else 0
-    chunk = 16384
-    for q in prange((k + chunk - 1) // chunk):
-        a = q * chunk
-        z = min(a + chunk, k)
-        j = np.searchsorted(s_sorted, a, side="right") - 1
-        for i in range(a, z):
-            while i >= ends[order[j]]:
-                j += 1
-            out[partition[i]] = leaves[order[j]]
 
 
 def grow_tree(binned, grad, hess, edges, params: TreeParams, collective=None, rows=None,

@@ -413,3 +413,29 @@ def route_binned_naive(binned, tree, rows=None) -> np.ndarray:
             node = tree.left[node] if go else tree.right[node]
         out.append(node)
     return np.array(out, NODE)
+
+
+@njit(cache=True, nogil=True)
+def _leaf_index(partition, starts, ends, leaves, out):
+    for j in range(leaves.shape[0]):
+        for i in range(starts[j], ends[j]):
+            out[partition[i]] = leaves[j]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _leaf_index_parallel(partition, starts, ends, leaves, out):
+    # The leaves' slices tile partition[:k] (in any order of leaves): threads take fixed
+    # pieces of the positions and find the leaf of each from the sorted slice starts; one
+    # parallel region per tree, however many leaves.
+    order = np.argsort(starts)
+    s_sorted = starts[order]
+    k = ends.max() if ends.shape[0] else 0
+    chunk = 16384
+    for q in prange((k + chunk - 1) // chunk):
+        a = q * chunk
+        z = min(a + chunk, k)
+        j = np.searchsorted(s_sorted, a, side="right") - 1
+        for i in range(a, z):
+            while i >= ends[order[j]]:
+                j += 1
+            out[partition[i]] = leaves[order[j]]

@@ -1,0 +1,339 @@
+"""A loss-guided tree of one worker, grown in one compiled loop.
+
+:class:`~sparkxml_kernels.gbt.grower.TreeGrower` grows a tree round by round in Python and
+calls each round's kernels one at a time, so that a collective can sum the histograms between
+them. A loss-guided tree expands one node a round (30 rounds for 31 leaves), and on small data
+the Python around those calls costs as much as the kernels: on Adult's 32,561 rows and 14
+categorical features it was half of a 100-tree fit. A worker alone (a ``LocalCollective``)
+has nothing to exchange, so :func:`grow_lossguide` runs the same rounds inside one numba
+function: the same kernels on the same arrays in the same order, and so the same trees, bit
+for bit (``tests/kernels/test_gbt_lossguide.py`` grows both ways).
+
+The grower takes this loop (:func:`eligible`) for lossguide trees with a leaf limit, dense
+bins, one thread and no monotone constraints, per-level or per-node column sampling or
+interaction constraints; it grows every other tree itself. Its root round stays in Python
+(the root's sums are numpy's, as the round-by-round grower takes them).
+
+Node histograms are rows of one pool, ``(max_leaves + 4, d, n_slots, 2)`` float64 (a tree
+holds at most one histogram per leaf plus a round's parent, built node and sibling), so
+:func:`eligible` also bounds the pool's size.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from .._dtypes import FLOAT, NODE
+from .._jit import njit
+from .categorical import _find_cat_splits
+from .histogram import _build_histograms, _build_histograms_blocks, build_histograms
+from .partition import _split_slice
+from .splitting import _NO_BOUNDS, _NO_CONSTRAINTS, TIE_RTOL, _find_splits, split_threshold
+
+# the histogram pool's limit: above it the grower grows the tree round by round
+POOL_BYTES = 256 * 2 ** 20
+# histograms beyond one per leaf: a round's parent, its built child and the sibling
+EXTRA_SLOTS = 4
+
+
+def eligible(grower, node_masks) -> bool:
+    """Whether ``grower`` (a TreeGrower) grows its next tree with :func:`grow_lossguide`:
+    lossguide with ``max_leaves`` > 0, one worker on one thread, dense bins, no monotone
+    constraints and no per-node feature masks (``node_masks``: the tree's NodeFeatures)."""
+    p = grower.params
+    if (not grower.compiled or p.grow_policy != "lossguide" or p.max_leaves <= 0
+            or grower.n_threads != 1 or grower._columns is None or grower._mono is not None
+            or node_masks is not None or getattr(grower.collective, "world_size", 0) != 1
+            or type(grower.collective).__name__ != "LocalCollective"):
+        return False
+    d = grower.binned.shape[1]
+    return (p.max_leaves + EXTRA_SLOTS) * d * grower.n_slots * 16 <= POOL_BYTES
+
+
+def _pool(grower):
+    """The grower's histogram pool: (complex128 (m, d * n_slots), float64 (m, d, n_slots, 2))
+    views of one array, kept between trees."""
+    m = grower.params.max_leaves + EXTRA_SLOTS
+    d = grower.binned.shape[1]
+    pool = grower._bufs.get("lossguide")
+    if pool is None or pool.shape[0] != m:
+        pool = grower._bufs["lossguide"] = np.empty((m, d * grower.n_slots), np.complex128)
+    return pool, pool.view(FLOAT).reshape(m, d, grower.n_slots, 2)
+
+
+def grow_lossguide(grower, gradhess, k, hist_features, searches, empty_rel):
+    """Grow one tree of ``grower`` on ``grower._partition[:k]`` with gradients ``gradhess``
+    (float64 (n, 2)); ``hist_features`` int32, the features histograms accumulate;
+    ``searches`` the (numerical, categorical) feature masks, uint8 (d,) or None where that
+    search does not run; ``empty_rel`` the grower's empty-bin fraction of the root's hessian.
+    Returns the growth state the grower's ``_finish`` reads."""
+    p = grower.params
+    sp, cat = p.split, p.cat
+    binned = grower.binned
+    d = binned.shape[1]
+    pool_c, pool_f = _pool(grower)
+    # the root round as the grower runs it: its histogram, then its sums by numpy
+    pool_f[0].fill(0.0)
+    build_histograms(binned, grower._partition, [0], [k], gradhess, pool_f[0:1],
+                     hist_features, 1, grower._has_missing)
+    G0, H0 = pool_f[0, hist_features[0]].sum(axis=0)
+    num_mask, cat_mask = searches
+    zero = np.zeros(d, np.uint8)
+    W = max(grower._W, 1)
+    n_max = 2 * p.max_leaves - 1
+    out = SimpleNamespace(
+        feature=np.full(n_max, -1, NODE), bin=np.full(n_max, -1, np.int32),
+        default_left=np.zeros(n_max, np.uint8), gain=np.zeros(n_max, FLOAT),
+        left=np.full(n_max, -1, NODE), right=np.full(n_max, -1, NODE),
+        G=np.zeros(n_max, FLOAT), H=np.zeros(n_max, FLOAT), start=np.zeros(n_max, np.int64),
+        end=np.zeros(n_max, np.int64), is_cat=np.zeros(n_max, np.uint8),
+        sets=np.zeros((n_max, W), np.uint32))
+    n = _grow(binned, grower._columns, gradhess.view(np.complex128).reshape(-1),
+              grower._partition, grower._scratch, np.int64(k), hist_features, grower.n_bins,
+              zero if num_mask is None else num_mask, zero if cat_mask is None else cat_mask,
+              num_mask is not None, cat_mask is not None, binned.dtype == np.uint8,
+              bool(grower._has_missing), np.int64(np.iinfo(binned.dtype).max),
+              float(G0), float(H0), float(sp.reg_lambda), float(sp.reg_alpha),
+              float(sp.min_split_loss), float(sp.min_child_weight), float(empty_rel),
+              np.int64(cat.max_cat_to_onehot), float(cat.cat_smooth), float(cat.cat_l2),
+              np.int64(cat.max_cat_threshold), np.int64(p.max_depth),
+              np.int64(p.max_leaves), pool_c, pool_f, out.feature, out.bin, out.default_left,
+              out.gain, out.left, out.right, out.G, out.H, out.start, out.end, out.is_cat,
+              out.sets)
+    st = SimpleNamespace(**{name: getattr(out, name)[:n] for name in vars(out)})
+    st.threshold = np.full(n, np.nan)
+    for node in np.flatnonzero((st.left >= 0) & (st.is_cat == 0)):
+        st.threshold[node] = split_threshold(grower.edges, int(st.feature[node]),
+                                             int(st.bin[node]))
+    st.value_bounds = None
+    return st
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _can_expand(depth, H, n_leaves, max_depth, max_leaves, mcw):
+    # TreeGrower._can_expand for lossguide
+    if max_depth > 0 and depth >= max_depth:
+        return False
+    if max_leaves > 0 and n_leaves >= max_leaves:
+        return False
+    return H > 0.0 and H >= 2.0 * mcw
+
+
+@njit(cache=True, nogil=True)
+def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask, cat_mask,
+          has_num, has_cat, u8, has_missing, miss_code, G0, H0, lam, alpha, gamma, mcw,
+          empty_rel, onehot_max, smooth, cat_l2, max_thr, max_depth, max_leaves, pool_c,
+          pool_f, feature, bin_, dl, gain, left, right, G, H, start, end, is_cat, sets):
+    # The rounds of TreeGrower.grow/_decide/_apply for lossguide, one worker: pool row 0
+    # holds the root's histogram on entry. Returns the number of nodes.
+    n_max = feature.shape[0]
+    n_slots_pool = pool_f.shape[0]
+    W = sets.shape[1]
+    empty = empty_rel * H0
+    depth = np.zeros(n_max, np.int64)
+    rows = np.zeros(n_max, FLOAT)          # rows of a node (category row estimates)
+    slot = np.full(n_max, -1, np.int64)    # pool row holding a node's histogram
+    # a candidate's best split, kept until it is expanded or the tree ends
+    c_open = np.zeros(n_max, np.uint8)
+    c_feat = np.zeros(n_max, np.int64)
+    c_bin = np.zeros(n_max, np.int64)
+    c_dl = np.zeros(n_max, np.uint8)
+    c_gain = np.zeros(n_max, FLOAT)
+    c_sums = np.zeros((n_max, 4), FLOAT)
+    c_cat = np.zeros(n_max, np.uint8)
+    free = np.empty(n_slots_pool, np.int64)  # a stack of free pool rows
+    n_free = 0
+    for q in range(n_slots_pool - 1, 0, -1):
+        free[n_free] = q
+        n_free += 1
+    # searches over one node: (1, d, n_slots, 2) views of the pool, (1, ...) outputs
+    sums1 = np.empty((1, 2), FLOAT)
+    counts1 = np.empty(1, FLOAT)
+    f1 = np.empty(1, NODE)
+    b1 = np.empty(1, np.int32)
+    dl1 = np.empty(1, np.uint8)
+    g1 = np.empty(1, FLOAT)
+    l1 = np.empty((1, 2), FLOAT)
+    r1 = np.empty((1, 2), FLOAT)
+    cf1 = np.empty(1, NODE)
+    cg1 = np.empty(1, FLOAT)
+    cl1 = np.empty((1, 2), FLOAT)
+    cr1 = np.empty((1, 2), FLOAT)
+    cs1 = np.zeros((1, W), np.uint32)
+    st1 = np.zeros(1, np.int64)
+    en1 = np.zeros(1, np.int64)
+    out_nodes = np.empty(n_max, np.int64)
+    cands = np.empty(2, np.int64)
+    G[0] = G0
+    H[0] = H0
+    start[0] = 0
+    end[0] = k
+    rows[0] = k
+    n_nodes = 1
+    n_leaves = 1
+    # this round's nodes: built (b), sibling (s, -1 for the root), parent (p, -1 for the root)
+    pb, ps, pp = 0, -1, -1
+    built = 0  # pool row of b's histogram
+    pending = True
+    while pending:
+        if pp >= 0:  # (the root's histogram came built)
+            if n_free == 0:
+                raise RuntimeError("lossguide: histogram pool exhausted")
+            n_free -= 1
+            built = free[n_free]
+            pool_f[built].fill(0.0)
+            st1[0] = start[pb]
+            en1[0] = end[pb]
+            if u8:
+                _build_histograms(binned, partition, st1, en1, features, gh,
+                                  pool_c[built:built + 1], has_missing)
+            else:
+                _build_histograms_blocks(binned, partition, st1, en1, features, gh,
+                                         pool_c[built:built + 1], miss_code, has_missing)
+        # ---- decide: the candidates' histograms, their best splits
+        if has_cat:
+            rows[pb] = end[pb] - start[pb]
+            if ps >= 0:
+                rows[ps] = rows[pp] - rows[pb]
+        n_c = 0
+        b_cand = _can_expand(depth[pb], H[pb], n_leaves, max_depth, max_leaves, mcw)
+        s_cand = ps >= 0 and _can_expand(depth[ps], H[ps], n_leaves, max_depth, max_leaves,
+                                         mcw)
+        if s_cand:
+            if n_free == 0:
+                raise RuntimeError("lossguide: histogram pool exhausted")
+            n_free -= 1
+            q = free[n_free]
+            par = pool_f[slot[pp]]
+            ch = pool_f[built]
+            dst = pool_f[q]
+            for f in range(dst.shape[0]):
+                for t in range(dst.shape[1]):
+                    dst[f, t, 0] = par[f, t, 0] - ch[f, t, 0]
+                    dst[f, t, 1] = par[f, t, 1] - ch[f, t, 1]
+            slot[ps] = q
+        if b_cand:
+            slot[pb] = built
+        else:
+            free[n_free] = built
+            n_free += 1
+        if pp >= 0:  # the parent's histogram is no longer needed
+            free[n_free] = slot[pp]
+            n_free += 1
+            slot[pp] = -1
+        if b_cand:
+            cands[n_c] = pb
+            n_c += 1
+        if s_cand:
+            cands[n_c] = ps
+            n_c += 1
+        if n_c == 2 and cands[1] < cands[0]:
+            cands[0], cands[1] = cands[1], cands[0]
+        for i in range(n_c):
+            c = cands[i]
+            q = slot[c]
+            h1 = pool_f[q:q + 1]
+            sums1[0, 0] = G[c]
+            sums1[0, 1] = H[c]
+            num_ok = False
+            cat_ok = False
+            if has_num:
+                _find_splits(h1, sums1, n_bins, num_mask, lam, alpha, gamma, mcw, empty,
+                             _NO_CONSTRAINTS, _NO_BOUNDS, f1, b1, dl1, g1, l1, r1)
+                num_ok = f1[0] >= 0
+            if has_cat:
+                counts1[0] = rows[c]
+                _find_cat_splits(h1, sums1, n_bins, cat_mask, lam, alpha, gamma, mcw, empty,
+                                 onehot_max, smooth, cat_l2, max_thr, counts1, cf1, cg1, cl1,
+                                 cr1, cs1)
+                cat_ok = cf1[0] >= 0
+            if cat_ok and num_ok:  # decision.split_record
+                cat_ok = cg1[0] > g1[0] + TIE_RTOL * 2.0 * abs(g1[0])
+            if not (cat_ok or num_ok):
+                free[n_free] = q
+                n_free += 1
+                slot[c] = -1
+                continue
+            c_open[c] = 1
+            if cat_ok:
+                c_cat[c] = 1
+                c_feat[c] = cf1[0]
+                c_bin[c] = -1
+                c_dl[c] = 0
+                c_gain[c] = cg1[0]
+                c_sums[c, 0], c_sums[c, 1] = cl1[0, 0], cl1[0, 1]
+                c_sums[c, 2], c_sums[c, 3] = cr1[0, 0], cr1[0, 1]
+                for w in range(W):
+                    sets[c, w] = cs1[0, w]
+            else:
+                c_cat[c] = 0
+                c_feat[c] = f1[0]
+                c_bin[c] = b1[0]
+                c_dl[c] = dl1[0]
+                c_gain[c] = g1[0]
+                c_sums[c, 0], c_sums[c, 1] = l1[0, 0], l1[0, 1]
+                c_sums[c, 2], c_sums[c, 3] = r1[0, 0], r1[0, 1]
+        # ---- the expansions of this round: best gain first, ties to the lower node id
+        n_out = 0
+        nl = n_leaves
+        while max_leaves == 0 or nl < max_leaves:
+            best = -1
+            for c in range(n_nodes):
+                if c_open[c] and (best < 0 or c_gain[c] > c_gain[best]):
+                    best = c
+            if best < 0:
+                break
+            c_open[best] = 0
+            out_nodes[n_out] = best
+            n_out += 1
+            nl += 1
+            if _can_expand(depth[best] + 1, c_sums[best, 1], nl, max_depth, max_leaves,
+                           mcw) or _can_expand(depth[best] + 1, c_sums[best, 3], nl,
+                                               max_depth, max_leaves, mcw):
+                break
+            free[n_free] = slot[best]
+            n_free += 1
+            slot[best] = -1
+        for i in range(n_out):
+            c = out_nodes[i]
+            if slot[c] >= 0 and not (
+                    _can_expand(depth[c] + 1, c_sums[c, 1], n_leaves + n_out, max_depth,
+                                max_leaves, mcw)
+                    or _can_expand(depth[c] + 1, c_sums[c, 3], n_leaves + n_out, max_depth,
+                                   max_leaves, mcw)):
+                free[n_free] = slot[c]
+                n_free += 1
+                slot[c] = -1
+        # ---- apply: split the rows, add the children, the next round's nodes
+        pending = False
+        for i in range(n_out):
+            c = out_nodes[i]
+            s = start[c]
+            e = end[c]
+            f = c_feat[c]
+            nleft = _split_slice(columns[f], partition, scratch, s, e, c_bin[c],
+                                 c_dl[c] != 0, miss_code, c_cat[c] != 0, sets, c)
+            lc = n_nodes
+            rc = n_nodes + 1
+            n_nodes += 2
+            depth[lc] = depth[rc] = depth[c] + 1
+            start[lc], end[lc], start[rc], end[rc] = s, s + nleft, s + nleft, e
+            G[lc], H[lc], G[rc], H[rc] = c_sums[c, 0], c_sums[c, 1], c_sums[c, 2], c_sums[c, 3]
+            feature[c] = f
+            bin_[c] = c_bin[c]
+            dl[c] = c_dl[c]
+            gain[c] = c_gain[c]
+            is_cat[c] = c_cat[c]
+            left[c] = lc
+            right[c] = rc
+            n_leaves += 1
+            if _can_expand(depth[c] + 1, H[lc], n_leaves, max_depth, max_leaves, mcw) or \
+                    _can_expand(depth[c] + 1, H[rc], n_leaves, max_depth, max_leaves, mcw):
+                if H[lc] <= H[rc]:
+                    pb, ps = lc, rc
+                else:
+                    pb, ps = rc, lc
+                pp = c
+                pending = True
+    return n_nodes
