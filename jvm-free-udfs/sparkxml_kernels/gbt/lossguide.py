@@ -16,7 +16,9 @@ interaction constraints; it grows every other tree itself. Its root round stays 
 
 Node histograms are rows of one pool, ``(max_leaves + 4, d, n_slots, 2)`` float64 (a tree
 holds at most one histogram per leaf plus a round's parent, built node and sibling), so
-:func:`eligible` also bounds the pool's size.
+:func:`eligible` also bounds the pool's size. Only the slots a search reads are zeroed and
+subtracted (each feature's real bins and its missing slot, as ``histogram.subtract_used``):
+beside a 5,000-category feature most slots of the others are never used.
 """
 from __future__ import annotations
 
@@ -27,7 +29,12 @@ import numpy as np
 from .._dtypes import FLOAT, NODE
 from .._jit import njit
 from .categorical import _find_cat_splits
-from .histogram import _build_histograms, _build_histograms_blocks, build_histograms
+from .histogram import (
+    _build_histograms,
+    _build_histograms_blocks,
+    _combine_used,
+    build_histograms,
+)
 from .partition import _split_slice
 from .splitting import _NO_BOUNDS, _NO_CONSTRAINTS, TIE_RTOL, _find_splits, split_threshold
 
@@ -111,6 +118,19 @@ def grow_lossguide(grower, gradhess, k, hist_features, searches, empty_rel):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _zero_used(h, n_bins):
+    # zero the slots a histogram build adds to and a search reads (histogram.copy_used's):
+    # beside one wide feature most of every feature's slots are never touched
+    miss = h.shape[1] - 1
+    for f in range(h.shape[0]):
+        for t in range(n_bins[f]):
+            h[f, t, 0] = 0.0
+            h[f, t, 1] = 0.0
+        h[f, miss, 0] = 0.0
+        h[f, miss, 1] = 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _can_expand(depth, H, n_leaves, max_depth, max_leaves, mcw):
     # TreeGrower._can_expand for lossguide
     if max_depth > 0 and depth >= max_depth:
@@ -182,7 +202,7 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
                 raise RuntimeError("lossguide: histogram pool exhausted")
             n_free -= 1
             built = free[n_free]
-            pool_f[built].fill(0.0)
+            _zero_used(pool_f[built], n_bins)
             st1[0] = start[pb]
             en1[0] = end[pb]
             if u8:
@@ -205,13 +225,7 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
                 raise RuntimeError("lossguide: histogram pool exhausted")
             n_free -= 1
             q = free[n_free]
-            par = pool_f[slot[pp]]
-            ch = pool_f[built]
-            dst = pool_f[q]
-            for f in range(dst.shape[0]):
-                for t in range(dst.shape[1]):
-                    dst[f, t, 0] = par[f, t, 0] - ch[f, t, 0]
-                    dst[f, t, 1] = par[f, t, 1] - ch[f, t, 1]
+            _combine_used(pool_f[slot[pp]], pool_f[built], pool_f[q], n_bins, True)
             slot[ps] = q
         if b_cand:
             slot[pb] = built
