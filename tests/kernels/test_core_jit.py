@@ -33,9 +33,6 @@ NOT_WARMED = {
     "sparkxml_kernels.gbt.binned._partition_generic",
     "sparkxml_kernels.gbt.binned._sparse_bin",
     "sparkxml_kernels.gbt.binned._goes_left",
-    # completing histograms on their used slots: only where most slots are unused (a wide
-    # feature beside narrow ones), which no recorded profile has
-    "sparkxml_kernels.gbt.histogram._combine_used",
     # binning a scipy CSR matrix with bin_data (kernel-level API; Spark tasks bin sparse
     # vectors through gbt.binned)
     "sparkxml_kernels.binning._bin_csr",
