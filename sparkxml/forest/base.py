@@ -57,8 +57,9 @@ from sparkxml._core.native_export import NativeExportMixin
 from sparkxml._core.params import HasVerbose, add_setters
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.summary import TrainingSummary
-from sparkxml._core.validation import inferred_classes
+from sparkxml._core.validation import MAX_DENSE_VALUES, inferred_classes
 from sparkxml._core.workers import requested_workers, workers_for
+from sparkxml.datasets import num_features
 from sparkxml.forest.categorical import (
     category_bins,
     category_checks,
@@ -97,6 +98,18 @@ MAX_NODE_HISTOGRAM_BYTES = 1 << 30
 # rows the sketch job summarises (LightGBM bins from 200,000 rows): below this, bins are exact
 # for every feature with at most maxBins distinct values
 _TREE_SKETCH_ROWS = 200_000
+
+
+def refuse_wide_rows(col, d) -> None:
+    """Refuse, before any Spark job, a vector size ``d`` (from the column's metadata; None:
+    unknown) above ``MAX_DENSE_VALUES``: trees bin every feature of a row, and the checks
+    job reads each vector densely to find infinite values, so a 2**31 - 1 wide column would
+    ask the JVM for 16 GB a row."""
+    if d is not None and d > MAX_DENSE_VALUES:
+        raise ValueError(f"featuresCol: column '{col}' holds vectors of size {d}: trees bin "
+                         f"every feature of a row, and rows of more than {MAX_DENSE_VALUES} "
+                         f"values are refused; re-index the features to those that occur "
+                         f"(or hash them into fewer)")
 
 
 def _tree_edges(sketch, max_bins, wide):
@@ -311,6 +324,8 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
         max_bins = int(self.getMaxBins())
         cat_ids = categorical_features(dataset, spec, self._opt(self.categoricalCols), 1 << 62)
         check_categorical_options(spec, cat_ids, crit, self._opt(self.monotonicConstraints))
+        if spec["kind"] == "vector":
+            refuse_wide_rows(spec["col"], num_features(dataset, spec["col"]))
         with FitProgress(spark, self, self.getVerbose()) as progress:
             t0 = time.perf_counter()
             with progress.phase("checks"):

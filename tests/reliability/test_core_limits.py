@@ -139,6 +139,27 @@ def test_boosting_refuses_the_width_on_the_driver(wide, kind, monkeypatch):
         est.fit(df)
 
 
+@pytest.mark.parametrize("kind", ["tree", "forest"])
+def test_trees_refuse_a_recorded_width_before_any_job(wide, kind, monkeypatch):
+    """The column's metadata records the width (as VectorAssembler and HashingTF do): the
+    driver refuses it before the checks job, whose infinity scan reads every vector densely
+    (a 2**31 - 1 wide one made the local JVM die)."""
+    import sparkxml.forest.base as forest_base
+    from sparkxml import DecisionTreeClassifier, RandomForestRegressor
+
+    def never(*a, **kw):
+        raise AssertionError("the checks job was started")
+
+    monkeypatch.setattr(forest_base, "data_checks", never)
+    df = wide.withMetadata("features", {"ml_attr": {"num_attrs": WIDE}})
+    est = DecisionTreeClassifier() if kind == "tree" else RandomForestRegressor(numTrees=2)
+    with pytest.raises(ValueError, match=rf"featuresCol: column 'features' holds vectors of "
+                                         rf"size {WIDE}: trees bin every feature of a row, "
+                                         rf"and rows of more than 268435456 values are "
+                                         rf"refused"):
+        est.fit(df)
+
+
 def _frame(spark, rows, second):
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import types as T
