@@ -117,7 +117,7 @@ def profile_fastxml_more(spark):
 
 def profile_gbt_more(spark):
     """Monotone constraints, multiclass, ranking, sparse and categorical data, uint16 bins,
-    leaf-wise growth, treeMethod approx and exact, SHAP contributions and leaf indices."""
+    treeMethod approx and exact, SHAP contributions and leaf indices."""
     from pyspark.ml.linalg import Vectors
 
     from sparkxml import GBTClassifier, GBTRegressor, LambdaMART
@@ -138,9 +138,6 @@ def profile_gbt_more(spark):
     GBTClassifier(featuresCols=["c", "x"], categoricalCols=["c"], maxIter=3, maxDepth=3,
                   numWorkers=1, nthread=2).fit(df).transform(df).collect()
     GBTClassifier(maxIter=3, maxDepth=3, maxBins=1000).fit(df).transform(df).collect()
-    for bins in (256, 1000):  # a worker's leaf-wise trees in one compiled loop (uint8, uint16)
-        GBTClassifier(maxIter=2, growPolicy="lossguide", maxLeaves=6, maxDepth=0,
-                      maxBins=bins).fit(df)
     for method in ("approx", "exact"):  # per-tree candidates; one bin per value
         GBTClassifier(maxIter=3, maxDepth=3, treeMethod=method).fit(df)
     rng = np.random.default_rng(0)

@@ -18,8 +18,8 @@ Policies
 applied; nodes at depth ``max_depth`` are leaves. ``lossguide`` (LightGBM-style best-first):
 rank 0 keeps a priority queue of candidate splits (key: gain, then node id); one round per
 expansion that needs histograms; at most ``max_leaves`` leaves (0 = no limit) and depth
-``max_depth`` (0 = no limit). A worker alone runs those rounds in lossguide.py's compiled loop
-(the same trees) where ``lossguide.eligible`` admits the tree.
+``max_depth`` (0 = no limit). A worker alone runs either policy's rounds in local_grower.py's
+compiled loop (the same trees) where ``local_grower.eligible`` admits the tree.
 
 Histogram subtraction: after a split only the child with the smaller global hessian sum is
 built (ties: left); the other is parent - child. The hessian sum stands in for the row count
@@ -45,7 +45,7 @@ import numpy as np
 from .._dtypes import FLOAT, INDEX, NODE
 from ..collective import LocalCollective
 from ..threads import worth_threads
-from . import lossguide
+from . import local_grower
 from .binned import (
     as_binned,
     build_histograms_any,
@@ -220,8 +220,8 @@ class TreeGrower:
         Threads for histogram building and partitioning (set numba's pool first with
         ``threads.use_threads``); trees are identical whatever ``n_threads``.
     compiled : bool
-        Grow the trees ``lossguide.eligible`` admits (one worker, leaf-wise) in that module's
-        one compiled loop, the same trees; False grows every tree round by round.
+        Grow the trees ``local_grower.eligible`` admits (one worker on one thread) in that
+        module's one compiled loop, the same trees; False grows every tree round by round.
     """
 
     def __init__(self, binned, n_bins, edges, params: TreeParams, collective=None,
@@ -328,9 +328,9 @@ class TreeGrower:
         searches = (num_mask if num_mask.any() else None,
                     cat_mask if cat_mask is not None and cat_mask.any() else None)
 
-        if features.size and lossguide.eligible(self, st.nodes):
-            grown = lossguide.grow_lossguide(self, gradhess, k, hist_features, searches,
-                                             EMPTY_REL)
+        if features.size and local_grower.eligible(self, st.nodes):
+            grown = local_grower.grow_local(self, gradhess, k, hist_features, searches,
+                                            EMPTY_REL)
             return self._finish(grown, k, rows)
 
         def decide(summed):

@@ -1,11 +1,12 @@
-"""The compiled loss-guided loop (gbt/lossguide.py) against the grower's round-by-round
-growth, its naive twin: the same trees bit for bit, and the same leaf of every row."""
+"""The compiled loop of a worker alone (gbt/local_grower.py) against the grower's
+round-by-round growth, its naive twin: the same trees bit for bit, and the same leaf of every
+row, depth-wise and loss-guided."""
 import numpy as np
 import pytest
 
 from sparkxml_kernels.binning import bin_data, edges_from_sketch, sketch
 from sparkxml_kernels.collective import InProcessGroup
-from sparkxml_kernels.gbt import booster, lossguide
+from sparkxml_kernels.gbt import booster, local_grower
 from sparkxml_kernels.gbt.binned import bin_matrix
 from sparkxml_kernels.gbt.categorical import CatParams
 from sparkxml_kernels.gbt.grower import TreeGrower, TreeParams
@@ -52,11 +53,17 @@ def _grow_both(binned, edges, params, g, h, rows=None, mask=None):
     slow = TreeGrower(binned, n_bins, edges, params, compiled=False)
     a = fast.grow(g, h, rows, mask)
     b = slow.grow(g, h, rows, mask)
-    assert "lossguide" in fast._bufs and "lossguide" not in slow._bufs  # each path ran
+    assert "compiled" in fast._bufs and "compiled" not in slow._bufs  # each path ran
     return a, b
 
 
 @pytest.mark.parametrize("params", [
+    TreeParams("depthwise", max_depth=6),
+    TreeParams("depthwise", max_depth=3, learning_rate=0.3,
+               split=SplitParams(min_child_weight=30.0, reg_alpha=0.5, min_split_loss=1.0)),
+    TreeParams("depthwise", max_depth=0),
+    TreeParams("depthwise", max_depth=5, categorical=(4, 5),
+               cat=CatParams(max_cat_to_onehot=4, cat_smooth=10.0, cat_l2=10.0)),
     TreeParams("lossguide", max_depth=0, max_leaves=31),
     TreeParams("lossguide", max_depth=3, max_leaves=31, learning_rate=0.3),
     TreeParams("lossguide", max_depth=0, max_leaves=2),
@@ -82,7 +89,7 @@ def test_compiled_loop_grows_the_rounds_trees(params, wide):
         (a, leaf_a), (b, leaf_b) = _grow_both(binned, edges, params, g, h, r, m)
         _same_tree(a, b)
         np.testing.assert_array_equal(leaf_a, leaf_b)
-        assert a.n_leaves <= params.max_leaves
+        assert a.n_leaves <= (params.max_leaves or 2 ** params.max_depth)
 
 
 def test_a_root_that_cannot_split():
@@ -96,6 +103,8 @@ def test_a_root_that_cannot_split():
 
 @pytest.mark.parametrize("extra", [
     {},
+    {"growPolicy": "depthwise", "maxDepth": 6},
+    {"growPolicy": "depthwise", "maxDepth": 4, "categoricalFeatures": [4, 5]},
     {"categoricalFeatures": [4, 5], "maxCatToOnehot": 4, "catSmooth": 10.0, "catL2": 10.0},
     {"subsamplingRate": 0.7, "colsampleByTree": 0.8, "seed": 3},
 ])
@@ -103,8 +112,8 @@ def test_boosted_models_equal(extra):
     X, y, edges, cats = _data(seed=4, n=3000)
     yb = (y > np.median(y)).astype(float)
     binned = bin_matrix(X, edges, cats if "categoricalFeatures" in extra else None)
-    params = dict(maxIter=15, stepSize=0.2, growPolicy="lossguide", maxLeaves=15, maxDepth=0,
-                  objective="logistic", **extra)
+    params = dict(dict(maxIter=15, stepSize=0.2, growPolicy="lossguide", maxLeaves=15,
+                       maxDepth=0, objective="logistic"), **extra)
     fast, _ = booster.train(binned, yb, None, edges, params, categories=cats)
     original = TreeGrower.__init__.__defaults__
     TreeGrower.__init__.__defaults__ = original[:-1] + (False,)  # every grower round by round
@@ -128,11 +137,13 @@ def test_who_takes_the_compiled_loop():
     n_bins = np.array([len(e) + 1 for e in edges[:4]], np.int32)
 
     def takes(params, **kw):
-        return lossguide.eligible(TreeGrower(binned, n_bins, edges[:4], params, **kw), None)
+        return local_grower.eligible(TreeGrower(binned, n_bins, edges[:4], params, **kw),
+                                     None)
 
     assert takes(TreeParams("lossguide", max_leaves=31))
+    assert takes(TreeParams("depthwise", max_depth=6))
     assert not takes(TreeParams("lossguide", max_leaves=0))      # no leaf bound
-    assert not takes(TreeParams("depthwise", max_depth=6))
+    assert not takes(TreeParams("depthwise", max_depth=17))      # too many nodes
     assert not takes(TreeParams("lossguide", max_leaves=31), n_threads=2)
     assert not takes(TreeParams("lossguide", max_leaves=31, monotone=(1, 0, 0, 0)))
     assert not takes(TreeParams("lossguide", max_leaves=31), compiled=False)

@@ -1,21 +1,23 @@
-"""A loss-guided tree of one worker, grown in one compiled loop.
+"""One worker's tree, grown in one compiled loop.
 
 :class:`~sparkxml_kernels.gbt.grower.TreeGrower` grows a tree round by round in Python and
 calls each round's kernels one at a time, so that a collective can sum the histograms between
-them. A loss-guided tree expands one node a round (30 rounds for 31 leaves), and on small data
-the Python around those calls costs as much as the kernels: on Adult's 32,561 rows and 14
-categorical features it was half of a 100-tree fit. A worker alone (a ``LocalCollective``)
-has nothing to exchange, so :func:`grow_lossguide` runs the same rounds inside one numba
-function: the same kernels on the same arrays in the same order, and so the same trees, bit
-for bit (``tests/kernels/test_gbt_lossguide.py`` grows both ways).
+them. A worker alone (a ``LocalCollective``) has nothing to exchange, and on small data the
+Python around those calls costs as much as the kernels: a loss-guided tree of 31 leaves is 30
+rounds, and on Adult's 32,561 rows and 14 categorical features that Python was half of a
+100-tree fit. :func:`grow_local` runs the same rounds inside one numba function, depth-wise
+(every valid split of a level) or loss-guided (best gain first): the same kernels on the same
+arrays in the same order, and so the same trees, bit for bit
+(``tests/kernels/test_gbt_local_grower.py`` grows both ways).
 
-The grower takes this loop (:func:`eligible`) for lossguide trees with a leaf limit, dense
-bins, one thread and no monotone constraints, per-level or per-node column sampling or
-interaction constraints; it grows every other tree itself. Its root round stays in Python
-(the root's sums are numpy's, as the round-by-round grower takes them).
+The grower takes this loop (:func:`eligible`) for trees of one worker on one thread, dense
+bins, no monotone constraints, per-level or per-node column sampling or interaction
+constraints, and a bounded size (loss-guided: ``max_leaves`` > 0); it grows every other tree
+itself. Its root round stays in Python (the root's sums are numpy's, as the round-by-round
+grower takes them).
 
-Node histograms are rows of one pool, ``(max_leaves + 4, d, n_slots, 2)`` float64 (a tree
-holds at most one histogram per leaf plus a round's parent, built node and sibling), so
+Node histograms are rows of one pool, ``(slots, d, n_slots, 2)`` float64 (:func:`pool_rows`:
+at most one histogram per candidate, plus a round's parents, built nodes and siblings), so
 :func:`eligible` also bounds the pool's size. Only the slots a search reads are zeroed and
 subtracted (each feature's real bins and its missing slot, as ``histogram.subtract_used``):
 beside a 5,000-category feature most slots of the others are never used.
@@ -40,36 +42,51 @@ from .splitting import _NO_BOUNDS, _NO_CONSTRAINTS, TIE_RTOL, _find_splits, spli
 
 # the histogram pool's limit: above it the grower grows the tree round by round
 POOL_BYTES = 256 * 2 ** 20
-# histograms beyond one per leaf: a round's parent, its built child and the sibling
-EXTRA_SLOTS = 4
+
+
+def tree_nodes(params) -> int:
+    """The most nodes a tree of ``params`` (TreeParams) can have, or 0 when unbounded."""
+    if params.grow_policy == "depthwise":
+        return 2 ** (params.max_depth + 1) - 1 if params.max_depth <= 16 else 0
+    return 2 * params.max_leaves - 1 if params.max_leaves > 0 else 0
+
+
+def pool_rows(params) -> int:
+    """Histograms held at once: loss-guided, one per open candidate (at most one per leaf)
+    plus a round's parent, built child and sibling; depth-wise, a level's parents and their
+    two children."""
+    if params.grow_policy == "depthwise":
+        return 3 * 2 ** max(params.max_depth - 1, 0) + 1
+    return params.max_leaves + 4
 
 
 def eligible(grower, node_masks) -> bool:
-    """Whether ``grower`` (a TreeGrower) grows its next tree with :func:`grow_lossguide`:
-    lossguide with ``max_leaves`` > 0, one worker on one thread, dense bins, no monotone
-    constraints and no per-node feature masks (``node_masks``: the tree's NodeFeatures)."""
+    """Whether ``grower`` (a TreeGrower) grows its next tree with :func:`grow_local`: one
+    worker on one thread, dense bins, no monotone constraints, no per-node feature masks
+    (``node_masks``: the tree's NodeFeatures), a bounded tree whose histograms fit
+    :data:`POOL_BYTES`."""
     p = grower.params
-    if (not grower.compiled or p.grow_policy != "lossguide" or p.max_leaves <= 0
-            or grower.n_threads != 1 or grower._columns is None or grower._mono is not None
-            or node_masks is not None or getattr(grower.collective, "world_size", 0) != 1
+    if (not grower.compiled or not tree_nodes(p) or grower.n_threads != 1
+            or grower._columns is None or grower._mono is not None or node_masks is not None
+            or getattr(grower.collective, "world_size", 0) != 1
             or type(grower.collective).__name__ != "LocalCollective"):
         return False
     d = grower.binned.shape[1]
-    return (p.max_leaves + EXTRA_SLOTS) * d * grower.n_slots * 16 <= POOL_BYTES
+    return pool_rows(p) * d * grower.n_slots * 16 <= POOL_BYTES
 
 
 def _pool(grower):
     """The grower's histogram pool: (complex128 (m, d * n_slots), float64 (m, d, n_slots, 2))
     views of one array, kept between trees."""
-    m = grower.params.max_leaves + EXTRA_SLOTS
+    m = pool_rows(grower.params)
     d = grower.binned.shape[1]
-    pool = grower._bufs.get("lossguide")
+    pool = grower._bufs.get("compiled")
     if pool is None or pool.shape[0] != m:
-        pool = grower._bufs["lossguide"] = np.empty((m, d * grower.n_slots), np.complex128)
+        pool = grower._bufs["compiled"] = np.empty((m, d * grower.n_slots), np.complex128)
     return pool, pool.view(FLOAT).reshape(m, d, grower.n_slots, 2)
 
 
-def grow_lossguide(grower, gradhess, k, hist_features, searches, empty_rel):
+def grow_local(grower, gradhess, k, hist_features, searches, empty_rel):
     """Grow one tree of ``grower`` on ``grower._partition[:k]`` with gradients ``gradhess``
     (float64 (n, 2)); ``hist_features`` int32, the features histograms accumulate;
     ``searches`` the (numerical, categorical) feature masks, uint8 (d,) or None where that
@@ -88,7 +105,7 @@ def grow_lossguide(grower, gradhess, k, hist_features, searches, empty_rel):
     num_mask, cat_mask = searches
     zero = np.zeros(d, np.uint8)
     W = max(grower._W, 1)
-    n_max = 2 * p.max_leaves - 1
+    n_max = tree_nodes(p)
     out = SimpleNamespace(
         feature=np.full(n_max, -1, NODE), bin=np.full(n_max, -1, np.int32),
         default_left=np.zeros(n_max, np.uint8), gain=np.zeros(n_max, FLOAT),
@@ -104,10 +121,10 @@ def grow_lossguide(grower, gradhess, k, hist_features, searches, empty_rel):
               float(G0), float(H0), float(sp.reg_lambda), float(sp.reg_alpha),
               float(sp.min_split_loss), float(sp.min_child_weight), float(empty_rel),
               np.int64(cat.max_cat_to_onehot), float(cat.cat_smooth), float(cat.cat_l2),
-              np.int64(cat.max_cat_threshold), np.int64(p.max_depth),
-              np.int64(p.max_leaves), pool_c, pool_f, out.feature, out.bin, out.default_left,
-              out.gain, out.left, out.right, out.G, out.H, out.start, out.end, out.is_cat,
-              out.sets)
+              np.int64(cat.max_cat_threshold), p.grow_policy == "depthwise",
+              np.int64(p.max_depth), np.int64(p.max_leaves), pool_c, pool_f, out.feature,
+              out.bin, out.default_left, out.gain, out.left, out.right, out.G, out.H,
+              out.start, out.end, out.is_cat, out.sets)
     st = SimpleNamespace(**{name: getattr(out, name)[:n] for name in vars(out)})
     st.threshold = np.full(n, np.nan)
     for node in np.flatnonzero((st.left >= 0) & (st.is_cat == 0)):
@@ -131,24 +148,43 @@ def _zero_used(h, n_bins):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _can_expand(depth, H, n_leaves, max_depth, max_leaves, mcw):
-    # TreeGrower._can_expand for lossguide
-    if max_depth > 0 and depth >= max_depth:
-        return False
-    if max_leaves > 0 and n_leaves >= max_leaves:
-        return False
+def _can_expand(depthwise, depth, H, n_leaves, max_depth, max_leaves, mcw):
+    # TreeGrower._can_expand
+    if depthwise:
+        if depth >= max_depth:
+            return False
+    else:
+        if max_depth > 0 and depth >= max_depth:
+            return False
+        if max_leaves > 0 and n_leaves >= max_leaves:
+            return False
     return H > 0.0 and H >= 2.0 * mcw
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _needs_hist(depthwise, depth, HL, HR, n_leaves, max_depth, max_leaves, mcw):
+    # TreeGrower._children_need_hist
+    return (_can_expand(depthwise, depth, HL, n_leaves, max_depth, max_leaves, mcw)
+            or _can_expand(depthwise, depth, HR, n_leaves, max_depth, max_leaves, mcw))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _take(free, n_free):
+    if n_free == 0:
+        raise RuntimeError("local grower: histogram pool exhausted")
+    return free[n_free - 1], n_free - 1
 
 
 @njit(cache=True, nogil=True)
 def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask, cat_mask,
           has_num, has_cat, u8, has_missing, miss_code, G0, H0, lam, alpha, gamma, mcw,
-          empty_rel, onehot_max, smooth, cat_l2, max_thr, max_depth, max_leaves, pool_c,
-          pool_f, feature, bin_, dl, gain, left, right, G, H, start, end, is_cat, sets):
-    # The rounds of TreeGrower.grow/_decide/_apply for lossguide, one worker: pool row 0
-    # holds the root's histogram on entry. Returns the number of nodes.
+          empty_rel, onehot_max, smooth, cat_l2, max_thr, depthwise, max_depth, max_leaves,
+          pool_c, pool_f, feature, bin_, dl, gain, left, right, G, H, start, end, is_cat,
+          sets):
+    # The rounds of TreeGrower.grow/_decide/_apply, one worker: pool row 0 holds the root's
+    # histogram on entry. Returns the number of nodes.
     n_max = feature.shape[0]
-    n_slots_pool = pool_f.shape[0]
+    n_pool = pool_f.shape[0]
     W = sets.shape[1]
     empty = empty_rel * H0
     depth = np.zeros(n_max, np.int64)
@@ -162,9 +198,9 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
     c_gain = np.zeros(n_max, FLOAT)
     c_sums = np.zeros((n_max, 4), FLOAT)
     c_cat = np.zeros(n_max, np.uint8)
-    free = np.empty(n_slots_pool, np.int64)  # a stack of free pool rows
+    free = np.empty(n_pool, np.int64)      # a stack of free pool rows
     n_free = 0
-    for q in range(n_slots_pool - 1, 0, -1):
+    for q in range(n_pool - 1, 0, -1):
         free[n_free] = q
         n_free += 1
     # searches over one node: (1, d, n_slots, 2) views of the pool, (1, ...) outputs
@@ -184,7 +220,13 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
     st1 = np.zeros(1, np.int64)
     en1 = np.zeros(1, np.int64)
     out_nodes = np.empty(n_max, np.int64)
-    cands = np.empty(2, np.int64)
+    cands = np.empty(n_max, np.int64)
+    # this round's nodes: built (b), sibling (s, -1 for the root), parent (p, -1 for the
+    # root), and the pool row of b's histogram
+    pend_b = np.empty(n_max, np.int64)
+    pend_s = np.empty(n_max, np.int64)
+    pend_p = np.empty(n_max, np.int64)
+    built = np.empty(n_max, np.int64)
     G[0] = G0
     H[0] = H0
     start[0] = 0
@@ -192,58 +234,61 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
     rows[0] = k
     n_nodes = 1
     n_leaves = 1
-    # this round's nodes: built (b), sibling (s, -1 for the root), parent (p, -1 for the root)
-    pb, ps, pp = 0, -1, -1
-    built = 0  # pool row of b's histogram
-    pending = True
-    while pending:
-        if pp >= 0:  # (the root's histogram came built)
-            if n_free == 0:
-                raise RuntimeError("lossguide: histogram pool exhausted")
-            n_free -= 1
-            built = free[n_free]
-            _zero_used(pool_f[built], n_bins)
-            st1[0] = start[pb]
-            en1[0] = end[pb]
-            if u8:
-                _build_histograms(binned, partition, st1, en1, features, gh,
-                                  pool_c[built:built + 1], has_missing)
-            else:
-                _build_histograms_blocks(binned, partition, st1, en1, features, gh,
-                                         pool_c[built:built + 1], miss_code, has_missing)
+    pend_b[0], pend_s[0], pend_p[0], built[0] = 0, -1, -1, 0
+    n_pend = 1
+    first = True
+    while n_pend > 0:
+        if not first:  # (the root's histogram came built)
+            for j in range(n_pend):
+                q, n_free = _take(free, n_free)
+                built[j] = q
+                _zero_used(pool_f[q], n_bins)
+                st1[0] = start[pend_b[j]]
+                en1[0] = end[pend_b[j]]
+                if u8:
+                    _build_histograms(binned, partition, st1, en1, features, gh,
+                                      pool_c[q:q + 1], has_missing)
+                else:
+                    _build_histograms_blocks(binned, partition, st1, en1, features, gh,
+                                             pool_c[q:q + 1], miss_code, has_missing)
+        first = False
         # ---- decide: the candidates' histograms, their best splits
-        if has_cat:
-            rows[pb] = end[pb] - start[pb]
-            if ps >= 0:
-                rows[ps] = rows[pp] - rows[pb]
         n_c = 0
-        b_cand = _can_expand(depth[pb], H[pb], n_leaves, max_depth, max_leaves, mcw)
-        s_cand = ps >= 0 and _can_expand(depth[ps], H[ps], n_leaves, max_depth, max_leaves,
-                                         mcw)
-        if s_cand:
-            if n_free == 0:
-                raise RuntimeError("lossguide: histogram pool exhausted")
-            n_free -= 1
-            q = free[n_free]
-            _combine_used(pool_f[slot[pp]], pool_f[built], pool_f[q], n_bins, True)
-            slot[ps] = q
-        if b_cand:
-            slot[pb] = built
-        else:
-            free[n_free] = built
-            n_free += 1
-        if pp >= 0:  # the parent's histogram is no longer needed
-            free[n_free] = slot[pp]
-            n_free += 1
-            slot[pp] = -1
-        if b_cand:
-            cands[n_c] = pb
-            n_c += 1
-        if s_cand:
-            cands[n_c] = ps
-            n_c += 1
-        if n_c == 2 and cands[1] < cands[0]:
-            cands[0], cands[1] = cands[1], cands[0]
+        for j in range(n_pend):
+            pb, ps, pp = pend_b[j], pend_s[j], pend_p[j]
+            if has_cat:
+                rows[pb] = end[pb] - start[pb]
+                if ps >= 0:
+                    rows[ps] = rows[pp] - rows[pb]
+            b_cand = _can_expand(depthwise, depth[pb], H[pb], n_leaves, max_depth,
+                                 max_leaves, mcw)
+            s_cand = ps >= 0 and _can_expand(depthwise, depth[ps], H[ps], n_leaves,
+                                             max_depth, max_leaves, mcw)
+            if s_cand:
+                q, n_free = _take(free, n_free)
+                _combine_used(pool_f[slot[pp]], pool_f[built[j]], pool_f[q], n_bins, True)
+                slot[ps] = q
+                cands[n_c] = ps
+                n_c += 1
+            if b_cand:
+                slot[pb] = built[j]
+                cands[n_c] = pb
+                n_c += 1
+            else:
+                free[n_free] = built[j]
+                n_free += 1
+            if pp >= 0:  # the parent's histogram is no longer needed
+                free[n_free] = slot[pp]
+                n_free += 1
+                slot[pp] = -1
+        for i in range(1, n_c):  # candidates in node order, as the grower sorts them
+            c = cands[i]
+            j = i - 1
+            while j >= 0 and cands[j] > c:
+                cands[j + 1] = cands[j]
+                j -= 1
+            cands[j + 1] = c
+        n_out = 0
         for i in range(n_c):
             c = cands[i]
             q = slot[c]
@@ -288,10 +333,14 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
                 c_gain[c] = g1[0]
                 c_sums[c, 0], c_sums[c, 1] = l1[0, 0], l1[0, 1]
                 c_sums[c, 2], c_sums[c, 3] = r1[0, 0], r1[0, 1]
-        # ---- the expansions of this round: best gain first, ties to the lower node id
-        n_out = 0
+            if depthwise:  # every valid split of the level, in node order
+                c_open[c] = 0
+                out_nodes[n_out] = c
+                n_out += 1
+        # ---- loss-guided: the expansions of this round, best gain first, ties to the lower
+        # node id (the grower's heap)
         nl = n_leaves
-        while max_leaves == 0 or nl < max_leaves:
+        while not depthwise and (max_leaves == 0 or nl < max_leaves):
             best = -1
             for c in range(n_nodes):
                 if c_open[c] and (best < 0 or c_gain[c] > c_gain[best]):
@@ -302,25 +351,22 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
             out_nodes[n_out] = best
             n_out += 1
             nl += 1
-            if _can_expand(depth[best] + 1, c_sums[best, 1], nl, max_depth, max_leaves,
-                           mcw) or _can_expand(depth[best] + 1, c_sums[best, 3], nl,
-                                               max_depth, max_leaves, mcw):
+            if _needs_hist(False, depth[best] + 1, c_sums[best, 1], c_sums[best, 3], nl,
+                           max_depth, max_leaves, mcw):
                 break
             free[n_free] = slot[best]
             n_free += 1
             slot[best] = -1
         for i in range(n_out):
             c = out_nodes[i]
-            if slot[c] >= 0 and not (
-                    _can_expand(depth[c] + 1, c_sums[c, 1], n_leaves + n_out, max_depth,
-                                max_leaves, mcw)
-                    or _can_expand(depth[c] + 1, c_sums[c, 3], n_leaves + n_out, max_depth,
-                                   max_leaves, mcw)):
+            if slot[c] >= 0 and not _needs_hist(depthwise, depth[c] + 1, c_sums[c, 1],
+                                                c_sums[c, 3], n_leaves + n_out, max_depth,
+                                                max_leaves, mcw):
                 free[n_free] = slot[c]
                 n_free += 1
                 slot[c] = -1
         # ---- apply: split the rows, add the children, the next round's nodes
-        pending = False
+        n_pend = 0
         for i in range(n_out):
             c = out_nodes[i]
             s = start[c]
@@ -342,12 +388,12 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
             left[c] = lc
             right[c] = rc
             n_leaves += 1
-            if _can_expand(depth[c] + 1, H[lc], n_leaves, max_depth, max_leaves, mcw) or \
-                    _can_expand(depth[c] + 1, H[rc], n_leaves, max_depth, max_leaves, mcw):
+            if _needs_hist(depthwise, depth[c] + 1, H[lc], H[rc], n_leaves, max_depth,
+                           max_leaves, mcw):
                 if H[lc] <= H[rc]:
-                    pb, ps = lc, rc
+                    pend_b[n_pend], pend_s[n_pend] = lc, rc
                 else:
-                    pb, ps = rc, lc
-                pp = c
-                pending = True
+                    pend_b[n_pend], pend_s[n_pend] = rc, lc
+                pend_p[n_pend] = c
+                n_pend += 1
     return n_nodes
