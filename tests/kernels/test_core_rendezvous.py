@@ -57,11 +57,28 @@ def test_every_rank_gets_every_message_in_rank_order(order):
     assert out == [msgs] * 4
 
 
-def _hold(port, behaviour, stop):
-    """A stranger on ``port``: accepts and stays silent, or answers the handshake with
-    another key."""
-    srv = socket.socket()
-    srv.bind((HOST, port))
+def _strangers_key(stage, n=2, tries=50):
+    """A key whose first ``n`` candidate ports are free here, and listening sockets bound
+    to them: those ports lie in the ephemeral range, where another process's connection
+    may hold one at the moment (the rendezvous itself passes such ports over)."""
+    for _ in range(tries):
+        key = rendezvous_key(new_authkey(), stage)
+        socks = []
+        try:
+            for p in candidate_ports(key)[:n]:
+                srv = socket.socket()
+                socks.append(srv)
+                srv.bind((HOST, p))
+            return key, socks
+        except OSError:
+            for srv in socks:
+                srv.close()
+    raise RuntimeError(f"no key with {n} free candidate ports in {tries} tries")
+
+
+def _hold(srv, behaviour, stop):
+    """A stranger on the bound socket ``srv``: accepts and stays silent, or answers the
+    handshake with another key."""
     srv.listen(8)
     srv.settimeout(0.1)
     held = []
@@ -91,9 +108,9 @@ def _hold(port, behaviour, stop):
 def test_strangers_on_the_first_candidate_ports_are_passed_over(behaviour):
     """Rank 0 cannot bind the first two candidates (held by strangers) and listens on the
     third; the peers try the strangers first, fail their handshake, and find rank 0."""
-    key = rendezvous_key(new_authkey(), 3)
+    key, socks = _strangers_key(3)
     stop = threading.Event()
-    threads = [_hold(p, behaviour, stop) for p in candidate_ports(key)[:2]]
+    threads = [_hold(srv, behaviour, stop) for srv in socks]
     try:
         msgs, out = _gather(3, key, order=[1, 2, 0])
     finally:
@@ -137,7 +154,9 @@ def test_a_given_up_rendezvous_stops_instead_of_waiting_for_its_deadline(rank):
     """A task that fails before it needs the addresses closes its exchange: rank 0 stops
     listening (its port is free again) and a rank looking for rank 0 stops looking, long
     before the 60 s deadline."""
-    key = rendezvous_key(new_authkey(), 6)
+    key, socks = _strangers_key(6, n=1)  # a key whose first candidate is free: rank 0's port
+    for srv in socks:
+        srv.close()
     g = Rendezvous(rank, 2, HOST, key, _messages(2)[rank], 60.0)
     time.sleep(0.3)
     t0 = time.monotonic()
