@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 from _harness import Results, load_average, session
+from small_fits import _frame
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 FAMILIES = ("gbt", "gbt_categorical", "lambdamart", "linear", "forest", "fm", "labeltree",
@@ -61,19 +62,6 @@ def _auc(y, p):
     return float(auc_exact(np.asarray(y, np.float64), np.asarray(p, np.float64)))
 
 
-def _dense_frame(spark, X, y):
-    import pandas as pd
-    from pyspark.ml.feature import VectorAssembler
-
-    cols = [f"f{j}" for j in range(X.shape[1])]
-    pdf = pd.DataFrame(X, columns=cols)
-    pdf["label"] = y
-    df = VectorAssembler(inputCols=cols, outputCol="features").transform(
-        spark.createDataFrame(pdf)).select("features", "label").repartition(2).cache()
-    df.count()
-    return df
-
-
 def _probabilities(model, df):
     return np.array([r[0][1] for r in model.transform(df).select("probability").collect()])
 
@@ -90,7 +78,7 @@ def case_gbt(spark, args):
 
     X, y = load("binary.train")
     Xt, yt = load("binary.test")
-    train, test = _dense_frame(spark, X, y), _dense_frame(spark, Xt, yt)
+    train, test = _frame(spark, X, y, assembled=True), _frame(spark, Xt, yt, assembled=True)
     est = GBTClassifier(maxIter=100, maxDepth=6, stepSize=0.1, maxBins=256, numWorkers=1)
     est.fit(train)
     ours, model = median_time(lambda: est.fit(train), args.repeats)

@@ -30,6 +30,7 @@ import numpy as np
 
 from .._dtypes import FLOAT, NODE
 from .._jit import njit
+from ..collective import LocalCollective
 from .categorical import _find_cat_splits
 from .histogram import (
     _build_histograms,
@@ -68,8 +69,7 @@ def eligible(grower, node_masks) -> bool:
     p = grower.params
     if (not grower.compiled or not tree_nodes(p) or grower.n_threads != 1
             or grower._columns is None or grower._mono is not None or node_masks is not None
-            or getattr(grower.collective, "world_size", 0) != 1
-            or type(grower.collective).__name__ != "LocalCollective"):
+            or type(grower.collective) is not LocalCollective):
         return False
     d = grower.binned.shape[1]
     return pool_rows(p) * d * grower.n_slots * 16 <= POOL_BYTES
