@@ -135,6 +135,19 @@ class HasNumWorkers(Params):
         return self.getOrDefault(self.numWorkers)
 
 
+class HasNthread(Params):
+    """Mixin for param nthread: threads each Spark task uses for its kernels (>= 1; capped at
+    the cores numba sees); unset: the task's spark.task.cpus, read in the task as
+    xgboost.spark does. Models are the same whatever its value.
+    """
+
+    nthread: "Param[int]" = param("nthread", __doc__, TypeConverters.toInt, ge(1))
+
+    def getNthread(self) -> int:
+        """Gets the value of nthread or its default value."""
+        return self.getOrDefault(self.nthread)
+
+
 class HasNumTrees(Params):
     """Mixin for param numTrees: number of trees (>= 1)."""
 

@@ -75,7 +75,7 @@ class _QuantileParams(HasQuantiles, HasQuantilesCol):
 
 # the keywords a forest takes beyond its tree's (defaults: the params' defaults)
 _FOREST_KEYWORDS = {"numTrees": 20, "bootstrap": True, "subsamplingRate": 1.0,
-                    "oobScore": False}
+                    "oobScore": False, "nthread": None}
 _QUANTILE_FOREST_KEYWORDS = dict(_FOREST_KEYWORDS, quantiles=None, quantilesCol="quantiles")
 _RF_CLASSIFIER_KEYWORDS = dict(_FOREST_KEYWORDS, rowIndexCol=None)
 
@@ -95,7 +95,8 @@ class _ForestEstimator(TreeEstimator):
             raise ValueError("oobScore=True needs bootstrap=True or subsamplingRate < 1 (with "
                              "every row in every tree there is no out-of-bag row)")
         return {"kind": "forest", "n_trees": int(self.getNumTrees()),
-                "seed": int(self.getSeed()), "bootstrap": boot, "rate": rate, "oob": oob}
+                "seed": int(self.getSeed()), "bootstrap": boot, "rate": rate, "oob": oob,
+                "nthread": self._opt(self.nthread)}
 
 
 class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
@@ -115,6 +116,11 @@ class RandomForestClassifier(_ForestEstimator, _RFClassifierParams):
     subsamplingRate : float, default 1.0
     oobScore : bool, default False
         Compute ``model.outOfBagScore`` (scikit-learn's ``oob_score_``, accuracy) in the same stage.
+    nthread : int, optional
+        Threads of a fit on one worker (``numWorkers`` 1, or fewer rows than make a second
+        worker worth it): that many groups of trees grow side by side in the one task; unset,
+        the task's ``spark.task.cpus``. On several workers each grows with one thread. The
+        model is the same whatever its value.
     featureSubsetStrategy : str, default "auto" (= "sqrt")
     classWeight : str or dict, optional
         'balanced', a dict {class id: weight}, or 'balanced_subsample': each tree weighs

@@ -21,6 +21,7 @@ from sparkxml._core.params import (
     HasFeaturesCol,
     HasFeaturesCols,
     HasLabelCol,
+    HasNthread,
     HasNumTrees,
     HasNumWorkers,
     HasPredictionCol,
@@ -354,7 +355,7 @@ TREE_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predicti
                "featureSubsetStrategy", "seed", "numWorkers", "timeoutSeconds", "verbose",
                "ccpAlpha", "leafCol", "monotonicConstraints", "categoricalCols")
 CLASSIFIER_PARAMS = ("rawPredictionCol", "probabilityCol", "classWeight")
-FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore")
+FOREST_PARAMS = ("numTrees", "bootstrap", "subsamplingRate", "oobScore", "nthread")
 
 
 class TreeParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasPredictionCol,
@@ -383,7 +384,7 @@ class ClassifierParams(HasRawPredictionCol, HasProbabilityCol, HasClassWeight):
         self._setDefault(rawPredictionCol="rawPrediction", probabilityCol="probability")
 
 
-class ForestParams(HasNumTrees, HasBootstrap, HasSubsamplingRate, HasOobScore):
+class ForestParams(HasNumTrees, HasBootstrap, HasSubsamplingRate, HasOobScore, HasNthread):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(numTrees=20, bootstrap=True, subsamplingRate=1.0, oobScore=False)

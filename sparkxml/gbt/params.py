@@ -407,17 +407,3 @@ class HasMaxCatThreshold(Params):
     def getMaxCatThreshold(self) -> int:
         """Gets the value of maxCatThreshold or its default value."""
         return self.getOrDefault(self.maxCatThreshold)
-
-
-class HasNthread(Params):
-    """Mixin for param nthread: threads each Spark task uses for binning, histogram building,
-    partitioning and prediction (>= 1; capped at the cores numba sees); unset: the task's
-    spark.task.cpus, read in the task as xgboost.spark does. Models are the same whatever its
-    value.
-    """
-
-    nthread: "Param[int]" = param("nthread", __doc__, TypeConverters.toInt, ge(1))
-
-    def getNthread(self) -> int:
-        """Gets the value of nthread or its default value."""
-        return self.getOrDefault(self.nthread)

@@ -202,10 +202,12 @@ def test_forest_accuracy_oob_outputs_and_importances(pen, forest_model):
     np.testing.assert_array_equal(t3["children_left"][inner], inner + 1)  # preorder
 
 
-def test_forest_same_model_any_workers_and_partitioning(pen, forest_model, spark):
+@pytest.mark.parametrize("nthread", [1, 3])  # 3: groups of trees grown on three threads
+def test_forest_same_model_any_workers_partitioning_and_threads(pen, forest_model, nthread):
     train = pen[4]
     other = RandomForestClassifier(numTrees=12, maxDepth=64, seed=5, numWorkers=1,
-                                   oobScore=True).fit(train.repartition(3))
+                                   oobScore=True, nthread=nthread).fit(train.repartition(3))
+    assert other.getNthread() == nthread
     a, b = forest_model.predictor.to_arrays(), other.predictor.to_arrays()
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)

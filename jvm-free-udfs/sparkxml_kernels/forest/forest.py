@@ -31,7 +31,9 @@ module drives the levels.
 """
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -41,7 +43,7 @@ from .criteria import NO_VALUES, is_classification, n_stats, per_label
 from .exactsum import collapse, stat_plan
 from .histogram import build_histograms, no_class_weights, partition_nodes
 from .levels import _LARGE, _LEAF, _SMALL, _grow_smalls, _split_level
-from .nodes import NodeStore, assemble
+from .nodes import NodeStore, assemble, concat_forests
 from .oob import (
     oob_score,
     oob_statistics,
@@ -154,7 +156,7 @@ def small_node_rows(mtry, n_slots, S, d) -> int:
 def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: int, seed: int,
                 bootstrap: bool, rate: float, collective, vals, edges, small_rows=None,
                 max_message_bytes=64 << 20, on_trees_done=None, balanced_subsample=False,
-                yv=NO_VALUES, is_cat=None):
+                yv=NO_VALUES, is_cat=None, n_threads=1):
     """Grow ``n_trees`` trees over the rows of every rank (call on every rank, in lockstep).
 
     Parameters as :func:`builder.grow_tree`, plus ``keys`` int64 (n,) row content keys,
@@ -166,6 +168,9 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     ``bootstrap.subsample_class_weights`` of its own sample (scikit-learn's
     ``class_weight="balanced_subsample"``), on top of ``rw``. ``yv``: absolute_error's
     target values, ``is_cat``: categorical features, as :func:`builder.grow_tree`'s.
+    ``n_threads`` > 1 with a single rank: that many threads grow consecutive groups of trees
+    side by side (the kernels release the GIL; the groups share ``max_message_bytes``). A
+    tree depends only on its own draws, so the forest is the same whatever ``n_threads``.
 
     Returns
     -------
@@ -198,30 +203,12 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     plan = stat_plan(collective, per_label(crit), p.n_classes, cls, y, ylny_, rw,
                      counts.max(axis=0) if n_trees and n else np.zeros(n), tcw)
     Wd = plan.width
-    per_tree = [np.flatnonzero(counts[t]).astype(np.int32) for t in range(n_trees)]
-    offs = np.zeros(n_trees + 1, np.int64)
-    offs[1:] = np.cumsum([a.size for a in per_tree])
-    part = np.concatenate(per_tree) if per_tree else np.zeros(0, np.int32)
-    scratch = np.empty(max((a.size for a in per_tree), default=0), np.int32)
-    # the frontier, the same on every rank (rank 0 also keeps what its nodes need)
-    T = n_trees
-    fr = {"tree": np.arange(T), "key": np.zeros(T, np.uint64), "depth": np.zeros(T, np.int64),
-          "imp": np.full(T, np.inf), "parent": np.full(T, -1, np.int64),
-          "isleft": np.zeros(T, np.int64), "first": np.ones(T, np.bool_),
-          "kind": np.full(T, _LARGE, np.int64), "cap": np.zeros(T, np.int64),
-          "feats": np.empty((T, mtry), np.int64), "start": offs[:-1].copy(),
-          "end": offs[1:].copy(), "bounds": np.tile([-np.inf, np.inf], (T, 1))}
     cst = p.internal_cst()
     is_cat = np.zeros(0, np.uint8) if is_cat is None or not np.any(is_cat) else \
         np.ascontiguousarray(is_cat, np.uint8)
     n_mask = n_slots if is_cat.size else 0  # a categorical split's left set, per record
-    state = np.empty(1, np.uint32)
-    for t in range(T):
-        node_state(seed_u, t, np.uint64(0), state)
-        draw_subset(d, mtry, state, fr["feats"][t])
-    store = NodeStore(S, mask_width=max(n_mask, 1)) if rank == 0 else None
-    w_total = np.zeros(T)
-    min_wleaf = np.zeros(T)
+    w_total = np.zeros(n_trees)  # (each group writes its own trees' entries)
+    min_wleaf = np.zeros(n_trees)
     width = d + 3
     target = cls.astype(np.float64) if per_label(crit) else y
     yv = np.ascontiguousarray(yv, np.float64)
@@ -229,7 +216,6 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     # [feature, bin, kinds, sizes, children's features, missing-left, categorical left set]
     rw_ = 7 + 2 * mtry + n_mask
     ml_col = 6 + 2 * mtry
-    max_floats = max(1, int(max_message_bytes) // 8)
     # per-label sums with integer weights: every sum is an integer; while a tree's total weight
     # stays below 2**24 they are exact in float32, which halves what travels each level
     frac = float(np.any(rw != np.round(rw)) or
@@ -240,128 +226,182 @@ def grow_forest(binned, cls, y, ylny_, rw, keys, params: SplitParams, n_trees: i
     use32 = bool(per_label(crit) and flags[0] == 0 and flags[1] < 2.0 ** 24
                  and plan.plain)
     tcw_arr = no_class_weights() if tcw is None else tcw
-    timing = {"hist": 0.0, "rows": 0.0, "reduce": 0.0, "split": 0.0, "small": 0.0,
-              "partition": 0.0, "levels": 0, "message_floats": 0}
-    clock = time.perf_counter
-    def _round(lg, sm):
-        """One reduce: the histograms of large nodes ``lg`` and the rows of small nodes ``sm``
-        (frontier indices); rank 0 decides. Returns (split records of lg, children kept)."""
-        fr_ = fr
-        t0 = clock()
-        caps = fr_["cap"][sm]
-        msg = np.zeros(lg.size * H + int(caps.sum()) * world * width)
-        if lg.size:
-            build_histograms(crit, binned, part, fr_["start"][lg], fr_["end"][lg],
-                             fr_["feats"][lg], fr_["tree"][lg], counts, cls, y, ylny_, rw,
-                             msg[:lg.size * H].reshape(lg.size, mtry, n_slots, Wd), plan, tcw)
-        pos = lg.size * H
-        t1 = clock()
-        timing["hist"] += t1 - t0
-        timing["message_floats"] += msg.size
-        if sm.size:
-            _pack_rows(binned, part, fr_["start"][sm], fr_["end"][sm], caps, fr_["tree"][sm],
-                       target, rw, counts, tcw_arr, rank, world, msg, pos)
-        if use32:
-            msg = msg.astype(np.float32)
-        kept_children = {}
 
-        def decide(summed, fr=fr_, lg=lg, sm=sm, caps=caps):
-            summed = np.asarray(summed, np.float64)
-            m = lg.size
-            t3 = clock()
-            recs = np.full((m, rw_), -1.0)
-            store.reserve(3 * m + 2 * int(caps.sum()) + 2)
-            c = {k: np.empty(2 * m, dt) for k, dt in (
-                ("tree", np.int64), ("key", np.uint64), ("depth", np.int64), ("imp", np.float64),
-                ("parent", np.int64), ("isleft", np.int64), ("kind", np.int64),
-                ("cap", np.int64))}
-            cf = np.empty((2 * m, mtry), np.int64)
-            cb = np.empty((2 * m, 2))
-            hists = np.ascontiguousarray(collapse(summed[:m * H].reshape(m, mtry, n_slots, Wd),
-                                                  plan))
-            store.n, nc = _split_level(
-                crit, hists, fr_["feats"][lg], fr_["tree"][lg], fr_["key"][lg], fr_["depth"][lg],
-                fr_["imp"][lg], fr_["parent"][lg], fr_["isleft"][lg], fr_["first"][lg], w_total,
-                min_wleaf, p.min_weight_fraction, vals, reps, seed_u, mtry, p.max_depth,
-                p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
-                small_rows, cst, fr_["bounds"][lg], *store.args(), store.n, recs, c["tree"],
-                c["key"], c["depth"], c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"],
-                cf, cb, yv, is_cat, store.a["cmask"])
-            t4 = clock()
-            timing["split"] += t4 - t3
+    def grow_group(first, stop, max_floats, on_done):
+        """Trees ``first..stop-1``, level by level: (``assemble``'s dict on rank 0, timing)."""
+        T = stop - first
+        per_tree = [np.flatnonzero(counts[t]).astype(np.int32) for t in range(first, stop)]
+        offs = np.zeros(T + 1, np.int64)
+        offs[1:] = np.cumsum([a.size for a in per_tree])
+        part = np.concatenate(per_tree) if per_tree else np.zeros(0, np.int32)
+        scratch = np.empty(max((a.size for a in per_tree), default=0), np.int32)
+        # the frontier, the same on every rank (rank 0 also keeps what its nodes need)
+        fr = {"tree": np.arange(first, stop), "key": np.zeros(T, np.uint64),
+              "depth": np.zeros(T, np.int64),
+              "imp": np.full(T, np.inf), "parent": np.full(T, -1, np.int64),
+              "isleft": np.zeros(T, np.int64), "first": np.ones(T, np.bool_),
+              "kind": np.full(T, _LARGE, np.int64), "cap": np.zeros(T, np.int64),
+              "feats": np.empty((T, mtry), np.int64), "start": offs[:-1].copy(),
+              "end": offs[1:].copy(), "bounds": np.tile([-np.inf, np.inf], (T, 1))}
+        state = np.empty(1, np.uint32)
+        for t in range(T):
+            node_state(seed_u, first + t, np.uint64(0), state)
+            draw_subset(d, mtry, state, fr["feats"][t])
+        store = NodeStore(S, mask_width=max(n_mask, 1)) if rank == 0 else None
+        timing = {"hist": 0.0, "rows": 0.0, "reduce": 0.0, "split": 0.0, "small": 0.0,
+                  "partition": 0.0, "levels": 0, "message_floats": 0}
+        clock = time.perf_counter
+        def _round(lg, sm):
+            """One reduce: the histograms of large nodes ``lg`` and the rows of small nodes ``sm``
+            (frontier indices); rank 0 decides. Returns (split records of lg, children kept)."""
+            fr_ = fr
+            t0 = clock()
+            caps = fr_["cap"][sm]
+            msg = np.zeros(lg.size * H + int(caps.sum()) * world * width)
+            if lg.size:
+                build_histograms(crit, binned, part, fr_["start"][lg], fr_["end"][lg],
+                                 fr_["feats"][lg], fr_["tree"][lg], counts, cls, y, ylny_, rw,
+                                 msg[:lg.size * H].reshape(lg.size, mtry, n_slots, Wd), plan, tcw)
+            pos = lg.size * H
+            t1 = clock()
+            timing["hist"] += t1 - t0
+            timing["message_floats"] += msg.size
             if sm.size:
-                seg = summed[m * H:].reshape(-1, width)
-                present = seg[:, 0] > 0
-                # rows of small node q sit in world * cap_q slots; keep the present ones
-                bounds = np.zeros(sm.size + 1, np.int64)
-                bounds[1:] = np.cumsum(caps * world)
-                kept = np.add.reduceat(present.astype(np.int64), bounds[:-1])
-                offsets = np.zeros(sm.size + 1, np.int64)
-                offsets[1:] = np.cumsum(kept)
-                buf = _canonical_rows(seg[present], offsets)
-                store.n = _grow_smalls(
-                    crit, p.n_classes, buf, offsets, fr_["tree"][sm], fr_["key"][sm],
-                    fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
-                    fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, reps, seed_u,
-                    mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
-                    p.min_impurity_decrease, cst, fr_["bounds"][sm], *store.args(), store.n,
-                    yv, is_cat, store.a["cmask"])
-            timing["small"] += clock() - t4
-            kept_children["imp"] = c["imp"][:nc]
-            kept_children["parent"] = c["parent"][:nc]
-            kept_children["bounds"] = cb[:nc]
-            return recs.reshape(-1)
+                _pack_rows(binned, part, fr_["start"][sm], fr_["end"][sm], caps, fr_["tree"][sm],
+                           target, rw, counts, tcw_arr, rank, world, msg, pos)
+            if use32:
+                msg = msg.astype(np.float32)
+            kept_children = {}
 
-        t2 = clock()
-        timing["rows"] += t2 - t1
-        dec = collective.reduce_and_decide(msg, decide if rank == 0 else None)
-        timing["reduce"] += clock() - t2
-        return dec.reshape(lg.size, rw_), kept_children
+            def decide(summed, fr=fr_, lg=lg, sm=sm, caps=caps):
+                summed = np.asarray(summed, np.float64)
+                m = lg.size
+                t3 = clock()
+                recs = np.full((m, rw_), -1.0)
+                store.reserve(3 * m + 2 * int(caps.sum()) + 2)
+                c = {k: np.empty(2 * m, dt) for k, dt in (
+                    ("tree", np.int64), ("key", np.uint64), ("depth", np.int64), ("imp", np.float64),
+                    ("parent", np.int64), ("isleft", np.int64), ("kind", np.int64),
+                    ("cap", np.int64))}
+                cf = np.empty((2 * m, mtry), np.int64)
+                cb = np.empty((2 * m, 2))
+                hists = np.ascontiguousarray(collapse(summed[:m * H].reshape(m, mtry, n_slots, Wd),
+                                                      plan))
+                store.n, nc = _split_level(
+                    crit, hists, fr_["feats"][lg], fr_["tree"][lg], fr_["key"][lg], fr_["depth"][lg],
+                    fr_["imp"][lg], fr_["parent"][lg], fr_["isleft"][lg], fr_["first"][lg], w_total,
+                    min_wleaf, p.min_weight_fraction, vals, reps, seed_u, mtry, p.max_depth,
+                    p.min_samples_split, float(p.min_samples_leaf), p.min_impurity_decrease,
+                    small_rows, cst, fr_["bounds"][lg], *store.args(), store.n, recs, c["tree"],
+                    c["key"], c["depth"], c["imp"], c["parent"], c["isleft"], c["kind"], c["cap"],
+                    cf, cb, yv, is_cat, store.a["cmask"])
+                t4 = clock()
+                timing["split"] += t4 - t3
+                if sm.size:
+                    seg = summed[m * H:].reshape(-1, width)
+                    present = seg[:, 0] > 0
+                    # rows of small node q sit in world * cap_q slots; keep the present ones
+                    bounds = np.zeros(sm.size + 1, np.int64)
+                    bounds[1:] = np.cumsum(caps * world)
+                    kept = np.add.reduceat(present.astype(np.int64), bounds[:-1])
+                    offsets = np.zeros(sm.size + 1, np.int64)
+                    offsets[1:] = np.cumsum(kept)
+                    buf = _canonical_rows(seg[present], offsets)
+                    store.n = _grow_smalls(
+                        crit, p.n_classes, buf, offsets, fr_["tree"][sm], fr_["key"][sm],
+                        fr_["depth"][sm], fr_["imp"][sm], fr_["parent"][sm], fr_["isleft"][sm],
+                        fr_["first"][sm], w_total, min_wleaf, p.min_weight_fraction, vals, reps, seed_u,
+                        mtry, p.max_depth, p.min_samples_split, float(p.min_samples_leaf),
+                        p.min_impurity_decrease, cst, fr_["bounds"][sm], *store.args(), store.n,
+                        yv, is_cat, store.a["cmask"])
+                timing["small"] += clock() - t4
+                kept_children["imp"] = c["imp"][:nc]
+                kept_children["parent"] = c["parent"][:nc]
+                kept_children["bounds"] = cb[:nc]
+                return recs.reshape(-1)
 
-    while fr["tree"].size:
-        timing["levels"] += 1
-        lg_all = np.flatnonzero(fr["kind"] == _LARGE)
-        sm_all = np.flatnonzero(fr["kind"] == _SMALL)
-        recs_parts, imp_parts, parent_parts, bound_parts = [], [], [], []
-        for lg, sm in _chunks(lg_all, sm_all, H, fr["cap"] * world * width, max_floats):
-            recs, kids = _round(lg, sm)
-            recs_parts.append(recs)
-            imp_parts.append(kids.get("imp", np.zeros(0)))
-            parent_parts.append(kids.get("parent", np.zeros(0, np.int64)))
-            bound_parts.append(kids.get("bounds", np.zeros((0, 2))))
-        lg = lg_all
-        recs = np.concatenate(recs_parts) if recs_parts else np.zeros((0, rw_))
-        kept_children = {"imp": np.concatenate(imp_parts),
-                         "parent": np.concatenate(parent_parts),
-                         "bounds": np.concatenate(bound_parts)} if rank == 0 else {}
-        t5 = clock()
-        split = recs[:, 0] >= 0 if lg.size else np.zeros(0, bool)
-        js = lg[split]
-        n_left = partition_nodes(binned, part, fr["start"][js], fr["end"][js],
-                                 recs[split, 0].astype(np.int64), recs[split, 1].astype(np.int64),
-                                 scratch, recs[split, ml_col] > 0, n_slots - 1,
-                                 recs[split, ml_col + 1:] if n_mask else None) \
-            if js.size else np.zeros(0, np.int64)
-        m2 = 2 * int(split.sum())
-        o = {"tree": np.empty(m2, np.int64), "key": np.empty(m2, np.uint64),
-             "depth": np.empty(m2, np.int64), "isleft": np.empty(m2, np.int64),
-             "kind": np.empty(m2, np.int64), "cap": np.empty(m2, np.int64),
-             "feats": np.empty((m2, mtry), np.int64), "start": np.empty(m2, np.int64),
-             "end": np.empty(m2, np.int64)}
-        k = _next_frontier(np.ascontiguousarray(recs[split]), fr["start"][js], fr["end"][js],
-                           n_left, fr["tree"][js], fr["key"][js], fr["depth"][js], mtry,
-                           o["tree"], o["key"], o["depth"], o["isleft"], o["kind"], o["cap"],
-                           o["feats"], o["start"], o["end"])
-        timing["partition"] += clock() - t5
-        fr = {name: v[:k] for name, v in o.items()}
-        fr["imp"] = kept_children.get("imp", np.zeros(k))
-        fr["parent"] = kept_children.get("parent", np.zeros(k, np.int64))
-        fr["bounds"] = kept_children.get("bounds", np.zeros((k, 2)))
-        fr["first"] = np.zeros(k, np.bool_)
-        if on_trees_done is not None:
-            on_trees_done(T - int(np.unique(fr["tree"]).size), T)
-    timing["reduce"] -= timing["split"] + timing["small"]
+            t2 = clock()
+            timing["rows"] += t2 - t1
+            dec = collective.reduce_and_decide(msg, decide if rank == 0 else None)
+            timing["reduce"] += clock() - t2
+            return dec.reshape(lg.size, rw_), kept_children
+
+        while fr["tree"].size:
+            timing["levels"] += 1
+            lg_all = np.flatnonzero(fr["kind"] == _LARGE)
+            sm_all = np.flatnonzero(fr["kind"] == _SMALL)
+            recs_parts, imp_parts, parent_parts, bound_parts = [], [], [], []
+            for lg, sm in _chunks(lg_all, sm_all, H, fr["cap"] * world * width, max_floats):
+                recs, kids = _round(lg, sm)
+                recs_parts.append(recs)
+                imp_parts.append(kids.get("imp", np.zeros(0)))
+                parent_parts.append(kids.get("parent", np.zeros(0, np.int64)))
+                bound_parts.append(kids.get("bounds", np.zeros((0, 2))))
+            lg = lg_all
+            recs = np.concatenate(recs_parts) if recs_parts else np.zeros((0, rw_))
+            kept_children = {"imp": np.concatenate(imp_parts),
+                             "parent": np.concatenate(parent_parts),
+                             "bounds": np.concatenate(bound_parts)} if rank == 0 else {}
+            t5 = clock()
+            split = recs[:, 0] >= 0 if lg.size else np.zeros(0, bool)
+            js = lg[split]
+            n_left = partition_nodes(binned, part, fr["start"][js], fr["end"][js],
+                                     recs[split, 0].astype(np.int64), recs[split, 1].astype(np.int64),
+                                     scratch, recs[split, ml_col] > 0, n_slots - 1,
+                                     recs[split, ml_col + 1:] if n_mask else None) \
+                if js.size else np.zeros(0, np.int64)
+            m2 = 2 * int(split.sum())
+            o = {"tree": np.empty(m2, np.int64), "key": np.empty(m2, np.uint64),
+                 "depth": np.empty(m2, np.int64), "isleft": np.empty(m2, np.int64),
+                 "kind": np.empty(m2, np.int64), "cap": np.empty(m2, np.int64),
+                 "feats": np.empty((m2, mtry), np.int64), "start": np.empty(m2, np.int64),
+                 "end": np.empty(m2, np.int64)}
+            k = _next_frontier(np.ascontiguousarray(recs[split]), fr["start"][js], fr["end"][js],
+                               n_left, fr["tree"][js], fr["key"][js], fr["depth"][js], mtry,
+                               o["tree"], o["key"], o["depth"], o["isleft"], o["kind"], o["cap"],
+                               o["feats"], o["start"], o["end"])
+            timing["partition"] += clock() - t5
+            fr = {name: v[:k] for name, v in o.items()}
+            fr["imp"] = kept_children.get("imp", np.zeros(k))
+            fr["parent"] = kept_children.get("parent", np.zeros(k, np.int64))
+            fr["bounds"] = kept_children.get("bounds", np.zeros((k, 2)))
+            fr["first"] = np.zeros(k, np.bool_)
+            if on_done is not None:
+                on_done(T - int(np.unique(fr["tree"]).size))
+        timing["reduce"] -= timing["split"] + timing["small"]
+        return (assemble(store, T, crit, p.n_classes, vals, edges, monotonic=cst.size > 0, yv=yv,
+                         categorical=bool(is_cat.size), first_tree=first)
+                if rank == 0 else None), timing
+
+    max_bytes = int(max_message_bytes)
+    groups = tree_groups(n_trees, n_threads if world == 1 else 1)
+    if len(groups) <= 1:
+        notify = None if on_trees_done is None else (lambda done: on_trees_done(done, n_trees))
+        res, timing = grow_group(0, n_trees, max(1, max_bytes // 8), notify)
+    else:
+        done = [0] * len(groups)
+        lock = threading.Lock()
+
+        def notifier(g):
+            def cb(k):
+                with lock:
+                    done[g] = k
+                    on_trees_done(sum(done), n_trees)
+            return None if on_trees_done is None else cb
+
+        floats = max(1, max_bytes // (8 * len(groups)))
+        with ThreadPoolExecutor(len(groups)) as pool:
+            parts = list(pool.map(lambda g: grow_group(*groups[g], floats, notifier(g)),
+                                  range(len(groups))))
+        res = concat_forests([r for r, _ in parts])
+        # seconds summed over the threads; levels: the deepest group's
+        timing = {k: (max if k == "levels" else sum)(t[k] for _, t in parts) for k in parts[0][1]}
     grow_forest.last_timing = timing
-    return (assemble(store, T, crit, p.n_classes, vals, edges, monotonic=cst.size > 0, yv=yv,
-                     categorical=bool(is_cat.size))
-            if rank == 0 else None), counts
+    return res, counts
+
+
+def tree_groups(n_trees: int, n_threads: int) -> list:
+    """Consecutive tree ranges ``(first, stop)``, one per thread (at most one per tree)."""
+    k = max(1, min(int(n_threads), int(n_trees)))
+    cuts = [n_trees * g // k for g in range(k + 1)]
+    return [(cuts[g], cuts[g + 1]) for g in range(k)]

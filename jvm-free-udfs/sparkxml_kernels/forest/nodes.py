@@ -83,7 +83,8 @@ def _preorder_ids(left, right, starts, ends, out):
 
 
 def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, edges,
-             monotonic: bool = False, yv=NO_VALUES, categorical: bool = False):
+             monotonic: bool = False, yv=NO_VALUES, categorical: bool = False,
+             first_tree: int = 0):
     """All trees in scikit-learn's layout, each renumbered depth-first: a dict of the
     ``predictor.ARRAY_KEYS`` node arrays, ``tree_offsets``, and ``bin`` (left bin per node, -1
     on leaves: rows with bin <= it go left, the same way as by the raw threshold, missing ones
@@ -92,9 +93,10 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
     absolute_error's target values (its nodes' values are their weighted medians).
     ``categorical``: the dict also holds ``categories_left`` (``tree.TreeArrays``), and a
     categorical split has threshold NaN and ``bin`` -2 (binned rows go by their category's
-    bit)."""
+    bit). The store holds trees ``first_tree .. first_tree + n_trees - 1``."""
     N = store.n
     a = {k: v[:N] for k, v in store.a.items()}
+    a["tree"] = a["tree"] - first_tree
     left = np.full(N, -1, np.int64)
     right = np.full(N, -1, np.int64)
     has_p = a["parent"] >= 0
@@ -182,3 +184,14 @@ def assemble(store: NodeStore, n_trees: int, crit: int, n_classes: int, vals, ed
             "weighted_n_node_samples": w, "value": value,
             "missing_go_to_left": np.where(inner, a["ml"][order], 0).astype(np.uint8),
             "tree_offsets": offsets, "bin": route, **extra}
+
+
+def concat_forests(parts: list) -> dict:
+    """One forest from :func:`assemble`'s dicts of consecutive tree ranges, in order (node
+    ids are per tree, so only ``tree_offsets`` shift)."""
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k != "tree_offsets"}
+    offsets = [np.zeros(1, np.int64)]
+    for p in parts:
+        offsets.append(offsets[-1][-1] + np.asarray(p["tree_offsets"][1:], np.int64))
+    out["tree_offsets"] = np.concatenate(offsets)
+    return out
