@@ -370,11 +370,13 @@ class TreeEstimator(SparkXMLEstimator, HasVerbose):
                        n_features=d, class_weights=class_weights,
                        balanced_subsample=self._balanced_subsample())
             df = dataset.select(*training_columns(spec, label, weight, None))
-            df = df.withColumn(ROW_ID, F.xxhash64(*[F.col(c) for c in df.columns]))
+            added = {ROW_ID: F.xxhash64(*[F.col(c) for c in df.columns])}
             if in_task:  # the one task summarises the rows as the sketch job would
                 hashed = spec_columns(spec) + ([weight] if weight is not None else [])
-                for name, col in canonical_sketch_columns(hashed, self.getSeed()):
-                    df = df.withColumn(name, col)
+                added.update(canonical_sketch_columns(hashed, self.getSeed()))
+            # one projection (each withColumn is an analysis on the JVM, ~7 ms)
+            df = df.withColumns(added)
+            if in_task:
                 load = make_sketch_load_fn(
                     spec32, label, weight, None, d,
                     sketch_options(sketch_bins, size, float("nan"), False, canonical=True),
