@@ -293,7 +293,7 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
                 forest, extra, tasks = _fit_replicated(
                     data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
                     propensity, tail, who, progress.task_spec(per_task=True),
-                    spread_results(stats, num_trees))
+                    forest_spread(stats, num_trees))
             info.update(workers=workers, tasks=tasks, train_seconds=time.perf_counter() - t0)
             unit = "tree"
         info["checks_seconds"] = checks_seconds
@@ -347,9 +347,28 @@ SPREAD_LABELS_TREES = 3_000
 
 
 def spread_results(stats: dict, num_trees: int) -> bool:
-    """Whether a replicated fit's results go through :func:`collect_chunk_rows`."""
+    """Whether a replicated label-tree fit's results go through :func:`collect_chunk_rows`."""
     return (stats["rows"] * num_trees >= SPREAD_ROWS_TREES
             or stats["n_labels"] * num_trees >= SPREAD_LABELS_TREES)
+
+
+# a FastXML forest's estimated bytes from which its replicated fit collects through the
+# shuffle (a direct collect of a few hundred MB ran the driver's 1 GB heap out)
+SPREAD_FOREST_BYTES = 256 << 20
+
+
+def forest_bytes_estimate(stats: dict, num_trees: int) -> int:
+    """A FastXML forest's bytes, overestimated: per tree a node weight (index and value, 8
+    bytes) per feature entry of the rows, a (label, score) pair per label entry, 40 bytes
+    a row for the nodes. Bibtex's 50 trees make 15 MB, estimated 150 MB. FastXML keeps no
+    per-label weights, so unlike a label tree's its size does not grow with the labels."""
+    per_tree = 8 * int(stats["nnz_x"]) + 8 * int(stats["nnz_y"]) + 40 * int(stats["rows"])
+    return num_trees * per_tree
+
+
+def forest_spread(stats: dict, num_trees: int) -> bool:
+    """Whether a replicated FastXML fit's results go through :func:`collect_chunk_rows`."""
+    return forest_bytes_estimate(stats, num_trees) >= SPREAD_FOREST_BYTES
 
 
 def task_csr(table, fcol: str, lcol: str, n_features: int):

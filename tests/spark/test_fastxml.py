@@ -61,6 +61,20 @@ def test_same_model_whatever_num_workers(synth, synth_model):
     assert _predictions(other_seed, test) != _predictions(synth_model, test)
 
 
+def test_model_through_the_result_shuffle_is_the_direct_one(synth, synth_model, monkeypatch):
+    from sparkxml.fastxml import fit as fxfit
+
+    train, test, (X, Y) = synth
+    stats = {"rows": 1200, "nnz_x": int(X[0][1200]), "nnz_y": int(Y[0][1200])}  # CSR indptr
+    real = sum(a.nbytes for a in synth_model._arrays.values() if hasattr(a, "nbytes"))
+    assert fxfit.forest_bytes_estimate(stats, 6) > real > 0  # the estimate overshoots
+    assert not fxfit.forest_spread(stats, 6)
+    monkeypatch.setattr(fxfit, "SPREAD_FOREST_BYTES", 0)  # every fit through the shuffle
+    assert fxfit.forest_spread(stats, 6)
+    spread = FastXML(numTrees=6, numWorkers=2, seed=7).fit(train)
+    assert _predictions(spread, test) == _predictions(synth_model, test)
+
+
 def test_save_load_identical_and_kernel_loader(synth, synth_model, tmp_path):
     path = str(tmp_path / "m")
     synth_model.write().save(path)
