@@ -72,6 +72,12 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
         of that level is then grown by one task from its own random stream, so the subtrees
         below differ from the replicated ones (the model then depends on numWorkers through
         that row limit). See ``sparkxml.fastxml.distributed``.
+    nthread : int, optional
+        Threads of each replicated training task: each grows one tree at a time, taking the
+        next when free, with its own working memory (the memory estimate counts them);
+        unset, the task's ``spark.task.cpus``. One task with several threads holds one copy
+        of the rows where several tasks hold one each. The model is the same whatever its
+        value.
     topK, predictionCol, scoresCol
         Copied to the model; see ``FastXMLModel``.
     verbose : int, default 0
@@ -100,7 +106,8 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
     def __init__(self, *, featuresCol="features", labelsCol="labels",
                  predictionCol="prediction", scoresCol="scores", topK=5, numTrees=50,
                  maxLeaf=10, labelsPerLeaf=100, logLossCoeff=1.0, bias=1.0, seed=0,
-                 numWorkers=None, rowOrder="content", trainingMode="auto", verbose=0):
+                 numWorkers=None, rowOrder="content", trainingMode="auto", verbose=0,
+                 nthread=None):
         kwargs = self._input_kwargs
         super().__init__()
         self._setDefault(verbose=0)
@@ -110,7 +117,8 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
     def setParams(self, *, featuresCol="features", labelsCol="labels",
                   predictionCol="prediction", scoresCol="scores", topK=5, numTrees=50,
                   maxLeaf=10, labelsPerLeaf=100, logLossCoeff=1.0, bias=1.0, seed=0,
-                  numWorkers=None, rowOrder="content", trainingMode="auto", verbose=0):
+                  numWorkers=None, rowOrder="content", trainingMode="auto", verbose=0,
+                  nthread=None):
         return self._set_params(**self._input_kwargs)
 
     # ------------------------------------------------------------------ training
@@ -126,7 +134,7 @@ class FastXML(SparkXMLEstimator, FastXMLParams, HasVerbose):
 
 add_setters(FastXML, ("numTrees", "maxLeaf", "labelsPerLeaf", "logLossCoeff", "bias", "seed",
                       "numWorkers", "rowOrder", "verbose", "trainingMode", "topK", "featuresCol",
-                      "labelsCol", "predictionCol", "scoresCol"))
+                      "labelsCol", "predictionCol", "scoresCol", "nthread"))
 
 
 class FastXMLTrainingSummary(TrainingSummary):

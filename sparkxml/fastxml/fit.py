@@ -161,13 +161,14 @@ def check_sizes(stats: dict, fcol: str, lcol: str, who: str, propensities: bool)
 
 
 def estimate_task_bytes(rows: int, nnz_x: int, nnz_y: int, n_features: int,
-                        n_labels: int) -> int:
-    """Bytes one training task needs: the Arrow batches it receives, the CSR copy, the kernel's
-    column-major copy and per-node workspaces (measured on Bibtex: ~3.5x the CSR size)."""
+                        n_labels: int, threads: int = 1) -> int:
+    """Bytes one training task needs: the Arrow batches it receives, the CSR copy, and per
+    thread the kernel's column-major copy and per-node workspaces (measured on Bibtex with
+    one thread: ~3.5x the CSR size)."""
     csr = rows * 8 + nnz_x * 8 + nnz_y * 4
     arrow = nnz_x * 12 + nnz_y * 4 + rows * 40
     workspaces = 8 * (n_features + 2 * n_labels + 4 * rows)
-    return arrow + 3 * csr + workspaces
+    return arrow + csr + max(1, int(threads)) * (2 * csr + workspaces)
 
 
 def tail_bytes(stats: dict) -> int:
@@ -201,21 +202,34 @@ def task_memory(spark, workers: int) -> tuple[int, int, str]:
     return have, have, "the driver machine's memory (assumed per executor)"
 
 
-def replicated_bytes(stats: dict, extra_bytes: int = 0) -> int:
+def replicated_bytes(stats: dict, extra_bytes: int = 0, threads: int = 1) -> int:
     """What one replicated training task needs (:func:`estimate_task_bytes` + extras)."""
     return estimate_task_bytes(stats["rows"], stats["nnz_x"], stats["nnz_y"],
-                               stats["n_features"], stats["n_labels"]) + extra_bytes
+                               stats["n_features"], stats["n_labels"], threads) + extra_bytes
+
+
+def task_threads_planned(spark, nthread) -> int:
+    """The threads a training task will run (``nthread``, else ``spark.task.cpus``), for the
+    driver's memory estimate."""
+    if nthread is not None:
+        return int(nthread)
+    try:
+        return max(1, int(spark.conf.get("spark.task.cpus", "1") or 1))
+    except (TypeError, ValueError):
+        return 1
 
 
 def check_memory(spark, stats: dict, workers: int, who: str = "FastXML",
-                 extra_bytes: int = 0) -> None:
+                 extra_bytes: int = 0, threads: int = 1) -> None:
     """Raise MemoryError, with the figures, when a replicated task cannot hold the data."""
-    need = replicated_bytes(stats, extra_bytes)
+    need = replicated_bytes(stats, extra_bytes, threads)
+    per_thread = f", on {threads} threads" if threads > 1 else ""
     require_task_memory(
         spark, workers, need,
         f"{who}: each replicated training task holds the whole training set "
-        f"({stats['rows']} rows, {stats['nnz_x']} feature non-zeros, {stats['nnz_y']} labels)",
-        "Use trainingMode='distributed' (or 'auto'), lower numWorkers, raise "
+        f"({stats['rows']} rows, {stats['nnz_x']} feature non-zeros, {stats['nnz_y']} "
+        f"labels{per_thread})",
+        "Use trainingMode='distributed' (or 'auto'), lower numWorkers or nthread, raise "
         "spark.executor.pyspark.memory, or subsample the data." + label_space_hint(stats, need))
 
 
@@ -262,7 +276,9 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
         check_sizes(stats, fcol, lcol, who, propensity is not None)
         checks_seconds = time.perf_counter() - t0
         extra_bytes = tail_bytes(stats) if tail else 0
-        need = replicated_bytes(stats, extra_bytes)
+        nthread = est._opt(est.nthread)
+        threads = task_threads_planned(spark, nthread)
+        need = replicated_bytes(stats, extra_bytes, threads)
         have, limit, _ = task_memory(spark, workers)
         mode = est.getTrainingMode()
         if mode == "auto":
@@ -287,13 +303,13 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
                         train_seconds=time.perf_counter() - t0)
             unit = "tree top"
         else:
-            check_memory(spark, stats, workers, who, extra_bytes)
+            check_memory(spark, stats, workers, who, extra_bytes, threads)
             t0 = time.perf_counter()
             with progress.phase("train"):
                 forest, extra, tasks = _fit_replicated(
                     data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
                     propensity, tail, who, progress.task_spec(per_task=True),
-                    forest_spread(stats, num_trees))
+                    forest_spread(stats, num_trees), nthread)
             info.update(workers=workers, tasks=tasks, train_seconds=time.perf_counter() - t0)
             unit = "tree"
         info["checks_seconds"] = checks_seconds
@@ -304,11 +320,12 @@ def fit_forest(est, dataset, who: str, propensity=None, tail: bool = False):
 
 
 def _fit_replicated(data, params, num_trees, workers, n_features, n_labels, fcol, lcol,
-                    propensity, tail, who, progress=None, spread=True):
+                    propensity, tail, who, progress=None, spread=True, nthread=None):
     def make_train(keys):
         extra_key = keys[0] if propensity is not None else None
         return _make_train_fn(trees_by_task(keys, num_trees), keys, n_features, n_labels,
-                              params, fcol, lcol, propensity, tail, extra_key, progress)
+                              params, fcol, lcol, propensity, tail, extra_key, progress,
+                              nthread)
 
     per_task, infos = replicated_job(data, workers, make_train, spread)
     parts = [{name: a[name] for name in FOREST_DTYPES} for a in per_task.values()]
@@ -379,7 +396,8 @@ def task_csr(table, fcol: str, lcol: str, n_features: int):
 
 
 def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, params: dict,
-                   fcol: str, lcol: str, propensity, tail: bool, extra_key, progress=None):
+                   fcol: str, lcol: str, propensity, tail: bool, extra_key, progress=None,
+                   nthread=None):
     # Plain locals only: the closure is pickled to the tasks.
     rank_of = {k: p for p, k in enumerate(keys)}
 
@@ -389,6 +407,10 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
 
         warm_async("fastxml")  # load/compile the kernels while the rows arrive
         memory = TaskMemory()
+        from sparkxml._core.histogram_tasks import task_threads
+        from sparkxml_kernels.threads import max_threads
+
+        threads = min(task_threads(nthread), max_threads())
         for key, table in group_tables(batches):
             xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             out = {}
@@ -403,17 +425,14 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
                                                   params["bias"]))
             trees = trees_of[key]
             reporter = ProgressReporter(progress, rank_of[key])
-            if reporter.enabled:  # one tree at a time (tree t depends on (seed, t) only)
-                done = []
-                for i in range(len(trees)):
-                    done.append(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
-                                                     trees[i:i + 1], **kw))
-                    reporter.progress(i + 1, len(trees), unit="tree")
-                reporter.close()
-                out.update(kforest.concat_forests(done))
-            else:
+            on_tree = (lambda done, n=len(trees): reporter.progress(done, n, unit="tree")) \
+                if reporter.enabled else None
+            try:  # (tree t depends on (seed, t) only: any threads, any order)
                 out.update(kforest.train_forest(xi, xj, xv, yi, yj, n_features, n_labels,
-                                                trees, **kw))
+                                                trees, n_threads=threads, on_tree=on_tree,
+                                                **kw))
+            finally:
+                reporter.close()
             yield from encode_array_batches(rank_of[key], out, memory.info(rows=len(xi) - 1))
 
     return train

@@ -9,6 +9,7 @@ from sparkxml._core.constraints import between, finite, finite_positive, ge, gt,
 from sparkxml._core.params import (
     HasFeaturesCol,
     HasLabelsCol,
+    HasNthread,
     HasNumTrees,
     HasNumWorkers,
     HasPredictionCol,
@@ -100,7 +101,7 @@ class HasBias(Params):
 
 class FastXMLParams(HasFeaturesCol, HasLabelsCol, HasPredictionCol, HasScoresCol, HasTopK,
                      HasNumTrees, HasNumWorkers, HasSeed, HasRowOrder, HasTrainingMode, HasMaxLeaf,
-                     HasLabelsPerLeaf, HasLogLossCoeff, HasBias):
+                     HasLabelsPerLeaf, HasLogLossCoeff, HasBias, HasNthread):
 
     def __init__(self, *args):
         super().__init__(*args)

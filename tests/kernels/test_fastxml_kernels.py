@@ -293,6 +293,32 @@ def test_determinism_and_tree_independence():
         not np.array_equal(a["children"], c["children"])
 
 
+@pytest.mark.parametrize("threads", [2, 3, 9])  # 9: more threads than trees
+def test_threads_grow_the_same_forest_in_tree_order(threads):
+    import threading
+
+    data = make_data(6, n=150)
+    ids = [5, 0, 3, 1, 7, 2]
+    ref = train_forest(*data, tree_ids=ids, seed=4)
+    seen, dones = set(), []
+
+    def on_tree(done):
+        seen.add(threading.get_ident())
+        dones.append(done)
+
+    got = train_forest(*data, tree_ids=ids, seed=4, n_threads=threads, on_tree=on_tree)
+    assert_forest_equal(ref, got)
+    assert dones == list(range(1, len(ids) + 1))
+    assert len(seen) >= 1
+    # PfastreXML's weighted DCG too
+    w = np.linspace(0.5, 2.0, data[6]).astype(np.float32)
+    kw = dict(seed=4, label_weight=w, normalise_dcg=False)
+    assert_forest_equal(train_forest(*data, tree_ids=ids, **kw),
+                        train_forest(*data, tree_ids=ids, n_threads=threads, **kw))
+    with pytest.raises(ValueError, match="n_threads"):
+        train_forest(*data, tree_ids=ids, n_threads=0)
+
+
 def test_forest_helpers_edge_cases():
     empty = concat_forests([])
     assert empty["tree_ids"].size == 0 and empty["tree_offsets"].tolist() == [0]

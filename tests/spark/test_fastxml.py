@@ -57,6 +57,9 @@ def test_same_model_whatever_num_workers(synth, synth_model):
     train, test, _ = synth
     one = FastXML(numTrees=6, numWorkers=1, seed=7).fit(train)
     assert _predictions(one, test) == _predictions(synth_model, test)
+    threads = FastXML(numTrees=6, numWorkers=1, seed=7, nthread=3).fit(train)
+    assert threads.getNthread() == 3
+    assert _predictions(threads, test) == _predictions(synth_model, test)
     other_seed = FastXML(numTrees=6, numWorkers=2, seed=8).fit(train)
     assert _predictions(other_seed, test) != _predictions(synth_model, test)
 
@@ -207,6 +210,13 @@ def test_memory_check_fails_early_with_the_figure():
     stats = dict(rows=10**6, nnz_x=10**8, nnz_y=5 * 10**6, n_features=10**6, n_labels=10**5)
     with pytest.raises(MemoryError, match=r"needs about \d+ MiB, but only 1 MiB"):
         _check_memory(FakeSpark(), stats, 2)
+    # each thread of a task keeps its own working copy of the node data
+    from sparkxml.fastxml.fit import replicated_bytes
+
+    one, two = replicated_bytes(stats), replicated_bytes(stats, threads=2)
+    assert one < two < 2 * one
+    with pytest.raises(MemoryError, match="on 3 threads.*lower numWorkers or nthread"):
+        _check_memory(FakeSpark(), stats, 2, threads=3)
 
 
 def test_partition_keys_match_spark_hash(spark):

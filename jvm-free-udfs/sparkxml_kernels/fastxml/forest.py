@@ -60,7 +60,8 @@ def check_csr(name: str, indptr, indices, n_rows: int | None, n_cols: int):
 
 def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n_labels,
                  tree_ids, seed=0, max_leaf=10, labels_per_leaf=100, log_loss_coeff=1.0,
-                 bias=1.0, label_weight=None, normalise_dcg=True, states=None) -> dict:
+                 bias=1.0, label_weight=None, normalise_dcg=True, states=None, n_threads=1,
+                 on_tree=None) -> dict:
     """Train the FastXML (or PfastreXML) trees ``tree_ids`` on one process's copy of the data.
 
     Parameters
@@ -98,6 +99,12 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
     states : int array (T,), optional
         MT19937 seeds of the trees, instead of ``tree_seed(seed, t)`` (the data-parallel
         trainer grows subtrees from their own seeds, ``dist.subtree_seed``).
+    n_threads : int
+        Threads growing the trees, one tree at a time each (a free thread takes the next
+        tree); each thread keeps its own working memory. The forest does not depend on it.
+    on_tree : callable, optional
+        ``on_tree(done)`` after each tree, ``done`` trees finished so far (one call at a
+        time, from the thread that finished it).
 
     Returns
     -------
@@ -107,9 +114,9 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
 
     Notes
     -----
-    Runs in one thread and releases the GIL (``nogil``), so callers may train disjoint
-    ``tree_ids`` in parallel threads and ``concat_forests`` the results. Working memory on top
-    of the inputs: about 3 x (nnzX + N) x 8 bytes of node data plus O(D + L + N) vectors.
+    The kernel releases the GIL (``nogil``), so ``n_threads`` threads grow trees side by
+    side. Working memory on top of the inputs, per thread: about 2 x (nnzX + N) x 8 bytes
+    of node data plus O(D + L + N) vectors.
     """
     n_features = int(n_features)
     n_labels = int(n_labels)
@@ -139,14 +146,61 @@ def train_forest(X_indptr, X_indices, X_data, Y_indptr, Y_indices, n_features, n
         states = np.asarray(states, dtype=np.int64).reshape(-1)
         if states.shape != tree_ids.shape or np.any((states < 0) | (states > 0xFFFFFFFF)):
             raise ValueError("states must hold one seed in [0, 2**32) per tree id")
+    n_threads = int(n_threads)
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
     max_row = int(np.diff(Y_indptr).max()) if n else 0
     disc, csum = discount_tables(n_labels, max_row, bool(normalise_dcg))
     weights = label_weights(label_weight, n_labels)
     # unsigned views: the kernels index with them (see _common.NOMAP); validated >= 0 above
-    out = train_trees_kernel(X_indptr.view(np.uint64), X_indices.view(np.uint32), X_data,
-                             Y_indptr.view(np.uint64), Y_indices.view(np.uint32), n_features,
-                             n_labels, states, int(max_leaf), int(labels_per_leaf),
-                             float(log_loss_coeff), float(bias), disc, csum, weights)
+    data = (X_indptr.view(np.uint64), X_indices.view(np.uint32), X_data,
+            Y_indptr.view(np.uint64), Y_indices.view(np.uint32), n_features, n_labels)
+    rest = (int(max_leaf), int(labels_per_leaf), float(log_loss_coeff), float(bias), disc, csum,
+            weights)
+
+    def grow(ids, st):
+        return _as_forest(ids, train_trees_kernel(*data, st, *rest))
+
+    if n_threads == 1 and on_tree is None:
+        return grow(tree_ids, states)
+    return _grow_each(grow, tree_ids, states, n_threads, on_tree)
+
+
+def _grow_each(grow, tree_ids, states, n_threads: int, on_tree) -> dict:
+    """``grow`` one tree at a time on ``n_threads`` threads, each taking the next tree when
+    free (trees differ in cost, so no thread waits on a fixed share); the trees in order."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    T = tree_ids.size
+    parts: list = [None] * T
+    lock = threading.Lock()
+    state = {"next": 0, "done": 0}
+
+    def work():
+        while True:
+            with lock:
+                i = state["next"]
+                state["next"] += 1
+            if i >= T:
+                return
+            parts[i] = grow(tree_ids[i:i + 1], states[i:i + 1])
+            if on_tree is not None:
+                with lock:
+                    state["done"] += 1
+                    on_tree(state["done"])
+
+    k = max(1, min(n_threads, T))
+    if k == 1:
+        work()
+    else:
+        with ThreadPoolExecutor(k) as pool:
+            for f in [pool.submit(work) for _ in range(k)]:
+                f.result()
+    return concat_forests(parts) if T else grow(tree_ids, states)
+
+
+def _as_forest(tree_ids, out) -> dict:
     (tree_offsets, pos_child, neg_child, w_indptr, w_index, w_value, leaf_indptr, leaf_label,
      leaf_score) = out
     return {
