@@ -62,7 +62,7 @@ def run_sparkxml(train_path, test_path, Yte, repeats, configs, seeds=(None,)):
             seed_kw = {} if seed is None else {"seed": seed}
             for _ in range(repeats):
                 t = time.perf_counter()
-                model = est(numWorkers=2, **seed_kw, **kw).fit(train)
+                model = est(**{"numWorkers": 2, **seed_kw, **kw}).fit(train)
                 fits.append(time.perf_counter() - t)
                 t = time.perf_counter()
                 rows = model.transform(test).select("prediction").collect()
@@ -185,8 +185,10 @@ def main():
     fx, pf = args.only in (None, "fastxml"), args.only in (None, "pfastrexml")
     configs = []
     if fx:
-        configs.append(("sparkxml FastXML (local[2], numWorkers=2)", FastXML,
-                        dict(rowOrder="input")))
+        configs += [("sparkxml FastXML (local[2], numWorkers=2)", FastXML,
+                     dict(rowOrder="input")),
+                    ("sparkxml FastXML (local[2], numWorkers=1, nthread=2)", FastXML,
+                     dict(rowOrder="input", numWorkers=1, nthread=2))]
     if pf:
         configs += [("sparkxml PfastreXML (local[2], numWorkers=2)", PfastreXML,
                      dict(rowOrder="input")),
