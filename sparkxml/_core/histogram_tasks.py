@@ -23,6 +23,7 @@ from sparkxml._core.arrow import (
     n_values,
 )
 from sparkxml._core.barrier import encode_arrays
+from sparkxml._core.workers import task_threads
 from sparkxml_kernels import binning
 from sparkxml_kernels.gbt import binned as gbt_binned
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
@@ -30,18 +31,6 @@ from sparkxml_kernels.gbt.ranking import group_ptr_from_sorted_ids
 from sparkxml_kernels.threads import use_threads
 
 ROW_ID = "__sparkxml_row_id"
-
-
-def task_threads(nthread) -> int:
-    """Threads for this task's kernels: ``nthread`` when set, else the task's
-    ``spark.task.cpus`` (``TaskContext.cpus()``, as xgboost.spark sizes its ``nthread``);
-    1 outside a Spark task."""
-    if nthread is not None:
-        return int(nthread)
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    return max(1, int(ctx.cpus())) if ctx is not None else 1
 
 
 def summarise_batches(batches, spec, weight, n_features, max_bins, chunk_values, size=None,

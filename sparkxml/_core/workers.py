@@ -50,6 +50,34 @@ def requested_workers(spark, est):
     return n_workers
 
 
+def task_cpus(spark) -> int:
+    """The session's ``spark.task.cpus`` (1 when unset or unreadable), read on the driver."""
+    try:
+        return max(1, int(spark.conf.get("spark.task.cpus", "1") or 1))
+    except Exception:  # noqa: BLE001 - a conf that is not a number, or no conf API
+        return 1
+
+
+def task_threads(nthread) -> int:
+    """Threads for this task's kernels: ``nthread`` when set, else the task's
+    ``spark.task.cpus`` (``TaskContext.cpus()``, as xgboost.spark sizes its ``nthread``);
+    1 outside a Spark task."""
+    if nthread is not None:
+        return int(nthread)
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return max(1, int(ctx.cpus())) if ctx is not None else 1
+
+
+def worker_threads(nthread) -> int:
+    """:func:`task_threads` capped at the cores numba sees: how many Python threads a task's
+    tree groups run on."""
+    from sparkxml_kernels.threads import max_threads
+
+    return min(task_threads(nthread), max_threads())
+
+
 def check_slots(spark, n_workers):
     """Barrier stages need all tasks at once: refuse more workers than a local master has."""
     try:
@@ -61,11 +89,7 @@ def check_slots(spark, n_workers):
     inner = master[master.find("[") + 1: master.find("]")] if "[" in master else "1"
     inner = inner.split(",")[0].strip()
     slots = (os.cpu_count() or 1) if inner == "*" else int(inner)
-    try:
-        cpus = int(spark.conf.get("spark.task.cpus", "1") or 1)
-    except Exception:
-        cpus = 1
-    slots = max(1, slots // max(cpus, 1))
+    slots = max(1, slots // task_cpus(spark))
     if n_workers > slots:
         raise ValueError(f"numWorkers={n_workers} exceeds the {slots} task slots of this "
                          f"session ({master}); training runs all workers at once (barrier "

@@ -44,6 +44,7 @@ from sparkxml._core.memory import parse_bytes, physical_memory_bytes
 from sparkxml._core.progress import FitProgress
 from sparkxml._core.replicated import group_tables, replicated_job
 from sparkxml._core.validation import MAX_DENSE_VALUES, check_dense_width
+from sparkxml._core.workers import task_cpus, worker_threads
 from sparkxml.fastxml.distributed import fit_distributed
 from sparkxml.session import default_parallelism
 from sparkxml_kernels import arrow_io
@@ -211,12 +212,7 @@ def replicated_bytes(stats: dict, extra_bytes: int = 0, threads: int = 1) -> int
 def task_threads_planned(spark, nthread) -> int:
     """The threads a training task will run (``nthread``, else ``spark.task.cpus``), for the
     driver's memory estimate."""
-    if nthread is not None:
-        return int(nthread)
-    try:
-        return max(1, int(spark.conf.get("spark.task.cpus", "1") or 1))
-    except (TypeError, ValueError):
-        return 1
+    return int(nthread) if nthread is not None else task_cpus(spark)
 
 
 def check_memory(spark, stats: dict, workers: int, who: str = "FastXML",
@@ -407,10 +403,7 @@ def _make_train_fn(trees_of: dict, keys: list, n_features: int, n_labels: int, p
 
         warm_async("fastxml")  # load/compile the kernels while the rows arrive
         memory = TaskMemory()
-        from sparkxml._core.histogram_tasks import task_threads
-        from sparkxml_kernels.threads import max_threads
-
-        threads = min(task_threads(nthread), max_threads())
+        threads = worker_threads(nthread)
         for key, table in group_tables(batches):
             xi, xj, xv, yi, yj = task_csr(table, fcol, lcol, n_features)
             out = {}

@@ -10,10 +10,10 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml._core.arrow import batch_features, dense_vectors
-from sparkxml._core.histogram_tasks import task_sketch_info, task_threads
+from sparkxml._core.histogram_tasks import task_sketch_info
+from sparkxml._core.workers import worker_threads
 from sparkxml_kernels.forest.predictor import ForestPredictor
 from sparkxml_kernels.model_cache import as_handle
-from sparkxml_kernels.threads import max_threads
 
 
 def make_tree_train_fn(cfg: dict, progress: dict | None = None):
@@ -85,7 +85,7 @@ def make_tree_train_fn(cfg: dict, progress: dict | None = None):
                 on_trees_done=_trees_done_callback(reporter) if reporter.enabled else None,
                 balanced_subsample=bool(cfg.get("balanced_subsample")), yv=yv,
                 is_cat=is_cat,
-                n_threads=min(task_threads(cfg.get("nthread")), max_threads()))
+                n_threads=worker_threads(cfg.get("nthread")))
         finally:
             reporter.close()
         info["forest_timing"] = getattr(forest.grow_forest, "last_timing", None)

@@ -76,7 +76,7 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
                                if self.hasParam("scalePosWeight") else 1.0),
             "maxCatToOnehot": self.getMaxCatToOnehot(), "catSmooth": self.getCatSmooth(),
             "catL2": self.getCatL2(), "maxCatThreshold": self.getMaxCatThreshold(),
-            # None: the task's spark.task.cpus (sparkxml._core.histogram_tasks.task_threads)
+            # None: the task's spark.task.cpus (sparkxml._core.workers.task_threads)
             "nthread": self._opt(self.nthread),
             # DART (sparkxml.gbt.booster_params), where the estimator has it
             **(self._booster_type_options() if self.hasParam("boosterType") else {}),

@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 
 from sparkxml._core.arrow import batch_features, dense_vectors, margin_column
-from sparkxml._core.histogram_tasks import task_sketch_info, task_threads
+from sparkxml._core.histogram_tasks import task_sketch_info
+from sparkxml._core.workers import task_threads
 from sparkxml_kernels.gbt.objectives import LOG_LINK
 from sparkxml_kernels.gbt.outputs import (
     CLASSIFIER_OBJECTIVES,

@@ -29,8 +29,8 @@ from pyspark.sql import functions as F
 from sparkxml._core.arrow import batch_features, bool_column, float_column, margin_column
 from sparkxml._core.barrier import run_barrier_training
 from sparkxml._core.histogram_engine import data_checks, training_columns
-from sparkxml._core.histogram_tasks import ROW_ID, task_threads
-from sparkxml._core.workers import requested_workers, workers_for
+from sparkxml._core.histogram_tasks import ROW_ID
+from sparkxml._core.workers import requested_workers, task_threads, workers_for
 from sparkxml.gbt.models import feature_names
 from sparkxml.gbt.summary import GBTTrainingSummary
 from sparkxml_kernels.gbt.predictor import TreeEnsemblePredictor
