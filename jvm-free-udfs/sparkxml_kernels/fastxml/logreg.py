@@ -167,13 +167,22 @@ def lr_coord_apply(col_ptr, col_row, col_val, xTd, j, z):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def lr_coord_decide(G, wp, H, qp_shrink):
+    """(violation, step) of a coordinate whose gradient is ``G``, weight ``wp`` and curvature
+    ``H``: a negative violation shrinks it out of the active set (the step is then 0.0)."""
+    viol = _violation(G, wp, qp_shrink)
+    if viol < 0.0:
+        return viol, 0.0
+    return viol, lr_coord_z(G, H, wp)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def lr_coord_step(G, j, s, qp_active, qp_shrink, qp_Gmax_new, qp_Gnorm1_new, index, wpd, Hdiag,
                   col_ptr, col_row, col_val, xTd):
     """Coordinate ``j = index[s]`` of an inner round, its gradient ``G`` known: shrink it out
     of the active set (swapped to its end) or take its Newton step. Returns (next s,
     qp_active, qp_Gmax_new, qp_Gnorm1_new)."""
-    wp = wpd[j]
-    viol = _violation(G, wp, qp_shrink)
+    viol, z = lr_coord_decide(G, wpd[j], Hdiag[j], qp_shrink)
     if viol < 0.0:  # inner shrinking
         qp_active -= 1
         tmp = index[s]
@@ -182,7 +191,6 @@ def lr_coord_step(G, j, s, qp_active, qp_shrink, qp_Gmax_new, qp_Gnorm1_new, ind
         return s, qp_active, qp_Gmax_new, qp_Gnorm1_new
     qp_Gmax_new = max(qp_Gmax_new, viol)
     qp_Gnorm1_new += viol
-    z = lr_coord_z(G, Hdiag[j], wp)
     if z != 0.0:
         wpd[j] += z
         lr_coord_apply(col_ptr, col_row, col_val, xTd, j, z)
@@ -345,12 +353,27 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
             lr_shuffle(mt, index, qp_active)
             s = 0
             while s < qp_active:
+                # lr_coord_grad and lr_coord_step written out: a helper inlined here that
+                # takes arrays costs two atomic reference counts per array and coordinate
                 j = index[s]
-                G = lr_coord_grad(col_ptr, col_row, col_val, Dd, xTd, j,
-                                  Grad[j] + (wpd[j] - w[j]) * NU)
-                s, qp_active, qp_Gmax_new, qp_Gnorm1_new = lr_coord_step(
-                    G, j, s, qp_active, qp_shrink, qp_Gmax_new, qp_Gnorm1_new, index, wpd,
-                    Hdiag, col_ptr, col_row, col_val, xTd)
+                G = Grad[j] + (wpd[j] - w[j]) * NU
+                for p in range(col_ptr[j], col_ptr[j + 1]):
+                    i = col_row[p]
+                    G += np.float64(col_val[p]) * Dd[i] * xTd[i]
+                viol, z = lr_coord_decide(G, wpd[j], Hdiag[j], qp_shrink)
+                if viol < 0.0:  # inner shrinking
+                    qp_active -= 1
+                    tmp = index[s]
+                    index[s] = index[qp_active]
+                    index[qp_active] = tmp
+                    continue
+                qp_Gmax_new = max(qp_Gmax_new, viol)
+                qp_Gnorm1_new += viol
+                if z != 0.0:
+                    wpd[j] += z
+                    for p in range(col_ptr[j], col_ptr[j + 1]):
+                        xTd[col_row[p]] += np.float64(col_val[p]) * z
+                s += 1
             it += 1
             stop, qp_active, qp_Gmax_old = lr_round_end(qp_Gnorm1_new, inner_eps, Gnorm1_init,
                                                         qp_active, active, qp_Gmax_new)
