@@ -41,7 +41,6 @@ import numpy as np
 from .._jit import njit
 from ..intrinsics import prefetch
 from ._rng import rng_below, rng_uniform, shuffle_prefix
-from ._rows import prefetch_entries
 
 PERMUTATION = 0
 SHARK = 1
@@ -54,14 +53,6 @@ PREF_MIN = 0.05
 PREF_MAX = 20.0
 # a step without gain multiplies the preference by exp(CHANGE_RATE * (0 / avg - 1))
 _SHRINK = math.exp(-CHANGE_RATE)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _dot(indptr, indices, data, i, u):
-    s = 0.0
-    for p in range(indptr[i], indptr[i + 1]):
-        s += u[indices[p]] * data[p]
-    return s
 
 
 # Both schedules visit rows in a random order, so nearly every visit misses the cache for the
@@ -90,32 +81,6 @@ def _pack(indptr, lo, hi, labels, pos, upper, diag, qd, alpha, pref, sigma):
     return rec
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _prefetch_visit(rec, indices, data, index, s, end):
-    """Hints for the visits s + 2 * PREFETCH_AHEAD (its record) and s + PREFETCH_AHEAD (its
-    CSR entries, whose bounds are in the record fetched earlier)."""
-    if s + 2 * PREFETCH_AHEAD < end:
-        prefetch(rec, np.uint64(index[s + 2 * PREFETCH_AHEAD] * 8))
-    if s + PREFETCH_AHEAD < end:
-        t = index[s + PREFETCH_AHEAD]
-        prefetch_entries(indices, data, np.uint64(rec[t, _S]), np.uint64(rec[t, _E]))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _rec_dot(rec, t, indices, data, u):
-    s = 0.0
-    for p in range(np.int64(rec[t, _S]), np.int64(rec[t, _E])):
-        s += u[indices[p]] * data[p]
-    return s
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _rec_step(rec, t, indices, data, sd, u):
-    """u += sd x_t."""
-    for p in range(np.int64(rec[t, _S]), np.int64(rec[t, _E])):
-        u[indices[p]] += sd * data[p]
-
-
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def dcd_sweep(rec, indices, data, index, active, u, sigma, pgmax_old, pgmin_old, pgmax_new,
               pgmin_new):
@@ -127,11 +92,28 @@ def dcd_sweep(rec, indices, data, index, active, u, sigma, pgmax_old, pgmin_old,
     steps = 0
     s = 0
     while s < active:
-        _prefetch_visit(rec, indices, data, index, s, active)
+        # the visit is written out: a helper inlined here that takes arrays costs two atomic
+        # reference counts per array and visit
+        if s + 2 * PREFETCH_AHEAD < active:
+            prefetch(rec, np.uint64(index[s + 2 * PREFETCH_AHEAD] * 8))
+        if s + PREFETCH_AHEAD < active:
+            ta = index[s + PREFETCH_AHEAD]
+            q0 = np.uint64(rec[ta, _S])
+            q1 = np.uint64(rec[ta, _E])
+            if q1 > q0:
+                prefetch(indices, q0)
+                prefetch(data, q0)
+                prefetch(indices, q1 - np.uint64(1))
+                prefetch(data, q1 - np.uint64(1))
         t = index[s]
+        p0 = np.int64(rec[t, _S])
+        p1 = np.int64(rec[t, _E])
+        xu = 0.0
+        for p in range(p0, p1):
+            xu += u[indices[p]] * data[p]
         yi = rec[t, _Y]
         a = rec[t, _A]
-        G = yi * _rec_dot(rec, t, indices, data, u) - 1.0 + a * rec[t, _D]
+        G = yi * xu - 1.0 + a * rec[t, _D]
         C = rec[t, _U]
         PG = 0.0
         if a == 0.0:
@@ -159,7 +141,9 @@ def dcd_sweep(rec, indices, data, index, active, u, sigma, pgmax_old, pgmin_old,
         if abs(PG) > 1.0e-12:
             na = min(max(a - G / rec[t, _Q], 0.0), C)
             rec[t, _A] = na
-            _rec_step(rec, t, indices, data, sigma * (na - a) * yi, u)
+            sd = sigma * (na - a) * yi
+            for p in range(p0, p1):
+                u[indices[p]] += sd * data[p]
             steps += 1
         s += 1
     return active, pgmax_new, pgmin_new, steps
@@ -245,12 +229,29 @@ def _shark(rec, indices, data, u, sigma, tol, max_passes, rng, index, sstate):
             index[j] = t2
         viol = 0.0
         for s in range(l):
-            _prefetch_visit(rec, indices, data, index, s, l)
+            # the visit is written out: a helper inlined here that takes arrays costs two
+            # atomic reference counts per array and visit
+            if s + 2 * PREFETCH_AHEAD < l:
+                prefetch(rec, np.uint64(index[s + 2 * PREFETCH_AHEAD] * 8))
+            if s + PREFETCH_AHEAD < l:
+                ta = index[s + PREFETCH_AHEAD]
+                q0 = np.uint64(rec[ta, _S])
+                q1 = np.uint64(rec[ta, _E])
+                if q1 > q0:
+                    prefetch(indices, q0)
+                    prefetch(data, q0)
+                    prefetch(indices, q1 - np.uint64(1))
+                    prefetch(data, q1 - np.uint64(1))
             t = index[s]
+            p0 = np.int64(rec[t, _S])
+            p1 = np.int64(rec[t, _E])
+            xu = 0.0
+            for p in range(p0, p1):
+                xu += u[indices[p]] * data[p]
             yi = rec[t, _Y]
             a = rec[t, _A]
             bound = rec[t, _U]
-            g = 1.0 - yi * _rec_dot(rec, t, indices, data, u) - rec[t, _D] * a
+            g = 1.0 - yi * xu - rec[t, _D] * a
             if (a == 0.0 and g < 0.0) or (a == bound and g > 0.0):
                 pg = 0.0
             else:
@@ -269,7 +270,9 @@ def _shark(rec, indices, data, u, sigma, tol, max_passes, rng, index, sstate):
                     mu = bound - a
                     na = bound
                 rec[t, _A] = na
-                _rec_step(rec, t, indices, data, sigma * mu * yi, u)
+                sd = sigma * mu * yi
+                for p in range(p0, p1):
+                    u[indices[p]] += sd * data[p]
                 gain = mu * (g - 0.5 * q * mu)
                 steps += 1
             if epoch == 0.0:
@@ -343,7 +346,10 @@ def block_stats(indptr, indices, data, lo, hi, labels, pos, w, alpha, upper, dia
     vmax = 0.0
     for i in range(lo, hi):
         yi = 1.0 if labels[i] == pos else -1.0
-        z = 1.0 - yi * _dot(indptr, indices, data, i, w)
+        xw = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            xw += w[indices[p]] * data[p]
+        z = 1.0 - yi * xw
         if z > 0.0:
             lsum += cw[i] * (z if loss == HINGE else z * z)
         a = alpha[i]
