@@ -73,7 +73,10 @@ def _log2(x):
     return math.log(x) / math.log(2.0)
 
 
-@njit(cache=True, nogil=True)
+# The helpers below take arrays, allocate nothing and are called per candidate split:
+# ``_nrt=False`` compiles them without reference counting, which numba otherwise keeps (an
+# atomic incref and decref per array argument and call) in functions with several returns.
+@njit(cache=True, nogil=True, _nrt=False)
 def node_weight(crit, st):
     """Σw of a node from its sums (per-label sums: Σ over labels)."""
     if per_label(crit):
@@ -84,7 +87,7 @@ def node_weight(crit, st):
     return st[W]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def median_abs_error(st, w, yv):
     """(weighted median, Σ w·|y - median|) of the targets of per-label sums ``st`` (K + 1,)
     with weight ``w``, ``yv`` float64 (K,) the ascending target values.
@@ -118,7 +121,7 @@ def median_abs_error(st, w, yv):
     return med, ae
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def impurity(crit, st, w, yv):
     """Impurity of a node with sums ``st`` and weight ``w`` (scikit-learn's node_impurity);
     ``yv`` the target values of absolute_error's labels (else unused)."""
@@ -148,7 +151,7 @@ def impurity(crit, st, w, yv):
     return st[WYY] / w - mean * mean
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def proxy(crit, left, right, wl, wr, yv):
     """scikit-learn's proxy_impurity_improvement of a candidate split (larger is better)."""
     if crit == SQUARED_ERROR:
@@ -171,7 +174,7 @@ def proxy(crit, left, right, wl, wr, yv):
     return -wr * ir - wl * il
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def improvement(crit, w_total, wn, imp, left, right, wl, wr, il, ir):
     """Weighted impurity decrease of a chosen split (what feature importances sum)."""
     if crit == FRIEDMAN_MSE:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from ..inplace import close_partition, place_row
+from ..inplace import close_partition
 from .criteria import per_label
 from .exactsum import add_levels
 
@@ -37,34 +37,23 @@ def _node(feats, node_tree, j, k, fs):
     return node_tree[j], np.uint64(j * k) * fs, kk
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _row_weight(rw, counts, tcw, cls, t, r):
-    # row r's weight in tree t: its weight times its bootstrap count, times the tree's class
-    # weight when there are per-tree class weights (balanced_subsample)
-    w = rw[r] * counts[t, r]
-    if tcw.shape[0] > 0:
-        w *= tcw[t, cls[r]]
-    return w
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _regression_terms(w, y, ylny, r):
-    # row r's weighted regression statistics besides its weight: w y, w y^2, w y ln y
-    wy = w * y[r]
-    return wy, wy * y[r], w * ylny[r]
-
-
 @njit(cache=True, nogil=True)
 def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, ylny, rw, tcw,
            out):
     # flat offsets (unsigned: no wraparound checks) instead of per-update array views
     classification = per_label(crit)
+    has_tcw = tcw.shape[0] > 0
     flat, m, k, fs, ss = _layout(out)
     for j in range(m):
         t, node_base, kk = _node(feats, node_tree, j, k, fs)
         for i in range(starts[j], ends[j]):
             r = part[i]
-            w = _row_weight(rw, counts, tcw, cls, t, r)
+            # the row's weight (times its per-tree class weight under balanced_subsample)
+            # and regression terms written out here: an inlined helper taking the arrays
+            # costs two atomic reference counts per array and row
+            w = rw[r] * counts[t, r]
+            if has_tcw:
+                w *= tcw[t, cls[r]]
             base = node_base
             if classification:
                 c = np.uint64(1 + cls[r])
@@ -74,7 +63,9 @@ def _build(crit, binned, part, starts, ends, feats, node_tree, counts, cls, y, y
                     flat[o + c] += w
                     base += fs
             else:
-                wy, wyy, wl = _regression_terms(w, y, ylny, r)
+                wy = w * y[r]
+                wyy = wy * y[r]
+                wl = w * ylny[r]
                 for fi in range(kk):
                     o = base + np.uint64(binned[r, feats[j, fi]]) * ss
                     flat[o] += 1.0
@@ -90,12 +81,18 @@ def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cl
                   tcw, off, nlev, mags, out):
     # _build with each statistic's terms split into levels (``exactsum``): slot o + off[s]
     classification = per_label(crit)
+    has_tcw = tcw.shape[0] > 0
     flat, m, k, fs, ss = _layout(out)
     for j in range(m):
         t, node_base, kk = _node(feats, node_tree, j, k, fs)
         for i in range(starts[j], ends[j]):
             r = part[i]
-            w = _row_weight(rw, counts, tcw, cls, t, r)
+            # the row's weight (times its per-tree class weight under balanced_subsample)
+            # and regression terms written out here: an inlined helper taking the arrays
+            # costs two atomic reference counts per array and row
+            w = rw[r] * counts[t, r]
+            if has_tcw:
+                w *= tcw[t, cls[r]]
             base = node_base
             if classification:
                 c = 1 + cls[r]
@@ -105,7 +102,9 @@ def _build_levels(crit, binned, part, starts, ends, feats, node_tree, counts, cl
                     add_levels(flat, o + off[c], w, c, nlev, mags)
                     base += fs
             else:
-                wy, wyy, wl = _regression_terms(w, y, ylny, r)
+                wy = w * y[r]
+                wyy = wy * y[r]
+                wl = w * ylny[r]
                 for fi in range(kk):
                     o = np.int64(base + np.uint64(binned[r, feats[j, fi]]) * ss)
                     flat[o] += 1.0
@@ -212,8 +211,14 @@ def split_slice(binned, part, scratch, s, e, f, t, ml, miss, mask):
     for i in range(s, e):
         r = part[i]
         b = binned[r, f]
-        left = (mask[b] != 0) if cat else (b <= t or (ml and b == miss))
-        nl, nr = place_row(part, scratch, s, nl, nr, r, left)
+        # inplace.place_row written out: inlined here, it left two atomic reference counts
+        # per array and row
+        if (mask[b] != 0) if cat else (b <= t or (ml and b == miss)):
+            part[s + nl] = r
+            nl += 1
+        else:
+            scratch[nr] = r
+            nr += 1
     close_partition(part, scratch, s, nl, nr)
     return nl
 

@@ -193,7 +193,8 @@ def monotonic_ok(crit, left, right, wl, wr, cst, lo, hi):
             and (vl - vr) * cst <= 0.0)
 
 
-@njit(cache=True, nogil=True)
+# _nrt=False: no reference counting per candidate (see criteria.node_weight)
+@njit(cache=True, nogil=True, _nrt=False)
 def _candidate(crit, left, total, wn, min_leaf, min_wleaf, right, mono, yv):
     """Proxy of the split with left sums ``left`` (-inf when a leaf rule or the monotonic
     constraint ``mono`` = [sign, lower bound, upper bound] rejects it); ``yv`` the target
