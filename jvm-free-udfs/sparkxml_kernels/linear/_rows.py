@@ -1,11 +1,7 @@
-"""CSR row helpers the linear solvers inline: a row's dot products with K weight columns,
-and the prefetch hints for a row's entries."""
+"""CSR row helper the linear solvers inline: a row's dot products with K weight columns."""
 from __future__ import annotations
 
-import numpy as np
-
 from .._jit import njit
-from ..intrinsics import prefetch
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -20,14 +16,3 @@ def row_dots(indices, data, p0, p1, W, out):
         v = data[p]
         for k in range(K):
             out[k] += W[j, k] * v
-
-
-@njit(cache=True, nogil=True, inline="always")
-def prefetch_entries(indices, data, q0, q1):
-    """Hints for a row's first and last entries, [q0, q1) (uint64 offsets): a row of a few
-    dozen entries spans one or two cache lines of each array."""
-    if q1 > q0:
-        prefetch(indices, q0)
-        prefetch(data, q0)
-        prefetch(indices, q1 - np.uint64(1))
-        prefetch(data, q1 - np.uint64(1))

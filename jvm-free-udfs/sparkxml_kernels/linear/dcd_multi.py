@@ -31,19 +31,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from ..intrinsics import prefetch
 from ._rng import shuffle_prefix
-from ._rows import prefetch_entries, row_dots
 
 # the problems one sweep carries (a node's slots are solved in groups of at most this many)
 GROUP = 16
 PREFETCH_AHEAD = 6
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _prefetch_row(starts, ends, indices, data, index, s, end):
-    if s + PREFETCH_AHEAD < end:
-        i = index[s + PREFETCH_AHEAD]
-        prefetch_entries(indices, data, np.uint64(starts[i]), np.uint64(ends[i]))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -82,14 +75,30 @@ def dcd_multi(starts, ends, indices, data, positive, qd, diag, tol, max_passes, 
         shuffle_prefix(index, active, rng)
         s = 0
         while s < active:
-            _prefetch_row(starts, ends, indices, data, index, s, active)
+            # the prefetch and _rows.row_dots written out: inlined here, helpers taking
+            # arrays cost two atomic reference counts per array and row
+            if s + PREFETCH_AHEAD < active:
+                ia = index[s + PREFETCH_AHEAD]
+                q0 = np.uint64(starts[ia])
+                q1 = np.uint64(ends[ia])
+                if q1 > q0:
+                    prefetch(indices, q0)
+                    prefetch(data, q0)
+                    prefetch(indices, q1 - np.uint64(1))
+                    prefetch(data, q1 - np.uint64(1))
             i = index[s]
             if nact[i] == 0:  # no unfinished problem needs the row: out of the sweep
                 active -= 1
                 index[s] = index[active]
                 index[active] = i
                 continue
-            row_dots(indices, data, starts[i], ends[i], W, g)
+            for k in range(K):
+                g[k] = 0.0
+            for p in range(starts[i], ends[i]):
+                j = indices[p]
+                v = data[p]
+                for k in range(K):
+                    g[k] += W[j, k] * v
             moved = False
             for k in range(K):
                 step[k] = 0.0
