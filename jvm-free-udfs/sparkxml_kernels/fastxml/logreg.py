@@ -361,11 +361,9 @@ def l1r_lr_kernel(col_ptr, col_row, col_val, m, n, y, C, mt, w, wpd, Hdiag, Grad
                     i = col_row[p]
                     G += np.float64(col_val[p]) * Dd[i] * xTd[i]
                 viol, z = lr_coord_decide(G, wpd[j], Hdiag[j], qp_shrink)
-                if viol < 0.0:  # inner shrinking
+                if viol < 0.0:  # inner shrinking: swapped to the end of the active set
                     qp_active -= 1
-                    tmp = index[s]
-                    index[s] = index[qp_active]
-                    index[qp_active] = tmp
+                    index[s], index[qp_active] = index[qp_active], index[s]
                     continue
                 qp_Gmax_new = max(qp_Gmax_new, viol)
                 qp_Gnorm1_new += viol

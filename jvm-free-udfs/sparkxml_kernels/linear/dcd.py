@@ -81,6 +81,24 @@ def _pack(indptr, lo, hi, labels, pos, upper, diag, qd, alpha, pref, sigma):
     return rec
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _prefetch_visit(rec, indices, data, index, s, end):
+    """Hints for the visits s + 2 * PREFETCH_AHEAD (its record) and s + PREFETCH_AHEAD (its
+    CSR entries, whose bounds are in the record fetched earlier). A call, not inlined:
+    ``_nrt=False`` keeps numba's reference counts of the arrays out of the visit loop."""
+    if s + 2 * PREFETCH_AHEAD < end:
+        prefetch(rec, np.uint64(index[s + 2 * PREFETCH_AHEAD] * 8))
+    if s + PREFETCH_AHEAD < end:
+        ta = index[s + PREFETCH_AHEAD]
+        q0 = np.uint64(rec[ta, _S])
+        q1 = np.uint64(rec[ta, _E])
+        if q1 > q0:
+            prefetch(indices, q0)
+            prefetch(data, q0)
+            prefetch(indices, q1 - np.uint64(1))
+            prefetch(data, q1 - np.uint64(1))
+
+
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def dcd_sweep(rec, indices, data, index, active, u, sigma, pgmax_old, pgmin_old, pgmax_new,
               pgmin_new):
@@ -92,19 +110,9 @@ def dcd_sweep(rec, indices, data, index, active, u, sigma, pgmax_old, pgmin_old,
     steps = 0
     s = 0
     while s < active:
-        # the visit is written out: a helper inlined here that takes arrays costs two atomic
-        # reference counts per array and visit
-        if s + 2 * PREFETCH_AHEAD < active:
-            prefetch(rec, np.uint64(index[s + 2 * PREFETCH_AHEAD] * 8))
-        if s + PREFETCH_AHEAD < active:
-            ta = index[s + PREFETCH_AHEAD]
-            q0 = np.uint64(rec[ta, _S])
-            q1 = np.uint64(rec[ta, _E])
-            if q1 > q0:
-                prefetch(indices, q0)
-                prefetch(data, q0)
-                prefetch(indices, q1 - np.uint64(1))
-                prefetch(data, q1 - np.uint64(1))
+        _prefetch_visit(rec, indices, data, index, s, active)
+        # the rest of the visit is written out: a helper inlined here that takes arrays costs
+        # two atomic reference counts per array and visit
         t = index[s]
         p0 = np.int64(rec[t, _S])
         p1 = np.int64(rec[t, _E])
@@ -229,19 +237,9 @@ def _shark(rec, indices, data, u, sigma, tol, max_passes, rng, index, sstate):
             index[j] = t2
         viol = 0.0
         for s in range(l):
-            # the visit is written out: a helper inlined here that takes arrays costs two
-            # atomic reference counts per array and visit
-            if s + 2 * PREFETCH_AHEAD < l:
-                prefetch(rec, np.uint64(index[s + 2 * PREFETCH_AHEAD] * 8))
-            if s + PREFETCH_AHEAD < l:
-                ta = index[s + PREFETCH_AHEAD]
-                q0 = np.uint64(rec[ta, _S])
-                q1 = np.uint64(rec[ta, _E])
-                if q1 > q0:
-                    prefetch(indices, q0)
-                    prefetch(data, q0)
-                    prefetch(indices, q1 - np.uint64(1))
-                    prefetch(data, q1 - np.uint64(1))
+            _prefetch_visit(rec, indices, data, index, s, l)
+            # the rest of the visit is written out: a helper inlined here that takes arrays
+            # costs two atomic reference counts per array and visit
             t = index[s]
             p0 = np.int64(rec[t, _S])
             p1 = np.int64(rec[t, _E])
