@@ -17,13 +17,13 @@ from sparkxml_kernels.fastxml import FastXMLPredictor, concat_forests, sort_fore
 from sparkxml_kernels.fastxml._common import MT19937, MT_STATE, mt_next, mt_seed, tree_seed
 from sparkxml_kernels.fastxml._stlsort import stl_sort_desc, stl_sort_desc_naive
 from sparkxml_kernels.fastxml.forest import FOREST_KEYS, take_trees
-from sparkxml_kernels.fastxml.logreg import (
-    l1r_lr,
+from sparkxml_kernels.fastxml.logreg import l1r_lr
+from sparkxml_kernels.fastxml.naive import (
     l1r_lr_naive,
     l1r_lr_objective,
     l1r_lr_reference,
+    train_forest_naive,
 )
-from sparkxml_kernels.fastxml.naive import train_forest_naive
 from sparkxml_kernels.fastxml.ndcg import discount_tables, optimize_ndcg, optimize_ndcg_naive
 from sparkxml_kernels.fastxml.predictor import predict_naive
 
