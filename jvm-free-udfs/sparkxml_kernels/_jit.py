@@ -208,9 +208,35 @@ class _MagicOnly:
         return self._magic
 
 
+def _runtime_ready(target_context) -> None:
+    """What a kernel rebuilt from the cache needs of numba before it links: the runtime's
+    symbols (NRT) and the hash secret's (a kernel that hashes)."""
+    global _RUNTIME_READY
+    if not _RUNTIME_READY:
+        from numba.core.runtime import rtsys
+        from numba.cpython import hashing  # noqa: F401  (registers the hash secret's symbols)
+
+        rtsys.initialize(target_context)
+        _RUNTIME_READY = True
+
+
+_RUNTIME_READY = False
+
+
 class _TieredCache(caching.FunctionCache):
     """numba's per-kernel cache, which on a miss for this CPU loads a portable entry (see the
     module docstring) before numba compiles."""
+
+    def load_overload(self, sig, target_context):
+        # numba refreshes the whole target context before every cache lookup, and the first
+        # refresh of a process imports and installs every implementation numba has: ~0.5 s
+        # of CPU, more than loading a family's ~50 cached kernels, in every new Python worker
+        # (measured). Rebuilding a cached kernel needs none of it, only the symbols it links
+        # against (_runtime_ready); parallel kernels start their thread pool themselves
+        # (their reload hook). A miss compiles, and the compiler refreshes then.
+        _runtime_ready(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
 
     def _load_overload(self, sig, target_context):
         data = super()._load_overload(sig, target_context)
