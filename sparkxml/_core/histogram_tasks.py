@@ -44,7 +44,10 @@ def summarise_batches(batches, spec, weight, n_features, max_bins, chunk_values,
     def flush():
         if xs:
             X = concat_features(xs)
-            sketches.append(binning.sketch(X, np.concatenate(ws), max_bins, size))
+            # unweighted: no weights at all, so each feature's values are sorted alone
+            # (the same summary as unit weights, without the argsort and gather)
+            sketches.append(binning.sketch(X, np.concatenate(ws) if weight is not None
+                                           else None, max_bins, size))
             xs.clear()
             ws.clear()
 
@@ -56,7 +59,8 @@ def summarise_batches(batches, spec, weight, n_features, max_bins, chunk_values,
         except ValueError as e:  # bad input (e.g. a vector of another size): the driver
             # raises it as a ValueError, not as a Spark task failure
             return None, n, str(e)
-        ws.append(np.ones(b.num_rows) if weight is None else float_column(b, weight))
+        if weight is not None:
+            ws.append(float_column(b, weight))
         n += b.num_rows
         held += n_values(xs[-1])
         if held >= chunk_values:

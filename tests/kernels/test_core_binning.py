@@ -95,6 +95,22 @@ def test_merged_exact_sketch_equals_single_sketch():
         np.testing.assert_array_equal(ea, eb)
 
 
+def test_unweighted_sketch_equals_unit_weights_bit_for_bit():
+    # the sketch tasks of unweighted fits pass no weights (a plain sort per feature): the
+    # summaries, and so the bin edges, must be those of unit weights exactly
+    rng = np.random.default_rng(3)
+    X = np.round(rng.standard_normal((20000, 4)), 2)  # ties, and one feature of few values
+    X[:, 3] = rng.integers(0, 5, 20000)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    csr = (np.arange(0, 2 * 20000 + 1, 2), np.tile([0, 2], 20000), X[:, :2].ravel(), 4)
+    for data in (X, csr):
+        a = sketch(data, None, 256).to_arrays()
+        b = sketch(data, np.ones(20000), 256).to_arrays()
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
 def test_sketch_arrays_are_plain_and_roundtrip():
     X = np.random.default_rng(2).standard_normal((500, 4))
     s = sketch(X, None, 32)
