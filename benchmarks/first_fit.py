@@ -113,7 +113,9 @@ def _linear(spark, workdir):
 def child(kind, workdir):
     from _harness import session
 
-    spark = session(master="local[2]", app=f"first-fit-{kind}")
+    # (the driver memory of gbt_synthetic.py: the 1M-row cached frame stays in memory)
+    spark = session(master="local[2]", app=f"first-fit-{kind}",
+                    conf={"spark.driver.memory": "6g"})
     runs = {"floor": _floor, "gbt": _gbt, "fastxml": _fastxml, "linear": _linear}
     print("RESULT " + json.dumps(runs[kind](spark, workdir)), flush=True)
     spark.stop()
