@@ -234,7 +234,10 @@ class _TieredCache(caching.FunctionCache):
         # (measured). Rebuilding a cached kernel needs none of it, only the symbols it links
         # against (_runtime_ready); parallel kernels start their thread pool themselves
         # (their reload hook). A miss compiles, and the compiler refreshes then.
-        _runtime_ready(target_context)
+        try:
+            _runtime_ready(target_context)
+        except Exception:  # a numba whose runtime differs: its own full refresh
+            target_context.refresh()
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
