@@ -80,6 +80,27 @@ def session(master: str = "local[2]", app: str = "sparkxml-bench", conf: dict | 
     return spark
 
 
+# ------------------------------------------------------------------------------ source trees
+def source_trees(ap, values) -> list:
+    """``[(label, absolute dir), ...]`` from ``--tree LABEL=DIR`` values (at least two; the
+    A/B scripts compare source trees, e.g. ``git archive`` copies of two commits); an argparse
+    error otherwise."""
+    trees = [v.split("=", 1) for v in values]
+    if len(trees) < 2 or any(len(t) != 2 for t in trees):
+        ap.error("give --tree LABEL=DIR at least twice")
+    return [(label, os.path.abspath(path)) for label, path in trees]
+
+
+def tree_env(path: str, own_cache: bool = False) -> dict:
+    """This environment with ``PYTHONPATH`` on the source tree ``path`` (its ``sparkxml`` and
+    its ``jvm-free-udfs``); ``own_cache``: without the numba cache variables, so that the tree
+    uses the cache inside its own package."""
+    drop = ("SPARKXML_NUMBA_CACHE_DIR", "NUMBA_CACHE_DIR") if own_cache else ()
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PYTHONPATH"] = os.pathsep.join([path, os.path.join(path, "jvm-free-udfs")])
+    return env
+
+
 # ------------------------------------------------------------------------------ load
 def load_average() -> tuple[float, float, float]:
     """The 1, 5 and 15-minute load averages (``os.getloadavg``; zeros where unavailable)."""

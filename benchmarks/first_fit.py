@@ -86,12 +86,11 @@ def _gbt(spark, workdir):
 
 
 def _fastxml(spark, workdir):
-    from sparkxml import FastXML
-    from sparkxml.datasets import read_xc
+    from families import _bibtex
 
-    train = read_xc(spark, os.path.join(DATA, "bibtex", "xc_split", "bibtex_train.txt"))
-    train = train.cache()
-    train.count()
+    from sparkxml import FastXML
+
+    _, train, _ = _bibtex(spark)
     est = FastXML(numWorkers=2)
     return [{"fit": _timed(lambda: est.fit(train))[0]} for _ in range(3)]
 

@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 
 GROUPS = ("fastxml", "gbt", "linear", "forest", "labeltree", "fm")
-_CACHE_VARS = ("SPARKXML_NUMBA_CACHE_DIR", "NUMBA_CACHE_DIR")
 
 _CHILD = """
 import json, sys, time
@@ -44,14 +42,10 @@ print("RESULT " + json.dumps({"import": t1 - t0, "load": t2 - t1, "load_cpu": c2
 """
 
 
-def _env(path: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in _CACHE_VARS}
-    env["PYTHONPATH"] = os.pathsep.join([path, os.path.join(path, "jvm-free-udfs")])
-    return env
-
-
 def _run(path: str, group: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, group], env=_env(path),
+    from _harness import tree_env
+
+    out = subprocess.run([sys.executable, "-c", _CHILD, group], env=tree_env(path, True),
                          capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"{path}: loading {group} failed:\n{out.stderr[-3000:]}")
@@ -73,15 +67,14 @@ def main(argv=None):
     ap.add_argument("--precompile", action="store_true",
                     help="fill each tree's cache with the groups first")
     args = ap.parse_args(argv)
-    trees = [t.split("=", 1) for t in args.tree]
-    if len(trees) < 2 or any(len(t) != 2 for t in trees):
-        ap.error("give --tree LABEL=DIR at least twice")
-    trees = [(label, os.path.abspath(path)) for label, path in trees]
+    from _harness import Results, source_trees, tree_env
+
+    trees = source_trees(ap, args.tree)
     if args.precompile:
         for label, path in trees:
             subprocess.run([sys.executable, "-m", "sparkxml_kernels.precompile", "--groups",
-                            *args.groups, "--jobs", "2"], env=_env(path), check=True)
-    from _harness import Results
+                            *args.groups, "--jobs", "2"], env=tree_env(path, True),
+                           check=True)
 
     res = Results("kernel_load")
     seen: dict = {}

@@ -124,21 +124,16 @@ def main(argv=None):
     if args.child:
         child(args.only, args.repeat)
         return 0
-    from _harness import Results
+    from _harness import Results, source_trees, tree_env
 
-    trees = [t.split("=", 1) for t in args.tree]
-    if len(trees) < 2 or any(len(t) != 2 for t in trees):
-        ap.error("give --tree LABEL=DIR at least twice")
+    trees = source_trees(ap, args.tree)
     res = Results("kernels_ab")
     seen: dict = {}
     for _ in range(args.rounds):
         for label, path in trees:
-            path = os.path.abspath(path)
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-                [path, os.path.join(path, "jvm-free-udfs")]))
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
                                   "--repeat", str(args.repeat), "--only", *args.only],
-                                 env=env, capture_output=True, text=True)
+                                 env=tree_env(path), capture_output=True, text=True)
             if out.returncode:
                 sys.exit(f"{label} ({path}) failed:\n{out.stderr[-3000:]}")
             for line in out.stdout.splitlines():
