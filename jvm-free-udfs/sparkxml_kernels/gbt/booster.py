@@ -41,6 +41,7 @@ from .metrics import higher_is_better, is_known, known_metrics, metric_from_stat
 from .node_features import check_interaction
 from .predictor import TreeEnsemblePredictor
 from .prune import prune_tree
+from .quantize import GradQuantizer, check_quant_bins, renew_leaves
 from .splitting import SplitParams
 from .tree_methods import ApproxCandidates, ExactSplits, check_tree_method
 
@@ -81,6 +82,10 @@ class BoosterParams:
     "exact", XGBoost's ``tree_method``, tree_methods.py): "exact" takes edges from
     ``tree_methods.exact_edges``; "approx" takes the fine grid's bins and edges and proposes
     each tree's candidates from its hessians, maxBins bounding their number.
+    useQuantizedGrad (False), numGradQuantBins (4), quantTrainRenewLeaf (False),
+    stochasticRounding (True): LightGBM's quantised training (quantize.py): each tree's
+    gradients rounded to a few levels, histograms of integer sums; renewing refits the
+    leaves from the true gradients.
     """
 
     maxIter: int = 100
@@ -122,6 +127,11 @@ class BoosterParams:
     interactionConstraints: tuple | None = None
     # split finding (tree_methods.py)
     treeMethod: str = "hist"
+    # quantised gradients (quantize.py), LightGBM's use_quantized_grad and its knobs
+    useQuantizedGrad: bool = False
+    numGradQuantBins: int = 4
+    quantTrainRenewLeaf: bool = False
+    stochasticRounding: bool = True
 
     @classmethod
     def from_dict(cls, params) -> "BoosterParams":
@@ -170,6 +180,11 @@ class BoosterParams:
         check_tree_method(p.treeMethod, p.growPolicy, p.categoricalFeatures)
         p.cat_params()
         check_threads(p.nthread)
+        check_quant_bins(p.numGradQuantBins)
+        if p.useQuantizedGrad and p.quantTrainRenewLeaf and p.monotoneConstraints and any(
+                p.monotoneConstraints):
+            raise ValueError("quantTrainRenewLeaf cannot be combined with monotoneConstraints "
+                             "(a renewed leaf would leave its monotone bounds)")
         return p
 
     def cat_params(self) -> CatParams:
@@ -396,6 +411,10 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
                                             group_ptr, metric, w)
         return loss.gradients_and_stats(y, raw, w_grad, g, h, group_ptr, metric, w)
 
+    quantizer = None
+    if p.useQuantizedGrad:
+        quantizer = GradQuantizer(row_ids, p.numGradQuantBins, p.stochasticRounding,
+                                  loss.name == "squared_error" and w_grad is None, p.seed)
     gradients()
     for it in range(p.maxIter):
         rows = sample_rows(p.seed, it, row_ids, p.subsamplingRate)
@@ -418,14 +437,21 @@ def train(X_binned, y, w, edges, params, collective=None, eval_sets=(), callback
             if approx is not None:
                 grower = TreeGrower(*approx.propose(h[:, k], rows), p.tree_params(), coll,
                                     n_threads)
-            tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask,  # interleaved there
-                                     (p.seed, it, k))
+            if quantizer is None:
+                tree, leaf = grower.grow(g[:, k], h[:, k], rows, mask,  # interleaved there
+                                         (p.seed, it, k))
+            else:
+                gq, hq, packed, scale = quantizer.quantize(g[:, k], h[:, k], it, k, coll, rows)
+                tree, leaf = grower.grow(gq, hq, rows, mask, (p.seed, it, k),
+                                         quant=(packed, scale, quantizer.bins))
             if approx is not None:  # split bins of the fine grid, which every set holds
                 tree = approx.to_fine(tree)
             if exact is not None:
                 tree = exact.finish(tree, rows)
             if p.minSplitLoss > 0:
                 tree, leaf = prune_tree(tree, p.minSplitLoss, 0, leaf)
+            if quantizer is not None and p.quantTrainRenewLeaf:
+                renew_leaves(tree, leaf, rows, g[:, k], h[:, k], p.tree_params(), coll)
             if leaf_alpha is not None:
                 resid = y - raw[:, k] if dropped is None else y - raw[:, k] + dropped[0][:, k]
                 refit_leaves(tree, leaf, rows, resid, w, leaf_alpha, p.stepSize, coll)

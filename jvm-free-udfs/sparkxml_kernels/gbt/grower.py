@@ -67,8 +67,10 @@ from .histogram import (
     n_hist_slots,
     subtract_used,
 )
+from .histogram_quantized import build_histograms_quantized
 from .node_features import NodeFeatures, search_nodes
 from .partition import _leaf_index, _leaf_index_parallel, column_copy
+from .quantize import scale_histograms
 from .splitting import (
     SplitParams,
     bounded_leaf_weight,
@@ -182,6 +184,7 @@ class _State:
         self.store = store                  # node -> global histogram (rank 0)
         self.rows = {}                      # node -> rows over all ranks (rank 0, categorical)
         self.heap = []                      # lossguide candidates (rank 0)
+        self.scale = None                   # quantised gradients: (scale_g, scale_h)
 
     def add_node(self, depth, start, end, G, H, bounds=_UNBOUNDED, value_bounds=_UNBOUNDED):
         self.bounds.append(bounds)
@@ -281,7 +284,7 @@ class TreeGrower:
         self._bufs = {}
 
     # ----------------------------------------------------------------------------------------
-    def grow(self, grad, hess, rows=None, feature_mask=None, sample_key=None):
+    def grow(self, grad, hess, rows=None, feature_mask=None, sample_key=None, quant=None):
         """Grow one tree.
 
         Parameters
@@ -295,6 +298,12 @@ class TreeGrower:
         sample_key : tuple of int, optional
             (seed, round, output) of this tree: seeds the per-level and per-node column
             draws (``node_features.py``); needed with colsample_bylevel/bynode < 1.
+        quant : (int64 (n,), (float, float), int), optional
+            Quantised gradients (quantize.py): ``grad`` and ``hess`` hold the integer levels,
+            this tuple their packed int32 words, (gradient scale, hessian scale) and the
+            number of levels. Histograms
+            sum the levels (integer kernels on dense bins) and are scaled before the split
+            search.
 
         Returns
         -------
@@ -307,7 +316,6 @@ class TreeGrower:
         n, d = binned.shape
         if np.shape(grad) != (n,) or np.shape(hess) != (n,):
             raise ValueError(f"grad and hess must have shape ({n},)")
-        gradhess = interleave(grad, hess, self._gradhess, self.n_threads)
         mask = np.ones(d, np.uint8) if feature_mask is None \
             else np.ascontiguousarray(feature_mask, np.uint8)
         features = np.flatnonzero(mask).astype(INDEX)
@@ -321,6 +329,13 @@ class TreeGrower:
             self._partition[:k] = rows
         st = _State(k, self._store)
         st.nodes = NodeFeatures.make(self.params, mask, sample_key)
+        packed = None
+        if quant is not None:
+            st.scale = quant[1]
+            if self._columns is not None:  # dense bins: the int32 kernels
+                packed = quant[0]
+        gradhess = None if packed is not None else \
+            interleave(grad, hess, self._gradhess, self.n_threads)
 
         # this tree's features for each search (None: no feature to search)
         num_mask = mask if self._cat_mask is None else mask & (1 - self._cat_mask)
@@ -328,7 +343,7 @@ class TreeGrower:
         searches = (num_mask if num_mask.any() else None,
                     cat_mask if cat_mask is not None and cat_mask.any() else None)
 
-        if features.size and local_grower.eligible(self, st.nodes):
+        if features.size and quant is None and local_grower.eligible(self, st.nodes):
             grown = local_grower.grow_local(self, gradhess, k, hist_features, searches,
                                             EMPTY_REL)
             return self._finish(grown, k, rows)
@@ -338,11 +353,15 @@ class TreeGrower:
 
         while st.pending:
             local, payload = self._local(st)
-            build_histograms_any(binned, self._partition,
-                                 [st.start[b] for b, _, _ in st.pending],
-                                 [st.end[b] for b, _, _ in st.pending],
-                                 gradhess, local, hist_features, self.n_threads,
-                                 self._has_missing)
+            starts = [st.start[b] for b, _, _ in st.pending]
+            ends = [st.end[b] for b, _, _ in st.pending]
+            if packed is None:
+                build_histograms_any(binned, self._partition, starts, ends, gradhess, local,
+                                     hist_features, self.n_threads, self._has_missing)
+            else:
+                build_histograms_quantized(binned, self._partition, starts, ends, packed, local,
+                                           quant[2], hist_features, self.n_threads,
+                                           self._has_missing)
             # (payload is this round's own array: a collective that can may sum into it)
             dec = self.collective.reduce_and_decide(payload, decide, **self._consume)
             self._apply(st, np.asarray(dec, FLOAT))
@@ -397,6 +416,8 @@ class TreeGrower:
         m = len(st.pending)
         summed = np.asarray(summed, FLOAT)
         hists = summed[:m * d * S * 2].reshape(m, d, S, 2)
+        if st.scale is not None:  # integer sums of quantised gradients
+            scale_histograms(hists, st.scale)
         if self._cat_mask is not None:  # rows of the nodes built, then of their siblings
             rows = summed[m * d * S * 2:]
             for j, (b, s, p) in enumerate(st.pending):
