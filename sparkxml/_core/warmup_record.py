@@ -101,6 +101,8 @@ def profile_gbt_threads(spark):
         .collect()
     GBTClassifier(maxIter=2, maxDepth=3, numWorkers=1, nthread=2, treeMethod="approx") \
         .fit(df)
+    GBTClassifier(maxIter=2, maxDepth=3, numWorkers=1, nthread=2, useQuantizedGrad=True) \
+        .fit(df)
 
 
 def profile_fastxml_more(spark):
@@ -117,7 +119,7 @@ def profile_fastxml_more(spark):
 
 def profile_gbt_more(spark):
     """Monotone constraints, multiclass, ranking, sparse and categorical data, uint16 bins,
-    treeMethod approx and exact, SHAP contributions and leaf indices."""
+    treeMethod approx and exact, quantised gradients, SHAP contributions and leaf indices."""
     from pyspark.ml.linalg import Vectors
 
     from sparkxml import GBTClassifier, GBTRegressor, LambdaMART
@@ -140,6 +142,9 @@ def profile_gbt_more(spark):
     GBTClassifier(maxIter=3, maxDepth=3, maxBins=1000).fit(df).transform(df).collect()
     for method in ("approx", "exact"):  # per-tree candidates; one bin per value
         GBTClassifier(maxIter=3, maxDepth=3, treeMethod=method).fit(df)
+    for bins in (256, 1000):  # quantised gradients on uint8 and uint16 bins
+        GBTClassifier(maxIter=3, maxDepth=3, maxBins=bins, useQuantizedGrad=True,
+                      quantTrainRenewLeaf=True).fit(df)
     rng = np.random.default_rng(0)
     idx = [np.unique(rng.integers(0, 2000, 10)) for _ in range(2000)]
     rows = [(Vectors.sparse(2000, ix.tolist(), rng.random(len(ix)).tolist()),
@@ -227,12 +232,13 @@ def _run_profile(name: str) -> None:
         spark.stop()
 
 
-def record(names=None, jobs: int = 1) -> list:
-    """Run the profiles (each in a new process with an empty cache); returns manifest lines."""
+def record(names=None, jobs: int = 1, seen=None) -> list:
+    """Run the profiles (each in a new process with an empty cache); returns manifest lines.
+    ``seen``: (module, kernel, signature) already listed by groups not run, left out."""
     from sparkxml_kernels.precompile import cached_signatures
 
     names = list(names or PROFILES)
-    seen, lines = set(), []
+    seen, lines = set(seen or ()), []
     with tempfile.TemporaryDirectory(prefix="sparkxml-warmup-") as tmp:
         for name in names:
             # SPARKXML_WARMUP=0: the old list's warm-ups must not record themselves again
@@ -264,10 +270,12 @@ def main(argv=None) -> int:
         return 0
     from sparkxml_kernels.precompile import MANIFEST, read_manifest
 
-    lines = record(args.only)
     old = {"\t".join(e) for e in read_manifest(MANIFEST)}
-    if args.only:  # keep the other groups' lines
-        lines += sorted(ln for ln in old if ln.split("\t")[0] not in args.only)
+    # with --only, the other groups' lines stay, and a signature they list is not repeated
+    kept = sorted(ln for ln in old if args.only and ln.split("\t")[0] not in args.only)
+    lines = record(args.only, seen={tuple(ln.split("\t")[1:]) for ln in kept}) + kept
+    order = {g: i for i, g in enumerate(PROFILES)}  # the groups in profile order (stable)
+    lines.sort(key=lambda ln: order.get(ln.split("\t")[0], len(order)))
     new = set(lines)
     print(f"{len(new)} signatures ({len(new - old)} new, {len(old - new)} gone)")
     if not args.check:
