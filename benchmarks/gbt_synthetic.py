@@ -12,8 +12,9 @@ bins, 2 threads / 2 workers (local[2]). Test AUC of every engine on the same fir
 rows of a test set generated with seed 1.
 
 Timed:
-- sparkxml GBTClassifier(numWorkers=2) (one thread per task) and GBTClassifier(numWorkers=1,
-  nthread=2) (one task, two threads; --nthread-workers): ``fit`` wall time on the cached
+- sparkxml GBTClassifier(numWorkers=2) (one thread per task), GBTClassifier(numWorkers=1,
+  nthread=2) (one task, two threads), and numWorkers=2 with ``useQuantizedGrad`` (4 levels,
+  LightGBM's default; also with ``quantTrainRenewLeaf``): ``fit`` wall time on the cached
   DataFrame (a warm-up fit on a small frame first, so Python workers exist and numba kernels
   are loaded), with its parts (sketch job, barrier stage, and per worker: load/bin, train) and
   each worker's peak RSS beside the size of its binned partition and float arrays;
@@ -92,8 +93,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="interleaved repeats of XGBoost and the sparkxml fits (best kept)")
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["sparkxml", "sparkxml-threads", "xgboost", "lightgbm", "mllib",
-                             "sparkxgb", "small"])
+                    choices=["sparkxml", "sparkxml-threads", "sparkxml-quantized", "xgboost",
+                             "lightgbm", "mllib", "sparkxgb", "small"])
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkxml-bench"))
     ap.add_argument("--binary-dir", default=os.path.join(
         os.path.dirname(__file__), "..", "..", "shared", "data", "lightgbm_binary"))
@@ -188,6 +189,11 @@ def main():
     if "sparkxml-threads" not in args.skip:
         variants.append((f"sparkxml GBTClassifier, numWorkers=1 nthread={W}",
                          dict(numWorkers=1, nthread=W)))
+    if "sparkxml-quantized" not in args.skip:  # LightGBM's use_quantized_grad, 4 levels
+        variants.append(("sparkxml GBTClassifier, useQuantizedGrad",
+                         dict(numWorkers=W, useQuantizedGrad=True)))
+        variants.append(("sparkxml GBTClassifier, useQuantizedGrad quantTrainRenewLeaf",
+                         dict(numWorkers=W, useQuantizedGrad=True, quantTrainRenewLeaf=True)))
     for _, kw in variants:  # Python workers started, numba kernels loaded (serial and parallel)
         GBTClassifier(maxIter=2, maxDepth=2, **kw).fit(df.limit(5000))
     summaries = {}

@@ -48,7 +48,11 @@ from sparkxml.gbt.params import (
     HasRegLambda,
     HasScalePosWeight,
 )
-from sparkxml.gbt.tree_method_params import HasTreeMethod
+from sparkxml.gbt.tree_method_params import (
+    QUANTIZED_GRAD_PARAMS,
+    HasTreeMethod,
+    QuantizedGradParams,
+)
 
 
 class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasPredictionCol,
@@ -61,7 +65,7 @@ class GBTParams(HasFeaturesCol, HasFeaturesCols, HasLabelCol, HasWeightCol, HasP
                  HasCatSmooth, HasCatL2, HasMaxCatThreshold, HasNthread, BoosterTypeParams,
                  NodeFeatureParams,
                  # split finding
-                 HasTreeMethod):
+                 HasTreeMethod, QuantizedGradParams):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(featuresCol="features", labelCol="label", predictionCol="prediction",
@@ -100,7 +104,7 @@ COMMON_PARAMS = ("featuresCol", "featuresCols", "labelCol", "weightCol", "predic
                   "catL2", "maxCatThreshold", "nthread", "colsampleByLevel", "colsampleByNode",
                   "interactionConstraints") + DART_PARAMS + (
                   # split finding
-                  "treeMethod",)
+                  "treeMethod",) + QUANTIZED_GRAD_PARAMS
 _REGRESSOR_PARAMS = ("objective", "lossType", "huberDelta", "quantileAlpha",
                      "tweedieVariancePower", "maxDeltaStep", "baseScore", "rawPredictionCol",
                      "evalMetrics")

@@ -257,7 +257,9 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                  tweedieVariancePower=1.5, maxDeltaStep=None, baseScore=None,
                  rawPredictionCol=None, evalMetrics=None, boosterType="gbtree", rateDrop=0.0,
                  skipDrop=0.0, oneDrop=False, normalizeType="tree", sampleType="uniform",
-                 processType="default", updater="refresh", treeMethod="hist"):
+                 processType="default", updater="refresh", treeMethod="hist",
+                 useQuantizedGrad=False, numGradQuantBins=4, quantTrainRenewLeaf=False,
+                 stochasticRounding=True):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -277,7 +279,9 @@ class GBTRegressor(HasCustomFunctions, GBTEstimator, _GBTRegressorParams):
                   baseScore=None, rawPredictionCol=None, evalMetrics=None,
                   boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
                   normalizeType="tree", sampleType="uniform", processType="default",
-                  updater="refresh", treeMethod="hist"):
+                  updater="refresh", treeMethod="hist",
+                  useQuantizedGrad=False, numGradQuantBins=4, quantTrainRenewLeaf=False,
+                  stochasticRounding=True):
         return self._set_params(**self._input_kwargs)
 
     @property
@@ -359,7 +363,9 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                  maxCatThreshold=32, nthread=None, evalMetrics=None, boosterType="gbtree",
                  rateDrop=0.0, skipDrop=0.0, oneDrop=False, normalizeType="tree",
                  sampleType="uniform", processType="default", updater="refresh",
-                 treeMethod="hist"):
+                 treeMethod="hist",
+                 useQuantizedGrad=False, numGradQuantBins=4, quantTrainRenewLeaf=False,
+                 stochasticRounding=True):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -378,7 +384,9 @@ class GBTClassifier(HasCustomFunctions, GBTEstimator, _GBTClassifierParams):
                   maxCatToOnehot=4, catSmooth=10.0, catL2=10.0, maxCatThreshold=32, nthread=None,
                   evalMetrics=None, boosterType="gbtree", rateDrop=0.0, skipDrop=0.0,
                   oneDrop=False, normalizeType="tree", sampleType="uniform",
-                  processType="default", updater="refresh", treeMethod="hist"):
+                  processType="default", updater="refresh", treeMethod="hist",
+                  useQuantizedGrad=False, numGradQuantBins=4, quantTrainRenewLeaf=False,
+                  stochasticRounding=True):
         return self._set_params(**self._input_kwargs)
 
     @property

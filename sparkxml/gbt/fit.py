@@ -82,6 +82,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
             **(self._booster_type_options() if self.hasParam("boosterType") else {}),
             # split finding (sparkxml_kernels.gbt.tree_methods)
             "treeMethod": self._tree_method(),
+            # quantised gradients (tree_method_params)
+            **self._quantized_grad_options(),
         }
 
     def _tree_method(self) -> str:
@@ -299,6 +301,8 @@ class GBTEstimator(SparkXMLEstimator, HasVerbose, HasInitModel):
         if self.hasParam("treeMethod"):
             self._check_tree_method(self._opt(self.categoricalCols)
                                     if self.hasParam("categoricalCols") else None)
+        if self.hasParam("useQuantizedGrad"):
+            self._check_quantized_grad(self._opt(self.monotoneConstraints))
         if self.getGrowPolicy() == "depthwise" and self.getMaxDepth() < 1:
             raise ValueError("maxDepth must be >= 1 with growPolicy 'depthwise'")
         if self.getGrowPolicy() == "lossguide":

@@ -213,7 +213,9 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                  baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                  leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None,
                  boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
-                 normalizeType="tree", sampleType="uniform", treeMethod="hist"):
+                 normalizeType="tree", sampleType="uniform", treeMethod="hist",
+                 useQuantizedGrad=False, numGradQuantBins=4, quantTrainRenewLeaf=False,
+                 stochasticRounding=True):
         super().__init__()
         self._set_params(**self._input_kwargs)
 
@@ -230,7 +232,9 @@ class LambdaMART(GBTEstimator, _LambdaMARTParams):
                   baseMarginCol=None, monotoneConstraints=None, predContribCol=None,
                   leafCol=None, verbose=0, initModel=None, nthread=None, evalMetrics=None,
                   boosterType="gbtree", rateDrop=0.0, skipDrop=0.0, oneDrop=False,
-                  normalizeType="tree", sampleType="uniform", treeMethod="hist"):
+                  normalizeType="tree", sampleType="uniform", treeMethod="hist",
+                  useQuantizedGrad=False, numGradQuantBins=4, quantTrainRenewLeaf=False,
+                  stochasticRounding=True):
         return self._set_params(**self._input_kwargs)
 
     @property

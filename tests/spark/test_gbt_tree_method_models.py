@@ -1,5 +1,6 @@
-"""treeMethod "approx" and "exact" on Spark: the same model on one and two workers, accuracy
-on the LightGBM binary sample, persistence, and options that do not apply."""
+"""treeMethod "approx" and "exact", and quantised gradients, on Spark: the same model on one
+and two workers, accuracy on the LightGBM binary sample, persistence, and options that do not
+apply."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -88,3 +89,34 @@ def test_options_that_do_not_apply(spark, binary):
                                         "cast(id % 2 as double) as label")
     with pytest.raises(ValueError, match="feature 'x' has more than 65534 distinct values"):
         GBTClassifier(featuresCols=["x"], treeMethod="exact", maxIter=1).fit(big)
+
+
+def test_quantised_gradients_same_model_1_and_2_workers_and_save_load(binary, tmp_path):
+    train, test = binary
+    te = test.select("label").toPandas()["label"].to_numpy()
+    q = dict(PARAMS, useQuantizedGrad=True, numGradQuantBins=8)
+    one = GBTClassifier(numWorkers=1, **q).fit(train)
+    two = GBTClassifier(numWorkers=2, **q).fit(train)
+    plain = GBTClassifier(numWorkers=1, **PARAMS).fit(train)
+    assert two.summary.workerInfo[0]["world_size"] == 2
+    # integer histograms: the sums, and so the trees, do not depend on the workers
+    for k, v in one.predictor.to_arrays().items():
+        np.testing.assert_array_equal(two.predictor.to_arrays()[k], v, err_msg=k)
+    assert not np.array_equal(one.predictor.value, plain.predictor.value)
+    a_q, a_plain = auc_exact(te, _probs(one, test)), auc_exact(te, _probs(plain, test))
+    assert a_q > 0.75 and abs(a_q - a_plain) < 0.02
+    assert one.getUseQuantizedGrad() and one.getNumGradQuantBins() == 8
+    assert not one.getQuantTrainRenewLeaf() and one.getStochasticRounding()
+    one.save(str(tmp_path / "m"))
+    loaded = type(one).load(str(tmp_path / "m"))
+    assert loaded.getUseQuantizedGrad() and loaded.getNumGradQuantBins() == 8
+    np.testing.assert_array_equal(loaded.predictor.value, one.predictor.value)
+
+
+def test_quantised_gradients_bad_params(binary):
+    train, _ = binary
+    with pytest.raises(ValueError, match="numGradQuantBins"):
+        GBTClassifier(useQuantizedGrad=True, numGradQuantBins=1).fit(train)
+    with pytest.raises(ValueError, match="quantTrainRenewLeaf cannot be combined"):
+        GBTRegressor(useQuantizedGrad=True, quantTrainRenewLeaf=True, maxIter=2,
+                     monotoneConstraints=[1] + [0] * 27).fit(train)
