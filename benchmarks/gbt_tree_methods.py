@@ -1,5 +1,6 @@
 """treeMethod "hist" / "approx" / "exact" of the GBT engine beside XGBoost's tree_method of the
-same name: test AUC on the LightGBM binary sample, and fit time on synthetic rows.
+same name: test AUC on the LightGBM binary sample, and fit time on synthetic rows; quantised
+gradients beside LightGBM's on the same sample.
 
     python benchmarks/gbt_tree_methods.py [--rows 1000000] [--features 50] [--trees 20]
                                           [--depth 6] [--nthread 1] [--skip-timing]
@@ -11,7 +12,10 @@ the loading around it.
 
 1. Accuracy: the LightGBM binary example (7000 train / 500 test rows, 28 features), 100
    rounds, maxDepth 6, stepSize 0.1, 256 bins (hist, approx); test AUC of each method and of
-   XGBoost's.
+   XGBoost's. Then hist with ``useQuantizedGrad`` (4 and 16 levels, with and without
+   ``quantTrainRenewLeaf``) beside LightGBM's ``use_quantized_grad`` with the same levels
+   (``max_depth`` 6, ``num_leaves`` 63, ``min_data_in_leaf`` 1, ``min_sum_hessian_in_leaf``
+   1, 255 bins), and each library's unquantised AUC.
 2. Timing: ``--rows`` x ``--features`` synthetic binary rows, features rounded to 3 decimals
    of a standard normal (about 8,000 distinct values a feature, so that exact applies), a
    nonlinear logistic target; ``--trees`` rounds at ``--depth``. Each fit's time includes
@@ -72,6 +76,39 @@ def accuracy(res, methods, nthread):
         res.add(f"xgboost {m} lightgbm_binary", "test AUC", theirs)
 
 
+QUANTIZED = ((4, False), (4, True), (16, False), (16, True))
+
+
+def quantized_accuracy(res, nthread):
+    import lightgbm as lgb
+    from _data import data_path
+
+    from sparkxml_kernels.gbt.metrics import auc_exact
+
+    tr = np.loadtxt(data_path("lightgbm_binary", "binary.train"))
+    te = np.loadtxt(data_path("lightgbm_binary", "binary.test"))
+    X, y, Xt, yt = tr[:, 1:], tr[:, 0], te[:, 1:], te[:, 0]
+    params = dict(maxIter=100, maxDepth=6, stepSize=0.1, objective="logistic", maxBins=256)
+    lp = dict(objective="binary", max_depth=6, num_leaves=63, learning_rate=0.1,
+              min_data_in_leaf=1, min_sum_hessian_in_leaf=1.0, max_bin=255,
+              num_threads=nthread, verbose=-1, seed=0)
+    print(f"\n{'quantised gradients':28s} {'sparkxml AUC':>13s} {'lightgbm AUC':>13s}")
+    for bins, renew in ((None, False),) + QUANTIZED:
+        extra = {} if bins is None else dict(useQuantizedGrad=True, numGradQuantBins=bins,
+                                              quantTrainRenewLeaf=renew)
+        lextra = {} if bins is None else dict(use_quantized_grad=True,
+                                              num_grad_quant_bins=bins,
+                                              quant_train_renew_leaf=renew)
+        ours = auc_exact(yt, _ours(X, y, "hist", dict(params, **extra),
+                                   nthread).predict_raw(Xt).ravel())
+        theirs = auc_exact(yt, lgb.train(dict(lp, **lextra), lgb.Dataset(X, label=y),
+                                         100).predict(Xt))
+        name = "off" if bins is None else f"{bins} levels" + (", renew leaves" if renew else "")
+        print(f"{name:28s} {ours:13.4f} {theirs:13.4f}")
+        res.add(f"sparkxml hist quantised {name} lightgbm_binary", "test AUC", ours)
+        res.add(f"lightgbm quantised {name} lightgbm_binary", "test AUC", theirs)
+
+
 def synthetic(n, d, seed=0):
     rng = np.random.default_rng(seed)
     X = np.round(rng.standard_normal((n, d)), 3)
@@ -117,6 +154,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     res = Results("gbt_tree_methods")
     accuracy(res, args.methods, args.nthread)
+    quantized_accuracy(res, args.nthread)
     if not args.skip_timing:
         timing(res, args)
     res.write()
