@@ -168,3 +168,32 @@ def test_parameter_checks():
     with pytest.raises(ValueError, match="quantTrainRenewLeaf.*monotoneConstraints"):
         train(Xb, y, None, edges, dict(QPARAMS, quantTrainRenewLeaf=True,
                                        monotoneConstraints=(1, 0, 0, 0, 0, 0)))
+
+
+@pytest.mark.parametrize("policy", [dict(grow_policy="depthwise", max_depth=4),
+                                    dict(grow_policy="lossguide", max_depth=0, max_leaves=10)])
+def test_compiled_one_worker_loop_grows_the_round_by_round_tree(monkeypatch, policy):
+    from sparkxml_kernels.binning import n_bins_from_edges
+    from sparkxml_kernels.gbt import local_grower
+    from sparkxml_kernels.gbt.grower import TreeGrower, TreeParams
+
+    Xb, y, edges = _ranks_data()
+    g = 0.5 - y + 0.1 * np.sin(np.arange(len(y)))
+    h = np.full(len(y), 0.25)
+    gq, hq, packed, scale = GradQuantizer(np.arange(len(y)), 8).quantize(
+        g, h, 0, 0, LocalCollective())
+    calls = []
+    real = local_grower.grow_local
+    monkeypatch.setattr(local_grower, "grow_local",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    trees = []
+    for compiled in (True, False):
+        grower = TreeGrower(Xb, n_bins_from_edges(edges), edges, TreeParams(**policy),
+                            compiled=compiled)
+        trees.append(grower.grow(gq.copy(), hq.copy(), quant=(packed.copy(), scale, 8)))
+    assert calls == [1]  # the first grower took the compiled loop, the second did not
+    (a, la), (b, lb) = trees
+    assert a.n_nodes > 7
+    for k in ("feature", "bin", "left", "right", "value", "gain", "cover"):
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k), err_msg=k)
+    np.testing.assert_array_equal(la, lb)

@@ -343,9 +343,9 @@ class TreeGrower:
         searches = (num_mask if num_mask.any() else None,
                     cat_mask if cat_mask is not None and cat_mask.any() else None)
 
-        if features.size and quant is None and local_grower.eligible(self, st.nodes):
+        if features.size and local_grower.eligible(self, st.nodes):
             grown = local_grower.grow_local(self, gradhess, k, hist_features, searches,
-                                            EMPTY_REL)
+                                            EMPTY_REL, quant)
             return self._finish(grown, k, rows)
 
         def decide(summed):

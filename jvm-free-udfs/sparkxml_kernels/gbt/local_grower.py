@@ -38,7 +38,9 @@ from .histogram import (
     _combine_used,
     build_histograms,
 )
+from .histogram_quantized import _build_quantized, build_histograms_quantized, chunk_rows
 from .partition import _split_slice
+from .quantize import scale_histograms
 from .splitting import _NO_BOUNDS, _NO_CONSTRAINTS, TIE_RTOL, _find_splits, split_threshold
 
 # the histogram pool's limit: above it the grower grows the tree round by round
@@ -86,12 +88,14 @@ def _pool(grower):
     return pool, pool.view(FLOAT).reshape(m, d, grower.n_slots, 2)
 
 
-def grow_local(grower, gradhess, k, hist_features, searches, empty_rel):
+def grow_local(grower, gradhess, k, hist_features, searches, empty_rel, quant=None):
     """Grow one tree of ``grower`` on ``grower._partition[:k]`` with gradients ``gradhess``
     (float64 (n, 2)); ``hist_features`` int32, the features histograms accumulate;
     ``searches`` the (numerical, categorical) feature masks, uint8 (d,) or None where that
-    search does not run; ``empty_rel`` the grower's empty-bin fraction of the root's hessian.
-    Returns the growth state the grower's ``_finish`` reads."""
+    search does not run; ``empty_rel`` the grower's empty-bin fraction of the root's hessian;
+    ``quant`` the grower's quantised gradients (packed int32 words, scales, levels; then
+    ``gradhess`` is None): each built histogram sums the levels and is scaled, as the
+    grower's rounds do. Returns the growth state the grower's ``_finish`` reads."""
     p = grower.params
     sp, cat = p.split, p.cat
     binned = grower.binned
@@ -99,8 +103,17 @@ def grow_local(grower, gradhess, k, hist_features, searches, empty_rel):
     pool_c, pool_f = _pool(grower)
     # the root round as the grower runs it: its histogram, then its sums by numpy
     pool_f[0].fill(0.0)
-    build_histograms(binned, grower._partition, [0], [k], gradhess, pool_f[0:1],
-                     hist_features, 1, grower._has_missing)
+    if quant is None:
+        build_histograms(binned, grower._partition, [0], [k], gradhess, pool_f[0:1],
+                         hist_features, 1, grower._has_missing)
+        packed, (sg, sh), chunk = np.zeros(0, np.int32), (1.0, 1.0), 1
+        gh = gradhess.view(np.complex128).reshape(-1)
+    else:
+        packed, (sg, sh), bins = quant
+        build_histograms_quantized(binned, grower._partition, [0], [k], packed, pool_f[0:1],
+                                   bins, hist_features, 1, grower._has_missing)
+        scale_histograms(pool_f[0], (sg, sh))
+        chunk, gh = chunk_rows(bins), np.zeros(0, np.complex128)
     G0, H0 = pool_f[0, hist_features[0]].sum(axis=0)
     num_mask, cat_mask = searches
     zero = np.zeros(d, np.uint8)
@@ -113,8 +126,7 @@ def grow_local(grower, gradhess, k, hist_features, searches, empty_rel):
         G=np.zeros(n_max, FLOAT), H=np.zeros(n_max, FLOAT), start=np.zeros(n_max, np.int64),
         end=np.zeros(n_max, np.int64), is_cat=np.zeros(n_max, np.uint8),
         sets=np.zeros((n_max, W), np.uint32))
-    n = _grow(binned, grower._columns, gradhess.view(np.complex128).reshape(-1),
-              grower._partition, grower._scratch, np.int64(k), hist_features, grower.n_bins,
+    n = _grow(binned, grower._columns, gh, grower._partition, grower._scratch, np.int64(k), hist_features, grower.n_bins,
               zero if num_mask is None else num_mask, zero if cat_mask is None else cat_mask,
               num_mask is not None, cat_mask is not None, binned.dtype == np.uint8,
               bool(grower._has_missing), np.int64(np.iinfo(binned.dtype).max),
@@ -124,7 +136,9 @@ def grow_local(grower, gradhess, k, hist_features, searches, empty_rel):
               np.int64(cat.max_cat_threshold), p.grow_policy == "depthwise",
               np.int64(p.max_depth), np.int64(p.max_leaves), pool_c, pool_f, out.feature,
               out.bin, out.default_left, out.gain, out.left, out.right, out.G, out.H,
-              out.start, out.end, out.is_cat, out.sets)
+              out.start, out.end, out.is_cat, out.sets, quant is not None, packed,
+              np.int64(chunk), float(sg), float(sh),
+              pool_f.reshape(pool_f.shape[0], -1))
     st = SimpleNamespace(**{name: getattr(out, name)[:n] for name in vars(out)})
     st.threshold = np.full(n, np.nan)
     for node in np.flatnonzero((st.left >= 0) & (st.is_cat == 0)):
@@ -132,6 +146,14 @@ def grow_local(grower, gradhess, k, hist_features, searches, empty_rel):
                                              int(st.bin[node]))
     st.value_bounds = None
     return st
+
+
+@njit(cache=True, nogil=True)
+def _scale(h, sg, sh):
+    # quantize.scale_histograms of one flat histogram: integer sums -> gradient and hessian
+    for t in range(0, h.shape[0], 2):
+        h[t] *= sg
+        h[t + 1] *= sh
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -180,9 +202,10 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
           has_num, has_cat, u8, has_missing, miss_code, G0, H0, lam, alpha, gamma, mcw,
           empty_rel, onehot_max, smooth, cat_l2, max_thr, depthwise, max_depth, max_leaves,
           pool_c, pool_f, feature, bin_, dl, gain, left, right, G, H, start, end, is_cat,
-          sets):
+          sets, quant, packed, chunk, sg, sh, pool_q):
     # The rounds of TreeGrower.grow/_decide/_apply, one worker: pool row 0 holds the root's
-    # histogram on entry. Returns the number of nodes.
+    # histogram on entry. Returns the number of nodes. ``quant``: histograms sum the packed
+    # levels into pool_q (pool_f's rows, flat) and are scaled by (sg, sh).
     n_max = feature.shape[0]
     n_pool = pool_f.shape[0]
     W = sets.shape[1]
@@ -245,7 +268,11 @@ def _grow(binned, columns, gh, partition, scratch, k, features, n_bins, num_mask
                 _zero_used(pool_f[q], n_bins)
                 st1[0] = start[pend_b[j]]
                 en1[0] = end[pend_b[j]]
-                if u8:
+                if quant:
+                    _build_quantized(binned, partition, st1, en1, features, packed,
+                                     pool_q[q:q + 1], miss_code, has_missing, chunk)
+                    _scale(pool_q[q], sg, sh)
+                elif u8:
                     _build_histograms(binned, partition, st1, en1, features, gh,
                                       pool_c[q:q + 1], has_missing)
                 else:
