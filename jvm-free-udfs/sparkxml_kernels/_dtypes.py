@@ -15,3 +15,5 @@ SCORE = np.float32
 FLOAT = np.float64
 BIN = np.uint8
 NODE = np.int32
+# a row's quantised gradient and hessian levels packed in one word (gbt/quantize.py)
+LEVELS = np.int32

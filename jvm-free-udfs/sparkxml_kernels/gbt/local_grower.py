@@ -28,7 +28,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .._dtypes import FLOAT, NODE
+from .._dtypes import FLOAT, LEVELS, NODE
 from .._jit import njit
 from ..collective import LocalCollective
 from .categorical import _find_cat_splits
@@ -106,7 +106,7 @@ def grow_local(grower, gradhess, k, hist_features, searches, empty_rel, quant=No
     if quant is None:
         build_histograms(binned, grower._partition, [0], [k], gradhess, pool_f[0:1],
                          hist_features, 1, grower._has_missing)
-        packed, (sg, sh), chunk = np.zeros(0, np.int32), (1.0, 1.0), 1
+        packed, (sg, sh), chunk = np.zeros(0, LEVELS), (1.0, 1.0), 1
         gh = gradhess.view(np.complex128).reshape(-1)
     else:
         packed, (sg, sh), bins = quant

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dtypes import FLOAT
+from .._dtypes import FLOAT, LEVELS
 from .._jit import njit
 from ..rng import splitmix64
 from .splitting import leaf_weight
@@ -102,7 +102,7 @@ def _quantize(g, h, keys, key, inv_g, inv_h, constant_hess, stochastic, gq, hq, 
             b = np.int64(np.floor(h[i] * inv_h + uh))
         gq[i] = np.float64(a)
         hq[i] = np.float64(b)
-        packed[i] = np.int32(a * 65536 + b)
+        packed[i] = LEVELS(a * 65536 + b)
 
 
 def scales(max_g: float, max_h: float, bins: int, constant_hess: bool):
@@ -151,7 +151,7 @@ class GradQuantizer:
         n = self.keys.size
         self.gq = np.empty(n, FLOAT)
         self.hq = np.empty(n, FLOAT)
-        self.packed = np.empty(n, np.int32)
+        self.packed = np.empty(n, LEVELS)
 
     def quantize(self, g, h, it, k, coll, rows=None):
         """Levels of this tree's gradients ``g``, ``h`` (float64 (n,)): returns
