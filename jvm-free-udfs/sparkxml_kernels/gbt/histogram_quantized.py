@@ -24,7 +24,7 @@ from numba import prange
 from .._dtypes import FLOAT, INDEX, LEVELS
 from .._jit import njit
 from ..threads import worth_threads
-from .histogram import PREFETCH_ROWS, _prefetch_row, missing_of, plan_histogram_tasks
+from .histogram import _accumulate_block, missing_of, plan_histogram_tasks
 
 
 def chunk_rows(bins: int) -> int:
@@ -52,51 +52,18 @@ def _flush(h32, out, f0, f1, n_slots):
 def _accumulate_quantized(binned, partition, s, e, features, lo, hi, p32, h32, out, miss_code,
                           has_missing, chunk):
     # rows partition[s:e], features features[lo:hi] -> out (float64 (d * n_slots * 2,)),
-    # through the int32 table h32 (d * n_slots,), flushed every ``chunk`` rows
+    # through the int32 table h32 (d * n_slots,): histogram's accumulation loop (generic in
+    # the word) on each chunk of ``chunk`` rows, then a flush
     d = binned.shape[1]
     n_slots = np.uint64(h32.shape[0] // d)
-    miss = n_slots - np.uint64(1)
-    mc = np.uint64(miss_code)
-    bflat = binned.reshape(-1)
     contiguous = features[hi - 1] - features[lo] == hi - 1 - lo
-    f0 = np.uint64(features[lo])
-    f1 = np.uint64(features[hi - 1]) + np.uint64(1)
     for c0 in range(s, e, chunk):
         c1 = min(c0 + chunk, e)
-        if contiguous and not has_missing:
-            pair_end = c0 + (c1 - c0) // 2 * 2
-            for i in range(c0, pair_end, 2):
-                _prefetch_row(partition, i + PREFETCH_ROWS, e, p32, bflat, d)
-                _prefetch_row(partition, i + PREFETCH_ROWS + 1, e, p32, bflat, d)
-                r0 = np.uint64(partition[i])
-                r1 = np.uint64(partition[i + 1])
-                v0 = p32[r0]
-                v1 = p32[r1]
-                base = f0 * n_slots
-                for f in range(f0, f1):
-                    h32[base + np.uint64(binned[r0, f])] += v0
-                    h32[base + np.uint64(binned[r1, f])] += v1
-                    base += n_slots
-            for i in range(pair_end, c1):
-                r = np.uint64(partition[i])
-                v = p32[r]
-                base = f0 * n_slots
-                for f in range(f0, f1):
-                    h32[base + np.uint64(binned[r, f])] += v
-                    base += n_slots
-        else:
-            for i in range(c0, c1):
-                _prefetch_row(partition, i + PREFETCH_ROWS, e, p32, bflat, d)
-                r = np.uint64(partition[i])
-                v = p32[r]
-                for fi in range(lo, hi):
-                    f = np.uint64(features[fi])
-                    k = np.uint64(binned[r, f])
-                    if k == mc:
-                        k = miss
-                    h32[f * n_slots + k] += v
+        _accumulate_block(binned, partition, c0, c1, features, lo, hi, p32, h32, miss_code,
+                          has_missing)
         if contiguous:
-            _flush(h32, out, f0, f1, n_slots)
+            _flush(h32, out, np.uint64(features[lo]), np.uint64(features[hi - 1]) + np.uint64(1),
+                   n_slots)
         else:
             for fi in range(lo, hi):
                 f = np.uint64(features[fi])
