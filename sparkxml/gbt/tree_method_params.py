@@ -25,7 +25,7 @@ from pyspark.ml.param import Param, Params, TypeConverters
 
 from sparkxml._core.constraints import between, one_of
 from sparkxml._core.params import param
-from sparkxml_kernels.gbt.quantize import MAX_QUANT_BINS
+from sparkxml_kernels.gbt.quantize import MAX_QUANT_BINS, check_quant_options
 from sparkxml_kernels.gbt.tree_methods import TREE_METHODS, check_tree_method
 
 
@@ -122,6 +122,4 @@ class QuantizedGradParams(HasUseQuantizedGrad, HasNumGradQuantBins, HasQuantTrai
 
     def _check_quantized_grad(self, monotone) -> None:
         """Before any Spark job: renewed leaves would leave monotone bounds."""
-        if self.getUseQuantizedGrad() and self.getQuantTrainRenewLeaf() and any(monotone or ()):
-            raise ValueError("quantTrainRenewLeaf cannot be combined with monotoneConstraints "
-                             "(a renewed leaf would leave its monotone bounds)")
+        check_quant_options(self.getUseQuantizedGrad(), self.getQuantTrainRenewLeaf(), monotone)

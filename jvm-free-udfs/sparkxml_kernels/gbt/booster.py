@@ -41,7 +41,7 @@ from .metrics import higher_is_better, is_known, known_metrics, metric_from_stat
 from .node_features import check_interaction
 from .predictor import TreeEnsemblePredictor
 from .prune import prune_tree
-from .quantize import GradQuantizer, check_quant_bins, renew_leaves
+from .quantize import GradQuantizer, check_quant_bins, check_quant_options, renew_leaves
 from .splitting import SplitParams
 from .tree_methods import ApproxCandidates, ExactSplits, check_tree_method
 
@@ -181,10 +181,7 @@ class BoosterParams:
         p.cat_params()
         check_threads(p.nthread)
         check_quant_bins(p.numGradQuantBins)
-        if p.useQuantizedGrad and p.quantTrainRenewLeaf and p.monotoneConstraints and any(
-                p.monotoneConstraints):
-            raise ValueError("quantTrainRenewLeaf cannot be combined with monotoneConstraints "
-                             "(a renewed leaf would leave its monotone bounds)")
+        check_quant_options(p.useQuantizedGrad, p.quantTrainRenewLeaf, p.monotoneConstraints)
         return p
 
     def cat_params(self) -> CatParams:

@@ -298,12 +298,11 @@ class TreeGrower:
         sample_key : tuple of int, optional
             (seed, round, output) of this tree: seeds the per-level and per-node column
             draws (``node_features.py``); needed with colsample_bylevel/bynode < 1.
-        quant : (int64 (n,), (float, float), int), optional
+        quant : (int32 (n,), (float, float), int), optional
             Quantised gradients (quantize.py): ``grad`` and ``hess`` hold the integer levels,
-            this tuple their packed int32 words, (gradient scale, hessian scale) and the
-            number of levels. Histograms
-            sum the levels (integer kernels on dense bins) and are scaled before the split
-            search.
+            this tuple their packed words, (gradient scale, hessian scale) and the number of
+            levels. Histograms sum the levels (integer kernels on dense bins) and are scaled
+            before the split search.
 
         Returns
         -------

@@ -41,6 +41,14 @@ def check_quant_bins(bins) -> int:
     return bins
 
 
+def check_quant_options(use, renew, monotone) -> None:
+    """Renewed leaves would leave monotone bounds: the two are refused together (the
+    message names both params)."""
+    if use and renew and any(monotone or ()):
+        raise ValueError("quantTrainRenewLeaf cannot be combined with monotoneConstraints "
+                         "(a renewed leaf would leave its monotone bounds)")
+
+
 def tree_key(seed: int, it: int, k: int) -> np.uint64:
     """The per-tree key of the rounding uniforms."""
     with np.errstate(over="ignore"):
